@@ -1,0 +1,116 @@
+"""The `whoqa` command. Each command is a thin shell over a Python function of the same name."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Question answering over full-length books (NarrativeQA full-story setting).")
+
+DEFAULT_DATA = "../shared/data"
+
+
+def _fail(msg: str) -> None:
+    typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
+@app.callback()
+def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.")):
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    import warnings
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+
+
+@app.command()
+def prepare(
+    data: Path = typer.Option(DEFAULT_DATA, help="NarrativeQA-layout folder (narrativeqa/*.csv, books/)."),
+    workspace: Path = typer.Option(Path("ws"), help="Workspace folder for every stage's artifacts."),
+    book: Optional[List[str]] = typer.Option(None, help="Only these document ids (repeatable)."),
+    engine: str = typer.Option("spacy", help="spacy (offline, default) or booknlp (needs BookNLP's models)."),
+    jobs: int = typer.Option(max(1, (os.cpu_count() or 1)), help="Books processed in parallel processes."),
+    unlabeled: bool = typer.Option(False, help="Also process books-unlabeled/ (artificial questions, word vectors)."),
+    booknlp_python: Optional[str] = typer.Option(None, help="Python of an environment with booknlp, transformers<=4.30."),
+    booknlp_models: Optional[str] = typer.Option(None, help="Folder of BookNLP's model files (~/booknlp_models)."),
+    max_books: Optional[int] = typer.Option(None, help="Debug: only the first N books."),
+):
+    """Books -> sentences, parses, characters and coreference, as BookNLP-format files under WS/books/<id>/."""
+    from data_prep.engine_booknlp import BookNLPUnavailable
+    from data_prep.narrativeqa import DataError
+    from data_prep.prepare import PrepareConfig, prepare as run
+    cfg = PrepareConfig(str(data), str(workspace), list(book or []), engine, jobs, unlabeled, booknlp_python,
+                        booknlp_models, max_books)
+    try:
+        rep = run(cfg)
+    except (DataError, BookNLPUnavailable, ValueError) as e:
+        _fail(str(e))
+    wps = rep.words / rep.seconds if rep.seconds else 0
+    typer.echo(f"prepared {len(rep.done)} book(s), {len(rep.skipped)} already done, {len(rep.failed)} failed; "
+               f"{rep.words:,} words in {rep.seconds:.1f}s ({wps:,.0f} words/s) -> {workspace}/books")
+    for b, err in rep.failed.items():
+        typer.secho(f"  failed {b}: {err.splitlines()[0]}", fg=typer.colors.YELLOW, err=True)
+    if rep.failed and not rep.done and not rep.skipped:
+        raise typer.Exit(1)
+
+
+@app.command()
+def download(
+    data: Path = typer.Option(Path("narrativeqa-data"), help="Folder to build (NarrativeQA layout)."),
+    csv_base_url: str = typer.Option(None, help="Where documents.csv and qaps.csv live (default: NarrativeQA's repository)."),
+    book: Optional[List[str]] = typer.Option(None, help="Only these document ids."),
+    kind: str = typer.Option("gutenberg", help="gutenberg (books), movie, or all."),
+    split: Optional[str] = typer.Option(None, help="Only this set: train, valid or test."),
+    max_books: Optional[int] = typer.Option(None, help="Debug: only the first N books."),
+):
+    """Fetch NarrativeQA's csv files and books from their public sources (connected machines only). Resumable."""
+    from data_prep.download import DownloadConfig, download as run
+    from data_prep.narrativeqa import DataError
+    cfg = DownloadConfig(str(data), csv_base_url, list(book or []), kind, split, max_books)
+    try:
+        rep = run(cfg)
+    except DataError as e:
+        _fail(str(e))
+    typer.echo(json.dumps(rep, indent=1))
+    if rep["failed"]:
+        raise typer.Exit(1)
+
+
+@app.command("eval-coref")
+def eval_coref(
+    litbank: Path = typer.Option(Path(DEFAULT_DATA) / "litbank", help="LitBank coref folder (<name>.txt + .ann)."),
+    max_docs: Optional[int] = typer.Option(None, help="Debug: only the first N documents."),
+    out: Optional[Path] = typer.Option(None, help="Also write the JSON here."),
+):
+    """Score the offline engine's characters and pronouns against LitBank's gold coreference (PER, names + pronouns)."""
+    from data_prep.litbank import evaluate
+    from data_prep.narrativeqa import DataError
+    try:
+        res = evaluate(litbank, max_docs=max_docs)
+    except DataError as e:
+        _fail(str(e))
+    text = json.dumps(res, indent=1)
+    typer.echo(text)
+    if out:
+        out.write_text(text)
+
+
+@app.command()
+def bench(
+    data: Path = typer.Option(DEFAULT_DATA, help="NarrativeQA-layout folder."),
+    books: int = typer.Option(4, help="How many books (the shortest ones after --min-words)."),
+    min_words: int = typer.Option(20000, help="Skip books shorter than this."),
+    repeats: int = typer.Option(1, help="Runs per measurement (the median is reported)."),
+):
+    """Benchmark the offline engine: words/s in one process and with --jobs 2, peak RSS on the longest book."""
+    from data_prep.bench import run
+    typer.echo(json.dumps(run(str(data), books, min_words, repeats), indent=1))
+
+
+if __name__ == "__main__":
+    app()

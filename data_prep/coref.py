@@ -1,0 +1,261 @@
+"""Pronoun resolution for characters: agreement, recency, syntactic role, salience, and quotation structure.
+
+Walks the book paragraph by paragraph, keeping the recent character mentions:
+  1. third-person pronouns in narration go to the best-scoring recent character of matching gender
+     (subjects and salient characters preferred; a non-reflexive object never binds to its own verb's subject);
+  2. each quotation gets a speaker (the character subject of a speech verb beside it, else the conversation's turn);
+  3. inside a quotation, I/me/my is the speaker, you/your the addressee (a vocative name, else the other party),
+     and he/she are resolved as in 1 but never to the speaker;
+  4. first person outside quotations is the narrator (character 0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from whoqa.book import Token
+from data_prep.characters import salience
+
+NARRATOR = 0
+MALE = {"he", "him", "his", "himself"}
+FEMALE = {"she", "her", "hers", "herself"}
+FIRST = {"i", "me", "my", "mine", "myself"}
+SECOND = {"you", "your", "yours", "yourself", "thou", "thee", "thy", "thine"}
+REFLEXIVE = {"himself", "herself", "myself", "yourself"}
+SPEECH_VERBS = {"say", "ask", "cry", "reply", "answer", "exclaim", "continue", "whisper", "shout", "call", "add",
+                "murmur", "mutter", "remark", "observe", "return", "repeat", "respond", "declare", "inquire",
+                "enquire", "protest", "explain", "retort", "rejoin", "interrupt", "begin", "go", "scream", "sob",
+                "laugh", "groan", "gasp", "stammer", "insist", "suggest", "demand", "roar", "thunder", "growl",
+                "sneer", "snap", "tell", "think", "write", "plead", "urge", "admit", "agree", "say", "echo"}
+SUBJECT_DEPS = {"nsubj", "nsubjpass"}
+VOCATIVE_DEPS = {"npadvmod", "dep", "appos", "intj", "ROOT", "attr", "vocative", "nmod"}
+OPEN_QUOTES = {'"', "\u201c", "``"}
+CLOSE_QUOTES = {'"', "\u201d", "''"}
+
+
+@dataclass
+class Weights:
+    """Scoring weights for an antecedent; tuned on LitBank with `whoqa eval-coref`."""
+    window: int = 4  # sentences back that hold candidates
+    long_window: int = 25  # fallback: the last gender-matching character this far back
+    distance: float = 1.0  # per sentence back
+    subject: float = 1.5  # antecedent mention was a subject
+    parallel: float = 0.5  # pronoun and antecedent both subjects
+    gender: float = 2.0  # gender known and agreeing
+    salience: float = 0.4  # per log(count)
+    quote_mismatch: float = 2.0  # one inside a quotation, the other outside
+    same_quote: float = 0.5
+
+
+@dataclass
+class Resolved:
+    start: int
+    end: int
+    char: int
+    kind: str  # PROP | PRON
+    subject: bool
+    in_quote: bool
+    quote: int  # quotation id, -1 outside
+
+
+@dataclass
+class Quote:
+    id: int
+    start: int
+    end: int  # inclusive token range of the quotation's words
+    paragraph: int
+    speaker: int = -1
+    addressee: int = -1
+    vocatives: list = field(default_factory=list)
+
+
+def quote_ids(tokens: list[Token]) -> list[int]:
+    """Quotation id per token (-1 outside), quote marks included.
+
+    Straight quotes toggle; curly ones say which side they are; a paragraph end or a new opening mark closes an
+    open quotation (a speech running over paragraphs reopens each one).
+    """
+    ids = [-1] * len(tokens)
+    cur, n, para = -1, 0, None
+    for i, t in enumerate(tokens):
+        if t.paragraph != para:
+            para, cur = t.paragraph, -1
+        w = t.word
+        if w in OPEN_QUOTES and (cur < 0 or w != '"'):
+            cur, n = n, n + 1
+            ids[i] = cur
+        elif cur >= 0 and w in CLOSE_QUOTES:
+            ids[i] = cur
+            cur = -1
+        else:
+            ids[i] = cur
+    return ids
+
+
+def _quotes(tokens: list[Token], qids: list[int]) -> list[Quote]:
+    quotes: dict[int, Quote] = {}
+    for i, q in enumerate(qids):
+        if q >= 0:
+            if q not in quotes:
+                quotes[q] = Quote(q, i, i, tokens[i].paragraph)
+            quotes[q].end = i
+    return [quotes[k] for k in sorted(quotes)]
+
+
+class Resolver:
+    def __init__(self, tokens: list[Token], names: list[Resolved], genders: dict[int, str | None],
+                 counts: dict[int, int], weights: Weights | None = None):
+        self.tokens = tokens
+        self.w = weights or Weights()
+        self.genders = genders
+        self.counts = counts
+        self.qids = quote_ids(tokens)
+        self.quotes = _quotes(tokens, self.qids)
+        self.names = sorted(names, key=lambda m: m.start)
+        self.history: list[Resolved] = []  # resolved mentions in text order so far
+        self.narrator_seen = any(m.char == NARRATOR for m in self.names)
+
+    def run(self) -> list[Resolved]:
+        toks, qids = self.tokens, self.qids
+        by_para: dict[int, list[int]] = {}
+        for i, t in enumerate(toks):
+            low = t.word.lower()
+            if low in MALE or low in FEMALE or low in FIRST or low in SECOND:
+                if t.pos == "PRON" or t.tag in ("PRP", "PRP$"):
+                    by_para.setdefault(t.paragraph, []).append(i)
+        names_by_para: dict[int, list[Resolved]] = {}
+        for m in self.names:
+            names_by_para.setdefault(toks[m.start].paragraph, []).append(m)
+        quotes_by_para: dict[int, list[Quote]] = {}
+        for q in self.quotes:
+            quotes_by_para.setdefault(q.paragraph, []).append(q)
+        paras = sorted(set(by_para) | set(names_by_para) | set(quotes_by_para))
+        last_speakers: list[int] = []  # distinct recent speakers, most recent last
+        last_quote_para = -10
+        for p in paras:
+            pron = by_para.get(p, [])
+            new: list[Resolved] = list(names_by_para.get(p, []))
+            # 1. narration: names are known; third-person and first-person pronouns outside quotes
+            for i in pron:
+                if qids[i] >= 0:
+                    continue
+                low = toks[i].word.lower()
+                if low in FIRST:
+                    new.append(self._mention(i, NARRATOR))
+                    self.narrator_seen = True
+                elif low in MALE or low in FEMALE:
+                    c = self._antecedent(i, new)
+                    if c is not None:
+                        new.append(self._mention(i, c))
+                new.sort(key=lambda m: m.start)
+            # 2. speakers of this paragraph's quotations
+            qs = quotes_by_para.get(p, [])
+            for q in qs:
+                q.speaker = self._speaker(q, new)
+                q.vocatives = [m.char for m in new if q.start <= m.start <= q.end and m.kind == "PROP"
+                               and toks[m.start].dep in VOCATIVE_DEPS]
+            if qs:
+                if all(q.speaker < 0 for q in qs) and p - last_quote_para <= 2 and len(last_speakers) >= 2:
+                    for q in qs:  # alternating turns in a bare exchange of quotations
+                        q.speaker = last_speakers[-2]
+                spk = next((q.speaker for q in qs if q.speaker >= 0), -1)
+                other = next((s for s in reversed(last_speakers) if s != spk), -1)
+                if other < 0 and spk != NARRATOR and self.narrator_seen:
+                    other = NARRATOR  # a first-person narrator is the usual other party of a conversation
+                for q in qs:
+                    q.addressee = q.vocatives[0] if q.vocatives else other
+                if spk >= 0:
+                    if spk in last_speakers:
+                        last_speakers.remove(spk)
+                    last_speakers.append(spk)
+                last_quote_para = p
+            # 3. pronouns inside quotations
+            for i in pron:
+                q = qids[i]
+                if q < 0:
+                    continue
+                quote = self.quotes[q]
+                low = toks[i].word.lower()
+                c = None
+                if low in FIRST:
+                    c = quote.speaker if quote.speaker >= 0 else None
+                elif low in SECOND:
+                    c = quote.addressee if quote.addressee >= 0 else None
+                else:
+                    c = self._antecedent(i, new, exclude=quote.speaker)
+                if c is not None:
+                    new.append(self._mention(i, c))
+                    new.sort(key=lambda m: m.start)
+            self.history.extend(new)
+        return [m for m in self.history if m.kind == "PRON"]
+
+    def _mention(self, i: int, char: int) -> Resolved:
+        t = self.tokens[i]
+        return Resolved(i, i, char, "PRON", t.dep in SUBJECT_DEPS, self.qids[i] >= 0, self.qids[i])
+
+    def _speaker(self, q: Quote, para_mentions: list[Resolved]) -> int:
+        toks = self.tokens
+        best, best_d = -1, None
+        for m in para_mentions:
+            if m.in_quote or not m.subject:
+                continue
+            head = toks[toks[m.start].head]
+            d = min(abs(m.start - q.start), abs(m.start - q.end))
+            if head.lemma.lower() in SPEECH_VERBS:
+                d -= 1000  # a speech verb beats mere proximity
+            if best_d is None or d < best_d:
+                best, best_d = m.char, d
+        return best
+
+    def _antecedent(self, i: int, current: list[Resolved], exclude: int = -1) -> int | None:
+        toks, w = self.tokens, self.w
+        t = toks[i]
+        low = t.word.lower()
+        gender = "male" if low in MALE else "female"
+        reflexive = low in REFLEXIVE
+        sent = t.sentence
+        in_quote = self.qids[i] >= 0
+        subj = t.dep in SUBJECT_DEPS
+        best: dict[int, float] = {}
+        fallback = None
+        for m in self._recent(i, current):
+            s_back = sent - toks[m.start].sentence
+            if s_back > w.long_window:
+                break
+            c = m.char
+            if c == exclude or c == NARRATOR:
+                continue
+            g = self.genders.get(c)
+            if g is not None and g != gender:
+                continue
+            if fallback is None and g == gender:
+                fallback = c
+            if s_back > w.window or c in best:
+                continue
+            mt = toks[m.start]
+            same_clause = s_back == 0 and toks[m.end].head == t.head
+            if not reflexive and same_clause and m.subject and t.dep not in ("poss",):
+                continue  # binding: "Holmes saw him" -> him is not Holmes
+            score = -w.distance * s_back + w.salience * salience(self.counts.get(c, 1))
+            if g == gender:
+                score += w.gender
+            if m.subject:
+                score += w.subject + (w.parallel if subj else 0)
+            if m.in_quote != in_quote:
+                score -= w.quote_mismatch
+            elif in_quote and m.quote == self.qids[i]:
+                score += w.same_quote
+            if reflexive and same_clause and m.subject:
+                score += 10
+            if mt.dep in VOCATIVE_DEPS and m.in_quote and m.kind == "PROP":
+                score -= 1  # a name spoken to someone is rarely the next "he"
+            best[c] = score
+        if best:
+            return max(best.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+        return fallback
+
+    def _recent(self, i: int, current: list[Resolved]):
+        """Character mentions before token i, most recent first: this paragraph's, then the history's."""
+        for m in reversed(current):
+            if m.end < i:
+                yield m
+        yield from reversed(self.history)

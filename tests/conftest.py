@@ -1,0 +1,42 @@
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("WHOQA_NO_PROGRESS", "1")
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DYING_DETECTIVE = "09333c7d604bd412e6aef5d3e56b046ed301c5e5"
+SHORT_BOOKS = ["2c5f448df18172babaac38806e1fb699a8baf65b", "2dd593d19e201c9cf4edb0703cad0f525c1038a2"]  # Beatrix Potter
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    if not (SHARED / "narrativeqa" / "documents.csv").is_file():
+        pytest.skip(f"shared data not found at {SHARED}")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def engine():
+    from data_prep.engine_spacy import SpacyEngine
+    return SpacyEngine()
+
+
+@pytest.fixture
+def mini_data(tmp_path, shared_data) -> Path:
+    """A NarrativeQA-layout folder with two short real books, the Dying Detective, and an empty book."""
+    root = tmp_path / "data"
+    (root / "books").mkdir(parents=True)
+    (root / "narrativeqa").mkdir()
+    ids = SHORT_BOOKS + [DYING_DETECTIVE]
+    for b in ids:
+        shutil.copy(shared_data / "books" / f"{b}.txt", root / "books" / f"{b}.txt")
+    lines = (shared_data / "narrativeqa" / "documents.csv").read_text().splitlines()
+    keep = [lines[0]] + [l for l in lines[1:] if l.split(",")[0] in ids]
+    empty = "e" * 40
+    keep.append(f"{empty},test,gutenberg,http://example.org/x.txt,0,,Empty,0,,")
+    (root / "books" / f"{empty}.txt").write_text("")
+    (root / "narrativeqa" / "documents.csv").write_text("\n".join(keep) + "\n")
+    return root

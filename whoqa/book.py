@@ -1,0 +1,219 @@
+"""Processed books: BookNLP's own file formats (the contract between `prepare` and everything after it).
+
+    <id>.tokens    TSV, one row per token (BookNLP's 13 columns; head ids are document token ids)
+    <id>.entities  TSV: COREF start_token end_token prop cat text (document token ids, end inclusive)
+    <id>.book      JSON: {"characters": [{id, count, g, mentions: {proper, common, pronoun}, agent, patient, poss, mod}]}
+
+Both engines (the offline one and the real BookNLP) write these, and `Book.load` reads either, so files BookNLP made
+elsewhere work too. Downstream stages see a book only through `Book`.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TOKEN_COLUMNS = ["paragraph_ID", "sentence_ID", "token_ID_within_sentence", "token_ID_within_document", "word", "lemma",
+                 "byte_onset", "byte_offset", "POS_tag", "fine_POS_tag", "dependency_relation", "syntactic_head_ID",
+                 "event"]
+ENTITY_COLUMNS = ["COREF", "start_token", "end_token", "prop", "cat", "text"]
+SUFFIXES = (".tokens", ".entities", ".book")
+POSSESSIVE_TAGS = {"PRP$", "WP$"}
+GENDERS = {"he/him/his": "male", "she/her": "female", "they/them/their": "plural"}
+
+
+class BookFormatError(Exception):
+    """A processed-book file is missing or malformed; the message names it."""
+
+
+@dataclass
+class Token:
+    paragraph: int
+    sentence: int
+    index: int  # token id within the document
+    word: str
+    lemma: str
+    start_char: int
+    end_char: int
+    pos: str
+    tag: str
+    dep: str
+    head: int  # document token id of the syntactic head (itself for a root)
+
+
+@dataclass
+class Mention:
+    start: int  # first token (document id)
+    end: int  # last token, inclusive
+    char_id: int
+    prop: str  # PROP | NOM | PRON
+    cat: str  # PER | LOC | ...
+    text: str
+
+
+@dataclass
+class Character:
+    id: int
+    name: str  # canonical name: the most frequent proper mention ("NARRATOR"/"CHAR_<id>" when it has none)
+    aliases: list[str]  # proper names, most frequent first
+    count: int  # mentions of every kind
+    gender: str | None  # male | female | plural | None
+
+
+@dataclass
+class Book:
+    id: str
+    tokens: list[Token]
+    sentences: list[tuple[int, int]]  # (first token, last token + 1) per sentence id
+    mentions: list[Mention]  # PER mentions only, sorted by start
+    characters: dict[int, Character]
+    token_char: dict[int, int] = field(default_factory=dict)  # token id -> character id of the mention it is in
+
+    @classmethod
+    def load(cls, folder: str | Path, book_id: str | None = None) -> "Book":
+        folder = Path(folder)
+        if book_id is None:
+            found = sorted(folder.glob("*.tokens"))
+            if len(found) != 1:
+                raise BookFormatError(f"{folder}: expected one <id>.tokens file, found {len(found)}; pass the book id")
+            book_id = found[0].stem
+        paths = {s: folder / f"{book_id}{s}" for s in SUFFIXES}
+        for s, p in paths.items():
+            if not p.is_file():
+                raise BookFormatError(f"book {book_id}: {p} is missing; run `whoqa prepare` for this book")
+        tokens = read_tokens(paths[".tokens"])
+        mentions = [m for m in read_entities(paths[".entities"], len(tokens)) if m.cat == "PER"]
+        characters = read_characters(paths[".book"])
+        sentences: list[tuple[int, int]] = []
+        for t in tokens:
+            if t.sentence == len(sentences):
+                sentences.append((t.index, t.index + 1))
+            elif t.sentence == len(sentences) - 1:
+                sentences[-1] = (sentences[-1][0], t.index + 1)
+            else:
+                raise BookFormatError(f"book {book_id}: sentence ids are not consecutive at token {t.index}")
+        token_char = {}
+        for m in mentions:
+            for i in range(m.start, m.end + 1):
+                token_char[i] = m.char_id
+        return cls(book_id, tokens, sentences, mentions, characters, token_char)
+
+    def sentence_words(self, sid: int) -> list[str]:
+        a, b = self.sentences[sid]
+        return [t.word for t in self.tokens[a:b]]
+
+    def replaced_sentence(self, sid: int) -> list[str]:
+        """Words of a sentence with each character mention replaced by its id: `CHAR_3 sold CHAR_3 's house`."""
+        a, b = self.sentences[sid]
+        out: list[str] = []
+        i = a
+        while i < b:
+            cid = self.token_char.get(i)
+            if cid is None:
+                out.append(self.tokens[i].word)
+                i += 1
+                continue
+            j = i
+            while j + 1 < b and self.token_char.get(j + 1) == cid and not self._starts_mention(j + 1):
+                j += 1
+            out.append(char_token(cid))
+            if j == i and self.tokens[i].tag in POSSESSIVE_TAGS:
+                out.append("'s")
+            i = j + 1
+        return out
+
+    def _starts_mention(self, i: int) -> bool:
+        if not hasattr(self, "_starts"):
+            self._starts = {m.start for m in self.mentions}
+        return i in self._starts
+
+
+def char_token(char_id: int) -> str:
+    return f"CHAR_{char_id}"
+
+
+def _rows(path: Path, columns: list[str]):
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        header = next(reader, None)
+        if header is None or header[:len(columns)] != columns:
+            raise BookFormatError(f"{path}: header {header} is not BookNLP's {columns}")
+        for n, row in enumerate(reader, start=2):
+            if len(row) < len(columns):
+                raise BookFormatError(f"{path}: line {n} has {len(row)} columns, expected {len(columns)}")
+            yield n, row
+
+
+def read_tokens(path: Path) -> list[Token]:
+    tokens = []
+    for n, r in _rows(path, TOKEN_COLUMNS):
+        try:
+            t = Token(int(r[0]), int(r[1]), int(r[3]), r[4], r[5], int(r[6]), int(r[7]), r[8], r[9], r[10], int(r[11]))
+        except ValueError as e:
+            raise BookFormatError(f"{path}: line {n}: {e}") from None
+        if t.index != len(tokens):
+            raise BookFormatError(f"{path}: line {n}: token id {t.index}, expected {len(tokens)}")
+        tokens.append(t)
+    return tokens
+
+
+def read_entities(path: Path, n_tokens: int | None = None) -> list[Mention]:
+    mentions = []
+    for n, r in _rows(path, ENTITY_COLUMNS):
+        try:
+            m = Mention(int(r[1]), int(r[2]), int(r[0]), r[3], r[4], r[5])
+        except ValueError as e:
+            raise BookFormatError(f"{path}: line {n}: {e}") from None
+        if m.end < m.start or (n_tokens is not None and m.end >= n_tokens):
+            raise BookFormatError(f"{path}: line {n}: span {m.start}-{m.end} outside the book's {n_tokens} tokens")
+        mentions.append(m)
+    mentions.sort(key=lambda m: (m.start, m.end))
+    return mentions
+
+
+def read_characters(path: Path) -> dict[int, Character]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise BookFormatError(f"{path}: not valid JSON ({e})") from None
+    chars = {}
+    for c in data.get("characters", []):
+        proper = [m["n"] for m in c.get("mentions", {}).get("proper", [])]
+        g = c.get("g")
+        gender = GENDERS.get(g.get("argmax")) if isinstance(g, dict) else None
+        cid = int(c["id"])
+        name = proper[0] if proper else ("NARRATOR" if cid == 0 else char_token(cid))
+        chars[cid] = Character(cid, name, proper, int(c.get("count", 0)), gender)
+    return chars
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write through a temporary file and rename, so a crash never leaves a half-written file behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_book_files(folder: Path, book_id: str, token_rows: list[list], entity_rows: list[list], book: dict) -> None:
+    """Write the three files; `.book` goes last, so its presence marks a finished book."""
+    def tsv(header, rows):
+        return "\n".join(["\t".join(header)] + ["\t".join(str(x) for x in r) for r in rows]) + "\n"
+    folder = Path(folder)
+    atomic_write(folder / f"{book_id}.tokens", tsv(TOKEN_COLUMNS, token_rows))
+    atomic_write(folder / f"{book_id}.entities", tsv(ENTITY_COLUMNS, entity_rows))
+    atomic_write(folder / f"{book_id}.book", json.dumps(book))
+
+
+def is_done(folder: Path, book_id: str) -> bool:
+    return all((Path(folder) / f"{book_id}{s}").is_file() for s in SUFFIXES)
