@@ -25,7 +25,7 @@ class Processed:
 class SpacyEngine:
     name = "spacy"
 
-    def __init__(self, model: str = SPACY_MODEL, weights: Weights | None = None, batch_size: int = 32):
+    def __init__(self, model: str = SPACY_MODEL, weights: Weights | None = None, batch_size: int = 128):
         self.nlp = load_nlp(model)
         self.weights = weights or Weights()
         self.batch_size = batch_size

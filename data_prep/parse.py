@@ -63,7 +63,7 @@ def _split_long(chunk: str) -> Iterable[tuple[int, str]]:
     yield start, chunk[start:]
 
 
-def parse_text(nlp, text: str, batch_size: int = 32, progress=None) -> Parsed:
+def parse_text(nlp, text: str, batch_size: int = 128, progress=None) -> Parsed:
     """Parse a story body paragraph by paragraph (a paragraph always ends a sentence)."""
     paras = paragraphs(text)
     docs = nlp.pipe((p for _, p in paras), batch_size=batch_size)

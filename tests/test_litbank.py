@@ -1,0 +1,34 @@
+from data_prep.litbank import align, b3, ceafe, evaluate, f1, muc
+
+
+def test_muc_hand_worked():
+    # key {a,b,c}; response {a,b},{c}: recall (3-2)/(3-1)=0.5; precision (2-1 + 0)/(1+0)=1
+    key, resp = [{"a", "b", "c"}], [{"a", "b"}, {"c"}]
+    assert f1(*muc(key, resp)) == {"p": 100.0, "r": 50.0, "f1": 66.67}
+
+
+def test_b3_hand_worked():
+    key, resp = [{"a", "b", "c"}], [{"a", "b"}, {"c"}]
+    # recall: (4/3 + 1/3)/3 = 5/9; precision: (4/2 + 1/1)/3 = 1
+    assert f1(*b3(key, resp)) == {"p": 100.0, "r": 55.56, "f1": 71.43}
+
+
+def test_ceafe_hand_worked():
+    key, resp = [{"a", "b", "c"}, {"d"}], [{"a", "b"}, {"c", "d"}]
+    # best alignment: {a,b,c}-{a,b} 0.8 and {d}-{c,d} 2/3: total 1.4667 over 2 and 2
+    r = f1(*ceafe(key, resp))
+    assert r["p"] == r["r"] == 73.33
+
+
+def test_align_lenient_on_titles():
+    gold = {(0, 1): ("HOLMES", "PROP"), (5, 5): ("HOLMES", "PRON")}
+    pred = {(1, 1): (3, "PROP"), (5, 5): (3, "PRON"), (8, 8): (4, "PRON")}
+    out = align(pred, gold)
+    assert out[(0, 1)] == (3, "PROP") and out[(5, 5)] == (3, "PRON") and ("pred", 8, 8) in out
+
+
+def test_evaluate_one_document(engine, shared_data):
+    res = evaluate(shared_data / "litbank" / "coref", max_docs=2, engine=engine)
+    assert res["documents"] == 2
+    assert 20 < res["conll_f1"] <= 100 and 0 < res["pronoun_accuracy"] <= 100
+    assert res["mentions"]["aligned"] <= res["mentions"]["predicted"]

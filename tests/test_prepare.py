@@ -1,0 +1,46 @@
+import json
+
+from data_prep.prepare import PrepareConfig, prepare
+from tests.conftest import SHORT_BOOKS
+from whoqa.book import Book
+
+
+def test_prepare_parallel_resumes_and_reports_bad_books(mini_data, tmp_path):
+    ws = tmp_path / "ws"
+    cfg = PrepareConfig(str(mini_data), str(ws), jobs=2)
+    rep = prepare(cfg, progress=False)
+    assert sorted(rep.done) == sorted(SHORT_BOOKS + ["09333c7d604bd412e6aef5d3e56b046ed301c5e5"])
+    assert list(rep.failed) == ["e" * 40] and "empty" in rep.failed["e" * 40]
+    for b in rep.done:
+        book = Book.load(ws / "books" / b, b)
+        assert book.tokens and book.characters
+    saved = json.loads((ws / "prepare_report.json").read_text())
+    assert saved["config"]["jobs"] == 2 and len(saved["report"]["done"]) == 3
+
+    # an interrupted run: one book lost its last file; only that one (and the bad one) is redone
+    (ws / "books" / SHORT_BOOKS[0] / f"{SHORT_BOOKS[0]}.book").unlink()
+    rep2 = prepare(PrepareConfig(str(mini_data), str(ws), jobs=1), progress=False)
+    assert rep2.done == [SHORT_BOOKS[0]] and len(rep2.skipped) == 2
+    assert not list((ws / "books").rglob("*.tmp"))
+
+
+def test_prepare_named_books_only(mini_data, tmp_path):
+    rep = prepare(PrepareConfig(str(mini_data), str(tmp_path / "ws"), books=[SHORT_BOOKS[1]]), progress=False)
+    assert rep.done == [SHORT_BOOKS[1]] and not rep.failed
+
+
+def test_unknown_book_is_a_clear_error(mini_data, tmp_path):
+    import pytest
+    with pytest.raises(ValueError, match="not found"):
+        prepare(PrepareConfig(str(mini_data), str(tmp_path / "ws"), books=["nope"]), progress=False)
+
+
+def test_cli_prepare(mini_data, tmp_path):
+    from typer.testing import CliRunner
+    from cli import app
+    res = CliRunner().invoke(app, ["prepare", "--data", str(mini_data), "--workspace", str(tmp_path / "ws"),
+                                   "--book", SHORT_BOOKS[0], "--jobs", "1"])
+    assert res.exit_code == 0, res.output
+    assert "prepared 1 book(s)" in res.output
+    res = CliRunner().invoke(app, ["prepare", "--data", str(tmp_path / "missing"), "--workspace", str(tmp_path / "w")])
+    assert res.exit_code == 2 and "does not exist" in res.output
