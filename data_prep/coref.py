@@ -20,6 +20,7 @@ MALE = {"he", "him", "his", "himself"}
 FEMALE = {"she", "her", "hers", "herself"}
 FIRST = {"i", "me", "my", "mine", "myself"}
 SECOND = {"you", "your", "yours", "yourself", "thou", "thee", "thy", "thine"}
+PLURAL = {"they", "them", "their", "theirs", "themselves", "we", "us", "our", "ours", "ourselves"}
 REFLEXIVE = {"himself", "herself", "myself", "yourself"}
 SPEECH_VERBS = {"say", "ask", "cry", "reply", "answer", "exclaim", "continue", "whisper", "shout", "call", "add",
                 "murmur", "mutter", "remark", "observe", "return", "repeat", "respond", "declare", "inquire",
@@ -148,26 +149,25 @@ class Resolver:
                         new.append(self._mention(i, c))
                 new.sort(key=lambda m: m.start)
             # 2. speakers of this paragraph's quotations
-            qs = quotes_by_para.get(p, [])
-            for q in qs:
-                q.speaker = self._speaker(q, new)
+            prev = None
+            for q in quotes_by_para.get(p, []):
                 q.vocatives = [m.char for m in new if q.start <= m.start <= q.end and m.kind == "PROP"
                                and toks[m.start].dep in VOCATIVE_DEPS]
-            if qs:
-                if all(q.speaker < 0 for q in qs) and p - last_quote_para <= 2 and len(last_speakers) >= 2:
-                    for q in qs:  # alternating turns in a bare exchange of quotations
-                        q.speaker = last_speakers[-2]
-                spk = next((q.speaker for q in qs if q.speaker >= 0), -1)
-                other = next((s for s in reversed(last_speakers) if s != spk), -1)
-                if other < 0 and spk != NARRATOR and self.narrator_seen:
+                q.speaker = self._speaker(q, new)
+                if q.speaker < 0 and prev is not None:
+                    q.speaker = prev.speaker  # '"Yes," he said. "I know."': one paragraph, one speaker
+                if q.speaker < 0 and p - last_quote_para <= 2 and len(last_speakers) >= 2:
+                    q.speaker = last_speakers[-2]  # a bare exchange of quotations: turns alternate
+                other = next((c for c in reversed(last_speakers) if c != q.speaker), -1)
+                if other < 0 and q.speaker != NARRATOR and self.narrator_seen:
                     other = NARRATOR  # a first-person narrator is the usual other party of a conversation
-                for q in qs:
-                    q.addressee = q.vocatives[0] if q.vocatives else other
-                if spk >= 0:
-                    if spk in last_speakers:
-                        last_speakers.remove(spk)
-                    last_speakers.append(spk)
+                q.addressee = next((v for v in q.vocatives if v != q.speaker), other)
+                if q.speaker >= 0:
+                    if q.speaker in last_speakers:
+                        last_speakers.remove(q.speaker)
+                    last_speakers.append(q.speaker)
                 last_quote_para = p
+                prev = q
             # 3. pronouns inside quotations
             for i in pron:
                 q = qids[i]
@@ -188,6 +188,25 @@ class Resolver:
             self.history.extend(new)
         return [m for m in self.history if m.kind == "PRON"]
 
+    def groups(self, max_gap: int = 2) -> list[tuple[int, int]]:
+        """Plural pronouns as group entities: (token, group id). A they/we joins the previous one of its kind
+        (same person, same side of a quotation) within max_gap sentences, else opens a new group. Groups are not
+        characters; they are kept so the processed book holds all of a text's person references."""
+        out, last, n = [], {}, 0
+        for i, t in enumerate(self.tokens):
+            low = t.word.lower()
+            if low not in PLURAL or not (t.pos == "PRON" or t.tag in ("PRP", "PRP$")):
+                continue
+            key = ("we" if low in ("we", "us", "our", "ours", "ourselves") else "they", self.qids[i] >= 0)
+            prev = last.get(key)
+            if prev is not None and t.sentence - self.tokens[prev[0]].sentence <= max_gap:
+                g = prev[1]
+            else:
+                g, n = n, n + 1
+            last[key] = (i, g)
+            out.append((i, g))
+        return out
+
     def _mention(self, i: int, char: int) -> Resolved:
         t = self.tokens[i]
         return Resolved(i, i, char, "PRON", t.dep in SUBJECT_DEPS, self.qids[i] >= 0, self.qids[i])
@@ -195,8 +214,9 @@ class Resolver:
     def _speaker(self, q: Quote, para_mentions: list[Resolved]) -> int:
         toks = self.tokens
         best, best_d = -1, None
+        lo, hi = toks[q.start].sentence - 1, toks[q.end].sentence + 1
         for m in para_mentions:
-            if m.in_quote or not m.subject:
+            if m.in_quote or not m.subject or not lo <= toks[m.start].sentence <= hi:
                 continue
             head = toks[toks[m.start].head]
             d = min(abs(m.start - q.start), abs(m.start - q.end))

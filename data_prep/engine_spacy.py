@@ -62,7 +62,7 @@ class SpacyEngine:
         resolver = Resolver(tokens, named, genders, counts, self.weights)
         pronouns = resolver.run()
         return build_output(tokens, per, pronouns, [m for m in mentions if m.cat != "PER"], genders,
-                            names_by_char, n_quotes=len(resolver.quotes))
+                            names_by_char, n_quotes=len(resolver.quotes), groups=resolver.groups())
 
 
 def _head(tokens: list[Token], start: int, end: int) -> int:
@@ -95,12 +95,36 @@ def _merge_named_narrator(tokens: list[Token], per: list[NameMention], qids: lis
             outside[m.char] += 1
         elif tokens[_head(tokens, m.start, m.end)].dep in VOCATIVE_DEPS:
             vocative[m.char] += 1
-    cands = [(v, c) for c, v in vocative.items() if outside[c] == 0 and v >= 2 and v >= 0.4 * total[c]]
-    if cands:
-        _, c = max(cands)
+    named = _self_named(tokens, per, qids)
+    cands = [(v, c) for c, v in vocative.items() if outside[c] <= 0.1 * total[c] and v >= 2 and v >= 0.4 * total[c]]
+    if named is None and cands:
+        named = max(cands)[1]
+    if named is not None:
         for m in per:
-            if m.char == c:
+            if m.char == named:
                 m.char = NARRATOR
+
+
+def _self_named(tokens: list[Token], per: list[NameMention], qids: list[int]) -> int | None:
+    """The character a narrator names as themself: "Call me Ishmael", "My name is X", "I am X", "I, X, ..."."""
+    for m in per:
+        if qids[m.start] >= 0:
+            continue
+        h = tokens[_head(tokens, m.start, m.end)]
+        verb = tokens[h.head]
+        lo, hi = max(0, verb.index - 10), min(len(tokens), verb.index + 10)
+        kids = [t for t in tokens[lo:hi] if t.head == verb.index and t.index != verb.index]
+        kid_words = {t.word.lower() for t in kids}
+        if verb.lemma == "call" and "me" in kid_words and h.dep in ("oprd", "dobj", "npadvmod", "attr", "xcomp", "ccomp"):
+            return m.char
+        if h.dep == "attr" and verb.lemma == "be":
+            subj = next((t for t in kids if t.dep == "nsubj"), None)
+            if subj is not None and (subj.word == "I" or subj.lemma == "name" and any(
+                    t.head == subj.index and t.word.lower() == "my" for t in tokens[max(0, subj.index - 3):subj.index])):
+                return m.char
+        if h.dep == "appos" and verb.word in ("I", "me"):
+            return m.char
+    return None
 
 
 def pronoun_gender(tokens: list[Token], per: list[NameMention], qids: list[int], min_count: int = 3,
@@ -132,7 +156,8 @@ def pronoun_gender(tokens: list[Token], per: list[NameMention], qids: list[int],
 
 
 def build_output(tokens: list[Token], per: list[NameMention], pronouns: list[Resolved], others: list[NameMention],
-                 genders: dict[int, str | None], names_by_char: dict[int, Counter], n_quotes: int = 0) -> Processed:
+                 genders: dict[int, str | None], names_by_char: dict[int, Counter], n_quotes: int = 0,
+                 groups: list[tuple[int, int]] = ()) -> Processed:
     token_rows, within, last_s = [], 0, -1
     for t in tokens:
         within = within + 1 if t.sentence == last_s else 0
@@ -141,8 +166,10 @@ def build_output(tokens: list[Token], per: list[NameMention], pronouns: list[Res
                            t.tag, t.dep, t.head, "O"])
     chars = [(m.start, m.end, m.char, "PROP", m.text) for m in per] + \
             [(p.start, p.end, p.char, "PRON", tokens[p.start].word) for p in pronouns]
-    first_other = max([c for *_, c, _, _ in chars] + [0]) + 1
+    first_group = max([c for *_, c, _, _ in chars] + [0]) + 1  # ids after the characters': groups, then places
+    first_other = first_group + max([g for _, g in groups] + [-1]) + 1
     rows = [[c, s, e, prop, "PER", text] for s, e, c, prop, text in chars]
+    rows += [[first_group + g, i, i, "PRON", "PER", tokens[i].word] for i, g in groups]
     rows += [[first_other + m.char, m.start, m.end, "PROP", m.cat, m.text] for m in others]
     rows.sort(key=lambda r: (r[1], r[2]))
     book = {"characters": character_records(tokens, chars, genders)}

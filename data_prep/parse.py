@@ -78,7 +78,23 @@ def parse_sentences(nlp, sentences: list[list[str]], batch_size: int = 64) -> Pa
     for s in sentences:
         offsets.append(pos)
         pos += sum(len(w) + 1 for w in s)
-    return _collect(((0, off, doc) for off, doc in zip(offsets, docs)), None, keep_space=True)
+    return _collect(((pid, off, doc) for pid, off, doc in zip(_dialogue_paragraphs(sentences), offsets, docs)),
+                    None, keep_space=True)
+
+
+def _dialogue_paragraphs(sentences: list[list[str]]) -> list[int]:
+    """Paragraph ids for text that lost its paragraphs (LitBank): a sentence opening a quotation starts one."""
+    ids, pid, open_quote = [], 0, False
+    for s in sentences:
+        if s and s[0] in ("\u201c", '"', "``") and not open_quote and ids:
+            pid += 1
+        ids.append(pid)
+        for w in s:
+            if w in ("\u201c", "``") or (w == '"' and not open_quote):
+                open_quote = True
+            elif w in ("\u201d", "''", '"'):
+                open_quote = False
+    return ids
 
 
 def _collect(items, progress, keep_space: bool = False) -> Parsed:

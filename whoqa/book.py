@@ -68,7 +68,7 @@ class Book:
     id: str
     tokens: list[Token]
     sentences: list[tuple[int, int]]  # (first token, last token + 1) per sentence id
-    mentions: list[Mention]  # PER mentions only, sorted by start
+    mentions: list[Mention]  # mentions of the characters only, sorted by start
     characters: dict[int, Character]
     token_char: dict[int, int] = field(default_factory=dict)  # token id -> character id of the mention it is in
 
@@ -85,8 +85,11 @@ class Book:
             if not p.is_file():
                 raise BookFormatError(f"book {book_id}: {p} is missing; run `whoqa prepare` for this book")
         tokens = read_tokens(paths[".tokens"])
-        mentions = [m for m in read_entities(paths[".entities"], len(tokens)) if m.cat == "PER"]
         characters = read_characters(paths[".book"])
+        # a mention counts when its entity is a character of .book (BookNLP's rule: seen at least twice; groups
+        # such as a "they" are PER entities in .entities but not characters)
+        mentions = [m for m in read_entities(paths[".entities"], len(tokens))
+                    if m.cat == "PER" and m.char_id in characters]
         sentences: list[tuple[int, int]] = []
         for t in tokens:
             if t.sentence == len(sentences):
