@@ -34,8 +34,16 @@ def test_write_then_read_back_and_replaced_text(tmp_path):
 def test_adjacent_mentions_of_one_character_stay_two_tokens(tmp_path):
     words = ["Holmes", "Holmes", "ran"]
     ents = [[1, 0, 0, "PROP", "PER", "Holmes"], [1, 1, 1, "PROP", "PER", "Holmes"]]
-    write_book_files(tmp_path, "b", _rows(words), ents, {"characters": []})
+    write_book_files(tmp_path, "b", _rows(words), ents, {"characters": [{"id": 1, "count": 2}]})
     assert Book.load(tmp_path).replaced_sentence(0) == ["CHAR_1", "CHAR_1", "ran"]
+
+
+def test_mentions_of_non_characters_are_not_replaced(tmp_path):
+    """BookNLP's rule: an entity seen once, or a group ("they"), is in .entities but is not a character."""
+    ents = [[1, 0, 0, "PROP", "PER", "Holmes"], [1, 2, 2, "PRON", "PER", "he"], [7, 3, 3, "PRON", "PER", "they"]]
+    write_book_files(tmp_path, "b", _rows(["Holmes", "ran", "he", "they"]), ents,
+                     {"characters": [{"id": 1, "count": 2}]})
+    assert Book.load(tmp_path).replaced_sentence(0) == ["CHAR_1", "ran", "CHAR_1", "they"]
 
 
 def test_missing_and_malformed_files_are_named(tmp_path):
