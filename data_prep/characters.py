@@ -131,7 +131,10 @@ def _split_conjoined(tokens: list[Token], s: int, e: int) -> list[tuple[int, int
 
 @lru_cache(maxsize=1)
 def _name_coref():
-    from booknlp.english.name_coref import NameCoref
+    import warnings
+    with warnings.catch_warnings():  # booknlp imports pkg_resources, deprecated but harmless with setuptools<81
+        warnings.simplefilter("ignore")
+        from booknlp.english.name_coref import NameCoref
     with resources.as_file(resources.files("booknlp.english") / "data" / "aliases.txt") as p:
         return NameCoref(str(p))
 

@@ -36,13 +36,13 @@ CLOSE_QUOTES = {'"', "\u201d", "''"}
 @dataclass
 class Weights:
     """Scoring weights for an antecedent; tuned on LitBank with `whoqa eval-coref`."""
-    window: int = 4  # sentences back that hold candidates
+    window: int = 6  # sentences back that hold candidates
     long_window: int = 25  # fallback: the last gender-matching character this far back
-    distance: float = 1.0  # per sentence back
-    subject: float = 1.5  # antecedent mention was a subject
+    distance: float = 1.5  # per sentence back
+    subject: float = 0.8  # antecedent mention was a subject
     parallel: float = 0.5  # pronoun and antecedent both subjects
     gender: float = 2.0  # gender known and agreeing
-    salience: float = 0.4  # per log(count)
+    salience: float = 1.0  # per log(count)
     quote_mismatch: float = 2.0  # one inside a quotation, the other outside
     same_quote: float = 0.5
 

@@ -83,10 +83,13 @@ def parse_sentences(nlp, sentences: list[list[str]], batch_size: int = 64) -> Pa
 
 
 def _dialogue_paragraphs(sentences: list[list[str]]) -> list[int]:
-    """Paragraph ids for text that lost its paragraphs (LitBank): a sentence opening a quotation starts one."""
+    """Paragraph ids for text that lost its paragraphs (LitBank): a sentence that opens a quotation right after
+    one that closed a quotation starts a new paragraph (a new turn); after narration it continues the paragraph."""
     ids, pid, open_quote = [], 0, False
-    for s in sentences:
-        if s and s[0] in ("\u201c", '"', "``") and not open_quote and ids:
+    quotes = ("\u201c", "\u201d", '"', "``", "''")
+    for k, s in enumerate(sentences):
+        if k and s and s[0] in ("\u201c", '"', "``") and not open_quote and sentences[k - 1] \
+                and sentences[k - 1][-1] in quotes:
             pid += 1
         ids.append(pid)
         for w in s:
