@@ -53,6 +53,11 @@ def prepare(
     wps = rep.words / rep.seconds if rep.seconds else 0
     typer.echo(f"prepared {len(rep.done)} book(s), {len(rep.skipped)} already done, {len(rep.failed)} failed; "
                f"{rep.words:,} words in {rep.seconds:.1f}s ({wps:,.0f} words/s) -> {workspace}/books")
+    if rep.who_set:
+        w = rep.who_set
+        typer.echo(f"Who set: kept {w.get('kept', 0)} of {w.get('who_questions', 0)} Who questions -> {workspace}/who "
+                   f"(dropped: {w.get('answer is not a character', 0)} answer not a character, "
+                   f"{w.get('no alias match', 0)} no alias match, {w.get('book not prepared', 0)} book not prepared)")
     for b, err in rep.failed.items():
         typer.secho(f"  failed {b}: {err.splitlines()[0]}", fg=typer.colors.YELLOW, err=True)
     if rep.failed and not rep.done and not rep.skipped:
@@ -79,6 +84,48 @@ def download(
     typer.echo(json.dumps(rep, indent=1))
     if rep["failed"]:
         raise typer.Exit(1)
+
+
+@app.command("eval")
+def eval_(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
+    data: Optional[Path] = typer.Option(None, help="Evaluate on another NarrativeQA-layout folder's books instead."),
+    seed: int = typer.Option(13, help="Seed of the random baseline (trial t uses seed + t)."),
+    random_trials: int = typer.Option(5, help="Trials of the random baseline."),
+    jobs: int = typer.Option(max(1, (os.cpu_count() or 1)), help="Processes for preparing --data books."),
+):
+    """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1."""
+    from whoqa.evaluate import EvalConfig, MissingStage, evaluate
+    from data_prep.narrativeqa import DataError
+    try:
+        res = evaluate(EvalConfig(str(workspace), str(data) if data else None, seed, random_trials, jobs))
+    except (MissingStage, DataError) as e:
+        _fail(str(e))
+    typer.echo(res["table"])
+    typer.echo(f"results: {workspace}/results/")
+
+
+@app.command()
+def score(
+    pred: Path = typer.Option(..., help="Predictions, one answer per line."),
+    ref: List[Path] = typer.Option(..., help="References, one file per reference, one answer per line (repeatable)."),
+    raw: bool = typer.Option(False, help="Use lines as they are (nlg-eval exactly); default lowercases and tokenises."),
+):
+    """Text metrics of predictions against references: ROUGE-L, BLEU-1/4, EM, F1 (nlg-eval conventions) as JSON."""
+    from whoqa.metrics import text_metrics
+    from data_prep.narrativeqa import read_text
+    for p in [pred, *ref]:
+        if not p.is_file():
+            _fail(f"{p} not found")
+    preds = read_text(pred).split("\n")
+    refs = [read_text(r).split("\n") for r in ref]
+    if preds and preds[-1] == "":
+        preds = preds[:-1]
+        refs = [r[:-1] if r and r[-1] == "" else r for r in refs]
+    for r, path in zip(refs, ref):
+        if len(r) != len(preds):
+            _fail(f"{path} has {len(r)} lines but {pred} has {len(preds)}: one answer per line in each file")
+    typer.echo(json.dumps(text_metrics(preds, [list(x) for x in zip(*refs)], normalize=not raw), indent=1))
 
 
 @app.command("eval-coref")

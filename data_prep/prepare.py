@@ -27,6 +27,7 @@ class PrepareConfig:
     booknlp_python: str | None = None  # BookNLP engine: the Python of an environment with booknlp + transformers<=4.30
     booknlp_models: str | None = None  # BookNLP engine: folder of its model files (default ~/booknlp_models)
     max_books: int | None = None  # debug knob: only the first N books
+    who_set: bool = True  # build WS/who/ from qaps.csv once the books are done
 
 
 @dataclass
@@ -37,6 +38,7 @@ class PrepareReport:
     words: int = 0
     seconds: float = 0.0
     per_book: dict[str, dict] = field(default_factory=dict)
+    who_set: dict = field(default_factory=dict)  # kept/dropped counts of the Who set
 
 
 def books_dir(workspace: str | Path) -> Path:
@@ -123,6 +125,14 @@ def prepare(cfg: PrepareConfig, progress: bool = True) -> PrepareReport:
                 _collect((f.result() for f in as_completed(futs)), report, bar)
         bar.close()
     report.seconds = round(time.perf_counter() - t0, 2)
+    if cfg.who_set:
+        from data_prep.who_set import build_who_set
+        try:
+            data.csv_path("qaps.csv")
+        except Exception:
+            log.warning("no qaps.csv in %s: no Who set built", data.root)
+        else:
+            report.who_set = build_who_set(data, Path(cfg.workspace))["totals"]
     atomic_write(Path(cfg.workspace) / "prepare_report.json",
                  json.dumps({"config": asdict(cfg), "report": asdict(report)}, indent=1))
     return report

@@ -1,0 +1,78 @@
+"""Metrics pinned to hand-worked examples; the nlg-eval values were also checked against pycocoevalcap's scorers
+(the code nlg-eval runs) on 200 random cases when this was written."""
+import pytest
+
+from whoqa.metrics import (corpus_bleu, exact_match, normalize_text, ranking_metrics, rouge_l, text_metrics,
+                           token_f1)
+
+
+def test_ranking_metrics_best_ranked_correct_counts():
+    rankings = [[3, 1, 2], [5, 4, 3, 2, 1, 9], [1, 2], [7, 8, 9, 10, 11, 12]]
+    correct = [[1, 2], [9], [1], [12]]
+    m = ranking_metrics(rankings, correct)
+    # ranks: 2, 6, 1, 6 -> P@1 1/4, P@5 2/4, MRR (1/2 + 1/6 + 1 + 1/6) / 4
+    assert m["p@1"] == 25.0 and m["p@5"] == 50.0
+    assert m["mrr"] == pytest.approx((0.5 + 1 / 6 + 1 + 1 / 6) / 4)
+
+
+def test_ranking_metrics_unranked_answer_scores_zero():
+    assert ranking_metrics([[1, 2]], [[3]]) == {"p@1": 0.0, "p@5": 0.0, "mrr": 0.0, "n": 1}
+
+
+def test_rouge_l_hand_worked_several_references():
+    # hyp 4 tokens; 'dr . watson': LCS 1 -> p 1/4, r 1/3; 'watson': LCS 1 -> p 1/4, r 1
+    # best p 1/4, best r 1: F = 2.44 * 0.25 / (1 + 1.44 * 0.25) = 0.448529
+    assert rouge_l("the doctor , watson", ["dr . watson", "watson"]) == pytest.approx(0.448529, abs=1e-6)
+    assert rouge_l("sherlock holmes", ["holmes", "sherlock holmes"]) == 1.0
+    assert rouge_l("", ["holmes"]) == 0.0
+
+
+def test_bleu_matches_nlg_eval_to_4_decimals():
+    hyps = ["mr . culverton smith", "his brother"]
+    refs = [["culverton smith", "smith"], ["mycroft holmes", "his brother mycroft"]]
+    b = corpus_bleu(hyps, refs)
+    # values from pycocoevalcap Bleu(4) on the same input
+    assert [round(x, 4) for x in b] == [0.6667, 0.5774, 0.0, 0.0]
+    # by hand: unigrams 3 + 2 matched of 4 + 2 -> 5/6... clipped: 'culverton','smith' (2), 'his','brother' (2) = 4/6
+    # brevity: closest refs 2 and 3 (len 4 -> 'culverton smith'=2 vs 'smith'=1 -> 2; len 2 -> 2): ratio 6/4 >= 1
+    assert b[0] == pytest.approx(4 / 6, abs=1e-6)
+
+
+def test_bleu_brevity_penalty_closest_reference():
+    b = corpus_bleu(["holmes"], [["sherlock holmes", "mr . sherlock holmes"]])
+    # closest ref length 2; precision 1; BP = exp(1 - 2/1)
+    assert b[0] == pytest.approx(0.367879, abs=1e-6)
+
+
+def test_em_f1_squad_normalisation():
+    assert exact_match("The Doctor.", ["doctor", "watson"]) == 1.0
+    assert token_f1("Dr Watson", ["Watson", "Holmes"]) == pytest.approx(2 / 3)
+    assert token_f1("", ["the"]) == 1.0  # both normalise to nothing
+    assert token_f1("", ["Watson"]) == 0.0
+
+
+def test_text_metrics_normalises_and_checks_shapes():
+    m = text_metrics(["Holmes."], [["holmes .", "Sherlock"]])
+    assert normalize_text("Holmes's friend, Watson!") == "holmes ' s friend , watson !"
+    assert m["rouge_l"] == 100.0 and m["em"] == 100.0 and m["rouge_l_f1_rouge_score"] == 100.0
+    with pytest.raises(ValueError, match="no reference"):
+        text_metrics(["x"], [[]])
+    with pytest.raises(ValueError, match="1 predictions but 2"):
+        text_metrics(["x"], [["a"], ["b"]])
+
+
+def test_score_cli(tmp_path):
+    from typer.testing import CliRunner
+    from cli import app
+    (tmp_path / "p.txt").write_text("sherlock holmes\nhe\n")
+    (tmp_path / "r1.txt").write_text("holmes\nmrs . hudson\n")
+    (tmp_path / "r2.txt").write_text("sherlock holmes\nhudson\n")
+    res = CliRunner().invoke(app, ["score", "--pred", str(tmp_path / "p.txt"), "--ref", str(tmp_path / "r1.txt"),
+                                   "--ref", str(tmp_path / "r2.txt"), "--raw"])
+    assert res.exit_code == 0, res.output
+    import json
+    out = json.loads(res.output)
+    assert out["rouge_l"] == pytest.approx(50.0) and out["n"] == 2
+    (tmp_path / "r3.txt").write_text("one line\n")
+    res = CliRunner().invoke(app, ["score", "--pred", str(tmp_path / "p.txt"), "--ref", str(tmp_path / "r3.txt")])
+    assert res.exit_code == 2 and "1 lines but" in res.output
