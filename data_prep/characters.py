@@ -66,6 +66,7 @@ def find_name_mentions(tokens: list[Token], entities: list[Entity]) -> list[Name
             covered.update(range(e.start, e.end + 1))
             out.append(NameMention(e.start, e.end, OTHER_CATS[e.label],
                                    " ".join(t.word for t in tokens[e.start:e.end + 1])))
+    _relabel_people(tokens, out)
     _propagate_names(tokens, entities, out, covered)
     # Title + proper noun(s) the tagger missed: "Mrs. Hudson", "Captain Nemo"
     i, n = 0, len(tokens)
@@ -83,6 +84,25 @@ def find_name_mentions(tokens: list[Token], entities: list[Entity]) -> list[Name
             i += 1
     out.sort(key=lambda m: (m.start, m.end))
     return out
+
+
+SPEECH_LEMMAS = {"say", "ask", "reply", "answer", "cry", "exclaim", "whisper", "shout", "murmur", "mutter", "think"}
+
+
+def _relabel_people(tokens: list[Token], out: list[NameMention]) -> None:
+    """NER often calls an unfamiliar name an ORG or a place ("Nightspore", "Hunca Munca"): a name made of proper
+    nouns that NER also calls a person somewhere, or that says or asks something, is a person everywhere."""
+    person_words = {m.text for m in out if m.cat == "PER"} | {m.text.split()[-1] for m in out if m.cat == "PER"}
+    speaks = set()
+    for m in out:
+        if m.cat != "PER":
+            head = tokens[m.end]
+            if head.dep == "nsubj" and tokens[head.head].lemma in SPEECH_LEMMAS:
+                speaks.add(m.text)
+    for m in out:
+        if m.cat in ("ORG", "GPE", "LOC") and all(t.pos == "PROPN" for t in tokens[m.start:m.end + 1]) \
+                and (m.text in person_words or m.text in speaks):
+            m.cat = "PER"
 
 
 def _propagate_names(tokens: list[Token], entities: list[Entity], out: list[NameMention], covered: set) -> None:
