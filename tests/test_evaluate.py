@@ -46,3 +46,18 @@ def test_eval_writes_results_with_config_and_fingerprint(tmp_path):
 def test_eval_without_who_set_says_what_to_run(tmp_path):
     with pytest.raises(MissingStage, match="whoqa prepare"):
         evaluate(EvalConfig(str(tmp_path)))
+
+
+def test_eval_on_another_folder_prepares_it(mini_data, tmp_path):
+    from tests.conftest import DYING_DETECTIVE
+    (mini_data / "narrativeqa" / "qaps.csv").write_text(
+        "document_id,set,question,answer1,answer2\n"
+        f"{DYING_DETECTIVE},test,Who pretends to be dying?,Sherlock Holmes,Holmes\n"
+        f"{DYING_DETECTIVE},test,Who is the narrator?,Dr. Watson,Watson\n")
+    ws = tmp_path / "ws"
+    res = evaluate(EvalConfig(str(ws), data=str(mini_data), random_trials=2))
+    assert res["meta"]["questions"] == 2 and res["meta"]["books"] == 1
+    assert (ws / "eval-data" / "data" / "books" / DYING_DETECTIVE / f"{DYING_DETECTIVE}.book").is_file()
+    assert (ws / "results" / "book_frequency@data.json").is_file()
+    # Holmes is the most mentioned character: book frequency answers the first question at rank 1
+    assert res["results"]["book_frequency"]["p@5"] == 100.0
