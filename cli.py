@@ -35,7 +35,9 @@ def prepare(
     book: Optional[List[str]] = typer.Option(None, help="Only these document ids (repeatable)."),
     engine: str = typer.Option("spacy", help="spacy (offline, default) or booknlp (needs BookNLP's models)."),
     jobs: int = typer.Option(max(1, (os.cpu_count() or 1)), help="Books processed in parallel processes."),
-    unlabeled: bool = typer.Option(False, help="Also process books-unlabeled/ (artificial questions, word vectors)."),
+    unlabeled: bool = typer.Option(True, help="Also process books-unlabeled/ (artificial questions, word vectors)."),
+    artificial: bool = typer.Option(True, help="Generate artificial Who questions (WS/artificial/)."),
+    embeddings: bool = typer.Option(True, help="Train word2vec with characters as words (WS/embeddings/)."),
     booknlp_python: Optional[str] = typer.Option(None, help="Python of an environment with booknlp, transformers<=4.30."),
     booknlp_models: Optional[str] = typer.Option(None, help="Folder of BookNLP's model files (~/booknlp_models)."),
     max_books: Optional[int] = typer.Option(None, help="Debug: only the first N books."),
@@ -45,7 +47,7 @@ def prepare(
     from data_prep.narrativeqa import DataError
     from data_prep.prepare import PrepareConfig, prepare as run
     cfg = PrepareConfig(str(data), str(workspace), list(book or []), engine, jobs, unlabeled, booknlp_python,
-                        booknlp_models, max_books)
+                        booknlp_models, max_books, artificial=artificial, embeddings=embeddings)
     try:
         rep = run(cfg)
     except (DataError, BookNLPUnavailable, ValueError) as e:
@@ -58,6 +60,14 @@ def prepare(
         typer.echo(f"Who set: kept {w.get('kept', 0)} of {w.get('who_questions', 0)} Who questions -> {workspace}/who "
                    f"(dropped: {w.get('answer is not a character', 0)} answer not a character, "
                    f"{w.get('no alias match', 0)} no alias match, {w.get('book not prepared', 0)} book not prepared)")
+    if rep.artificial:
+        a = rep.artificial
+        typer.echo(f"artificial questions: {a['totals'].get('questions', 0):,} from {a['books']} books -> "
+                   f"{workspace}/artificial ({a['questions_per_second'] or '-'} questions/s this run)")
+    if rep.embeddings:
+        e = rep.embeddings
+        typer.echo(f"word2vec: {e['vocab']:,} tokens ({e['characters']:,} characters) from {e['tokens']:,} words in "
+                   f"{e['train_seconds']}s -> {workspace}/embeddings")
     for b, err in rep.failed.items():
         typer.secho(f"  failed {b}: {err.splitlines()[0]}", fg=typer.colors.YELLOW, err=True)
     if rep.failed and not rep.done and not rep.skipped:
@@ -84,6 +94,21 @@ def download(
     typer.echo(json.dumps(rep, indent=1))
     if rep["failed"]:
         raise typer.Exit(1)
+
+
+@app.command("sample-questions")
+def sample_questions(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
+    n: int = typer.Option(50, help="How many questions."),
+    seed: int = typer.Option(13, help="Sampling seed."),
+):
+    """Print a random sample of artificial questions with their source sentence, for a person to judge."""
+    from data_prep.artificial import sample
+    try:
+        for line in sample(workspace, n, seed):
+            typer.echo(line)
+    except FileNotFoundError as e:
+        _fail(str(e))
 
 
 @app.command("eval")

@@ -28,6 +28,8 @@ class PrepareConfig:
     booknlp_models: str | None = None  # BookNLP engine: folder of its model files (default ~/booknlp_models)
     max_books: int | None = None  # debug knob: only the first N books
     who_set: bool = True  # build WS/who/ from qaps.csv once the books are done
+    artificial: bool = True  # artificial Who questions per book under WS/artificial/
+    embeddings: bool = True  # word2vec over all books' mention-replaced text under WS/embeddings/
 
 
 @dataclass
@@ -39,6 +41,8 @@ class PrepareReport:
     seconds: float = 0.0
     per_book: dict[str, dict] = field(default_factory=dict)
     who_set: dict = field(default_factory=dict)  # kept/dropped counts of the Who set
+    artificial: dict = field(default_factory=dict)  # generated/skipped counts of artificial questions
+    embeddings: dict = field(default_factory=dict)  # word2vec corpus and training figures
 
 
 def books_dir(workspace: str | Path) -> Path:
@@ -125,6 +129,14 @@ def prepare(cfg: PrepareConfig, progress: bool = True) -> PrepareReport:
                 _collect((f.result() for f in as_completed(futs)), report, bar)
         bar.close()
     report.seconds = round(time.perf_counter() - t0, 2)
+    ready = [b for b in ids if is_done(out_dir / b, b)]
+    if cfg.artificial or cfg.embeddings:
+        report.artificial = derive(Path(cfg.workspace), ready, cfg.jobs, progress)
+    if cfg.embeddings and ready:
+        from whoqa.embeddings import train
+        model = Path(cfg.workspace) / "embeddings" / "word2vec.model"
+        if report.artificial.get("books_done") or not model.is_file():
+            report.embeddings = train(Path(cfg.workspace), book_ids=ready)
     if cfg.who_set:
         from data_prep.who_set import build_who_set
         try:
@@ -154,3 +166,65 @@ def _collect(results, report: PrepareReport, bar) -> None:
 def _bar(total: int, enabled: bool):
     from tqdm.auto import tqdm
     return tqdm(total=total, desc="prepare", unit="book", disable=not enabled or os.environ.get("WHOQA_NO_PROGRESS") == "1")
+
+
+def _derive_work(workspace: str, book_id: str) -> tuple[str, dict | None, str | None]:
+    """Artificial questions and the word2vec corpus of one processed book (one read of its saved parses)."""
+    from data_prep.artificial import generate, write_questions
+    from whoqa.book import Book
+    from whoqa.embeddings import write_corpus
+    ws = Path(workspace)
+    try:
+        t0 = time.perf_counter()
+        book = Book.load(ws / "books" / book_id, book_id)
+        qs, stats = generate(book)
+        write_corpus(book, ws / "embeddings" / "corpus")
+        write_questions(ws / "artificial" / f"{book_id}.jsonl.gz", qs)  # last: marks the book derived
+        return book_id, {**stats, "seconds": round(time.perf_counter() - t0, 3)}, None
+    except Exception as e:
+        return book_id, None, f"{type(e).__name__}: {e}"
+
+
+def derive(workspace: Path, book_ids: list[str], jobs: int = 1, progress: bool = True) -> dict:
+    """Per-book derived artifacts, resumable: books whose question file exists are not redone."""
+    report_path = workspace / "artificial" / "report.json"
+    old = json.loads(report_path.read_text()) if report_path.is_file() else {}
+    per_book = old.get("per_book", {})
+    todo = [b for b in book_ids if not (workspace / "artificial" / f"{b}.jsonl.gz").is_file()
+            or not (workspace / "embeddings" / "corpus" / f"{b}.txt").is_file()]
+    failed = {}
+    t0 = time.perf_counter()
+    if todo:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=len(todo), desc="questions+corpus", unit="book",
+                   disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
+        if jobs <= 1 or len(todo) == 1:
+            results = (_derive_work(str(workspace), b) for b in todo)
+            pool = None
+        else:
+            import multiprocessing as mp
+            pool = ProcessPoolExecutor(min(jobs, len(todo)), mp_context=mp.get_context("spawn"))
+            results = (f.result() for f in as_completed([pool.submit(_derive_work, str(workspace), b) for b in todo]))
+        for b, stats, err in results:
+            if err is None:
+                per_book[b] = stats
+            else:
+                failed[b] = err
+                log.error("artificial questions for %s failed: %s", b, err)
+            bar.update(1)
+        bar.close()
+        if pool is not None:
+            pool.shutdown()
+    seconds = time.perf_counter() - t0
+    totals: dict = {}
+    for b in book_ids:
+        for k, v in per_book.get(b, {}).items():
+            if k != "seconds":
+                totals[k] = totals.get(k, 0) + v
+    done_now = [b for b in todo if b not in failed]
+    n_new = sum(per_book[b].get("questions", 0) for b in done_now)
+    report = {"totals": totals, "books": len(book_ids), "books_done": len(done_now), "failed": failed,
+              "questions_per_second": round(n_new / seconds) if done_now and seconds else None,
+              "per_book": per_book}
+    atomic_write(report_path, json.dumps(report, indent=1))
+    return {k: v for k, v in report.items() if k != "per_book"}

@@ -103,7 +103,8 @@ def prepare_other(cfg: EvalConfig) -> Path:
     """Prepare another folder's books and Who set in their own workspace, so a model is judged on unseen books."""
     from data_prep.prepare import PrepareConfig, prepare
     target = Path(cfg.workspace) / "eval-data" / Path(cfg.data).resolve().name
-    rep = prepare(PrepareConfig(cfg.data, str(target), jobs=cfg.jobs))
+    rep = prepare(PrepareConfig(cfg.data, str(target), jobs=cfg.jobs, unlabeled=False, artificial=False,
+                                embeddings=False))
     if rep.failed:
         log.warning("%d book(s) of %s failed to prepare and are left out", len(rep.failed), cfg.data)
     return target
