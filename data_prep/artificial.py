@@ -31,6 +31,7 @@ CONTENT_POS = {"NOUN", "PROPN", "ADJ", "NUM"}
 FIRST_SECOND = {"i", "you", "we", "they"}
 CONTEXT = 20
 SKIP_NO_CONTENT, SKIP_ANSWER_IN_QUESTION = "no content word besides the verb", "answer mentioned in the question"
+SKIP_RELATIVE = "relative clause without its own object"
 
 
 @dataclass
@@ -68,6 +69,15 @@ class Generator:
         for m in book.mentions:
             self.mention_at[_head(self.toks, m.start, m.end)] = (m.start, m.end, m.char_id)
         self.stats = Counter()
+        from data_prep.coref import quote_ids
+        self.qids = quote_ids(self.toks)
+
+    def w(self, i: int) -> str:
+        """A word as it reads mid-question: a sentence-initial capital is lowered unless it is a name."""
+        t = self.toks[i]
+        if t.index == self.b.sentences[t.sentence][0] and t.pos != "PROPN" and t.word != "I":
+            return t.word[:1].lower() + t.word[1:]
+        return t.word
 
     def kids(self, i: int, *deps: str) -> list[int]:
         return [k for k in self.children.get(i, []) if self.toks[k].dep in deps]
@@ -76,8 +86,9 @@ class Generator:
         """Subjects of a verb, conjoined subjects included; a conjoined verb borrows its head verb's."""
         subj = self.kids(v, "nsubj", "nsubjpass")
         t = self.toks[v]
-        if not subj and t.dep == "conj" and self.toks[t.head].pos in ("VERB", "AUX"):
-            subj = self.subjects(t.head)
+        head = self.toks[t.head]
+        if not subj and t.dep == "conj" and head.pos in ("VERB", "AUX") and not (t.tag == "VB" and head.tag != "VB"):
+            subj = self.subjects(t.head)  # "Holmes rose and left", but not "I say ..., give up this attempt"
         out = []
         for s in subj:
             for x in [s] + self.kids(s, "conj"):
@@ -100,9 +111,12 @@ class Generator:
                 p.add("an" if t.word[:1].lower() in "aeiou" else "a", "a", det[0])
             elif d in DEFINITE and keep_definite:
                 p.add("the", "the", det[0])
+            elif d in ("no", "neither"):  # "had no sorrow" must not become "had sorrow"
+                p.add(d, d, det[0], True)
         for c in self.kids(i, "compound"):
-            p.add(self.toks[c].word, self.toks[c].word, c, self.toks[c].pos in CONTENT_POS)
-        p.add(t.word, t.word, i, t.pos in CONTENT_POS)
+            if any(ch.isalnum() for ch in self.toks[c].word):
+                p.add(self.w(c), self.toks[c].word, c, self.toks[c].pos in CONTENT_POS)
+        p.add(self.w(i), t.word, i, t.pos in CONTENT_POS)
         if with_pp:
             for prep in self.kids(i, "prep"):
                 p.extend(self.pp(prep))
@@ -112,13 +126,16 @@ class Generator:
         p = Phrase()
         objs = self.kids(prep, "pobj")
         if objs:
-            p.add(self.toks[prep].word, self.toks[prep].word.lower(), prep)
+            p.add(self.w(prep), self.toks[prep].word.lower(), prep)
             p.extend(self.np(objs[0], keep_definite=False, with_pp=False))
         return p
 
     def questions(self):
         for v, t in enumerate(self.toks):
             if t.pos != "VERB":
+                continue
+            if t.dep == "relcl" and not self.kids(v, "dobj"):
+                self.stats[SKIP_RELATIVE] += 1  # "the room he had taken": its object is the noun outside
                 continue
             for s in self.subjects(v):
                 if s in self.mention_at:
@@ -141,7 +158,7 @@ class Generator:
         body = Phrase()  # everything after the verb group
         for d in self.kids(v, "dative", "dobj"):
             if d != ans:
-                body.extend(self.np(d, keep_definite=True))
+                body.extend(self.pp(d) if toks[d].pos == "ADP" else self.np(d, keep_definite=True))
         for prep in self.kids(v, "prep", "agent"):
             body.extend(self.pp(prep))
         for x in prt:
@@ -185,8 +202,13 @@ class Generator:
                 if third and k == 0:
                     w = _third_person(toks[a])
                 q.add(w, w.lower(), a)
-        tail = sorted(zip(body.positions, body.words, body.tokens))
-        for p, w, t in tail:
+        # words from inside a quotation when the verb is outside (or the reverse) belong to another voice
+        inside = self.qids[v] >= 0
+        keep = [k for k, p in enumerate(body.positions) if (self.qids[p] >= 0) == inside]
+        # a phrase fronted before the verb ("At present I will take you") goes to the end
+        tail = sorted(((body.positions[k] + (len(toks) if body.positions[k] < v else 0), body.positions[k],
+                        body.words[k], body.tokens[k]) for k in keep))
+        for _, p, w, t in tail:
             q.add(w, t, p)
         q.chars |= body.chars
         q.content |= body.content

@@ -92,7 +92,8 @@ SPEECH_LEMMAS = {"say", "ask", "reply", "answer", "cry", "exclaim", "whisper", "
 def _relabel_people(tokens: list[Token], out: list[NameMention]) -> None:
     """NER often calls an unfamiliar name an ORG or a place ("Nightspore", "Hunca Munca"): a name made of proper
     nouns that NER also calls a person somewhere, or that says or asks something, is a person everywhere."""
-    person_words = {m.text for m in out if m.cat == "PER"} | {m.text.split()[-1] for m in out if m.cat == "PER"}
+    person_words = {m.text for m in out if m.cat == "PER"} | {
+        w for m in out if m.cat == "PER" for w in m.text.split() if w[:1].isupper() and w.lower() not in TITLES}
     speaks = set()
     for m in out:
         if m.cat != "PER":
