@@ -96,6 +96,33 @@ def download(
         raise typer.Exit(1)
 
 
+@app.command()
+def index(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
+    ranker: str = typer.Option("bm25f", help="bm25f, bert or both."),
+    jobs: int = typer.Option(max(1, (os.cpu_count() or 1)), help="Books indexed in parallel processes."),
+    k1: float = typer.Option(1.2, help="BM25 k1."),
+    b: float = typer.Option(0.75, help="BM25 b."),
+    words_weight: float = typer.Option(1.0, help="BM25F weight of the words field (>= 1)."),
+    characters_weight: float = typer.Option(1.0, help="BM25F weight of the characters field (>= 1)."),
+    context_sentences: int = typer.Option(100, help="Sentences per question's context (top 20 windows of 5)."),
+):
+    """Rank each question's 5-sentence windows (BM25F over Lucene, BERT ranker) -> WS/contexts/<ranker>/."""
+    from whoqa.contexts import build_contexts
+    from whoqa.retrieval import RetrievalConfig
+    if min(words_weight, characters_weight) < 1:
+        _fail("BM25F field weights must be >= 1 (Lucene's CombinedFieldQuery)")
+    cfg = RetrievalConfig(k1=k1, b=b, words_weight=words_weight, characters_weight=characters_weight,
+                          context_sentences=context_sentences)
+    for r in (["bm25f", "bert"] if ranker == "both" else [ranker]):
+        try:
+            rep = build_contexts(workspace, r, jobs, cfg)
+        except (FileNotFoundError, ValueError) as e:
+            _fail(str(e))
+        typer.echo(f"{r}: contexts for {len(rep['done'])} book(s), {rep['skipped']} already done, "
+                   f"{len(rep['failed'])} failed -> {workspace}/contexts/{r}")
+
+
 @app.command("sample-questions")
 def sample_questions(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),

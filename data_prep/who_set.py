@@ -193,6 +193,9 @@ def build_who_set(data: NarrativeQA, workspace: Path) -> dict:
               "per_book": {b: dict(s) for b, s in per_book.items()},
               "dropped": dropped_examples}
     out = workspace / "who"
+    prepared = [{"question_id": q.question_id, "document_id": q.document_id, "question": q.question,
+                 "answer1": q.answer1, "answer2": q.answer2} for q in questions if q.document_id in characters_out]
+    atomic_write(workspace / "questions.json", json.dumps(prepared, indent=0))  # every question of a prepared book
     atomic_write(out / "characters.json", json.dumps(characters_out, indent=0))
     atomic_write(out / "who_questions.json", json.dumps(kept, indent=1))
     atomic_write(out / "report.json", json.dumps(report, indent=1))

@@ -10,6 +10,7 @@ elsewhere work too. Downstream stages see a book only through `Book`.
 from __future__ import annotations
 
 import csv
+from bisect import bisect_left
 import json
 import os
 import tempfile
@@ -132,6 +133,13 @@ class Book:
         if not hasattr(self, "_starts"):
             self._starts = {m.start for m in self.mentions}
         return i in self._starts
+
+    def sentence_mentions(self, sid: int) -> list[Mention]:
+        """The character mentions that start in a sentence."""
+        if not hasattr(self, "_start_list"):
+            self._start_list = [m.start for m in self.mentions]
+        a, b = self.sentences[sid]
+        return self.mentions[bisect_left(self._start_list, a):bisect_left(self._start_list, b)]
 
 
 def char_token(char_id: int) -> str:

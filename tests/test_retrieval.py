@@ -1,0 +1,75 @@
+"""BM25F over Lucene on tiny books parsed for real, and window construction."""
+import json
+
+import pytest
+
+from whoqa.book import Book, write_book_files
+from whoqa.retrieval import BM25FIndex, RetrievalConfig, context_sentences, question_fields, sentence_fields, windows
+
+TEXT = ("Mr. Holmes met Dr. Watson.\n\nWatson was tired. Watson slept.\n\nHolmes sang a song loudly.\n\n"
+        "The station was crowded with people.\n\nWatson left the station at noon.\n\nWatson ate.\n")
+
+
+@pytest.fixture(scope="module")
+def book(engine, tmp_path_factory):
+    d = tmp_path_factory.mktemp("book")
+    out = engine.process_text(TEXT)
+    write_book_files(d, "t", out.token_rows, out.entity_rows, out.book)
+    b = Book.load(d, "t")
+    BM25FIndex.build(b, d / "idx")
+    return b, d / "idx"
+
+
+def ids(b):
+    return {c.name.split()[-1]: c.id for c in b.characters.values()}
+
+
+def test_fields_take_mentions_out_of_the_words(book):
+    b, _ = book
+    words, chars = sentence_fields(b, 0)
+    assert words == "met ." and sorted(chars.split()) == sorted(f"char_{i}" for i in ids(b).values())
+
+
+def test_question_names_become_character_ids(book):
+    b, _ = book
+    words, chars = question_fields("Who did Mr. Holmes meet at the station?", b.characters)
+    assert chars == f"char_{ids(b)['Holmes']}" and "Holmes" not in words and "station" in words
+
+
+def test_field_weights_move_the_top_sentence(book):
+    b, path = book
+    holmes = f"char_{ids(b)['Holmes']}"
+    sent = {" ".join(b.sentence_words(s)): s for s in range(len(b.sentences))}
+    by_chars = BM25FIndex(path, RetrievalConfig(words_weight=1, characters_weight=8)).search("station", holmes, 3)
+    by_words = BM25FIndex(path, RetrievalConfig(words_weight=8, characters_weight=1)).search("station", holmes, 3)
+    assert by_chars[0][0] in (sent["Holmes sang a song loudly ."], sent["Mr. Holmes met Dr. Watson ."])
+    assert by_words[0][0] in (sent["The station was crowded with people ."], sent["Watson left the station at noon ."])
+
+
+def test_windows_merge_and_clip_at_book_edges():
+    # hits at 0 (clipped to 0-2), 3 (overlaps: merged to 0-5), 9 (7-9, clipped at the end of a 10-sentence book)
+    w = windows([(0, 5.0), (3, 4.0), (9, 3.0), (20, 1.0)], n_sentences=100, total=10)
+    assert w == [[0, 5, 5.0], [7, 9, 3.0]]
+    w = windows([(50, 9.0), (60, 8.0), (70, 7.0)], n_sentences=8, total=100)
+    assert [x[:2] for x in w] == [[48, 52], [58, 62]]  # stops once 8 sentences are held
+    assert context_sentences(w, 8) == [48, 49, 50, 51, 52, 58, 59, 60]
+
+
+def test_index_command_writes_contexts(mini_data, tmp_path):
+    from data_prep.prepare import PrepareConfig, prepare
+    from tests.conftest import DYING_DETECTIVE
+    from whoqa.contexts import build_contexts, load_contexts
+    (mini_data / "narrativeqa" / "qaps.csv").write_text(
+        "document_id,set,question,answer1,answer2\n"
+        f"{DYING_DETECTIVE},test,Who does Holmes ask Watson to fetch?,Culverton Smith,Mr. Culverton Smith\n")
+    ws = tmp_path / "ws"
+    prepare(PrepareConfig(str(mini_data), str(ws), books=[DYING_DETECTIVE], artificial=False, embeddings=False),
+            progress=False)
+    rep = build_contexts(ws, "bm25f", jobs=1, progress=False)
+    assert rep["done"] == [DYING_DETECTIVE]
+    ctx = load_contexts(ws, "bm25f", DYING_DETECTIVE)["0"]
+    sents = context_sentences(ctx, 100)
+    assert len(sents) == 100 and len(set(sents)) == 100
+    assert all(ctx[i][2] >= ctx[i + 1][2] for i in range(len(ctx) - 1))
+    rep2 = build_contexts(ws, "bm25f", jobs=1, progress=False)
+    assert rep2["skipped"] == 1 and rep2["done"] == []

@@ -1,0 +1,90 @@
+"""`whoqa index`: each question's ranked 5-sentence windows, from each ranker, under WS/contexts/<ranker>/.
+
+Reads the processed books and WS/questions.json (both written by `whoqa prepare`); cached and resumable per book.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+
+from whoqa.book import atomic_write
+from whoqa.retrieval import RetrievalConfig, context_sentences
+
+log = logging.getLogger(__name__)
+RANKERS = ("bm25f", "bert")
+
+
+def load_questions(workspace: Path) -> dict[str, list[dict]]:
+    path = Path(workspace) / "questions.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
+    by_book: dict[str, list[dict]] = {}
+    for q in json.loads(path.read_text()):
+        by_book.setdefault(q["document_id"], []).append(q)
+    return by_book
+
+
+def load_contexts(workspace: Path, ranker: str, book_id: str) -> dict[str, list[list]] | None:
+    path = Path(workspace) / "contexts" / ranker / f"{book_id}.json"
+    return json.loads(path.read_text())["questions"] if path.is_file() else None
+
+
+def question_context(contexts: dict, question_id: int, limit: int) -> list[int]:
+    return context_sentences(contexts.get(str(question_id), []), limit)
+
+
+def _bm25f_work(workspace: str, book_id: str, questions: list[dict], cfg: RetrievalConfig):
+    from whoqa.retrieval import index_book
+    try:
+        t0 = time.perf_counter()
+        stats = index_book(Path(workspace), book_id, questions, cfg)
+        return book_id, {**stats, "seconds": round(time.perf_counter() - t0, 2)}, None
+    except Exception as e:
+        return book_id, None, f"{type(e).__name__}: {e}"
+
+
+def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: RetrievalConfig | None = None,
+                   progress: bool = True) -> dict:
+    """Contexts of every question of every prepared book for one ranker; books already done are skipped."""
+    if ranker not in RANKERS:
+        raise ValueError(f"unknown ranker {ranker!r}: use one of {RANKERS}")
+    ws = Path(workspace)
+    cfg = cfg or RetrievalConfig()
+    by_book = load_questions(ws)
+    todo = {b: qs for b, qs in by_book.items() if load_contexts(ws, ranker, b) is None}
+    report = {"ranker": ranker, "books": len(by_book), "done": [], "skipped": len(by_book) - len(todo), "failed": {},
+              "config": asdict(cfg)}
+    if ranker == "bert":
+        from whoqa.bert_ranker import build_bert_contexts
+        return build_bert_contexts(ws, todo, cfg, report, progress)
+    from tqdm.auto import tqdm
+    bar = tqdm(total=len(todo), desc=f"index {ranker}", unit="book",
+               disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
+    t0 = time.perf_counter()
+    if jobs <= 1 or len(todo) <= 1:
+        results = (_bm25f_work(str(ws), b, qs, cfg) for b, qs in todo.items())
+        _collect(results, report, bar)
+    else:
+        import multiprocessing as mp
+        with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=mp.get_context("spawn")) as pool:
+            futs = [pool.submit(_bm25f_work, str(ws), b, qs, cfg) for b, qs in todo.items()]
+            _collect((f.result() for f in as_completed(futs)), report, bar)
+    bar.close()
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    atomic_write(ws / "contexts" / ranker / "report.json", json.dumps(report, indent=1))
+    return report
+
+
+def _collect(results, report: dict, bar) -> None:
+    for b, stats, err in results:
+        if err is None:
+            report["done"].append(b)
+        else:
+            report["failed"][b] = err
+            log.error("contexts for %s failed: %s", b, err)
+        bar.update(1)

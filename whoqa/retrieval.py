@@ -1,0 +1,157 @@
+"""Context selection: rank a book's sentences for a question, then grow 5-sentence windows around the best ones.
+
+BM25F (Angelidis et al. §3.2): a Lucene index per book, one document per sentence with two fields: `contents` (the
+sentence's words, character mentions taken out) and `characters` (the ids of the characters mentioned, pronouns
+included, as `char_<id>`). A question is processed the same way and ranked with true BM25F: Lucene's
+CombinedFieldQuery per query term (the fields' term frequencies combined with their weights before saturation),
+OR-ed together.
+
+Contexts are written per book as WS/contexts/<ranker>/<id>.json:
+    {"config": {...}, "questions": {question_id: [[first sentence, last sentence, score], ...]}}
+windows in rank order, merged where they overlap, until they hold `context_sentences` sentences.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from whoqa.book import Book, atomic_write
+
+log = logging.getLogger(__name__)
+_CAP_SPAN = re.compile(r"[A-Z][\w\-]*(?:'s)?(?:\s+(?:[A-Z][\w\-]*(?:'s)?|de|van|von|of|the)\b)*")
+
+
+@dataclass
+class RetrievalConfig:
+    k1: float = 1.2
+    b: float = 0.75
+    words_weight: float = 1.0  # CombinedFieldQuery needs weights >= 1
+    characters_weight: float = 1.0
+    window: int = 5  # sentences per window: the hit with two on each side
+    context_sentences: int = 100  # Angelidis et al.: 100 sentences = top 20 windows
+    pool: int = 1000  # sentences fetched from the index to build windows from
+
+
+def sentence_fields(book: Book, sid: int) -> tuple[str, str]:
+    """(words without character mentions, character ids) of one sentence."""
+    a, b = book.sentences[sid]
+    words = [book.tokens[i].word for i in range(a, b) if i not in book.token_char]
+    chars = [f"char_{m.char_id}" for m in book.sentence_mentions(sid)]
+    return " ".join(words), " ".join(chars)
+
+
+def question_fields(question: str, characters) -> tuple[str, str]:
+    """(words, character ids) of a question: capitalised spans that name a character of the book become its id."""
+    from data_prep.who_set import AliasIndex
+    index = characters if isinstance(characters, AliasIndex) else AliasIndex(characters)
+    chars: list[str] = []
+    words = question
+    for m in _CAP_SPAN.finditer(question):
+        ids, _ = index.match(m.group(0))
+        if ids:
+            chars += [f"char_{c}" for c in sorted(ids)]
+            words = words.replace(m.group(0), " ", 1)
+    return " ".join(words.split()), " ".join(chars)
+
+
+def windows(ranked: list[tuple[int, float]], n_sentences: int, total: int, width: int = 5) -> list[list]:
+    """[[first, last, score], ...] in rank order: each hit with width//2 sentences on each side (clipped at the
+    book's edges), merged with earlier windows it overlaps, until the windows hold n_sentences sentences."""
+    half = width // 2
+    out: list[list] = []
+    for sid, score in ranked:
+        if not 0 <= sid < total:
+            continue  # a stale hit from an index of another version of the book
+        a, b = max(0, sid - half), min(total - 1, sid + half)
+        hit = [w for w in out if not (b < w[0] or a > w[1])]
+        if hit:
+            first = hit[0]
+            first[0] = min([a] + [w[0] for w in hit])
+            first[1] = max([b] + [w[1] for w in hit])
+            for w in hit[1:]:
+                first[2] = max(first[2], w[2])
+                out.remove(w)
+        else:
+            out.append([a, b, float(score)])
+        if sum(w[1] - w[0] + 1 for w in out) >= n_sentences:
+            break
+    return out
+
+
+def context_sentences(wins: list[list], limit: int) -> list[int]:
+    """Sentence ids of a context in rank order, at most `limit`."""
+    out: list[int] = []
+    for a, b, _ in wins:
+        out += range(a, b + 1)
+    return out[:limit]
+
+
+class BM25FIndex:
+    """A book's sentence index in Lucene."""
+
+    def __init__(self, path: Path, cfg: RetrievalConfig):
+        from whoqa.lucene import java
+        self.cfg = cfg
+        self.searcher = java("io.anserini.search.SimpleSearcher")(str(path))
+        self.searcher.set_bm25(cfg.k1, cfg.b)
+        self._cfq = java("org.apache.lucene.sandbox.search.CombinedFieldQuery$Builder")
+        self._bq = java("org.apache.lucene.search.BooleanQuery$Builder")
+        self._should = java("org.apache.lucene.search.BooleanClause$Occur").SHOULD
+        self._bytes = java("org.apache.lucene.util.BytesRef")
+
+    @staticmethod
+    def build(book: Book, path: Path, threads: int = 1) -> None:
+        from whoqa.lucene import java
+        tmp = path.with_name(path.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        indexer = java("io.anserini.index.SimpleIndexer")(
+            ["-input", "", "-collection", "JsonCollection", "-index", str(tmp), "-threads", str(threads),
+             "-fields", "characters", "-storeRaw"])
+        docs = []
+        for sid in range(len(book.sentences)):
+            words, chars = sentence_fields(book, sid)
+            docs.append(json.dumps({"id": str(sid), "contents": words, "characters": chars}))
+        indexer.addRawDocuments(docs)
+        indexer.close()
+        shutil.rmtree(path, ignore_errors=True)
+        tmp.rename(path)
+
+    def search(self, words: str, chars: str, k: int) -> list[tuple[int, float]]:
+        from whoqa.lucene import analyzer
+        terms = list(dict.fromkeys(analyzer().analyze(words) + chars.lower().split()))
+        if not terms:
+            return []
+        bq = self._bq()
+        for term in terms:
+            cfq = self._cfq()
+            cfq.addField("contents", float(self.cfg.words_weight))
+            cfq.addField("characters", float(self.cfg.characters_weight))
+            cfq.addTerm(self._bytes(term.encode("utf-8")))
+            bq.add(cfq.build(), self._should)
+        hits = self.searcher.search(bq.build(), k)
+        return [(int(h.docid), float(h.score)) for h in hits]
+
+
+def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: RetrievalConfig) -> dict:
+    """Build (or reuse) a book's BM25F index and write its questions' contexts."""
+    from data_prep.who_set import AliasIndex
+    ws = Path(workspace)
+    book = Book.load(ws / "books" / book_id, book_id)
+    path = ws / "index" / "bm25f" / book_id
+    if not (path / "segments_1").exists() and not any(path.glob("segments_*")):
+        BM25FIndex.build(book, path)
+    idx = BM25FIndex(path, cfg)
+    aliases = AliasIndex(book.characters)
+    out = {}
+    for q in questions:
+        words, chars = question_fields(q["question"], aliases)
+        ranked = idx.search(words, chars, cfg.pool)
+        out[str(q["question_id"])] = windows(ranked, cfg.context_sentences, len(book.sentences), cfg.window)
+    atomic_write(ws / "contexts" / "bm25f" / f"{book_id}.json",
+                 json.dumps({"config": asdict(cfg), "questions": out}))
+    return {"questions": len(out), "sentences": len(book.sentences)}
