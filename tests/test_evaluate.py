@@ -61,3 +61,31 @@ def test_eval_on_another_folder_prepares_it(mini_data, tmp_path):
     assert (ws / "results" / "book_frequency@data.json").is_file()
     # Holmes is the most mentioned character: book frequency answers the first question at rank 1
     assert res["results"]["book_frequency"]["p@5"] == 100.0
+
+
+def test_span_recall():
+    from whoqa.evaluate import span_recall
+    ctx = "then the doctor opened a small ivory box and looked inside".split()
+    assert span_recall(ctx, ["a small ivory box", "x"]) == 1.0
+    # best 3-token span for "a wooden box": "a small ivory" (LCS 1: 'a') vs "ivory box and" (LCS 1: 'box')
+    assert span_recall(ctx, ["a wooden box"]) == pytest.approx(1 / 3)
+    assert span_recall(ctx, ["Smith"]) == 0.0
+
+
+def test_eval_reports_coverage_and_context_frequency(mini_data, tmp_path):
+    from data_prep.prepare import PrepareConfig, prepare
+    from tests.conftest import DYING_DETECTIVE
+    from whoqa.contexts import build_contexts
+    (mini_data / "narrativeqa" / "qaps.csv").write_text(
+        "document_id,set,question,answer1,answer2\n"
+        f"{DYING_DETECTIVE},test,Who does Holmes send Watson to fetch?,Culverton Smith,Mr. Culverton Smith\n"
+        f"{DYING_DETECTIVE},test,What did Smith send to Holmes?,a small ivory box,an ivory box\n")
+    ws = tmp_path / "ws"
+    prepare(PrepareConfig(str(mini_data), str(ws), books=[DYING_DETECTIVE], artificial=False, embeddings=False),
+            progress=False)
+    build_contexts(ws, "bm25f", progress=False)
+    res = evaluate(EvalConfig(str(ws), random_trials=2))
+    cov = res["meta"]["coverage"]["bm25f"]
+    assert cov["who_questions"] == 1 and cov["who_answer_in_context"] == 100.0  # Smith is all over his scenes
+    assert cov["all_questions"] == 2 and 50.0 <= cov["answer_rouge_l_recall"] <= 100.0
+    assert "context_frequency[bm25f]" in res["results"] and "bm25f contexts" in res["table"]

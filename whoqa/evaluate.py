@@ -10,12 +10,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from whoqa.baselines import book_frequency, random_ranking
+from whoqa.baselines import book_frequency, context_frequency, random_ranking
 from whoqa.book import atomic_write
 from whoqa.metrics import ranking_metrics, text_metrics
 
 log = logging.getLogger(__name__)
 RANKING_KEYS = ("p@1", "p@5", "mrr")
+_STOP = {"a", "an", "the", "of", "to", "in", "and", "he", "she", "his", "her", "was", "is", "it", "that", "for", "on"}
 
 
 @dataclass
@@ -25,6 +26,7 @@ class EvalConfig:
     seed: int = 13
     random_trials: int = 5
     jobs: int = 1
+    context_sentences: int = 100  # context size for context-based systems and coverage
 
 
 class MissingStage(Exception):
@@ -86,14 +88,23 @@ def evaluate(cfg: EvalConfig) -> dict:
         target = prepare_other(cfg)
     characters, questions = load_who_set(target)
     systems = baseline_systems(cfg.seed)
+    coverage = {}
+    for ranker in available_rankers(target):
+        ctx = ContextView(target, ranker, cfg.context_sentences)
+        systems[f"context_frequency[{ranker}]"] = (
+            lambda q, chars, t, ctx=ctx: context_frequency(ctx.mentions(q["document_id"], q["question_id"]), chars), 1)
+        coverage[ranker] = ctx.coverage(questions)
     results = {}
     for name, (ranker, trials) in systems.items():
         results[name] = evaluate_system(name, ranker, trials or cfg.random_trials, characters, questions)
     meta = {"config": asdict(cfg), "data_fingerprint": fingerprint(target), "who_set": str(target / "who"),
-            "questions": len(questions), "books": len({q["document_id"] for q in questions})}
+            "questions": len(questions), "books": len({q["document_id"] for q in questions}),
+            "coverage": coverage}
     suffix = f"@{Path(cfg.data).name}" if cfg.data else ""
     for name, res in results.items():
         atomic_write(ws / "results" / f"{name}{suffix}.json", json.dumps({**meta, **res}, indent=1))
+    if coverage:
+        atomic_write(ws / "results" / f"coverage{suffix}.json", json.dumps({**meta}, indent=1))
     table = format_table(results, meta)
     atomic_write(ws / "results" / f"table{suffix}.txt", table + "\n")
     return {"meta": meta, "results": results, "table": table}
@@ -120,4 +131,77 @@ def format_table(results: dict[str, dict], meta: dict) -> str:
         t = r["text"]
         lines.append(f"{name:<22}{cell('p@1', '{:.2f}'):>16}{cell('p@5', '{:.2f}'):>16}{cell('mrr', '{:.3f}'):>18}"
                      f"{t.get('rouge_l', 0):>10.2f}{t.get('bleu_1', 0):>8.2f}{t.get('em', 0):>7.2f}{t.get('f1', 0):>7.2f}")
+    for ranker, c in meta.get("coverage", {}).items():
+        lines.append(f"{ranker} contexts ({c['context_sentences']} sentences): correct character mentioned for "
+                     f"{c['who_answer_in_context']:.1f}% of Who questions; answer-text recall (max ROUGE-L of an "
+                     f"answer-length span) {c['answer_rouge_l_recall']:.1f} over {c['all_questions']} questions")
     return "\n".join(lines)
+
+
+def available_rankers(workspace: Path) -> list[str]:
+    from whoqa.contexts import RANKERS
+    root = Path(workspace) / "contexts"
+    return [r for r in RANKERS if (root / r).is_dir() and any((root / r).glob("*.json"))]
+
+
+class ContextView:
+    """One ranker's contexts, with the character mentions and words of their sentences."""
+
+    def __init__(self, workspace: Path, ranker: str, limit: int):
+        self.ws, self.ranker, self.limit = Path(workspace), ranker, limit
+        self._books: dict = {}
+        self._ctx: dict = {}
+
+    def _load(self, book_id: str):
+        from whoqa.book import Book
+        from whoqa.contexts import load_contexts
+        if book_id not in self._books:
+            self._books[book_id] = Book.load(self.ws / "books" / book_id, book_id)
+            self._ctx[book_id] = load_contexts(self.ws, self.ranker, book_id) or {}
+        return self._books[book_id], self._ctx[book_id]
+
+    def sentences(self, book_id: str, question_id: int) -> list[int]:
+        from whoqa.contexts import question_context
+        _, ctx = self._load(book_id)
+        return question_context(ctx, question_id, self.limit)
+
+    def mentions(self, book_id: str, question_id: int) -> list[int]:
+        book, _ = self._load(book_id)
+        return [m.char_id for s in self.sentences(book_id, question_id) for m in book.sentence_mentions(s)]
+
+    def coverage(self, who_questions: list[dict]) -> dict:
+        from whoqa.contexts import load_questions
+        hit = sum(1 for q in who_questions if set(q["answers"]) & set(self.mentions(q["document_id"], q["question_id"])))
+        scores = []
+        for book_id, qs in load_questions(self.ws).items():
+            if not (self.ws / "contexts" / self.ranker / f"{book_id}.json").is_file():
+                continue
+            book, _ = self._load(book_id)
+            for q in qs:
+                words = [w.lower() for s in self.sentences(book_id, q["question_id"]) for w in book.sentence_words(s)]
+                scores.append(span_recall(words, [q["answer1"], q["answer2"]]))
+        return {"context_sentences": self.limit, "who_questions": len(who_questions),
+                "who_answer_in_context": 100 * hit / len(who_questions) if who_questions else 0.0,
+                "all_questions": len(scores),
+                "answer_rouge_l_recall": 100 * sum(scores) / len(scores) if scores else 0.0}
+
+
+def span_recall(context_words: list[str], answers: list[str]) -> float:
+    """Max ROUGE-L of any answer-length span of the context against the answers (Mou et al. Table 2): how much of
+    an answer the context holds verbatim. Only spans sharing a word with the answer are scored."""
+    from whoqa.metrics import normalize_text, rouge_l
+    text = normalize_text(" ".join(context_words)).split(" ")
+    best = 0.0
+    for ans in answers:
+        a = normalize_text(ans).split(" ")
+        if not a or a == [""]:
+            continue
+        vocab = {w for w in a if w.isalnum() and w not in _STOP} or set(a)
+        starts = {max(0, i - len(a) + 1 + k) for i, w in enumerate(text) if w in vocab for k in range(len(a))}
+        for st in starts:
+            span = text[st:st + len(a)]
+            if span:
+                best = max(best, rouge_l(" ".join(span), [" ".join(a)]))
+        if best == 1.0:
+            break
+    return best
