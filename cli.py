@@ -106,6 +106,11 @@ def index(
     words_weight: float = typer.Option(1.0, help="BM25F weight of the words field (>= 1)."),
     characters_weight: float = typer.Option(1.0, help="BM25F weight of the characters field (>= 1)."),
     context_sentences: int = typer.Option(100, help="Sentences per question's context (top 20 windows of 5)."),
+    bert_base: Optional[str] = typer.Option(None, help="BERT ranker: base model path (default: bundled MiniLM)."),
+    bert_folds: int = typer.Option(2, help="BERT ranker: book folds (a book is ranked by a model trained on the others)."),
+    bert_pool: int = typer.Option(200, help="BERT ranker: BM25F candidates scored per question (0: all sentences)."),
+    bert_epochs: int = typer.Option(1, help="BERT ranker: training epochs."),
+    seed: int = typer.Option(13, help="BERT ranker: seed for pairs, folds and training."),
 ):
     """Rank each question's 5-sentence windows (BM25F over Lucene, BERT ranker) -> WS/contexts/<ranker>/."""
     from whoqa.contexts import build_contexts
@@ -114,9 +119,11 @@ def index(
         _fail("BM25F field weights must be >= 1 (Lucene's CombinedFieldQuery)")
     cfg = RetrievalConfig(k1=k1, b=b, words_weight=words_weight, characters_weight=characters_weight,
                           context_sentences=context_sentences)
+    from whoqa.bert_ranker import RankerConfig
+    rcfg = RankerConfig(base=bert_base, folds=bert_folds, pool=bert_pool, epochs=bert_epochs, seed=seed)
     for r in (["bm25f", "bert"] if ranker == "both" else [ranker]):
         try:
-            rep = build_contexts(workspace, r, jobs, cfg)
+            rep = build_contexts(workspace, r, jobs, cfg, ranker_cfg=rcfg)
         except (FileNotFoundError, ValueError) as e:
             _fail(str(e))
         typer.echo(f"{r}: contexts for {len(rep['done'])} book(s), {rep['skipped']} already done, "

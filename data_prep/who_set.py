@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from data_prep.characters import FEMALE_TITLES, MALE_TITLES, TITLES
-from data_prep.narrativeqa import NarrativeQA, Question
+from data_prep.narrativeqa import DataError, NarrativeQA, Question
 from whoqa.book import Book, BookFormatError, Character, atomic_write, is_done
 
 log = logging.getLogger(__name__)
@@ -196,6 +196,11 @@ def build_who_set(data: NarrativeQA, workspace: Path) -> dict:
     prepared = [{"question_id": q.question_id, "document_id": q.document_id, "question": q.question,
                  "answer1": q.answer1, "answer2": q.answer2} for q in questions if q.document_id in characters_out]
     atomic_write(workspace / "questions.json", json.dumps(prepared, indent=0))  # every question of a prepared book
+    try:  # the BERT ranker trains on summaries (of other folds' books only)
+        summaries = {d: s for d, s in data.summaries().items() if d in characters_out}
+    except DataError:
+        summaries = {}
+    atomic_write(workspace / "summaries.json", json.dumps(summaries))
     atomic_write(out / "characters.json", json.dumps(characters_out, indent=0))
     atomic_write(out / "who_questions.json", json.dumps(kept, indent=1))
     atomic_write(out / "report.json", json.dumps(report, indent=1))

@@ -49,7 +49,7 @@ def _bm25f_work(workspace: str, book_id: str, questions: list[dict], cfg: Retrie
 
 
 def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: RetrievalConfig | None = None,
-                   progress: bool = True) -> dict:
+                   progress: bool = True, ranker_cfg=None) -> dict:
     """Contexts of every question of every prepared book for one ranker; books already done are skipped."""
     if ranker not in RANKERS:
         raise ValueError(f"unknown ranker {ranker!r}: use one of {RANKERS}")
@@ -61,7 +61,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: R
               "config": asdict(cfg)}
     if ranker == "bert":
         from whoqa.bert_ranker import build_bert_contexts
-        return build_bert_contexts(ws, todo, cfg, report, progress)
+        return build_bert_contexts(ws, todo, cfg, report, progress, ranker_cfg)
     from tqdm.auto import tqdm
     bar = tqdm(total=len(todo), desc=f"index {ranker}", unit="book",
                disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
