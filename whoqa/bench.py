@@ -1,0 +1,71 @@
+"""`whoqa bench --stage index`: context selection speed on a prepared book of about 100k words."""
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from whoqa.book import Book
+
+
+def _pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
+
+
+def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
+    from data_prep.artificial import read_questions
+    from whoqa.bert_ranker import CrossEncoder, RankerConfig, base_model_path
+    from whoqa.retrieval import BM25FIndex, RetrievalConfig, question_fields
+    ws = Path(workspace)
+    books = sorted(p.name for p in (ws / "books").iterdir() if (p / f"{p.name}.book").is_file())
+    if not books:
+        raise FileNotFoundError(f"no prepared books in {ws}/books: run `whoqa prepare` first")
+    sizes = {}
+    for b in books:
+        n = sum(1 for _ in open(ws / "books" / b / f"{b}.tokens", encoding="utf-8")) - 1
+        sizes[b] = n
+    book_id = min(books, key=lambda b: abs(sizes[b] - 120_000))  # ~100k words is ~120k tokens
+    book = Book.load(ws / "books" / book_id, book_id)
+    words = sum(1 for t in book.tokens if t.pos != "PUNCT")
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        BM25FIndex.build(book, Path(tmp) / "idx")
+        build = time.perf_counter() - t0
+        idx = BM25FIndex(Path(tmp) / "idx", RetrievalConfig())
+        texts = []
+        art = ws / "artificial" / f"{book_id}.jsonl.gz"
+        if art.is_file():
+            texts = [q["t"] for q in read_questions(art)][:queries]
+        texts = texts or ["Who went to the house?"] * queries
+        from data_prep.who_set import AliasIndex
+        aliases = AliasIndex(book.characters)
+        idx.search(*question_fields(texts[0], aliases), 1000)  # warm the JVM
+        lat = []
+        for q in texts:
+            t = time.perf_counter()
+            idx.search(*question_fields(q, aliases), 1000)
+            lat.append(time.perf_counter() - t)
+        sents = [" ".join(book.sentence_words(s)) for s in range(len(book.sentences))]
+        ranker = CrossEncoder(base_model_path(RankerConfig()))
+        ranker.score(texts[0], sents[:8])
+        whole, pooled = [], []
+        for q in texts[:bert_questions]:
+            t = time.perf_counter()
+            ranker.score(q, sents)
+            whole.append(time.perf_counter() - t)
+            cands = [s for s, _ in idx.search(*question_fields(q, aliases), 200)]
+            t = time.perf_counter()
+            ranker.score(q, [sents[s] for s in cands])
+            pooled.append(time.perf_counter() - t)
+    return {
+        "book": book_id, "words": words, "sentences": len(sents),
+        "bm25f_index_build_s_per_100k_words": round(build * 100_000 / words, 2),
+        "bm25f_query_ms_p50": round(1000 * _pct(lat, 0.5), 1), "bm25f_query_ms_p95": round(1000 * _pct(lat, 0.95), 1),
+        "bm25f_queries_per_s": round(len(lat) / sum(lat), 1), "bm25f_queries": len(lat),
+        "bert_whole_book_s_per_question": round(statistics.median(whole), 1),
+        "bert_pool200_s_per_question": round(statistics.median(pooled), 2),
+        "note": "BM25F latency includes question processing (name spotting, analysis) and fetching 1000 hits",
+    }
