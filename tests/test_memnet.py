@@ -1,0 +1,93 @@
+"""The memory network on tensors built for the purpose: attention, masks, dynamic candidates, and a tiny task."""
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from whoqa.memdata import BookArrays, Example, collate
+from whoqa.memnet import NEG, KVMemNet, MemNetConfig, nll
+from whoqa.train import fit, predict
+
+
+def model(vocab=50, d=16, hops=3, seed=0):
+    torch.manual_seed(seed)
+    emb = torch.randn(vocab, d)
+    emb[0] = 0
+    return KVMemNet(emb, MemNetConfig(hops=hops))
+
+
+def test_sparsemax_attention_sums_to_one_and_is_sparse():
+    m = model()
+    q = torch.tensor([[1, 2, 0]])
+    keys = torch.tensor([[[1, 2], [3, 4], [5, 6], [7, 0], [8, 9], [1, 0]]])  # (1, 6, 2)
+    vals = torch.tensor([[[10], [11], [12], [0], [13], [14]]])
+    cands = torch.tensor([[10, 11, 12, 13, 14]])
+    _, att = m(q, keys, vals, cands, return_attention=True)  # (1, hops, 6)
+    assert torch.allclose(att.sum(-1), torch.ones(1, 3), atol=1e-5)
+    assert (att == 0).any()  # sparsemax gives exact zeros
+
+
+def test_masks_never_give_nan():
+    m = model()
+    q = torch.tensor([[1, 2], [3, 0]])
+    keys = torch.zeros(2, 4, 3, dtype=torch.long)
+    keys[0, :2] = torch.tensor([[1, 2, 3], [4, 0, 0]])  # row 1 has no memories at all
+    vals = torch.zeros(2, 4, 2, dtype=torch.long)  # no sentence mentions a character: padding value vector
+    cands = torch.tensor([[10, 11, 0, 0], [12, 0, 0, 0]])  # books with 2 and 1 characters
+    scores, att = m(q, keys, vals, cands, return_attention=True)
+    assert torch.isfinite(scores).all() and torch.isfinite(att).all()
+    assert (att[1] == 0).all()  # all-masked row: zero attention
+    assert (scores[0, 2:] == NEG).all() and (scores[1, 1:] == NEG).all()
+    correct = torch.tensor([[False, True, False, False], [True, False, False, False]])
+    loss = nll(scores, correct)
+    loss.backward()
+    assert torch.isfinite(loss) and all(torch.isfinite(p.grad).all() for p in m.parameters() if p.grad is not None)
+    assert float(nll(scores[1:], correct[1:])) == pytest.approx(0.0, abs=1e-5)  # one candidate: certain
+
+
+def test_dynamic_candidates_across_a_batch():
+    books = {"a": BookArrays(np.array([[1, 2], [3, 4]]), np.array([[10, 0], [11, 0]]), np.array([10, 11]),
+                             np.array([5, 7])),
+             "b": BookArrays(np.array([[1, 2]]), np.array([[20, 0]]), np.array([20, 21, 22, 23]),
+                             np.array([1, 2, 3, 4]))}
+    batch = [Example("a", [1], [0, 1], [7]), Example("b", [2], [0], [3, 4])]
+    q, k, v, c, correct, chars = collate(batch, books, memories=3)
+    assert c.shape == (2, 4) and chars[0].tolist() == [5, 7, -1, -1]
+    assert correct.tolist() == [[False, True, False, False], [False, False, True, True]]
+    m = model()
+    ranked = predict(m, batch, books, memories=3)
+    assert sorted(ranked[0]) == [5, 7] and sorted(ranked[1]) == [1, 2, 3, 4]
+
+
+def test_learns_a_tiny_task():
+    """Answer = the character in the key sentence whose verb the question asks about. The question uses a
+    different word ("ask_j") than the sentence ("verb_j"), so R must learn the mapping: chance is 1/5."""
+    rng = random.Random(0)
+    n_verbs, n_chars, d = 10, 8, 24
+    verb = lambda j: 1 + j  # noqa: E731
+    ask = lambda j: 1 + n_verbs + j  # noqa: E731
+    char = lambda c: 1 + 2 * n_verbs + c  # noqa: E731
+    vocab = 1 + 2 * n_verbs + n_chars
+    books, examples = {}, []
+    for b in range(40):
+        chars = rng.sample(range(n_chars), 5)
+        verbs = rng.sample(range(n_verbs), 5)
+        books[f"b{b}"] = BookArrays(np.array([[char(c), verb(v)] for c, v in zip(chars, verbs)]),
+                                    np.array([[char(c)] for c in chars]),
+                                    np.array([char(c) for c in chars]), np.array(chars))
+        for i in range(5):
+            examples.append(Example(f"b{b}", [ask(verbs[i])], list(range(5)), [chars[i]]))
+    torch.manual_seed(0)
+    emb = torch.randn(vocab, d) / d ** 0.5
+    emb[0] = 0
+    m = KVMemNet(emb, MemNetConfig(hops=1))
+    train, test = examples[:150], examples[150:]
+
+    def accuracy():
+        return np.mean([r[0] == e.answers[0] for r, e in zip(predict(m, test, books, 5), test)])
+
+    before = accuracy()
+    losses = fit(m, train, books, memories=5, epochs=60, lr=0.01, batch_size=16, seed=0)
+    assert losses[-1] < losses[0] / 4
+    assert accuracy() >= 0.9 > before + 0.3

@@ -1,0 +1,182 @@
+"""Inputs of the memory network: token ids of questions, context sentences (keys), their characters (values) and
+each book's candidate characters, from the artifacts of `prepare` (books, word vectors, artificial questions) and
+`index` (contexts). Per-book arrays are cached under WS/memdata/<id>.npz (built once; a book is read only there).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from whoqa.book import Book
+from whoqa.embeddings import scoped
+
+log = logging.getLogger(__name__)
+MAX_SENTENCE = 60  # tokens kept per key sentence
+MAX_VALUES = 8  # characters kept per sentence
+_CAP_SPAN = re.compile(r"[A-Z][\w\-]*(?:'s)?(?:\s+(?:[A-Z][\w\-]*(?:'s)?|de|van|von|of)\b)*")
+
+
+class Vocab:
+    """Token -> row of the embedding matrix; row 0 is padding, unknown tokens are dropped."""
+
+    def __init__(self, workspace: Path):
+        from whoqa.embeddings import load
+        wv = load(workspace)
+        self.index = {w: i + 1 for i, w in enumerate(wv.index_to_key)}
+        self.matrix = torch.cat([torch.zeros(1, wv.vector_size), torch.from_numpy(wv.vectors.copy())])  # (V+1, d)
+
+    def ids(self, tokens: list[str]) -> list[int]:
+        return [self.index[t] for t in tokens if t in self.index]
+
+
+@dataclass
+class BookArrays:
+    sentences: np.ndarray  # (n_sentences, MAX_SENTENCE) token ids, 0-padded
+    values: np.ndarray  # (n_sentences, MAX_VALUES) character token ids, 0-padded
+    candidates: np.ndarray  # (n_characters,) token ids of the book's characters
+    char_ids: np.ndarray  # (n_characters,) the characters' ids in the book
+
+
+def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
+    cache = Path(workspace) / "memdata" / f"{book_id}.npz"
+    if cache.is_file():
+        z = np.load(cache)
+        return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"])
+    book = Book.load(Path(workspace) / "books" / book_id, book_id)
+    n = len(book.sentences)
+    sent = np.zeros((n, MAX_SENTENCE), dtype=np.int32)
+    vals = np.zeros((n, MAX_VALUES), dtype=np.int32)
+    for s in range(n):
+        ids = vocab.ids([scoped(t, book_id) for t in book.replaced_sentence(s)])[:MAX_SENTENCE]
+        sent[s, :len(ids)] = ids
+        chars = list(dict.fromkeys(m.char_id for m in book.sentence_mentions(s)))
+        cids = vocab.ids([scoped(f"CHAR_{c}", book_id) for c in chars])[:MAX_VALUES]
+        vals[s, :len(cids)] = cids
+    chars = sorted(book.characters)
+    toks = [vocab.index.get(scoped(f"CHAR_{c}", book_id), 0) for c in chars]
+    keep = [k for k, t in enumerate(toks) if t]
+    arrays = BookArrays(sent, vals, np.array([toks[k] for k in keep], dtype=np.int32),
+                        np.array([chars[k] for k in keep], dtype=np.int32))
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(cache.stem + ".tmp.npz")
+    np.savez(tmp, sentences=arrays.sentences, values=arrays.values, candidates=arrays.candidates,
+             char_ids=arrays.char_ids)
+    tmp.replace(cache)
+    return arrays
+
+
+@lru_cache(maxsize=1)
+def _tokenizer():
+    import spacy
+    return spacy.blank("en").tokenizer
+
+
+def question_tokens(question: str, book_id: str, aliases) -> list[str]:
+    """A question as corpus tokens: spans naming a book character become its character token, the rest is
+    tokenised as the books were and lowercased."""
+    out: list[str] = []
+    pos = 0
+    for m in _CAP_SPAN.finditer(question):
+        ids, _ = aliases.match(m.group(0))
+        if ids:
+            out += [t.text.lower() for t in _tokenizer()(question[pos:m.start()])]
+            out += [scoped(f"CHAR_{c}", book_id) for c in sorted(ids)]
+            pos = m.end()
+    out += [t.text.lower() for t in _tokenizer()(question[pos:])]
+    return out
+
+
+@dataclass
+class Example:
+    book: str
+    question: list[int]  # token ids
+    context: list[int]  # sentence ids, best first
+    answers: list[int]  # character ids (book-local)
+    qid: int | str = -1
+
+
+def collate(batch: list[Example], books: dict[str, BookArrays], memories: int):
+    """Padded tensors for a batch of questions from any books.
+    Returns question (B, Lq), keys (B, M, Lk), values (B, M, Lv), candidates (B, C), correct (B, C) bool,
+    cand_chars (B, C) book-local character ids (-1 padding)."""
+    B = len(batch)
+    Lq = max(1, max(len(e.question) for e in batch))
+    C = max(1, max(len(books[e.book].candidates) for e in batch))
+    q = torch.zeros(B, Lq, dtype=torch.long)
+    Lk = max(books[e.book].sentences.shape[1] for e in batch)
+    Lv = max(books[e.book].values.shape[1] for e in batch)
+    keys = torch.zeros(B, memories, Lk, dtype=torch.long)
+    vals = torch.zeros(B, memories, Lv, dtype=torch.long)
+    cands = torch.zeros(B, C, dtype=torch.long)
+    correct = torch.zeros(B, C, dtype=torch.bool)
+    cand_chars = torch.full((B, C), -1, dtype=torch.long)
+    for i, e in enumerate(batch):
+        arr = books[e.book]
+        q[i, :len(e.question)] = torch.tensor(e.question, dtype=torch.long)
+        ctx = e.context[:memories]
+        if ctx:
+            keys[i, :len(ctx), :arr.sentences.shape[1]] = torch.from_numpy(arr.sentences[ctx].astype(np.int64))
+            vals[i, :len(ctx), :arr.values.shape[1]] = torch.from_numpy(arr.values[ctx].astype(np.int64))
+        n = len(arr.candidates)
+        cands[i, :n] = torch.from_numpy(arr.candidates.astype(np.int64))
+        cand_chars[i, :n] = torch.from_numpy(arr.char_ids.astype(np.int64))
+        correct[i, :n] = torch.from_numpy(np.isin(arr.char_ids, e.answers))
+    return q, keys, vals, cands, correct, cand_chars
+
+
+def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, books: dict[str, BookArrays],
+                        fraction: float = 1.0, seed: int = 13) -> list[Example]:
+    from data_prep.artificial import read_questions
+    rng = np.random.default_rng(seed)
+    out = []
+    for b in book_ids:
+        path = Path(workspace) / "artificial" / f"{b}.jsonl.gz"
+        if not path.is_file() or b not in books:
+            continue
+        for q in read_questions(path):
+            if fraction < 1.0 and rng.random() >= fraction:
+                continue
+            if q["a"] not in set(books[b].char_ids.tolist()):
+                continue
+            ids = vocab.ids([scoped(t, b) for t in q["q"]])
+            lo, hi = q["c"]
+            out.append(Example(b, ids, list(range(hi, lo - 1, -1)), [q["a"]], f"{b}:{q['s']}"))
+    return out
+
+
+def who_examples(workspace: Path, ranker: str, vocab: Vocab, books: dict[str, BookArrays],
+                 memories: int) -> tuple[list[Example], dict]:
+    """Real Who questions with their ranker's contexts; questions whose answer is not a candidate are counted."""
+    from data_prep.who_set import AliasIndex
+    from whoqa.contexts import load_contexts, question_context
+    from whoqa.evaluate import load_who_set
+    ws = Path(workspace)
+    characters, questions = load_who_set(ws)
+    out, skipped = [], {"no_contexts": 0, "answer_not_candidate": 0}
+    aliases, contexts = {}, {}
+    for q in questions:
+        b = q["document_id"]
+        if b not in contexts:
+            contexts[b] = load_contexts(ws, ranker, b)
+            from whoqa.book import Character
+            aliases[b] = AliasIndex({c["id"]: Character(c["id"], c["name"], c["aliases"], c["count"], c["gender"])
+                                     for c in characters.get(b, [])})
+        if contexts[b] is None or b not in books:
+            skipped["no_contexts"] += 1
+            continue
+        if not set(q["answers"]) & set(books[b].char_ids.tolist()):
+            skipped["answer_not_candidate"] += 1
+            continue
+        ids = vocab.ids(question_tokens(q["question"], b, aliases[b]))
+        out.append(Example(b, ids, question_context(contexts[b], q["question_id"], memories), q["answers"],
+                           q["question_id"]))
+    if any(skipped.values()):
+        log.warning("Who questions left out: %s", json.dumps(skipped))
+    return out, skipped

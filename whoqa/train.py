@@ -1,0 +1,230 @@
+"""`whoqa pretrain` and `whoqa train`: the memory network on artificial questions, then on the real Who set with
+k-fold cross-validation x trials. Defaults are the paper's (Angelidis et al. §4)."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from whoqa.book import atomic_write
+from whoqa.memdata import BookArrays, Example, Vocab, artificial_examples, book_arrays, collate, who_examples
+from whoqa.memnet import KVMemNet, MemNetConfig, nll
+from whoqa.metrics import ranking_metrics
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PretrainConfig:
+    epochs: int = 1  # the paper's best
+    fraction: float = 1.0  # share of the artificial questions used (Figure 5)
+    lr: float = 1e-3
+    batch_size: int = 64
+    memories: int = 20  # the 20 sentences up to the source sentence
+    hops: int = 3
+    seed: int = 13
+    max_train_samples: int | None = None  # debug knob
+
+
+@dataclass
+class TrainConfig:
+    ranker: str = "bm25f"  # bm25f | bert
+    folds: int = 10
+    trials: int = 5
+    epochs: int = 60
+    lr: float = 1e-3
+    decay: float = 0.9  # learning rate x0.9 ...
+    decay_every: int = 2  # ... every 2 epochs
+    batch_size: int = 32
+    memories: int = 100  # context sentences (top 20 windows of 5)
+    hops: int = 3
+    seed: int = 13
+    from_pretrained: bool = False
+    max_train_samples: int | None = None  # debug knob
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def load_books(workspace: Path, vocab: Vocab, book_ids: list[str], progress: bool = True) -> dict[str, BookArrays]:
+    from tqdm.auto import tqdm
+    out = {}
+    for b in tqdm(book_ids, desc="memory arrays", unit="book",
+                  disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+        try:
+            out[b] = book_arrays(workspace, b, vocab)
+        except Exception as e:  # a bad book is left out, not fatal
+            log.error("book %s left out of the memory network: %s", b, e)
+    return out
+
+
+def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], memories: int, epochs: int,
+        lr: float, batch_size: int, seed: int, decay: float = 1.0, decay_every: int = 1,
+        progress: bool = False) -> list[float]:
+    """Adam on the NLL of the correct characters; returns the mean loss of each epoch."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=lr)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=decay_every, gamma=decay)
+    rng = random.Random(seed)
+    order = list(range(len(examples)))
+    history = []
+    from tqdm.auto import tqdm
+    model.train()
+    for epoch in range(epochs):
+        rng.shuffle(order)
+        total, n = 0.0, 0
+        steps = range(0, len(order), batch_size)
+        for i in tqdm(steps, desc=f"epoch {epoch + 1}", unit="batch",
+                      disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+            batch = [examples[j] for j in order[i:i + batch_size]]
+            q, k, v, c, correct, _ = collate(batch, books, memories)
+            loss = nll(model(q, k, v, c), correct)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"loss is {float(loss)} at epoch {epoch + 1}: check the inputs "
+                                         f"(empty candidate sets?) or lower the learning rate")
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss) * len(batch)
+            n += len(batch)
+        sched.step()
+        history.append(total / max(n, 1))
+    model.eval()
+    return history
+
+
+@torch.no_grad()
+def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], memories: int,
+            batch_size: int = 64) -> list[list[int]]:
+    """Ranked book-local character ids per question."""
+    model.eval()
+    out = []
+    for i in range(0, len(examples), batch_size):
+        batch = examples[i:i + batch_size]
+        q, k, v, c, _, chars = collate(batch, books, memories)
+        scores = model(q, k, v, c)  # (B, C)
+        order = scores.argsort(dim=-1, descending=True)  # (B, C)
+        for row, o in enumerate(order):
+            ranked = chars[row][o]
+            out.append([int(x) for x in ranked if x >= 0])
+    return out
+
+
+def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dict:
+    ws = Path(workspace)
+    set_seed(cfg.seed)
+    vocab = Vocab(ws)
+    book_ids = sorted(p.name[:-len(".jsonl.gz")] for p in (ws / "artificial").glob("*.jsonl.gz"))
+    if not book_ids:
+        raise FileNotFoundError(f"no artificial questions in {ws}/artificial: run `whoqa prepare` first")
+    books = load_books(ws, vocab, book_ids, progress)
+    examples = artificial_examples(ws, book_ids, vocab, books, cfg.fraction, cfg.seed)
+    if cfg.max_train_samples:
+        examples = examples[:cfg.max_train_samples]
+    model = KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=True))
+    t0 = time.perf_counter()
+    losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed,
+                 progress=progress)
+    seconds = time.perf_counter() - t0
+    out = ws / "models" / "pretrain"
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), out / "model.tmp")
+    os.replace(out / "model.tmp", out / "model.pt")
+    stats = {"questions": len(examples), "books": len(books), "epoch_losses": losses, "seconds": round(seconds, 1),
+             "questions_per_second": round(cfg.epochs * len(examples) / seconds, 1) if seconds else None}
+    atomic_write(out / "config.json", json.dumps({"config": asdict(cfg), "stats": stats}, indent=1))
+    return stats
+
+
+def run_name(cfg: TrainConfig) -> str:
+    return f"memnet{'+pretrain' if cfg.from_pretrained else ''}[{cfg.ranker}]"
+
+
+def folds_of(n: int, k: int, seed: int) -> list[list[int]]:
+    idx = list(range(n))
+    random.Random(seed).shuffle(idx)
+    return [sorted(idx[f::k]) for f in range(k)]
+
+
+def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
+    model = KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False))
+    if cfg.from_pretrained:
+        path = Path(workspace) / "models" / "pretrain" / "model.pt"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --workspace {workspace}` first")
+        model.load_state_dict(torch.load(path, map_location="cpu"))
+        model.set_train_embeddings(False)
+    return model
+
+
+def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
+    """k folds x trials; each (fold, trial) is saved as it finishes, so an interrupted run resumes."""
+    ws = Path(workspace)
+    vocab = Vocab(ws)
+    from whoqa.evaluate import load_who_set
+    characters, _ = load_who_set(ws)
+    books = load_books(ws, vocab, sorted(characters), progress)
+    examples, skipped = who_examples(ws, cfg.ranker, vocab, books, cfg.memories)
+    if len(examples) < cfg.folds:
+        raise ValueError(f"{len(examples)} usable Who questions for {cfg.folds} folds: run `whoqa index --ranker "
+                         f"{cfg.ranker}` first, or use fewer folds")
+    out = ws / "runs" / run_name(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1))
+    folds = folds_of(len(examples), cfg.folds, cfg.seed)
+    from tqdm.auto import tqdm
+    bar = tqdm(total=cfg.folds * cfg.trials, desc=run_name(cfg), unit="run",
+               disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
+    t0 = time.perf_counter()
+    done_now = 0
+    for k, test_idx in enumerate(folds):
+        test = [examples[i] for i in test_idx]
+        train_set = [examples[i] for i in range(len(examples)) if i not in set(test_idx)]
+        if cfg.max_train_samples:
+            train_set = train_set[:cfg.max_train_samples]
+        for t in range(cfg.trials):
+            path = out / f"fold{k}_trial{t}.json"
+            if path.is_file():
+                bar.update(1)
+                continue
+            seed = cfg.seed + 1000 * t + k
+            set_seed(seed)
+            model = new_model(vocab, cfg, ws)
+            losses = fit(model, train_set, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed,
+                         cfg.decay, cfg.decay_every)
+            rankings = predict(model, test, books, cfg.memories)
+            metrics = ranking_metrics(rankings, [e.answers for e in test])
+            atomic_write(path, json.dumps({"fold": k, "trial": t, "seed": seed, "metrics": metrics,
+                                           "losses": losses, "predictions": [
+                                               {"question_id": e.qid, "book": e.book, "ranking": r[:20],
+                                                "answers": e.answers} for e, r in zip(test, rankings)]}))
+            done_now += 1
+            bar.update(1)
+    bar.close()
+    seconds = time.perf_counter() - t0
+    summary = summarize(out)
+    summary.update({"skipped_questions": skipped, "questions": len(examples), "seconds_this_run": round(seconds, 1),
+                    "runs_this_run": done_now})
+    atomic_write(out / "summary.json", json.dumps(summary, indent=1))
+    return summary
+
+
+def summarize(run_dir: Path) -> dict:
+    import statistics
+    runs = [json.loads(p.read_text()) for p in sorted(Path(run_dir).glob("fold*_trial*.json"))]
+    out = {"runs": len(runs)}
+    for key in ("p@1", "p@5", "mrr"):
+        vals = [r["metrics"][key] for r in runs]
+        out[key] = statistics.fmean(vals) if vals else 0.0
+        out[key + "_std"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+    return out
