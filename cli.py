@@ -130,6 +130,55 @@ def index(
                    f"{len(rep['failed'])} failed -> {workspace}/contexts/{r}")
 
 
+@app.command("pretrain")
+def pretrain_cmd(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
+    epochs: int = typer.Option(1, help="Epochs over the artificial questions (paper: 1)."),
+    fraction: float = typer.Option(1.0, help="Share of the artificial questions used (Figure 5)."),
+    lr: float = typer.Option(1e-3, help="Adam learning rate."),
+    batch_size: int = typer.Option(64, help="Questions per batch."),
+    hops: int = typer.Option(3, help="Memory hops."),
+    seed: int = typer.Option(13, help="Seed."),
+    max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
+):
+    """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/."""
+    from whoqa.train import PretrainConfig, pretrain
+    try:
+        stats = pretrain(workspace, PretrainConfig(epochs, fraction, lr, batch_size, 20, hops, seed, max_train_samples))
+    except (FileNotFoundError, FloatingPointError) as e:
+        _fail(str(e))
+    typer.echo(f"pretrained on {stats['questions']:,} artificial questions from {stats['books']} books in "
+               f"{stats['seconds']}s ({stats['questions_per_second']} q/s); losses {stats['epoch_losses']}")
+
+
+@app.command("train")
+def train_cmd(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare` and `whoqa index`."),
+    folds: int = typer.Option(10, help="Cross-validation folds over the Who questions."),
+    trials: int = typer.Option(5, help="Trials (seeds) per fold."),
+    ranker: str = typer.Option("bm25f", help="Contexts from bm25f or bert."),
+    from_pretrained: bool = typer.Option(False, help="Start from `whoqa pretrain`'s model."),
+    epochs: int = typer.Option(60, help="Epochs (paper: 60)."),
+    lr: float = typer.Option(1e-3, help="Adam learning rate, x0.9 every 2 epochs."),
+    batch_size: int = typer.Option(32, help="Questions per batch."),
+    memories: int = typer.Option(100, help="Context sentences (memory slots)."),
+    hops: int = typer.Option(3, help="Memory hops."),
+    seed: int = typer.Option(13, help="Seed of folds and trials."),
+    max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
+):
+    """Fine-tune on the real Who questions with k-fold cross-validation x trials -> WS/runs/<name>/ (resumable)."""
+    from whoqa.train import TrainConfig, cross_validate, run_name
+    cfg = TrainConfig(ranker=ranker, folds=folds, trials=trials, epochs=epochs, lr=lr, batch_size=batch_size,
+                      memories=memories, hops=hops, seed=seed, from_pretrained=from_pretrained,
+                      max_train_samples=max_train_samples)
+    try:
+        s = cross_validate(workspace, cfg)
+    except (FileNotFoundError, ValueError, FloatingPointError) as e:
+        _fail(str(e))
+    typer.echo(f"{run_name(cfg)}: {s['runs']} runs on {s['questions']} questions: P@1 {s['p@1']:.2f} ± "
+               f"{s['p@1_std']:.2f}, P@5 {s['p@5']:.2f} ± {s['p@5_std']:.2f}, MRR {s['mrr']:.3f} ± {s['mrr_std']:.3f}")
+
+
 @app.command("sample-questions")
 def sample_questions(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),

@@ -97,6 +97,8 @@ def evaluate(cfg: EvalConfig) -> dict:
     results = {}
     for name, (ranker, trials) in systems.items():
         results[name] = evaluate_system(name, ranker, trials or cfg.random_trials, characters, questions)
+    if not cfg.data:
+        results.update(trained_results(ws, characters, questions))
     meta = {"config": asdict(cfg), "data_fingerprint": fingerprint(target), "who_set": str(target / "who"),
             "questions": len(questions), "books": len({q["document_id"] for q in questions}),
             "coverage": coverage}
@@ -108,6 +110,39 @@ def evaluate(cfg: EvalConfig) -> dict:
     table = format_table(results, meta)
     atomic_write(ws / "results" / f"table{suffix}.txt", table + "\n")
     return {"meta": meta, "results": results, "table": table}
+
+
+def trained_results(workspace: Path, characters: dict[str, list[dict]], questions: list[dict]) -> dict:
+    """Cross-validated memory-network runs (WS/runs/<name>/): mean and std over folds x trials; text metrics of the
+    first trial's predictions (every question is in exactly one fold)."""
+    out = {}
+    qmap = {q["question_id"]: q for q in questions}
+    names = {d: {c["id"]: c["name"] for c in cs} for d, cs in characters.items()}
+    for run in sorted((Path(workspace) / "runs").glob("*/")):
+        files = sorted(run.glob("fold*_trial*.json"))
+        if not files:
+            continue
+        runs = [json.loads(f.read_text()) for f in files]
+        res = {"system": run.name, "trials": len(runs), "questions": sum(len(r["predictions"]) for r in runs
+                                                                          if r["trial"] == 0),
+               "skipped_no_candidates": 0, "config": json.loads((run / "config.json").read_text())
+               if (run / "config.json").is_file() else {}}
+        for k in RANKING_KEYS:
+            vals = [r["metrics"][k] for r in runs]
+            res[k] = statistics.fmean(vals)
+            res[k + "_std"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+        preds, refs = [], []
+        for r in runs:
+            if r["trial"] != 0:
+                continue
+            for p in r["predictions"]:
+                q = qmap.get(p["question_id"])
+                if q and p["ranking"]:
+                    preds.append(names[p["book"]].get(p["ranking"][0], ""))
+                    refs.append([q["answer1"], q["answer2"]])
+        res["text"] = text_metrics(preds, refs) if preds else {"n": 0}
+        out[run.name] = res
+    return out
 
 
 def prepare_other(cfg: EvalConfig) -> Path:

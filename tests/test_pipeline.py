@@ -1,0 +1,41 @@
+"""The whole Who chain on a real short story: prepare -> index -> pretrain -> train -> eval, from the CLI."""
+import json
+
+from typer.testing import CliRunner
+
+from cli import app
+from tests.conftest import DYING_DETECTIVE
+
+QUESTIONS = [("Who pretends to be dying?", "Sherlock Holmes", "Holmes"),
+             ("Who is sent to fetch Culverton Smith?", "Watson", "Dr. Watson"),
+             ("Who tells Watson that Holmes is dying?", "Mrs. Hudson", "Mrs Hudson"),
+             ("Who wants Holmes to die?", "Culverton Smith", "Smith"),
+             ("Who hides behind the head of the bed?", "Watson", "Dr. Watson"),
+             ("Who arrests Smith?", "Inspector Morton", "Morton"),
+             ("Whose nephew did Smith kill?", "Victor Savage", "Savage")]
+
+
+def test_who_chain_from_the_cli(mini_data, tmp_path):
+    rows = "".join(f"{DYING_DETECTIVE},test,{q},{a1},{a2}\n" for q, a1, a2 in QUESTIONS)
+    (mini_data / "narrativeqa" / "qaps.csv").write_text("document_id,set,question,answer1,answer2\n" + rows)
+    ws = str(tmp_path / "ws")
+    run = CliRunner().invoke
+    r = run(app, ["prepare", "--data", str(mini_data), "--workspace", ws, "--book", DYING_DETECTIVE, "--jobs", "1"])
+    assert r.exit_code == 0, r.output
+    assert "artificial questions:" in r.output and "word2vec:" in r.output
+    r = run(app, ["train", "--workspace", ws, "--folds", "2", "--trials", "1", "--epochs", "2"])
+    assert r.exit_code == 2 and "whoqa index" in r.output  # no contexts yet: says what to run
+    assert run(app, ["index", "--workspace", ws, "--ranker", "bm25f", "--jobs", "1"]).exit_code == 0
+    r = run(app, ["pretrain", "--workspace", ws, "--max-train-samples", "300"])
+    assert r.exit_code == 0, r.output
+    for extra in ([], ["--from-pretrained"]):
+        r = run(app, ["train", "--workspace", ws, "--folds", "2", "--trials", "2", "--epochs", "3", *extra])
+        assert r.exit_code == 0, r.output
+    r = run(app, ["eval", "--workspace", ws])
+    assert r.exit_code == 0, r.output
+    assert "memnet[bm25f]" in r.output and "memnet+pretrain[bm25f]" in r.output
+    saved = json.loads((tmp_path / "ws" / "results" / "memnet+pretrain[bm25f].json").read_text())
+    assert saved["trials"] == 4 and 0 <= saved["p@1"] <= 100 and saved["config"]["from_pretrained"] is True
+    # resuming: nothing left to do, same numbers
+    r2 = run(app, ["train", "--workspace", ws, "--folds", "2", "--trials", "2", "--epochs", "3"])
+    assert r2.exit_code == 0 and "4 runs" in r2.output
