@@ -165,18 +165,46 @@ def train_cmd(
     hops: int = typer.Option(3, help="Memory hops."),
     seed: int = typer.Option(13, help="Seed of folds and trials."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
+    final: bool = typer.Option(False, help="Instead: one model on all Who questions (for `whoqa ask`)."),
 ):
     """Fine-tune on the real Who questions with k-fold cross-validation x trials -> WS/runs/<name>/ (resumable)."""
-    from whoqa.train import TrainConfig, cross_validate, run_name
+    from whoqa.train import TrainConfig, cross_validate, run_name, train_final
     cfg = TrainConfig(ranker=ranker, folds=folds, trials=trials, epochs=epochs, lr=lr, batch_size=batch_size,
                       memories=memories, hops=hops, seed=seed, from_pretrained=from_pretrained,
                       max_train_samples=max_train_samples)
+    if final:
+        try:
+            st = train_final(workspace, cfg)
+        except (FileNotFoundError, ValueError, FloatingPointError) as e:
+            _fail(str(e))
+        typer.echo(f"{run_name(cfg)}: trained on {st['questions']} questions -> {workspace}/models/{run_name(cfg)}")
+        return
     try:
         s = cross_validate(workspace, cfg)
     except (FileNotFoundError, ValueError, FloatingPointError) as e:
         _fail(str(e))
     typer.echo(f"{run_name(cfg)}: {s['runs']} runs on {s['questions']} questions: P@1 {s['p@1']:.2f} ± "
                f"{s['p@1_std']:.2f}, P@5 {s['p@5']:.2f} ± {s['p@5_std']:.2f}, MRR {s['mrr']:.3f} ± {s['mrr_std']:.3f}")
+
+
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="A Who question, e.g. \"Who helps Emily escape?\""),
+    book: str = typer.Option(..., help="Document id of a prepared book."),
+    workspace: Path = typer.Option(Path("ws"), help="Workspace with a trained model."),
+    model: Optional[str] = typer.Option(None, help="Model folder under WS/models (default: the best trained)."),
+    top: int = typer.Option(5, help="Characters to show."),
+):
+    """Ask a prepared book a Who question: ranked characters with probabilities, and the sentences attended to."""
+    from whoqa.ask import Asker
+    try:
+        ans = Asker(workspace, model).ask(book, question, top)
+    except (FileNotFoundError, ValueError) as e:
+        _fail(str(e))
+    for name, p in ans.characters:
+        typer.echo(f"{p:6.1%}  {name}")
+    for w, sent in ans.evidence:
+        typer.echo(f"  [{w:.2f}] {sent}")
 
 
 @app.command("sample-questions")

@@ -39,3 +39,16 @@ def test_who_chain_from_the_cli(mini_data, tmp_path):
     # resuming: nothing left to do, same numbers
     r2 = run(app, ["train", "--workspace", ws, "--folds", "2", "--trials", "2", "--epochs", "3"])
     assert r2.exit_code == 0 and "4 runs" in r2.output
+    assert run(app, ["train", "--workspace", ws, "--final", "--epochs", "3", "--from-pretrained"]).exit_code == 0
+    r = run(app, ["ask", "--workspace", ws, "--book", "nope", "Who is it?"])
+    assert r.exit_code == 2 and "not prepared" in r.output
+    r = run(app, ["ask", "--workspace", ws, "--book", DYING_DETECTIVE, "Who poisons Holmes with a box?"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.strip().splitlines()
+    probs = [float(l.split("%")[0]) for l in lines if "%" in l[:8]]
+    assert len(probs) == 5 and probs == sorted(probs, reverse=True) and any("[" in l for l in lines)
+
+
+def test_ask_without_a_model_says_what_to_run(tmp_path):
+    r = CliRunner().invoke(app, ["ask", "--workspace", str(tmp_path), "--book", "x", "Who?"])
+    assert r.exit_code == 2 and "no trained model" in r.output and "whoqa train --final" in r.output

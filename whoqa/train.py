@@ -228,3 +228,26 @@ def summarize(run_dir: Path) -> dict:
         out[key] = statistics.fmean(vals) if vals else 0.0
         out[key + "_std"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
     return out
+
+
+def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
+    """One model on every usable Who question, for `whoqa ask` and for judging other folders' books."""
+    ws = Path(workspace)
+    set_seed(cfg.seed)
+    vocab = Vocab(ws)
+    from whoqa.evaluate import load_who_set
+    characters, _ = load_who_set(ws)
+    books = load_books(ws, vocab, sorted(characters), progress)
+    examples, skipped = who_examples(ws, cfg.ranker, vocab, books, cfg.memories)
+    if not examples:
+        raise ValueError(f"no usable Who questions: run `whoqa index --ranker {cfg.ranker}` first")
+    model = new_model(vocab, cfg, ws)
+    losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed, cfg.decay,
+                 cfg.decay_every, progress)
+    out = ws / "models" / run_name(cfg)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), out / "model.tmp")
+    os.replace(out / "model.tmp", out / "model.pt")
+    stats = {"questions": len(examples), "skipped": skipped, "losses": losses}
+    atomic_write(out / "config.json", json.dumps({"config": asdict(cfg), "stats": stats}, indent=1))
+    return stats
