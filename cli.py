@@ -289,15 +289,15 @@ def bench(
     books: int = typer.Option(4, help="How many books (the shortest ones after --min-words)."),
     min_words: int = typer.Option(20000, help="Skip books shorter than this."),
     repeats: int = typer.Option(1, help="Runs per measurement (the median is reported)."),
-    stage: str = typer.Option("prepare", help="prepare (book engine) or index (BM25F and BERT ranker speed)."),
+    stage: str = typer.Option("prepare", help="prepare (book engine), index (BM25F and BERT ranker speed), or ask."),
     workspace: Path = typer.Option(Path("ws"), help="--stage index: a workspace with prepared books."),
 ):
     """Benchmarks that print figures: the book engine (words/s, --jobs 2, peak RSS) or context selection (index
     build time, BM25F query latency p50/p95 and q/s, BERT ranking time per question)."""
-    if stage == "index":
-        from whoqa.bench import run as run_index
+    if stage in ("index", "ask"):
+        from whoqa import bench as wb
         try:
-            typer.echo(json.dumps(run_index(str(workspace)), indent=1))
+            typer.echo(json.dumps((wb.run if stage == "index" else wb.run_ask)(str(workspace)), indent=1))
         except FileNotFoundError as e:
             _fail(str(e))
         return

@@ -69,3 +69,27 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
         "bert_pool200_s_per_question": round(statistics.median(pooled), 2),
         "note": "BM25F latency includes question processing (name spotting, analysis) and fetching 1000 hits",
     }
+
+
+def run_ask(workspace: str, n: int = 20) -> dict:
+    """Latency of `ask` on a prepared book once the model is loaded (BM25F retrieval + one forward pass)."""
+    from whoqa.ask import Asker
+    from whoqa.contexts import load_questions
+    ws = Path(workspace)
+    t0 = time.perf_counter()
+    asker = Asker(ws)
+    load = time.perf_counter() - t0
+    by_book = load_questions(ws)
+    book_id = max(by_book, key=lambda b: len(by_book[b]))
+    qs = [q["question"] for q in by_book[book_id]][:n]
+    t0 = time.perf_counter()
+    asker.ask(book_id, qs[0])  # first question of a book also loads the book
+    first = time.perf_counter() - t0
+    lat = []
+    for q in qs:
+        t = time.perf_counter()
+        asker.ask(book_id, q)
+        lat.append(time.perf_counter() - t)
+    return {"model": asker.model_name, "model_load_s": round(load, 2), "book": book_id,
+            "first_question_s (loads the book)": round(first, 2), "ask_ms_p50": round(1000 * _pct(lat, 0.5), 1),
+            "ask_ms_p95": round(1000 * _pct(lat, 0.95), 1), "questions": len(lat)}
