@@ -105,7 +105,7 @@ def index(
     b: float = typer.Option(0.75, help="BM25 b."),
     words_weight: float = typer.Option(1.0, help="BM25F weight of the words field (>= 1)."),
     characters_weight: float = typer.Option(1.0, help="BM25F weight of the characters field (>= 1)."),
-    context_sentences: int = typer.Option(100, help="Sentences per question's context (top 20 windows of 5)."),
+    context_sentences: int = typer.Option(150, help="Sentences stored per question's context (models read 100)."),
     bert_base: Optional[str] = typer.Option(None, help="BERT ranker: base model path (default: bundled MiniLM)."),
     bert_folds: int = typer.Option(2, help="BERT ranker: book folds (a book is ranked by a model trained on the others)."),
     bert_pool: int = typer.Option(200, help="BERT ranker: BM25F candidates scored per question (0: all sentences)."),
@@ -229,10 +229,31 @@ def eval_(
     seed: int = typer.Option(13, help="Seed of the random baseline (trial t uses seed + t)."),
     random_trials: int = typer.Option(5, help="Trials of the random baseline."),
     jobs: int = typer.Option(max(1, (os.cpu_count() or 1)), help="Processes for preparing --data books."),
+    ablation: Optional[str] = typer.Option(None, help="Instead: hops, context, pretrain-fraction or pretrain-epochs."),
+    ablation_ranker: Optional[List[str]] = typer.Option(None, help="Rankers for --ablation (default: all indexed)."),
+    ablation_trials: int = typer.Option(1, help="Trials per fold for --ablation (paper: 5)."),
+    ablation_folds: int = typer.Option(10, help="Folds for --ablation."),
+    ablation_epochs: int = typer.Option(60, help="Training epochs for --ablation."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1."""
-    from whoqa.evaluate import EvalConfig, MissingStage, evaluate
+    from whoqa.evaluate import EvalConfig, MissingStage, available_rankers, evaluate
     from data_prep.narrativeqa import DataError
+    if ablation:
+        from whoqa.ablation import run_ablation
+        from whoqa.train import TrainConfig
+        rankers = list(ablation_ranker or available_rankers(workspace))
+        if not rankers:
+            _fail(f"no contexts in {workspace}/contexts: run `whoqa index --workspace {workspace}` first")
+        base = TrainConfig(folds=ablation_folds, trials=ablation_trials, epochs=ablation_epochs, seed=seed,
+                           from_pretrained=ablation not in ("hops", "context"))
+        try:
+            res = run_ablation(workspace, ablation, rankers, base)
+        except (FileNotFoundError, ValueError, FloatingPointError) as e:
+            _fail(str(e))
+        for ranker, pts in res["series"].items():
+            typer.echo(f"{ranker}: " + ", ".join(f"{p['value']}: {p['p@1']:.2f}" for p in pts))
+        typer.echo(f"plot: {workspace}/results/ablation-{ablation}.png")
+        return
     try:
         res = evaluate(EvalConfig(str(workspace), str(data) if data else None, seed, random_trials, jobs))
     except (MissingStage, DataError) as e:

@@ -52,3 +52,19 @@ def test_who_chain_from_the_cli(mini_data, tmp_path):
 def test_ask_without_a_model_says_what_to_run(tmp_path):
     r = CliRunner().invoke(app, ["ask", "--workspace", str(tmp_path), "--book", "x", "Who?"])
     assert r.exit_code == 2 and "no trained model" in r.output and "whoqa train --final" in r.output
+
+
+def test_ablation_plot(mini_data, tmp_path):
+    rows = "".join(f"{DYING_DETECTIVE},test,{q},{a1},{a2}\n" for q, a1, a2 in QUESTIONS)
+    (mini_data / "narrativeqa" / "qaps.csv").write_text("document_id,set,question,answer1,answer2\n" + rows)
+    ws = str(tmp_path / "ws")
+    run = CliRunner().invoke
+    assert run(app, ["prepare", "--data", str(mini_data), "--workspace", ws, "--book", DYING_DETECTIVE,
+                     "--jobs", "1"]).exit_code == 0
+    assert run(app, ["index", "--workspace", ws, "--jobs", "1"]).exit_code == 0
+    r = run(app, ["eval", "--workspace", ws, "--ablation", "hops", "--ablation-folds", "2", "--ablation-epochs", "2"])
+    assert r.exit_code == 0, r.output
+    res = json.loads((tmp_path / "ws" / "results" / "ablation-hops.json").read_text())
+    assert [p["value"] for p in res["series"]["bm25f"]] == [1, 2, 3, 4, 5]
+    png = (tmp_path / "ws" / "results" / "ablation-hops.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -32,7 +32,8 @@ class RetrievalConfig:
     words_weight: float = 1.0  # CombinedFieldQuery needs weights >= 1
     characters_weight: float = 1.0
     window: int = 5  # sentences per window: the hit with two on each side
-    context_sentences: int = 100  # Angelidis et al.: 100 sentences = top 20 windows
+    context_sentences: int = 150  # stored per question; the models read the first 100 (the paper's top 20 windows)
+    # by default, and the context-size ablation up to 150
     pool: int = 1000  # sentences fetched from the index to build windows from
 
 

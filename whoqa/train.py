@@ -31,6 +31,7 @@ class PretrainConfig:
     hops: int = 3
     seed: int = 13
     max_train_samples: int | None = None  # debug knob
+    name: str = "pretrain"  # output folder under WS/models/
 
 
 @dataclass
@@ -47,7 +48,9 @@ class TrainConfig:
     hops: int = 3
     seed: int = 13
     from_pretrained: bool = False
+    pretrained: str = "pretrain"  # which WS/models/<folder> to start from
     max_train_samples: int | None = None  # debug knob
+    runs_dir: str | None = None  # where fold files go (default WS/runs/<name>)
 
 
 def set_seed(seed: int) -> None:
@@ -136,7 +139,7 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed,
                  progress=progress)
     seconds = time.perf_counter() - t0
-    out = ws / "models" / "pretrain"
+    out = ws / "models" / cfg.name
     out.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), out / "model.tmp")
     os.replace(out / "model.tmp", out / "model.pt")
@@ -159,7 +162,7 @@ def folds_of(n: int, k: int, seed: int) -> list[list[int]]:
 def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
     model = KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False))
     if cfg.from_pretrained:
-        path = Path(workspace) / "models" / "pretrain" / "model.pt"
+        path = Path(workspace) / "models" / cfg.pretrained / "model.pt"
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --workspace {workspace}` first")
         model.load_state_dict(torch.load(path, map_location="cpu"))
@@ -178,7 +181,7 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
     if len(examples) < cfg.folds:
         raise ValueError(f"{len(examples)} usable Who questions for {cfg.folds} folds: run `whoqa index --ranker "
                          f"{cfg.ranker}` first, or use fewer folds")
-    out = ws / "runs" / run_name(cfg)
+    out = Path(cfg.runs_dir) if cfg.runs_dir else ws / "runs" / run_name(cfg)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1))
     folds = folds_of(len(examples), cfg.folds, cfg.seed)
