@@ -40,3 +40,15 @@ def mini_data(tmp_path, shared_data) -> Path:
     (root / "books" / f"{empty}.txt").write_text("")
     (root / "narrativeqa" / "documents.csv").write_text("\n".join(keep) + "\n")
     return root
+
+
+def write_qaps(data_root: Path, rows: list[tuple[str, str, str, str]]) -> None:
+    """qaps.csv for a test data folder: (document_id, question, answer1, answer2) rows, set 'test'."""
+    import csv
+    import io
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["document_id", "set", "question", "answer1", "answer2"])
+    for doc, q, a1, a2 in rows:
+        w.writerow([doc, "test", q, a1, a2])
+    (data_root / "narrativeqa" / "qaps.csv").write_text(buf.getvalue())

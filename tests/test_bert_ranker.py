@@ -56,15 +56,14 @@ def test_book_folds_never_rank_a_book_with_its_own_summary():
 
 def test_bert_contexts_end_to_end_with_book_folds(tiny_model, mini_data, tmp_path):
     from data_prep.prepare import PrepareConfig, prepare
-    from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS
+    from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, write_qaps
     from whoqa.bert_ranker import RankerConfig
     from whoqa.contexts import build_contexts, load_contexts
     from whoqa.retrieval import context_sentences
     other = SHORT_BOOKS[0]
-    (mini_data / "narrativeqa" / "qaps.csv").write_text(
-        "document_id,set,question,answer1,answer2\n"
-        f"{DYING_DETECTIVE},test,Who does Holmes send Watson to fetch?,Culverton Smith,Mr. Culverton Smith\n"
-        f"{other},test,Who are the kittens?,Tom Kitten and his sisters,Tom\n")
+    write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes send Watson to fetch?", "Culverton Smith",
+                            "Mr. Culverton Smith"),
+                           (other, "Who are the kittens?", "Tom Kitten and his sisters", "Tom")])
     (mini_data / "narrativeqa" / "summaries.csv").write_text(
         "document_id,set,summary\n"
         f'{DYING_DETECTIVE},test,"Holmes feigns illness. He sends Watson to fetch Culverton Smith. Smith confesses."\n'

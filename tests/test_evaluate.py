@@ -49,11 +49,9 @@ def test_eval_without_who_set_says_what_to_run(tmp_path):
 
 
 def test_eval_on_another_folder_prepares_it(mini_data, tmp_path):
-    from tests.conftest import DYING_DETECTIVE
-    (mini_data / "narrativeqa" / "qaps.csv").write_text(
-        "document_id,set,question,answer1,answer2\n"
-        f"{DYING_DETECTIVE},test,Who pretends to be dying?,Sherlock Holmes,Holmes\n"
-        f"{DYING_DETECTIVE},test,Who is the narrator?,Dr. Watson,Watson\n")
+    from tests.conftest import DYING_DETECTIVE, write_qaps
+    write_qaps(mini_data, [(DYING_DETECTIVE, "Who pretends to be dying?", "Sherlock Holmes", "Holmes"),
+                           (DYING_DETECTIVE, "Who is the narrator?", "Dr. Watson", "Watson")])
     ws = tmp_path / "ws"
     res = evaluate(EvalConfig(str(ws), data=str(mini_data), random_trials=2))
     assert res["meta"]["questions"] == 2 and res["meta"]["books"] == 1
@@ -74,12 +72,11 @@ def test_span_recall():
 
 def test_eval_reports_coverage_and_context_frequency(mini_data, tmp_path):
     from data_prep.prepare import PrepareConfig, prepare
-    from tests.conftest import DYING_DETECTIVE
+    from tests.conftest import DYING_DETECTIVE, write_qaps
     from whoqa.contexts import build_contexts
-    (mini_data / "narrativeqa" / "qaps.csv").write_text(
-        "document_id,set,question,answer1,answer2\n"
-        f"{DYING_DETECTIVE},test,Who does Holmes send Watson to fetch?,Culverton Smith,Mr. Culverton Smith\n"
-        f"{DYING_DETECTIVE},test,What did Smith send to Holmes?,a small ivory box,an ivory box\n")
+    write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes send Watson to fetch?", "Culverton Smith",
+                            "Mr. Culverton Smith"),
+                           (DYING_DETECTIVE, "What did Smith send to Holmes?", "a small ivory box", "an ivory box")])
     ws = tmp_path / "ws"
     prepare(PrepareConfig(str(mini_data), str(ws), books=[DYING_DETECTIVE], artificial=False, embeddings=False),
             progress=False)

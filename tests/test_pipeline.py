@@ -4,7 +4,7 @@ import json
 from typer.testing import CliRunner
 
 from cli import app
-from tests.conftest import DYING_DETECTIVE
+from tests.conftest import DYING_DETECTIVE, write_qaps
 
 QUESTIONS = [("Who pretends to be dying?", "Sherlock Holmes", "Holmes"),
              ("Who is sent to fetch Culverton Smith?", "Watson", "Dr. Watson"),
@@ -16,8 +16,7 @@ QUESTIONS = [("Who pretends to be dying?", "Sherlock Holmes", "Holmes"),
 
 
 def test_who_chain_from_the_cli(mini_data, tmp_path):
-    rows = "".join(f"{DYING_DETECTIVE},test,{q},{a1},{a2}\n" for q, a1, a2 in QUESTIONS)
-    (mini_data / "narrativeqa" / "qaps.csv").write_text("document_id,set,question,answer1,answer2\n" + rows)
+    write_qaps(mini_data, [(DYING_DETECTIVE, *q) for q in QUESTIONS])
     ws = str(tmp_path / "ws")
     run = CliRunner().invoke
     r = run(app, ["prepare", "--data", str(mini_data), "--workspace", ws, "--book", DYING_DETECTIVE, "--jobs", "1"])
@@ -55,8 +54,7 @@ def test_ask_without_a_model_says_what_to_run(tmp_path):
 
 
 def test_ablation_plot(mini_data, tmp_path):
-    rows = "".join(f"{DYING_DETECTIVE},test,{q},{a1},{a2}\n" for q, a1, a2 in QUESTIONS)
-    (mini_data / "narrativeqa" / "qaps.csv").write_text("document_id,set,question,answer1,answer2\n" + rows)
+    write_qaps(mini_data, [(DYING_DETECTIVE, *q) for q in QUESTIONS])
     ws = str(tmp_path / "ws")
     run = CliRunner().invoke
     assert run(app, ["prepare", "--data", str(mini_data), "--workspace", ws, "--book", DYING_DETECTIVE,

@@ -57,11 +57,10 @@ def test_windows_merge_and_clip_at_book_edges():
 
 def test_index_command_writes_contexts(mini_data, tmp_path):
     from data_prep.prepare import PrepareConfig, prepare
-    from tests.conftest import DYING_DETECTIVE
+    from tests.conftest import DYING_DETECTIVE, write_qaps
     from whoqa.contexts import build_contexts, load_contexts
-    (mini_data / "narrativeqa" / "qaps.csv").write_text(
-        "document_id,set,question,answer1,answer2\n"
-        f"{DYING_DETECTIVE},test,Who does Holmes ask Watson to fetch?,Culverton Smith,Mr. Culverton Smith\n")
+    write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes ask Watson to fetch?", "Culverton Smith",
+                            "Mr. Culverton Smith")])
     ws = tmp_path / "ws"
     prepare(PrepareConfig(str(mini_data), str(ws), books=[DYING_DETECTIVE], artificial=False, embeddings=False),
             progress=False)
