@@ -180,3 +180,30 @@ def who_examples(workspace: Path, ranker: str, vocab: Vocab, books: dict[str, Bo
     if any(skipped.values()):
         log.warning("Who questions left out: %s", json.dumps(skipped))
     return out, skipped
+
+
+class MemoryCache:
+    """Per-book memory vectors for a model whose embeddings are frozen: encoded once instead of every step."""
+
+    def __init__(self, model, books: dict[str, BookArrays], chunk: int = 2048):
+        self.vectors = {}
+        with torch.no_grad():
+            for b, arr in books.items():
+                parts = [model.encode_memories(torch.from_numpy(arr.sentences[i:i + chunk].astype(np.int64)),
+                                               torch.from_numpy(arr.values[i:i + chunk].astype(np.int64)))
+                         for i in range(0, len(arr.sentences), chunk)]
+                self.vectors[b] = tuple(torch.cat(x) for x in zip(*parts))  # (n, d), (n, d), (n,), (n,)
+
+    def batch(self, batch: list[Example], memories: int):
+        """k (B, M, d), v (B, M, d), has_char (B, M), real (B, M) for the batch's contexts (padding: not real)."""
+        d = next(iter(self.vectors.values()))[0].shape[1]
+        B = len(batch)
+        k, v = torch.zeros(B, memories, d), torch.zeros(B, memories, d)
+        has, real = torch.zeros(B, memories, dtype=torch.bool), torch.zeros(B, memories, dtype=torch.bool)
+        for i, e in enumerate(batch):
+            ctx = torch.tensor(e.context[:memories], dtype=torch.long)
+            if len(ctx):
+                bk, bv, bh, br = self.vectors[e.book]
+                n = len(ctx)
+                k[i, :n], v[i, :n], has[i, :n], real[i, :n] = bk[ctx], bv[ctx], bh[ctx], br[ctx]
+        return k, v, has, real

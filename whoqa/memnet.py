@@ -54,17 +54,23 @@ class KVMemNet(nn.Module):
         self.embed.weight.requires_grad_(flag)
         self.cfg.train_embeddings = flag
 
-    def forward(self, question: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, candidates: torch.Tensor,
-                return_attention: bool = False):
-        """question (B, Lq), keys (B, M, Lk), values (B, M, Lv), candidates (B, C): token ids, 0 = padding.
+    def encode_memories(self, keys: torch.Tensor, values: torch.Tensor):
+        """Sentence vectors, character vectors and masks of memories given as token ids.
+        keys (..., M, Lk), values (..., M, Lv) -> k (..., M, d), v (..., M, d), has_char (..., M), real (..., M).
+        With frozen embeddings these are constants, computed once per book (see memdata.MemoryCache)."""
+        k = masked_mean(self.embed(keys), keys > 0)
+        v_mask = values > 0
+        v = masked_mean(self.embed(values), v_mask)
+        return k, v, v_mask.any(-1), (keys > 0).any(-1)
+
+    def forward(self, question: torch.Tensor, keys: torch.Tensor | None, values: torch.Tensor | None,
+                candidates: torch.Tensor, return_attention: bool = False, memories: tuple | None = None):
+        """question (B, Lq), keys (B, M, Lk), values (B, M, Lv), candidates (B, C): token ids, 0 = padding; or
+        memories = encode_memories(...) already computed (then keys/values are unused).
         Returns scores (B, C) (masked candidates at NEG) and, if asked, attention (B, hops, M)."""
         q = masked_mean(self.embed(question), question > 0)  # (B, d)
-        k = masked_mean(self.embed(keys), keys > 0)  # (B, M, d)
-        v_mask = values > 0  # (B, M, Lv)
-        v = masked_mean(self.embed(values), v_mask)  # (B, M, d)
-        no_char = ~v_mask.any(-1)  # (B, M)
-        v = torch.where(no_char.unsqueeze(-1), self.value_pad.expand_as(v), v)  # (B, M, d)
-        mem_mask = (keys > 0).any(-1)  # (B, M): real memories
+        k, v, has_char, mem_mask = memories if memories is not None else self.encode_memories(keys, values)
+        v = torch.where(has_char.unsqueeze(-1), v, self.value_pad.expand_as(v))  # (B, M, d)
         any_mem = mem_mask.any(-1, keepdim=True)  # (B, 1): rows with at least one memory
         attn = []
         for R in self.R:

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 
 from whoqa.book import atomic_write
-from whoqa.memdata import BookArrays, Example, Vocab, artificial_examples, book_arrays, collate, who_examples
+from whoqa.memdata import (BookArrays, Example, MemoryCache, Vocab, artificial_examples, book_arrays, collate,
+                           who_examples)
 from whoqa.memnet import KVMemNet, MemNetConfig, nll
 from whoqa.metrics import ranking_metrics
 
@@ -76,6 +77,7 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
         progress: bool = False) -> list[float]:
     """Adam on the NLL of the correct characters; returns the mean loss of each epoch."""
     params = [p for p in model.parameters() if p.requires_grad]
+    cache = None if model.embed.weight.requires_grad else MemoryCache(model, books)
     opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=decay_every, gamma=decay)
     rng = random.Random(seed)
@@ -90,8 +92,13 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
         for i in tqdm(steps, desc=f"epoch {epoch + 1}", unit="batch",
                       disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
             batch = [examples[j] for j in order[i:i + batch_size]]
-            q, k, v, c, correct, _ = collate(batch, books, memories)
-            loss = nll(model(q, k, v, c), correct)
+            if cache is None:
+                q, k, v, c, correct, _ = collate(batch, books, memories)
+                scores = model(q, k, v, c)  # (B, C)
+            else:
+                q, _, _, c, correct, _ = collate(batch, books, 0)
+                scores = model(q, None, None, c, memories=cache.batch(batch, memories))  # (B, C)
+            loss = nll(scores, correct)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"loss is {float(loss)} at epoch {epoch + 1}: check the inputs "
                                          f"(empty candidate sets?) or lower the learning rate")
@@ -112,10 +119,11 @@ def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArray
     """Ranked book-local character ids per question."""
     model.eval()
     out = []
+    cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
     for i in range(0, len(examples), batch_size):
         batch = examples[i:i + batch_size]
-        q, k, v, c, _, chars = collate(batch, books, memories)
-        scores = model(q, k, v, c)  # (B, C)
+        q, _, _, c, _, chars = collate(batch, books, 0)
+        scores = model(q, None, None, c, memories=cache.batch(batch, memories))  # (B, C)
         order = scores.argsort(dim=-1, descending=True)  # (B, C)
         for row, o in enumerate(order):
             ranked = chars[row][o]
