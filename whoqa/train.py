@@ -74,10 +74,12 @@ def load_books(workspace: Path, vocab: Vocab, book_ids: list[str], progress: boo
 
 def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], memories: int, epochs: int,
         lr: float, batch_size: int, seed: int, decay: float = 1.0, decay_every: int = 1,
-        progress: bool = False) -> list[float]:
-    """Adam on the NLL of the correct characters; returns the mean loss of each epoch."""
+        progress: bool = False, cache: MemoryCache | None = None) -> list[float]:
+    """Adam on the NLL of the correct characters; returns the mean loss of each epoch. With frozen embeddings the
+    memories are encoded once (`cache`, which runs sharing the same embeddings may share too)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    cache = None if model.embed.weight.requires_grad else MemoryCache(model, books)
+    if cache is None and not model.embed.weight.requires_grad:
+        cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
     opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=decay_every, gamma=decay)
     rng = random.Random(seed)
@@ -115,11 +117,11 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
 
 @torch.no_grad()
 def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], memories: int,
-            batch_size: int = 64) -> list[list[int]]:
+            batch_size: int = 64, cache: MemoryCache | None = None) -> list[list[int]]:
     """Ranked book-local character ids per question."""
     model.eval()
     out = []
-    cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
+    cache = cache or MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
     for i in range(0, len(examples), batch_size):
         batch = examples[i:i + batch_size]
         q, _, _, c, _, chars = collate(batch, books, 0)
@@ -198,6 +200,7 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
                disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
     t0 = time.perf_counter()
     done_now = 0
+    cache = None
     for k, test_idx in enumerate(folds):
         test = [examples[i] for i in test_idx]
         train_set = [examples[i] for i in range(len(examples)) if i not in set(test_idx)]
@@ -211,9 +214,11 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
             seed = cfg.seed + 1000 * t + k
             set_seed(seed)
             model = new_model(vocab, cfg, ws)
+            if cache is None:  # embeddings are frozen and the same in every run: encode the memories once
+                cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
             losses = fit(model, train_set, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed,
-                         cfg.decay, cfg.decay_every)
-            rankings = predict(model, test, books, cfg.memories)
+                         cfg.decay, cfg.decay_every, cache=cache)
+            rankings = predict(model, test, books, cfg.memories, cache=cache)
             metrics = ranking_metrics(rankings, [e.answers for e in test])
             atomic_write(path, json.dumps({"fold": k, "trial": t, "seed": seed, "metrics": metrics,
                                            "losses": losses, "predictions": [
