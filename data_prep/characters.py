@@ -27,6 +27,7 @@ NEUTRAL_TITLES = {"dr", "dr.", "doctor", "professor", "prof.", "rev.", "reverend
                   "st."}
 TITLES = MALE_TITLES | FEMALE_TITLES | NEUTRAL_TITLES
 _ROMAN = re.compile(r"[IVXLC]+\.?")
+_NOT_A_NAME = re.compile(r"(?:[IVXLC]+|(?i:me|my|he|she|him|her))\.?")  # numerals are upper case: "Vic" stays
 OTHER_CATS = {"GPE": "GPE", "LOC": "LOC", "FAC": "FAC", "ORG": "ORG"}
 
 
@@ -82,6 +83,7 @@ def find_name_mentions(tokens: list[Token], entities: list[Entity]) -> list[Name
             i = j + 1
         else:
             i += 1
+    out = [m for m in out if not (m.cat == "PER" and _NOT_A_NAME.fullmatch(m.text))]  # "said I." is no name
     out.sort(key=lambda m: (m.start, m.end))
     return out
 

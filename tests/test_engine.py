@@ -97,3 +97,9 @@ def test_dying_detective(engine, shared_data, tmp_path):
     assert male.most_common(1)[0][0] == hid and male[hid] > 2 * male[next(iter(smith))]
     narr = Counter(m.char_id for m in b.mentions if m.text in ("I", "my", "me", "myself"))
     assert narr[0] > 100
+
+
+def test_pronoun_or_numeral_tagged_as_a_name_is_no_character(engine, tmp_path):
+    b = run(engine, '"I never heard the name," said I. "Nor I," said Holmes. Chapter II. Holmes smiled.\n', tmp_path)
+    names = {a for c in b.characters.values() for a in c.aliases}
+    assert not names & {"I.", "I", "II."}

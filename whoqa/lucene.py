@@ -28,6 +28,8 @@ def jvm():
         raise RuntimeError("pyserini is not installed: run `pip install --no-deps pyserini==1.6.0` (bash install.sh)") from e
     conf = autoclass("org.apache.logging.log4j.core.config.Configurator")
     conf.setRootLevel(autoclass("org.apache.logging.log4j.Level").WARN)
+    # Lucene's own notes (e.g. "Using MemorySegmentIndexInput") go through java.util.logging
+    autoclass("java.util.logging.Logger").getLogger("").setLevel(autoclass("java.util.logging.Level").WARNING)
     return autoclass
 
 
