@@ -86,3 +86,14 @@ def test_eval_reports_coverage_and_context_frequency(mini_data, tmp_path):
     assert cov["who_questions"] == 1 and cov["who_answer_in_context"] == 100.0  # Smith is all over his scenes
     assert cov["all_questions"] == 2 and 50.0 <= cov["answer_rouge_l_recall"] <= 100.0
     assert "context_frequency[bm25f]" in res["results"] and "bm25f contexts" in res["table"]
+
+
+def test_half_built_ranker_is_left_out(tmp_path):
+    ws = tmp_path / "ws"
+    write_ws(ws)
+    (ws / "contexts" / "bert").mkdir(parents=True)
+    (ws / "contexts" / "bert" / "b2.json").write_text('{"questions": {}}')  # b1 not ranked yet
+    res = evaluate(EvalConfig(str(ws), random_trials=2))
+    assert "context_frequency[bert]" not in res["results"]
+    assert res["meta"]["incomplete_rankers"] == {"bert": "contexts for 1 of 2 books"}
+    assert "whoqa index --ranker bert" in res["table"]

@@ -89,7 +89,14 @@ def evaluate(cfg: EvalConfig) -> dict:
     characters, questions = load_who_set(target)
     systems = baseline_systems(cfg.seed)
     coverage = {}
+    partial = {}
     for ranker in available_rankers(target):
+        have = {p.stem for p in (target / "contexts" / ranker).glob("*.json")}
+        need = {q["document_id"] for q in questions}
+        if not need <= have:  # a half-built ranker would be judged on books it has not ranked
+            partial[ranker] = f"contexts for {len(need & have)} of {len(need)} books"
+            log.warning("%s left out: %s; run `whoqa index --ranker %s` to finish", ranker, partial[ranker], ranker)
+            continue
         ctx = ContextView(target, ranker, cfg.context_sentences)
         systems[f"context_frequency[{ranker}]"] = (
             lambda q, chars, t, ctx=ctx: context_frequency(ctx.mentions(q["document_id"], q["question_id"]), chars), 1)
@@ -101,7 +108,7 @@ def evaluate(cfg: EvalConfig) -> dict:
         results.update(trained_results(ws, characters, questions))
     meta = {"config": asdict(cfg), "data_fingerprint": fingerprint(target), "who_set": str(target / "who"),
             "questions": len(questions), "books": len({q["document_id"] for q in questions}),
-            "coverage": coverage}
+            "coverage": coverage, "incomplete_rankers": partial}
     suffix = f"@{Path(cfg.data).name}" if cfg.data else ""
     for name, res in results.items():
         atomic_write(ws / "results" / f"{name}{suffix}.json", json.dumps({**meta, **res}, indent=1))
@@ -166,6 +173,8 @@ def format_table(results: dict[str, dict], meta: dict) -> str:
         t = r["text"]
         lines.append(f"{name:<22}{cell('p@1', '{:.2f}'):>16}{cell('p@5', '{:.2f}'):>16}{cell('mrr', '{:.3f}'):>18}"
                      f"{t.get('rouge_l', 0):>10.2f}{t.get('bleu_1', 0):>8.2f}{t.get('em', 0):>7.2f}{t.get('f1', 0):>7.2f}")
+    for ranker, why in meta.get("incomplete_rankers", {}).items():
+        lines.append(f"{ranker}: left out ({why}); run `whoqa index --ranker {ranker}` to finish")
     for ranker, c in meta.get("coverage", {}).items():
         lines.append(f"{ranker} contexts ({c['context_sentences']} sentences): correct character mentioned for "
                      f"{c['who_answer_in_context']:.1f}% of Who questions; answer-text recall (max ROUGE-L of an "
