@@ -63,6 +63,7 @@ def plot(result: dict, path: Path) -> None:
         ys = [p["p@1"] for p in points]
         err = [p["p@1_std"] for p in points]
         ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=ranker.upper() if ranker == "bert" else "BM25F")
+    ax.set_xticks([p["value"] for pts in result["series"].values() for p in pts])
     ax.set_xlabel(result["x"])
     ax.set_ylabel("P@1 (%)")
     ax.set_title(f"KV-MemNet: P@1 vs {result['x']}")
