@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -16,11 +15,11 @@ import torch
 
 from whoqa.book import Book
 from whoqa.embeddings import scoped
+from whoqa.retrieval import CAP_SPAN
 
 log = logging.getLogger(__name__)
 MAX_SENTENCE = 60  # tokens kept per key sentence
 MAX_VALUES = 8  # characters kept per sentence
-_CAP_SPAN = re.compile(r"[A-Z][\w\-]*(?:'s)?(?:\s+(?:[A-Z][\w\-]*(?:'s)?|de|van|von|of)\b)*")
 
 
 class Vocab:
@@ -83,7 +82,7 @@ def question_tokens(question: str, book_id: str, aliases) -> list[str]:
     tokenised as the books were and lowercased."""
     out: list[str] = []
     pos = 0
-    for m in _CAP_SPAN.finditer(question):
+    for m in CAP_SPAN.finditer(question):
         ids, _ = aliases.match(m.group(0))
         if ids:
             out += [t.text.lower() for t in _tokenizer()(question[pos:m.start()])]

@@ -22,7 +22,8 @@ from pathlib import Path
 from whoqa.book import Book, atomic_write
 
 log = logging.getLogger(__name__)
-_CAP_SPAN = re.compile(r"[A-Z][\w\-]*(?:'s)?(?:\s+(?:[A-Z][\w\-]*(?:'s)?|de|van|von|of|the)\b)*")
+CAP_SPAN = re.compile(  # a capitalised name-like span: "Mr. Sherlock Holmes's", "Comte de Gormas"
+    r"[A-Z][\w\-]*(?:'s)?(?:\s+(?:[A-Z][\w\-]*(?:'s)?|de|van|von|of|the)\b)*")
 
 
 @dataclass
@@ -51,7 +52,7 @@ def question_fields(question: str, characters) -> tuple[str, str]:
     index = characters if isinstance(characters, AliasIndex) else AliasIndex(characters)
     chars: list[str] = []
     words = question
-    for m in _CAP_SPAN.finditer(question):
+    for m in CAP_SPAN.finditer(question):
         ids, _ = index.match(m.group(0))
         if ids:
             chars += [f"char_{c}" for c in sorted(ids)]
