@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from whoqa.book import Book, Token, char_token
+from whoqa.book import Book, Token, char_token, span_head
 
 INDEFINITE = {"a", "an", "another", "some", "any", "one", "each", "every", "either"}
 DEFINITE = {"the", "this", "that", "these", "those"}
@@ -67,7 +67,7 @@ class Generator:
                 self.children.setdefault(t.head, []).append(t.index)
         self.mention_at: dict[int, tuple[int, int, int]] = {}  # head token -> (start, end, char)
         for m in book.mentions:
-            self.mention_at[_head(self.toks, m.start, m.end)] = (m.start, m.end, m.char_id)
+            self.mention_at[span_head(self.toks, m.start, m.end)] = (m.start, m.end, m.char_id)
         self.stats = Counter()
         from data_prep.coref import quote_ids
         self.qids = quote_ids(self.toks)
@@ -223,12 +223,6 @@ class Generator:
         yield {"q": q.tokens + ["?"], "t": " ".join(q.words) + "?", "a": answer_char, "s": sid,
                "c": [max(0, sid - CONTEXT + 1), sid], "k": kind}
 
-
-def _head(tokens: list[Token], start: int, end: int) -> int:
-    for i in range(start, end + 1):
-        if not start <= tokens[i].head <= end or tokens[i].head == i:
-            return i
-    return end
 
 
 def _third_person(t: Token) -> str:

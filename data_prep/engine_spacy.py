@@ -5,7 +5,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from whoqa.book import Token
+from whoqa.book import Token, span_head
 from data_prep.characters import NameMention, cluster_names, find_name_mentions, name_gender
 from data_prep.coref import FIRST, NARRATOR, SUBJECT_DEPS, VOCATIVE_DEPS, Resolved, Resolver, Weights, quote_ids
 from data_prep.parse import Parsed, load_nlp, parse_text, SPACY_MODEL
@@ -57,21 +57,14 @@ class SpacyEngine:
             if genders.get(c) is None:
                 genders[c] = g
         counts = {c: sum(n.values()) for c, n in names_by_char.items()}
-        named = [Resolved(m.start, m.end, m.char, "PROP", tokens[_head(tokens, m.start, m.end)].dep in SUBJECT_DEPS,
-                          qids[m.start] >= 0, qids[m.start]) for m in per]
+        named = [Resolved(m.start, m.end, m.char, "PROP",
+                          tokens[span_head(tokens, m.start, m.end)].dep in SUBJECT_DEPS, qids[m.start] >= 0,
+                          qids[m.start]) for m in per]
         resolver = Resolver(tokens, named, genders, counts, self.weights)
         pronouns = resolver.run()
         return build_output(tokens, per, pronouns, [m for m in mentions if m.cat != "PER"], genders,
                             names_by_char, n_quotes=len(resolver.quotes), groups=resolver.groups())
 
-
-def _head(tokens: list[Token], start: int, end: int) -> int:
-    """The span's token whose head lies outside the span."""
-    for i in range(start, end + 1):
-        h = tokens[i].head
-        if h < start or h > end or h == i:
-            return i
-    return end
 
 
 def _renumber(per: list[NameMention]) -> None:
@@ -93,7 +86,7 @@ def _merge_named_narrator(tokens: list[Token], per: list[NameMention], qids: lis
         total[m.char] += 1
         if qids[m.start] < 0:
             outside[m.char] += 1
-        elif tokens[_head(tokens, m.start, m.end)].dep in VOCATIVE_DEPS:
+        elif tokens[span_head(tokens, m.start, m.end)].dep in VOCATIVE_DEPS:
             vocative[m.char] += 1
     named = _self_named(tokens, per, qids)
     cands = [(v, c) for c, v in vocative.items() if outside[c] <= 0.1 * total[c] and v >= 2 and v >= 0.4 * total[c]]
@@ -110,7 +103,7 @@ def _self_named(tokens: list[Token], per: list[NameMention], qids: list[int]) ->
     for m in per:
         if qids[m.start] >= 0:
             continue
-        h = tokens[_head(tokens, m.start, m.end)]
+        h = tokens[span_head(tokens, m.start, m.end)]
         verb = tokens[h.head]
         lo, hi = max(0, verb.index - 10), min(len(tokens), verb.index + 10)
         kids = [t for t in tokens[lo:hi] if t.head == verb.index and t.index != verb.index]
@@ -186,7 +179,7 @@ def character_records(tokens: list[Token], chars: list[tuple], genders: dict[int
     for s, e, c, prop, text in chars:
         count[c] += 1
         (proper if prop == "PROP" else pron)[c][text] += 1
-        i = _head(tokens, s, e)
+        i = span_head(tokens, s, e)
         t = tokens[i]
         if t.dep == "conj":  # "Bill and Ted ran": Ted takes Bill's role
             t = tokens[t.head]

@@ -142,6 +142,15 @@ class Book:
         return self.mentions[bisect_left(self._start_list, a):bisect_left(self._start_list, b)]
 
 
+def span_head(tokens: list[Token], start: int, end: int) -> int:
+    """The token of a span whose syntactic head lies outside it (a mention's head word)."""
+    for i in range(start, end + 1):
+        h = tokens[i].head
+        if h < start or h > end or h == i:
+            return i
+    return end
+
+
 def char_token(char_id: int) -> str:
     return f"CHAR_{char_id}"
 
