@@ -51,8 +51,7 @@ class Asker:
                                         f"--workspace {self.ws} --book {book_id}` first")
             book = Book.load(folder, book_id)
             index = self.ws / "index" / "bm25f" / book_id
-            if not any(index.glob("segments_*")):
-                BM25FIndex.build(book, index)
+            BM25FIndex.ensure(book, index)
             self._books[book_id] = (book, AliasIndex(book.characters), BM25FIndex(index, self.rcfg),
                                     book_arrays(self.ws, book_id, self.vocab))
         return self._books[book_id]

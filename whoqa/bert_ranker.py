@@ -223,8 +223,8 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
             try:
                 book = Book.load(ws / "books" / b, b)
                 path = ws / "index" / "bm25f" / b
-                if cfg.pool and not path.is_dir():
-                    BM25FIndex.build(book, path)
+                if cfg.pool:
+                    BM25FIndex.ensure(book, path)
                 out = rank_book(ranker, book, todo[b], path, cfg, rcfg)
                 atomic_write(ws / "contexts" / "bert" / f"{b}.json",
                              json.dumps({"config": {**asdict(rcfg), "ranker": asdict(cfg), "fold": k},

@@ -123,6 +123,12 @@ class BM25FIndex:
         shutil.rmtree(path, ignore_errors=True)
         tmp.rename(path)
 
+    @staticmethod
+    def ensure(book: Book, path: Path) -> None:
+        """Build the book's index unless a finished one (a Lucene commit) is already there."""
+        if not any(Path(path).glob("segments_*")):
+            BM25FIndex.build(book, Path(path))
+
     def search(self, words: str, chars: str, k: int) -> list[tuple[int, float]]:
         from whoqa.lucene import analyzer
         terms = list(dict.fromkeys(analyzer().analyze(words) + chars.lower().split()))
@@ -145,8 +151,7 @@ def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: Retrie
     ws = Path(workspace)
     book = Book.load(ws / "books" / book_id, book_id)
     path = ws / "index" / "bm25f" / book_id
-    if not (path / "segments_1").exists() and not any(path.glob("segments_*")):
-        BM25FIndex.build(book, path)
+    BM25FIndex.ensure(book, path)
     idx = BM25FIndex(path, cfg)
     aliases = AliasIndex(book.characters)
     out = {}
