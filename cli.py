@@ -99,7 +99,8 @@ def download(
 @app.command()
 def index(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
-    ranker: str = typer.Option("bm25f", help="bm25f, bert or both."),
+    ranker: str = typer.Option("bm25f", help="bm25f, bert, both, or oracle (BM25F with question + answers: the "
+                                             "reader's upper bound)."),
     jobs: int = typer.Option(max(1, (os.cpu_count() or 1)), help="Books indexed in parallel processes."),
     k1: float = typer.Option(1.2, help="BM25 k1."),
     b: float = typer.Option(0.75, help="BM25 b."),
@@ -140,8 +141,28 @@ def pretrain_cmd(
     hops: int = typer.Option(3, help="Memory hops."),
     seed: int = typer.Option(13, help="Seed."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
+    reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader."),
+    reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
+    preread_passages: int = typer.Option(2000, help="Prereading: passages restored."),
+    preread_books: str = typer.Option("unlabeled", help="Prereading: unlabeled (books without questions) or all."),
+    train_encoder: bool = typer.Option(False, help="Prereading: train the encoder too (default: decoder only)."),
 ):
-    """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/."""
+    """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/;
+    with --reader preread: the reader restores masked book passages -> WS/models/preread/."""
+    if reader:
+        if reader != "preread":
+            _fail(f"unknown --reader {reader!r}: use preread")
+        from whoqa.reader.train import PrereadConfig, preread
+        pcfg = PrereadConfig(base=reader_base, passages=preread_passages, train_encoder=train_encoder,
+                             books=preread_books, seed=seed)
+        try:
+            st = preread(workspace, pcfg)
+        except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
+            _fail(str(e))
+        typer.echo(f"preread {st['passages']:,} passages of {st['books']} books in {st['seconds']}s "
+                   f"({st['passages_per_second']} passages/s); loss {st['loss_first']:.3f} -> {st['loss_last']:.3f} "
+                   f"-> {workspace}/models/preread")
+        return
     from whoqa.train import PretrainConfig, pretrain
     try:
         stats = pretrain(workspace, PretrainConfig(epochs, fraction, lr, batch_size, 20, hops, seed, max_train_samples))
@@ -154,24 +175,53 @@ def pretrain_cmd(
 @app.command("train")
 def train_cmd(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare` and `whoqa index`."),
-    folds: int = typer.Option(10, help="Cross-validation folds over the Who questions."),
+    folds: Optional[int] = typer.Option(None, help="Cross-validation folds (memory network: 10 over the Who "
+                                                    "questions; reader: 2 over the books)."),
     trials: int = typer.Option(5, help="Trials (seeds) per fold."),
     ranker: str = typer.Option("bm25f", help="Contexts from bm25f or bert."),
     from_pretrained: bool = typer.Option(False, help="Start from `whoqa pretrain`'s model."),
-    epochs: int = typer.Option(60, help="Epochs (paper: 60)."),
-    lr: float = typer.Option(1e-3, help="Adam learning rate, x0.9 every 2 epochs."),
-    batch_size: int = typer.Option(32, help="Questions per batch."),
+    epochs: Optional[int] = typer.Option(None, help="Epochs (memory network: 60 as in the paper; reader: 3)."),
+    lr: Optional[float] = typer.Option(None, help="Learning rate (memory network: Adam 1e-3, x0.9 every 2 epochs; "
+                                                  "reader: AdamW 3e-4, linear decay)."),
+    batch_size: Optional[int] = typer.Option(None, help="Questions per batch (memory network: 32; reader: 8)."),
     memories: int = typer.Option(100, help="Context sentences (memory slots)."),
     hops: int = typer.Option(3, help="Memory hops."),
     seed: int = typer.Option(13, help="Seed of folds and trials."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
     final: bool = typer.Option(False, help="Instead: one model on all Who questions (for `whoqa ask`)."),
+    reader: Optional[str] = typer.Option(None, help="fid: instead, the FiD reader on all questions (book folds)."),
+    context: str = typer.Option("bm25f", help="Reader: passages from none, bm25f, bert or oracle."),
+    preread: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader preread`."),
+    reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
+    top_k: int = typer.Option(10, help="Reader: passages per question."),
+    train_encoder: bool = typer.Option(False, help="Reader: fine-tune the encoder too (default: decoder only)."),
+    beams: int = typer.Option(4, help="Reader: beam size (1 = greedy)."),
+    max_eval_samples: Optional[int] = typer.Option(None, help="Reader debug: answer the first N questions of a fold."),
 ):
-    """Fine-tune on the real Who questions with k-fold cross-validation x trials -> WS/runs/<name>/ (resumable)."""
+    """Fine-tune on the real Who questions with k-fold cross-validation x trials -> WS/runs/<name>/ (resumable);
+    with --reader fid: the FiD reader with book-level folds -> WS/reader/runs/<name>/."""
+    if reader:
+        if reader != "fid":
+            _fail(f"unknown --reader {reader!r}: use fid")
+        from whoqa.reader.train import ReaderConfig, cross_validate as cv_reader
+        given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
+                 if v is not None}
+        rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, top_k=top_k,
+                            train_encoder=train_encoder, num_beams=beams, seed=seed, max_train_samples=max_train_samples,
+                            max_eval_samples=max_eval_samples, **given)
+        try:
+            s = cv_reader(workspace, rcfg)
+        except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
+            _fail(str(e))
+        m = s["metrics"]
+        typer.echo(f"{s['run']}: {s['questions']} questions in {s['folds']} book folds: ROUGE-L {m.get('rouge_l', 0):.2f}, "
+                   f"BLEU-1 {m.get('bleu_1', 0):.2f}, BLEU-4 {m.get('bleu_4', 0):.2f}, EM {m.get('em', 0):.2f}, "
+                   f"F1 {m.get('f1', 0):.2f} -> {workspace}/reader/runs/{s['run']}")
+        return
     from whoqa.train import TrainConfig, cross_validate, run_name, train_final
-    cfg = TrainConfig(ranker=ranker, folds=folds, trials=trials, epochs=epochs, lr=lr, batch_size=batch_size,
-                      memories=memories, hops=hops, seed=seed, from_pretrained=from_pretrained,
-                      max_train_samples=max_train_samples)
+    given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
+    cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed,
+                      from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
     if final:
         try:
             st = train_final(workspace, cfg)

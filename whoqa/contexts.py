@@ -17,6 +17,7 @@ from whoqa.retrieval import RetrievalConfig, context_sentences
 
 log = logging.getLogger(__name__)
 RANKERS = ("bm25f", "bert")
+ORACLE = "oracle"  # BM25F with the question and its answers: an upper bound for the reader, never a Who ranker
 
 
 def load_questions(workspace: Path) -> dict[str, list[dict]]:
@@ -38,11 +39,11 @@ def question_context(contexts: dict, question_id: int, limit: int) -> list[int]:
     return context_sentences(contexts.get(str(question_id), []), limit)
 
 
-def _bm25f_work(workspace: str, book_id: str, questions: list[dict], cfg: RetrievalConfig):
+def _bm25f_work(workspace: str, book_id: str, questions: list[dict], cfg: RetrievalConfig, oracle: bool = False):
     from whoqa.retrieval import index_book
     try:
         t0 = time.perf_counter()
-        stats = index_book(Path(workspace), book_id, questions, cfg)
+        stats = index_book(Path(workspace), book_id, questions, cfg, oracle)
         return book_id, {**stats, "seconds": round(time.perf_counter() - t0, 2)}, None
     except Exception as e:
         return book_id, None, f"{type(e).__name__}: {e}"
@@ -51,8 +52,8 @@ def _bm25f_work(workspace: str, book_id: str, questions: list[dict], cfg: Retrie
 def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: RetrievalConfig | None = None,
                    progress: bool = True, ranker_cfg=None) -> dict:
     """Contexts of every question of every prepared book for one ranker; books already done are skipped."""
-    if ranker not in RANKERS:
-        raise ValueError(f"unknown ranker {ranker!r}: use one of {RANKERS}")
+    if ranker not in RANKERS + (ORACLE,):
+        raise ValueError(f"unknown ranker {ranker!r}: use one of {RANKERS + (ORACLE,)}")
     ws = Path(workspace)
     cfg = cfg or RetrievalConfig()
     by_book = load_questions(ws)
@@ -67,12 +68,12 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: R
                disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
     t0 = time.perf_counter()
     if jobs <= 1 or len(todo) <= 1:
-        results = (_bm25f_work(str(ws), b, qs, cfg) for b, qs in todo.items())
+        results = (_bm25f_work(str(ws), b, qs, cfg, ranker == ORACLE) for b, qs in todo.items())
         _collect(results, report, bar)
     else:
         import multiprocessing as mp
         with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=mp.get_context("spawn")) as pool:
-            futs = [pool.submit(_bm25f_work, str(ws), b, qs, cfg) for b, qs in todo.items()]
+            futs = [pool.submit(_bm25f_work, str(ws), b, qs, cfg, ranker == ORACLE) for b, qs in todo.items()]
             _collect((f.result() for f in as_completed(futs)), report, bar)
     bar.close()
     report["seconds"] = round(time.perf_counter() - t0, 1)

@@ -145,8 +145,9 @@ class BM25FIndex:
         return [(int(h.docid), float(h.score)) for h in hits]
 
 
-def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: RetrievalConfig) -> dict:
-    """Build (or reuse) a book's BM25F index and write its questions' contexts."""
+def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: RetrievalConfig, oracle: bool = False) -> dict:
+    """Build (or reuse) a book's BM25F index and write its questions' contexts. `oracle`: the query is the question
+    with both its answers (Mou et al.'s "BM25 w/ Q+A" upper bound), written under WS/contexts/oracle/."""
     from data_prep.who_set import AliasIndex
     ws = Path(workspace)
     book = Book.load(ws / "books" / book_id, book_id)
@@ -156,9 +157,10 @@ def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: Retrie
     aliases = AliasIndex(book.characters)
     out = {}
     for q in questions:
-        words, chars = question_fields(q["question"], aliases)
+        text = " ".join([q["question"], q["answer1"], q["answer2"]]) if oracle else q["question"]
+        words, chars = question_fields(text, aliases)
         ranked = idx.search(words, chars, cfg.pool)
         out[str(q["question_id"])] = windows(ranked, cfg.context_sentences, len(book.sentences), cfg.window)
-    atomic_write(ws / "contexts" / "bm25f" / f"{book_id}.json",
+    atomic_write(ws / "contexts" / ("oracle" if oracle else "bm25f") / f"{book_id}.json",
                  json.dumps({"config": asdict(cfg), "questions": out}))
     return {"questions": len(out), "sentences": len(book.sentences)}

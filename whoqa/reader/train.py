@@ -1,0 +1,385 @@
+"""`whoqa pretrain --reader preread` and `whoqa train --reader fid`: book prereading, then QA training with book-level
+cross-validation, generation, checkpoints (save_pretrained) and resumable folds.
+
+On a CPU the encoder is frozen by default (Mou et al. Table 3: prereading "helps decoders mostly"; training only the
+decoder is comparable): each question's fused encoder states are then computed once, cached on disk, and shared by all
+folds, epochs and the prereading variant. `--train-encoder` fine-tunes the whole model as the original FiD does.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from whoqa.book import atomic_write
+from whoqa.reader.data import (CONTEXTS, Batcher, ReaderExample, book_folds, build_examples, pad_labels,
+                               sample_passages)
+from whoqa.reader.model import FiDReader, pad_states
+from whoqa.reader.noise import mask_spans
+
+log = logging.getLogger(__name__)
+
+
+def _bar(total, desc, unit, progress=True):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=desc, unit=unit, disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+@dataclass
+class PrereadConfig:
+    base: str | None = None  # Hugging Face seq2seq path, or a BERT-like encoder for bert2bert (default: bundled MiniLM)
+    passages: int = 2000  # passages restored (training steps = passages / batch_size)
+    passage_words: int = 100  # words per sampled passage (cut to passage_tokens after tokenising)
+    passage_tokens: int = 128
+    mask_ratio: float = 0.15
+    span_lambda: float = 3.0
+    batch_size: int = 8
+    lr: float = 1e-4
+    train_encoder: bool = False
+    books: str = "unlabeled"  # unlabeled: books no question is asked about (never a held-out book); all: every book
+    seed: int = 13
+    checkpoint_every: int = 100  # steps
+
+
+@dataclass
+class ReaderConfig:
+    context: str = "bm25f"  # none | bm25f | bert | oracle
+    base: str | None = None  # as PrereadConfig.base; ignored with preread
+    preread: bool = False  # start from WS/models/preread/
+    top_k: int = 10  # passages per question (Mou et al.: top 10)
+    passage_tokens: int = 192  # "question [SEP] passage" tokens
+    answer_tokens: int = 32
+    folds: int = 2  # book-level folds (2 on a 2-core CPU: each fold trains on half the books)
+    epochs: int = 3
+    batch_size: int = 8
+    lr: float = 3e-4  # AdamW, linear warm-up (5%) and decay; the decoder's cross-attention starts from scratch
+    train_encoder: bool = False
+    num_beams: int = 4
+    max_new_tokens: int = 32
+    seed: int = 13
+    max_train_samples: int | None = None  # debug: train on the first N questions of a fold
+    max_eval_samples: int | None = None  # debug: answer the first N questions of a fold
+    extra: dict = field(default_factory=dict)
+
+
+def run_name(cfg: ReaderConfig) -> str:
+    return f"fid[{cfg.context}]" + ("+preread" if cfg.preread else "") + ("+encoder" if cfg.train_encoder else "")
+
+
+def preread_dir(workspace: Path) -> Path:
+    return Path(workspace) / "models" / "preread"
+
+
+def strip_start(reader: FiDReader) -> int | None:
+    return reader.model.config.decoder_start_token_id if reader.model.config.model_type == "encoder-decoder" else None
+
+
+def trainable(reader: FiDReader, train_encoder: bool) -> list[torch.nn.Parameter]:
+    enc = reader.encoder()
+    enc.requires_grad_(train_encoder)
+    if not train_encoder:
+        enc.eval()  # frozen: no dropout, so cached states equal fresh ones
+    return [p for p in reader.model.parameters() if p.requires_grad]
+
+
+def _optimizer(params, lr: float, steps: int):
+    from transformers import get_linear_schedule_with_warmup
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    return opt, get_linear_schedule_with_warmup(opt, max(1, steps // 20), max(1, steps))
+
+
+def _step(loss: torch.Tensor, params, opt, sched, what: str) -> float:
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"non-finite reader loss at {what}: lower --lr or check the inputs")
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+    sched.step()
+    opt.zero_grad(set_to_none=True)
+    return float(loss)
+
+
+# ---- prereading ---------------------------------------------------------------------------------------------------
+def preread_books(workspace: Path, which: str) -> list[str]:
+    from whoqa.contexts import load_questions
+    ws = Path(workspace)
+    every = sorted(p.name for p in (ws / "books").iterdir() if p.is_dir() and any(p.glob("*.book"))) \
+        if (ws / "books").is_dir() else []
+    if which == "all":
+        return every
+    if which != "unlabeled":
+        raise ValueError(f"unknown prereading books {which!r}: use unlabeled or all")
+    asked = set(load_questions(ws)) if (ws / "questions.json").is_file() else set()
+    return [b for b in every if b not in asked]
+
+
+def preread_examples(reader: FiDReader, texts: list[str], cfg: PrereadConfig) -> list[tuple[list[int], list[int]]]:
+    """(corrupted encoder input ids, decoder target ids) per passage, on cfg.seed."""
+    tok = reader.tokenizer
+    mask_id = tok.convert_tokens_to_ids(reader.mask_token)
+    rng = np.random.default_rng(cfg.seed)
+    start = strip_start(reader)
+    out = []
+    for t in texts:
+        enc = tok(t, truncation=True, max_length=cfg.passage_tokens, return_special_tokens_mask=True)
+        ids, special = enc["input_ids"], enc["special_tokens_mask"]
+        a = next((i for i, s in enumerate(special) if not s), len(ids))  # leading special tokens ([CLS], <s>)
+        b = len(ids) - next((i for i, s in enumerate(reversed(special)) if not s), 0)  # trailing ones ([SEP], </s>)
+        noisy, _ = mask_spans(ids[a:b], mask_id, rng, cfg.mask_ratio, cfg.span_lambda)
+        target = ids[1:] if start is not None and ids and ids[0] == start else ids
+        out.append((ids[:a] + noisy + ids[b:], target))
+    return out
+
+
+def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
+    """Train the reader to restore masked book passages -> WS/models/preread/ (checkpoints: resumable)."""
+    ws = Path(workspace)
+    out_dir = preread_dir(ws)
+    if (out_dir / "config.json").is_file() and (out_dir / "whoqa_reader.json").is_file():
+        done = json.loads((out_dir / "whoqa_reader.json").read_text())
+        if done.get("config") == asdict(cfg):
+            return {**done["stats"], "skipped": True}
+    set_seed(cfg.seed)
+    books = preread_books(ws, cfg.books)
+    if not books:
+        raise FileNotFoundError(f"no {cfg.books} prepared books under {ws}/books to preread: run `whoqa prepare` "
+                                "(with books-unlabeled/) first, or use --preread-books all")
+    texts = sample_passages(ws, books, cfg.passages, cfg.passage_words, cfg.seed, progress)
+    ckpt = out_dir.with_name("preread.checkpoint")
+    state = json.loads((ckpt / "state.json").read_text()) if (ckpt / "state.json").is_file() else None
+    if state and state.get("config") != asdict(cfg):
+        state = None
+    reader = FiDReader.load(str(ckpt / "model") if state else cfg.base)
+    pairs = preread_examples(reader, texts, cfg)
+    params = trainable(reader, cfg.train_encoder)
+    steps = math.ceil(len(pairs) / cfg.batch_size)
+    opt, sched = _optimizer(params, cfg.lr, steps)
+    first = 0
+    if state:
+        opt.load_state_dict(torch.load(ckpt / "optimizer.pt"))
+        sched.load_state_dict(torch.load(ckpt / "scheduler.pt"))
+        first = state["step"]
+    losses = list(state["losses"]) if state else []
+    pad = reader.tokenizer.pad_token_id
+    order = np.random.default_rng(cfg.seed + 1).permutation(len(pairs))
+    bar = _bar(steps, "preread", "step", progress)
+    bar.update(first)
+    t0 = time.perf_counter()
+    reader.model.train()
+    trainable(reader, cfg.train_encoder)
+    for step in range(first, steps):
+        idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+        srcs = [pairs[i][0] for i in idx]
+        width = max(len(s) for s in srcs)
+        ids = torch.full((len(srcs), width), pad, dtype=torch.long)
+        for i, s in enumerate(srcs):
+            ids[i, :len(s)] = torch.tensor(s)
+        mask = (ids != pad).long()
+        with torch.set_grad_enabled(cfg.train_encoder):
+            fused, fmask = reader.encode(ids, mask, [1] * len(srcs))  # (B, T, H), (B, T)
+        loss = reader.loss(fused, fmask, pad_labels([pairs[i][1] for i in idx]))
+        losses.append(round(_step(loss, params, opt, sched, f"prereading step {step}"), 4))
+        bar.update(1)
+        bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
+        if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < steps:
+            reader.save(ckpt / "model")
+            torch.save(opt.state_dict(), ckpt / "optimizer.pt")
+            torch.save(sched.state_dict(), ckpt / "scheduler.pt")
+            atomic_write(ckpt / "state.json", json.dumps({"config": asdict(cfg), "step": step + 1, "losses": losses}))
+    bar.close()
+    secs = time.perf_counter() - t0
+    done_steps = steps - first
+    stats = {"books": len(books), "passages": len(pairs), "steps": steps, "seconds": round(secs, 1),
+             "passages_per_second": round(done_steps * cfg.batch_size / secs, 2) if secs else None,
+             "loss_first": float(np.mean(losses[:20])) if losses else None,
+             "loss_last": float(np.mean(losses[-20:])) if losses else None}
+    reader.save(out_dir, {"config": asdict(cfg), "stats": stats, "losses": losses})
+    import shutil
+    shutil.rmtree(ckpt, ignore_errors=True)
+    return stats
+
+
+# ---- QA training ----------------------------------------------------------------------------------------------------
+def encoder_fingerprint(reader: FiDReader) -> str:
+    h = hashlib.sha256()
+    params = list(reader.encoder().parameters())
+    for p in (params[0], params[-1]):
+        h.update(p.detach().cpu().numpy().tobytes())
+    return h.hexdigest()[:12]
+
+
+@torch.no_grad()
+def encode_examples(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], batch: int = 4,
+                    progress: bool = True) -> list[torch.Tensor]:
+    """Fused encoder states of each example, (T_i, H) in float16: what the decoder reads when the encoder is frozen."""
+    reader.encoder().eval()
+    out: list[torch.Tensor] = []
+    bar = _bar(len(examples), "encode passages", "q", progress)
+    for i in range(0, len(examples), batch):
+        chunk = examples[i:i + batch]
+        ids, mask, counts = batcher.inputs(chunk)
+        fused, fmask = reader.encode(ids, mask, counts)  # (B, T, H), (B, T)
+        for row, m in zip(fused, fmask):
+            out.append(row[m.bool()].to(torch.float16).clone())
+        bar.update(len(chunk))
+    bar.close()
+    return out
+
+
+class StateCache:
+    """Frozen-encoder states per question id, on disk under WS/reader/cache/ keyed by context, passages, lengths and
+    the encoder's weights (so a reader whose encoder changed never reads stale states)."""
+
+    def __init__(self, workspace: Path, reader: FiDReader, cfg: ReaderConfig):
+        key = f"{cfg.context}-k{cfg.top_k}-L{cfg.passage_tokens}-{encoder_fingerprint(reader)}"
+        self.path = Path(workspace) / "reader" / "cache" / f"{key}.pt"
+        self.states: dict[int, torch.Tensor] = torch.load(self.path) if self.path.is_file() else {}
+
+    def ensure(self, reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], progress: bool) -> None:
+        todo = [e for e in examples if e.question_id not in self.states]
+        if not todo:
+            return
+        for e, s in zip(todo, encode_examples(reader, batcher, todo, progress=progress)):
+            self.states[e.question_id] = s
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        torch.save(self.states, tmp)
+        os.replace(tmp, self.path)
+
+    def fused(self, examples: list[ReaderExample]) -> tuple[torch.Tensor, torch.Tensor]:
+        return pad_states([self.states[e.question_id].float() for e in examples])  # (B, T, H), (B, T)
+
+
+def _fused(reader, batcher, cache, chunk, grad: bool):
+    if cache is not None:
+        return cache.fused(chunk)
+    with torch.set_grad_enabled(grad):
+        return reader.encode(*batcher.inputs(chunk))
+
+
+def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg: ReaderConfig,
+        cache: StateCache | None, desc: str = "train", progress: bool = True) -> dict:
+    """QA training: each epoch, each question once with one of its answers (drawn on the seed) as the target."""
+    params = trainable(reader, cfg.train_encoder)
+    reader.model.train()
+    trainable(reader, cfg.train_encoder)
+    steps = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
+    opt, sched = _optimizer(params, cfg.lr, steps)
+    rng = random.Random(cfg.seed)
+    losses = []
+    bar = _bar(steps, desc, "step", progress)
+    t0 = time.perf_counter()
+    for epoch in range(cfg.epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        for i in range(0, len(order), cfg.batch_size):
+            chunk = [examples[j] for j in order[i:i + cfg.batch_size]]
+            fused, fmask = _fused(reader, batcher, cache, chunk, cfg.train_encoder)
+            labels = batcher.labels([rng.choice([a for a in e.answers if a.strip()] or [""]) for e in chunk])
+            losses.append(_step(reader.loss(fused, fmask, labels), params, opt, sched, f"{desc} epoch {epoch}"))
+            bar.update(1)
+            bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
+    bar.close()
+    secs = time.perf_counter() - t0
+    n = len(examples) * cfg.epochs
+    return {"examples": len(examples), "steps": steps, "seconds": round(secs, 1),
+            "examples_per_second": round(n / secs, 2) if secs else None,
+            "loss_first": float(np.mean(losses[:20])), "loss_last": float(np.mean(losses[-20:]))}
+
+
+def predict(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg: ReaderConfig,
+            cache: StateCache | None, progress: bool = True, batch: int = 8) -> list[str]:
+    reader.model.eval()
+    out: list[str] = []
+    bar = _bar(len(examples), "generate", "q", progress)
+    for i in range(0, len(examples), batch):
+        chunk = examples[i:i + batch]
+        with torch.no_grad():
+            fused, fmask = _fused(reader, batcher, cache, chunk, False)
+        out += reader.generate(fused, fmask, cfg.max_new_tokens, cfg.num_beams)
+        bar.update(len(chunk))
+    bar.close()
+    return out
+
+
+def start_path(workspace: Path, cfg: ReaderConfig) -> str | None:
+    if not cfg.preread:
+        return cfg.base
+    path = preread_dir(workspace)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --reader preread --workspace {workspace}`")
+    return str(path)
+
+
+def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) -> dict:
+    """Book-level k-fold: fold k's books are answered by a reader trained on the other folds' books. Each finished
+    fold is a file (WS/reader/runs/<name>/fold<k>.json), so an interrupted run resumes at the next fold."""
+    from whoqa.metrics import text_metrics
+    if cfg.context not in CONTEXTS:
+        raise ValueError(f"unknown reader context {cfg.context!r}: use one of {CONTEXTS}")
+    ws = Path(workspace)
+    name = run_name(cfg)
+    run_dir = ws / "reader" / "runs" / name
+    examples = build_examples(ws, cfg.context, cfg.top_k, progress)
+    folds = book_folds(examples, cfg.folds, cfg.seed)
+    atomic_write(run_dir / "config.json", json.dumps(asdict(cfg), indent=1))
+    init = start_path(ws, cfg)
+    cache = None
+    for k, test_books in enumerate(folds):
+        path = run_dir / f"fold{k}.json"
+        if path.is_file() and json.loads(path.read_text()).get("config") == asdict(cfg):
+            continue
+        set_seed(cfg.seed + k)
+        reader = FiDReader.load(init)
+        batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader))
+        held = set(test_books)
+        train = [e for e in examples if e.document_id not in held][:cfg.max_train_samples]
+        test = [e for e in examples if e.document_id in held][:cfg.max_eval_samples]
+        if not cfg.train_encoder:
+            cache = cache or StateCache(ws, reader, cfg)
+            cache.ensure(reader, batcher, train + test, progress)
+        stats = fit(reader, batcher, train, cfg, cache, f"{name} fold {k}", progress)
+        t0 = time.perf_counter()
+        preds = predict(reader, batcher, test, cfg, cache, progress)
+        stats["generate_seconds_per_question"] = round((time.perf_counter() - t0) / max(1, len(test)), 3)
+        reader.save(ws / "models" / "reader" / name / f"fold{k}", {"config": asdict(cfg), "fold": k,
+                                                                     "test_books": test_books})
+        rows = [{"question_id": e.question_id, "document_id": e.document_id, "prediction": p}
+                for e, p in zip(test, preds)]
+        atomic_write(path, json.dumps({"config": asdict(cfg), "fold": k, "test_books": test_books, "stats": stats,
+                                       "metrics": text_metrics(preds, [e.answers for e in test]),
+                                       "predictions": rows}, indent=1))
+    return summarize(run_dir, {e.question_id: e.answers for e in examples})
+
+
+def summarize(run_dir: Path, answers: dict[int, list[str]]) -> dict:
+    from whoqa.metrics import text_metrics
+    rows = []
+    stats = []
+    for f in sorted(run_dir.glob("fold*.json")):
+        d = json.loads(f.read_text())
+        rows += d["predictions"]
+        stats.append(d["stats"])
+    preds = [r["prediction"] for r in rows]
+    out = {"run": run_dir.name, "questions": len(rows), "folds": len(stats),
+           "metrics": text_metrics(preds, [answers[r["question_id"]] for r in rows]) if rows else {"n": 0},
+           "train_examples_per_second": float(np.mean([s["examples_per_second"] for s in stats])) if stats else None,
+           "generate_seconds_per_question": float(np.mean([s["generate_seconds_per_question"] for s in stats]))
+           if stats else None}
+    atomic_write(run_dir / "summary.json", json.dumps(out, indent=1))
+    return out
