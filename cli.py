@@ -284,8 +284,12 @@ def eval_(
     ablation_trials: int = typer.Option(1, help="Trials per fold for --ablation (paper: 5)."),
     ablation_folds: int = typer.Option(10, help="Folds for --ablation."),
     ablation_epochs: int = typer.Option(60, help="Training epochs for --ablation."),
+    reader_run: Optional[str] = typer.Option(None, help="Full task: reader run for non-Who questions (default: "
+                                                        "fid[bm25f]+preread, else fid[bm25f], ...)."),
+    memnet_run: Optional[str] = typer.Option(None, help="Full task: memory-network run for Who questions."),
 ):
-    """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1."""
+    """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
+    reader is trained, the full task (all questions; Who questions routed to the memory network)."""
     from whoqa.evaluate import EvalConfig, MissingStage, available_rankers, evaluate
     from data_prep.narrativeqa import DataError
     if ablation:
@@ -309,6 +313,13 @@ def eval_(
     except (MissingStage, DataError) as e:
         _fail(str(e))
     typer.echo(res["table"])
+    if not data:
+        from whoqa.fulltask import evaluate_full_task
+        try:
+            full = evaluate_full_task(workspace, reader_run, memnet_run)
+        except ValueError as e:
+            _fail(str(e))
+        typer.echo("\n" + full["table"] if full else "full task: no reader run yet (`whoqa train --reader fid`)")
     typer.echo(f"results: {workspace}/results/")
 
 

@@ -74,7 +74,7 @@ class ReaderConfig:
     seed: int = 13
     max_train_samples: int | None = None  # debug: train on the first N questions of a fold
     max_eval_samples: int | None = None  # debug: answer the first N questions of a fold
-    extra: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # free-form notes saved with the results
 
 
 def run_name(cfg: ReaderConfig) -> str:
@@ -111,7 +111,7 @@ def _step(loss: torch.Tensor, params, opt, sched, what: str) -> float:
     opt.step()
     sched.step()
     opt.zero_grad(set_to_none=True)
-    return float(loss)
+    return float(loss.detach())
 
 
 # ---- prereading ---------------------------------------------------------------------------------------------------

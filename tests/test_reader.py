@@ -1,0 +1,160 @@
+"""The FiD reader with a tiny randomly initialised bert2bert (built from a config, no weights needed) and the bundled
+MiniLM tokenizer: fusion, masks, prereading noise, overfitting, save/reload, and the book-fold pipeline."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def tiny_reader_path(tmp_path_factory):
+    from transformers import (AutoTokenizer, BertConfig, EncoderDecoderConfig, EncoderDecoderModel)
+    from whoqa.reader.model import bundled_minilm
+    path = tmp_path_factory.mktemp("tiny_reader")
+    tok = AutoTokenizer.from_pretrained(bundled_minilm())
+    torch.manual_seed(0)
+    kw = dict(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+              intermediate_size=64, max_position_embeddings=256)
+    cfg = EncoderDecoderConfig.from_encoder_decoder_configs(
+        BertConfig(**kw), BertConfig(**kw, is_decoder=True, add_cross_attention=True))
+    EncoderDecoderModel(config=cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture
+def reader(tiny_reader_path):
+    from whoqa.reader.model import FiDReader
+    torch.manual_seed(0)
+    r = FiDReader.load(tiny_reader_path)
+    r.model.eval()
+    return r
+
+
+def _batcher(reader, **kw):
+    from whoqa.reader.data import Batcher
+    from whoqa.reader.train import strip_start
+    return Batcher(reader.tokenizer, strip_start=strip_start(reader), **kw)
+
+
+def _ex(i, question, answer, passages, book="b"):
+    from whoqa.reader.data import ReaderExample
+    return ReaderExample(i, book, question, [answer, answer], passages)
+
+
+def test_n_passages_give_n_times_length_positions_and_the_decoder_reads_all(reader):
+    n, length = 3, 20
+    ids = torch.randint(1000, 5000, (n, length))  # no padding: every position is real
+    mask = torch.ones_like(ids)
+    fused, fmask = reader.encode(ids, mask, [n])
+    assert fused.shape[:2] == (1, n * length) and fmask.sum() == n * length
+    fused = fused.detach().requires_grad_(True)
+    reader.loss(fused, fmask, torch.tensor([[2003, 2005, 102]])).backward()
+    per_position = fused.grad[0].abs().sum(-1).reshape(n, length)
+    assert (per_position > 0).all()  # the answer's loss depends on every token of every passage
+
+
+def test_unequal_passage_counts_are_padded_and_masked(reader):
+    b = _batcher(reader, passage_tokens=48)
+    long = _ex(0, "who wins the race?", "the hare", ["the tortoise walks slowly", "the hare sleeps under a tree",
+                                                     "at last the tortoise crosses the line first"])
+    short = _ex(1, "where is the key?", "under the mat", ["she hid the key under the mat"])
+    ids, mask, counts = b.inputs([long, short])
+    assert counts == [3, 1] and ids.shape[0] == 4
+    fused, fmask = reader.encode(ids, mask, counts)
+    assert fmask[0].sum() == mask[:3].sum() and fmask[1].sum() == mask[3].sum()  # example 2 is padded, and masked
+    labels = b.labels(["under the mat"])
+    together = reader.model(encoder_outputs=(fused[1:],), attention_mask=fmask[1:], labels=labels).logits
+    alone_f, alone_m = reader.encode(*b.inputs([short]))
+    alone = reader.model(encoder_outputs=(alone_f,), attention_mask=alone_m, labels=labels).logits
+    assert torch.allclose(together, alone, atol=1e-5)
+    assert reader.generate(fused[1:], fmask[1:], 8) == reader.generate(alone_f, alone_m, 8)
+
+
+def test_no_passage_means_the_question_alone(reader):
+    ids, mask, counts = _batcher(reader).inputs([_ex(0, "who is it?", "me", [])])
+    assert counts == [1]
+    assert reader.tokenizer.decode(ids[0][mask[0].bool()], skip_special_tokens=True) == "who is it?"
+
+
+def test_span_masking_on_a_fixed_seed():
+    from whoqa.reader.noise import mask_spans, span_lengths
+    ids = list(range(1000, 1200))
+    out, spans = mask_spans(ids, 0, np.random.default_rng(7))
+    assert sum(n for _, n in spans) == 30  # 15% of 200 tokens
+    assert out.count(0) == len(spans)  # one mask token per span, whatever its length
+    starts = [s for s, _ in spans]
+    assert starts == sorted(starts) and all(a + n <= b for (a, n), b in zip(spans, starts[1:]))  # no overlap
+    rebuilt, src = [], 0  # put each span back where its mask is: the original comes back
+    spans_iter = iter(spans)
+    for t in out:
+        if t == 0:
+            s, n = next(spans_iter)
+            rebuilt += ids[s:s + n]
+        else:
+            rebuilt.append(t)
+    assert rebuilt == ids
+    assert mask_spans(ids, 0, np.random.default_rng(7)) == (out, spans)  # the seed fixes everything
+    rng = np.random.default_rng(0)
+    lengths = [k for _ in range(300) for k in span_lengths(1000, rng)[:-1]]  # the last span is cut to fit
+    assert abs(np.mean(lengths) - 3.0) < 0.15  # Poisson(3)
+
+
+def test_preread_pairs_keep_special_tokens_and_restore_the_passage(reader):
+    from whoqa.reader.train import PrereadConfig, preread_examples
+    text = " ".join(f"word{i}" for i in range(60))
+    (src, tgt), = preread_examples(reader, [text], PrereadConfig(passage_tokens=64))
+    tok = reader.tokenizer
+    assert src[0] == tok.cls_token_id and src[-1] == tok.sep_token_id
+    assert tok.mask_token_id in src and len(src) < len(tgt) + 1
+    assert tgt[0] != tok.cls_token_id and tgt[-1] == tok.sep_token_id  # bert2bert: [CLS] starts the decoder
+    assert tok.decode(tgt, skip_special_tokens=True).replace(" ", "") == text.replace(" ", "")[:len(
+        tok.decode(tgt, skip_special_tokens=True).replace(" ", ""))]
+
+
+def _overfit(reader, cache):
+    from whoqa.reader.train import ReaderConfig, StateCache, fit, predict
+    b = _batcher(reader, passage_tokens=40)
+    examples = [_ex(0, "what does tom lose?", "his blue jacket", ["tom runs to the pond", "his jacket is blue"]),
+                _ex(1, "where does jemima go?", "to the farm", ["jemima flies away to the farm"]),
+                _ex(2, "who bakes the pie?", "the cat ribby", ["ribby the cat bakes a pie", "duchess eats it", "x"]),
+                _ex(3, "what is in the box?", "a silver key", [])]
+    cfg = ReaderConfig(epochs=40, batch_size=1, lr=1e-2, num_beams=2, max_new_tokens=8)
+    state = None
+    if cache:
+        state = StateCache.__new__(StateCache)
+        state.states = {}
+        state.path = None
+        from whoqa.reader.train import encode_examples
+        state.states = {e.question_id: s for e, s in zip(examples, encode_examples(reader, b, examples,
+                                                                                   progress=False))}
+    stats = fit(reader, b, examples, cfg, state, progress=False)
+    return examples, b, cfg, state, stats, predict(reader, b, examples, cfg, state, progress=False)
+
+
+def test_a_tiny_reader_overfits_a_handful_of_examples(reader):
+    examples, _, _, _, stats, preds = _overfit(reader, cache=True)
+    assert stats["loss_last"] < stats["loss_first"] / 10
+    assert preds == [e.answers[0] for e in examples]
+
+
+def test_training_the_encoder_too_updates_it(reader):
+    from whoqa.reader.train import ReaderConfig, fit
+    before = [p.detach().clone() for p in reader.encoder().parameters()]
+    b = _batcher(reader, passage_tokens=40)
+    ex = [_ex(0, "what does tom lose?", "his blue jacket", ["tom runs to the pond", "his jacket is blue"])]
+    stats = fit(reader, b, ex, ReaderConfig(epochs=30, batch_size=1, lr=3e-3, train_encoder=True), None,
+                progress=False)
+    assert stats["loss_last"] < stats["loss_first"]
+    assert any(not torch.equal(a, p) for a, p in zip(before, reader.encoder().parameters()))
+
+
+def test_generation_from_a_saved_and_reloaded_reader_matches(reader, tmp_path):
+    from whoqa.reader.model import FiDReader
+    from whoqa.reader.train import predict
+    examples, b, cfg, _, _, _ = _overfit(reader, cache=True)
+    preds = predict(reader, b, examples, cfg, None, progress=False)  # fresh encoder states, no cache
+    reader.save(tmp_path / "r", {"note": "test"})
+    again = FiDReader.load(str(tmp_path / "r"))
+    assert predict(again, b, examples, cfg, None, progress=False) == preds
+    assert preds == [e.answers[0] for e in examples]

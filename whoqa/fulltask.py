@@ -1,0 +1,132 @@
+"""The full NarrativeQA task (Mou et al. Tables 1 and 3): every question of WS/questions.json, answered as text.
+
+Rows: each cross-validated reader run (WS/reader/runs/<name>/), and the routed system: a Who question of the Who set
+gets the memory network's top character (its canonical name; cross-validated predictions of WS/runs/<memnet>/), every
+other question the reader's answer. Metrics: ROUGE-L, BLEU-1/4, EM, F1 (nlg-eval / SQuAD conventions) and rouge-score's
+ROUGE-L, over all questions and (ROUGE-L) over the Who set alone.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from whoqa.book import atomic_write
+from whoqa.metrics import text_metrics
+
+log = logging.getLogger(__name__)
+# fixed preference (not the best score on these questions): the paper's best reader is ranker + FiD + prereading
+READER_PREFERENCE = ("fid[bm25f]+preread", "fid[bert]+preread", "fid[bm25f]", "fid[bert]")
+MEMNET_PREFERENCE = ("memnet+pretrain[bm25f]", "memnet+pretrain[bert]", "memnet[bm25f]", "memnet[bert]")
+MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
+                    "oracle IR (BM25 w/ Q+A) + BART": 39.32}
+
+
+def reader_runs(workspace: Path) -> dict[str, dict[int, str]]:
+    """run name -> {question_id: generated answer}, for runs whose every fold is finished."""
+    out = {}
+    for run in sorted((Path(workspace) / "reader" / "runs").glob("*/")):
+        cfg_path = run / "config.json"
+        if not cfg_path.is_file():
+            continue
+        folds = json.loads(cfg_path.read_text())["folds"]
+        files = sorted(run.glob("fold*.json"))
+        if len(files) < folds:
+            log.warning("reader run %s has %d of %d folds: left out (run its `whoqa train --reader fid` again to "
+                        "finish)", run.name, len(files), folds)
+            continue
+        out[run.name] = {p["question_id"]: p["prediction"] for f in files
+                         for p in json.loads(f.read_text())["predictions"]}
+    return out
+
+
+def reader_command(cfg: dict) -> str:
+    parts = [f"whoqa train --reader fid --context {cfg['context']}"]
+    if cfg.get("preread"):
+        parts.append("--preread")
+    if cfg.get("train_encoder"):
+        parts.append("--train-encoder")
+    for key, flag in (("folds", "--folds"), ("epochs", "--epochs"), ("top_k", "--top-k"), ("num_beams", "--beams"),
+                      ("seed", "--seed"), ("base", "--reader-base"), ("max_train_samples", "--max-train-samples"),
+                      ("max_eval_samples", "--max-eval-samples")):
+        if cfg.get(key) is not None:
+            parts.append(f"{flag} {cfg[key]}")
+    return " ".join(parts)
+
+
+def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
+    """question id -> canonical name of the top-ranked character (trial 0 of each fold)."""
+    ws = Path(workspace)
+    chars = json.loads((ws / "who" / "characters.json").read_text())
+    names = {d: {c["id"]: c["name"] for c in cs} for d, cs in chars.items()}
+    out = {}
+    for f in sorted((ws / "runs" / run).glob("fold*_trial0.json")):
+        for p in json.loads(f.read_text())["predictions"]:
+            if p["ranking"]:
+                out[p["question_id"]] = names[p["book"]].get(p["ranking"][0], "")
+    return out
+
+
+def choose(available, preference, wanted: str | None, what: str) -> str | None:
+    if wanted:
+        if wanted not in available:
+            raise ValueError(f"{what} {wanted!r} not found; have: {', '.join(sorted(available)) or 'none'}")
+        return wanted
+    return next((p for p in preference if p in available), None)
+
+
+def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_run: str | None = None) -> dict | None:
+    """Rows for every finished reader run and the routed system -> WS/results/full_task.{json,txt}; None when no
+    reader run exists yet."""
+    from whoqa.contexts import load_questions
+    ws = Path(workspace)
+    runs = reader_runs(ws)
+    if not runs:
+        return None
+    questions = [q for qs in load_questions(ws).values() for q in qs]
+    refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
+    who_path = ws / "who" / "who_questions.json"
+    who_ids = {q["question_id"] for q in json.loads(who_path.read_text())} if who_path.is_file() else set()
+    rows = {}
+    for name, preds in runs.items():
+        cfg = json.loads((ws / "reader" / "runs" / name / "config.json").read_text())
+        rows[name] = _row(preds, refs, who_ids, {"command": reader_command(cfg), "config": cfg})
+    memnets = [p.name for p in (ws / "runs").glob("*/") if any(p.glob("fold*_trial0.json"))] \
+        if (ws / "runs").is_dir() else []
+    base = choose(runs, READER_PREFERENCE, reader_run, "reader run")
+    memnet = choose(memnets, MEMNET_PREFERENCE, memnet_run, "memory-network run")
+    routing = None
+    if base and memnet:
+        who_answers = memnet_answers(ws, memnet)
+        routed = {qid: who_answers.get(qid, text) for qid, text in runs[base].items()}
+        routing = {"reader": base, "memnet": memnet,
+                   "who_questions_to_memnet": sum(1 for q in runs[base] if q in who_answers)}
+        rows[f"routed: {memnet} + {base}"] = _row(routed, refs, who_ids, routing)
+    out = {"questions": len(questions), "who_questions": len(who_ids), "rows": rows, "routing": routing,
+           "mou2021_test_rouge_l": MOU_TEST_ROUGE_L}
+    atomic_write(ws / "results" / "full_task.json", json.dumps(out, indent=1))
+    table = format_full_task(out)
+    atomic_write(ws / "results" / "full_task.txt", table + "\n")
+    out["table"] = table
+    return out
+
+
+def _row(preds: dict[int, str], refs: dict[int, list[str]], who_ids: set[int], extra: dict) -> dict:
+    ids = sorted(q for q in preds if q in refs)
+    m = text_metrics([preds[q] for q in ids], [refs[q] for q in ids])
+    who = [q for q in ids if q in who_ids]
+    m_who = text_metrics([preds[q] for q in who], [refs[q] for q in who]) if who else {"rouge_l": 0.0}
+    return {**extra, "metrics": m, "who_rouge_l": m_who["rouge_l"], "who_n": len(who)}
+
+
+def format_full_task(out: dict) -> str:
+    lines = [f"Full task: {out['questions']} questions ({out['who_questions']} in the Who set); readers "
+             "cross-validated over book folds",
+             f"{'system':<52}{'ROUGE-L':>8}{'BLEU-1':>8}{'BLEU-4':>8}{'EM':>7}{'F1':>7}{'RL(rs)':>8}{'RL Who':>8}"]
+    for name, r in out["rows"].items():
+        m = r["metrics"]
+        lines.append(f"{name:<52}{m['rouge_l']:>8.2f}{m['bleu_1']:>8.2f}{m['bleu_4']:>8.2f}{m['em']:>7.2f}"
+                     f"{m['f1']:>7.2f}{m['rouge_l_f1_rouge_score']:>8.2f}{r['who_rouge_l']:>8.2f}")
+    lines.append("RL(rs) = rouge-score's ROUGE-L F1; RL Who = ROUGE-L on the Who-set questions alone. Mou et al. "
+                 "(test ROUGE-L): " + ", ".join(f"{k} {v}" for k, v in out["mou2021_test_rouge_l"].items()))
+    return "\n".join(lines)
