@@ -102,6 +102,9 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         routing = {"reader": base, "memnet": memnet,
                    "who_questions_to_memnet": sum(1 for q in runs[base] if q in who_answers)}
         rows[f"routed: {memnet} + {base}"] = _row(routed, refs, who_ids, routing)
+        atomic_write(ws / "results" / "full_task_predictions.json", json.dumps(
+            {str(q): {"answer": a, "by": "memnet" if q in who_answers else "reader"} for q, a in routed.items()},
+            indent=1))
     out = {"questions": len(questions), "who_questions": len(who_ids), "rows": rows, "routing": routing,
            "mou2021_test_rouge_l": MOU_TEST_ROUGE_L}
     atomic_write(ws / "results" / "full_task.json", json.dumps(out, indent=1))

@@ -1,0 +1,80 @@
+"""The full task on three real short books from the CLI: oracle contexts, prereading, book-fold reader training with a
+tiny bert2bert, and `whoqa eval` routing Who questions to the memory network."""
+import json
+
+from typer.testing import CliRunner
+
+from cli import app
+from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, write_qaps
+from tests.test_reader import tiny_reader_path  # noqa: F401  (fixture)
+
+ROWS = [(DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?", "Watson", "Dr. Watson"),
+        (DYING_DETECTIVE, "What does Holmes ask Watson to bring from the mantelpiece?", "a small box", "the box"),
+        (DYING_DETECTIVE, "Who tells Watson that Holmes is dying?", "Mrs. Hudson", "Mrs Hudson"),
+        (SHORT_BOOKS[0], "What do the kittens lose?", "their clothes", "clothes"),
+        (SHORT_BOOKS[0], "Who is Tom Kitten's mother?", "Mrs. Tabitha Twitchit", "Tabitha Twitchit"),
+        (SHORT_BOOKS[1], "Where does the story take place?", "in a garden", "the garden")]
+
+
+def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa: F811
+    write_qaps(mini_data, ROWS)
+    ws = tmp_path / "ws"
+    run = CliRunner().invoke
+    books = [x for b in [DYING_DETECTIVE, *SHORT_BOOKS] for x in ("--book", b)]
+    r = run(app, ["prepare", "--data", str(mini_data), "--workspace", str(ws), "--jobs", "1", *books])
+    assert r.exit_code == 0, r.output
+    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--context", "bm25f", "--reader-base",
+                  tiny_reader_path])
+    assert r.exit_code == 2 and "whoqa index" in r.output  # no contexts yet: says what to run
+    for ranker in ("bm25f", "oracle"):
+        assert run(app, ["index", "--workspace", str(ws), "--ranker", ranker, "--jobs", "1"]).exit_code == 0
+    from whoqa.book import Book
+    book = Book.load(ws / "books" / DYING_DETECTIVE, DYING_DETECTIVE)
+
+    def first_box_window(ranker):  # question 1 asks for the box: the oracle query holds the answer
+        wins = json.loads((ws / "contexts" / ranker / f"{DYING_DETECTIVE}.json").read_text())["questions"]["1"]
+        return next(i for i, (a, b, _) in enumerate(wins)
+                    if "box" in " ".join(w for s in range(a, b + 1) for w in book.sentence_words(s)).lower())
+    assert first_box_window("oracle") < first_box_window("bm25f")
+
+    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--preread", "--reader-base", tiny_reader_path])
+    assert r.exit_code == 2 and "whoqa pretrain --reader preread" in r.output
+    r = run(app, ["pretrain", "--workspace", str(ws), "--reader", "preread", "--reader-base", tiny_reader_path,
+                  "--preread-books", "all", "--preread-passages", "16"])
+    assert r.exit_code == 0, r.output
+    assert (ws / "models" / "preread" / "config.json").is_file()
+    small = ["--folds", "2", "--epochs", "2", "--beams", "1"]
+    for extra in (["--context", "none", "--reader-base", tiny_reader_path],
+                  ["--context", "bm25f", "--reader-base", tiny_reader_path],
+                  ["--context", "bm25f", "--preread"],
+                  ["--context", "oracle", "--reader-base", tiny_reader_path]):
+        r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, *extra])
+        assert r.exit_code == 0, r.output
+        assert "6 questions in 2 book folds" in r.output
+    run_dir = ws / "reader" / "runs" / "fid[bm25f]"
+    folds = [json.loads((run_dir / f"fold{k}.json").read_text()) for k in range(2)]
+    held = [set(f["test_books"]) for f in folds]
+    assert not held[0] & held[1] and held[0] | held[1] == {DYING_DETECTIVE, *SHORT_BOOKS}
+    for f in folds:  # a fold answers exactly the questions of its held-out books
+        assert {p["document_id"] for p in f["predictions"]} <= set(f["test_books"])
+    assert (ws / "models" / "reader" / "fid[bm25f]" / "fold1" / "config.json").is_file()
+    before = (run_dir / "fold0.json").read_text()
+    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--reader-base",
+                  tiny_reader_path])
+    assert r.exit_code == 0 and (run_dir / "fold0.json").read_text() == before  # resumed: nothing redone
+
+    assert run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "1", "--epochs", "2"]).exit_code == 0
+    r = run(app, ["eval", "--workspace", str(ws)])
+    assert r.exit_code == 0, r.output
+    full = json.loads((ws / "results" / "full_task.json").read_text())
+    assert {"fid[none]", "fid[bm25f]", "fid[bm25f]+preread", "fid[oracle]"} <= set(full["rows"])
+    routed = full["routing"]
+    assert routed["reader"] == "fid[bm25f]+preread" and routed["memnet"] == "memnet[bm25f]"
+    assert f"routed: memnet[bm25f] + fid[bm25f]+preread" in r.output
+    from whoqa.fulltask import memnet_answers
+    who = memnet_answers(ws, "memnet[bm25f]")
+    preds = json.loads((ws / "results" / "full_task_predictions.json").read_text())
+    assert who and all(preds[str(q)] == {"answer": a, "by": "memnet"} for q, a in who.items())
+    assert any(p["by"] == "reader" for p in preds.values()) and len(preds) == len(ROWS)
+    for row in full["rows"].values():
+        assert 0 <= row["metrics"]["rouge_l"] <= 100 and row["metrics"]["n"] == len(ROWS)
