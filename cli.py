@@ -188,7 +188,8 @@ def train_cmd(
     hops: int = typer.Option(3, help="Memory hops."),
     seed: int = typer.Option(13, help="Seed of folds and trials."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
-    final: bool = typer.Option(False, help="Instead: one model on all Who questions (for `whoqa ask`)."),
+    final: bool = typer.Option(False, help="Instead: one model on all Who questions (reader: all questions) for "
+                                           "`whoqa ask`."),
     reader: Optional[str] = typer.Option(None, help="fid: instead, the FiD reader on all questions (book folds)."),
     context: str = typer.Option("bm25f", help="Reader: passages from none, bm25f, bert or oracle."),
     preread: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader preread`."),
@@ -203,12 +204,20 @@ def train_cmd(
     if reader:
         if reader != "fid":
             _fail(f"unknown --reader {reader!r}: use fid")
-        from whoqa.reader.train import ReaderConfig, cross_validate as cv_reader
+        from whoqa.reader.train import ReaderConfig, cross_validate as cv_reader, train_final as final_reader
         given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
                  if v is not None}
         rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, top_k=top_k,
                             train_encoder=train_encoder, num_beams=beams, seed=seed, max_train_samples=max_train_samples,
                             max_eval_samples=max_eval_samples, **given)
+        if final:
+            try:
+                st = final_reader(workspace, rcfg)
+            except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
+                _fail(str(e))
+            typer.echo(f"{st['name']}: trained on {st['examples']} questions -> {workspace}/models/reader/{st['name']}"
+                       "/final")
+            return
         try:
             s = cv_reader(workspace, rcfg)
         except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
@@ -239,13 +248,29 @@ def train_cmd(
 
 @app.command()
 def ask(
-    question: str = typer.Argument(..., help="A Who question, e.g. \"Who helps Emily escape?\""),
+    question: str = typer.Argument(..., help="A question, e.g. \"Who helps Emily escape?\""),
     book: str = typer.Option(..., help="Document id of a prepared book."),
     workspace: Path = typer.Option(Path("ws"), help="Workspace with a trained model."),
-    model: Optional[str] = typer.Option(None, help="Model folder under WS/models (default: the best trained)."),
+    model: Optional[str] = typer.Option(None, help="Memory network under WS/models (default: the best trained)."),
     top: int = typer.Option(5, help="Characters to show."),
+    using: str = typer.Option("auto", "--with", help="auto (Who questions -> memory network, the rest -> reader), "
+                                                     "memnet or reader."),
+    reader_model: Optional[str] = typer.Option(None, help="Reader run under WS/models/reader (default: the best)."),
 ):
-    """Ask a prepared book a Who question: ranked characters with probabilities, and the sentences attended to."""
+    """Ask a prepared book a question. Who questions: ranked characters with probabilities and the sentences
+    attended to; other questions: the FiD reader's answer and the passages it read."""
+    if using not in ("auto", "memnet", "reader"):
+        _fail(f"unknown --with {using!r}: use auto, memnet or reader")
+    if using == "reader" or (using == "auto" and not is_who_question(question)):
+        from whoqa.reader.ask import ReaderAsker
+        try:
+            ra = ReaderAsker(workspace, reader_model).ask(book, question)
+        except (FileNotFoundError, ValueError) as e:
+            _fail(str(e))
+        typer.echo(ra.answer)
+        for p in ra.passages[:3]:
+            typer.echo(f"  | {p[:300]}")
+        return
     from whoqa.ask import Asker
     try:
         ans = Asker(workspace, model).ask(book, question, top)
@@ -255,6 +280,10 @@ def ask(
         typer.echo(f"{p:6.1%}  {name}")
     for w, sent in ans.evidence:
         typer.echo(f"  [{w:.2f}] {sent}")
+
+
+def is_who_question(question: str) -> bool:
+    return question.strip().lower().split(" ", 1)[0].strip("?,") in ("who", "whom", "whose", "who's")
 
 
 @app.command("sample-questions")
@@ -371,15 +400,18 @@ def bench(
     books: int = typer.Option(4, help="How many books (the shortest ones after --min-words)."),
     min_words: int = typer.Option(20000, help="Skip books shorter than this."),
     repeats: int = typer.Option(1, help="Runs per measurement (the median is reported)."),
-    stage: str = typer.Option("prepare", help="prepare (book engine), index (BM25F and BERT ranker speed), or ask."),
+    stage: str = typer.Option("prepare", help="prepare (book engine), index (BM25F and BERT ranker speed), ask, or reader "
+                                                "(FiD training and generation speed)."),
     workspace: Path = typer.Option(Path("ws"), help="--stage index: a workspace with prepared books."),
 ):
-    """Benchmarks that print figures: the book engine (words/s, --jobs 2, peak RSS) or context selection (index
-    build time, BM25F query latency p50/p95 and q/s, BERT ranking time per question)."""
-    if stage in ("index", "ask"):
+    """Benchmarks that print figures: the book engine (words/s, --jobs 2, peak RSS), context selection (index
+    build time, BM25F query latency p50/p95 and q/s, BERT ranking time per question), `ask` latency, or the reader
+    (training examples/s, generation latency per question, peak memory)."""
+    if stage in ("index", "ask", "reader"):
         from whoqa import bench as wb
+        fn = {"index": wb.run, "ask": wb.run_ask, "reader": wb.run_reader}[stage]
         try:
-            typer.echo(json.dumps((wb.run if stage == "index" else wb.run_ask)(str(workspace)), indent=1))
+            typer.echo(json.dumps(fn(str(workspace)), indent=1))
         except FileNotFoundError as e:
             _fail(str(e))
         return

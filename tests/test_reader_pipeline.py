@@ -37,6 +37,8 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
                     if "box" in " ".join(w for s in range(a, b + 1) for w in book.sentence_words(s)).lower())
     assert first_box_window("oracle") < first_box_window("bm25f")
 
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?"])
+    assert r.exit_code == 2 and "whoqa train --reader fid --final" in r.output  # no reader yet: says what to run
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--preread", "--reader-base", tiny_reader_path])
     assert r.exit_code == 2 and "whoqa pretrain --reader preread" in r.output
     r = run(app, ["pretrain", "--workspace", str(ws), "--reader", "preread", "--reader-base", tiny_reader_path,
@@ -78,3 +80,10 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     assert any(p["by"] == "reader" for p in preds.values()) and len(preds) == len(ROWS)
     for row in full["rows"].values():
         assert 0 <= row["metrics"]["rouge_l"] <= 100 and row["metrics"]["n"] == len(ROWS)
+
+    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", *small, "--context", "bm25f",
+                  "--reader-base", tiny_reader_path])
+    assert r.exit_code == 0 and "trained on 6 questions" in r.output, r.output
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?"])
+    assert r.exit_code == 0, r.output
+    assert sum(1 for l in r.output.splitlines() if l.startswith("  | ")) == 3  # the answer, then passages read

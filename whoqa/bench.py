@@ -93,3 +93,40 @@ def run_ask(workspace: str, n: int = 20) -> dict:
     return {"model": asker.model_name, "model_load_s": round(load, 2), "book": book_id,
             "first_question_s (loads the book)": round(first, 2), "ask_ms_p50": round(1000 * _pct(lat, 0.5), 1),
             "ask_ms_p95": round(1000 * _pct(lat, 0.95), 1), "questions": len(lat)}
+
+
+def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | None = None) -> dict:
+    """The default reader on real examples (10 passages each): encoding, training examples/s (frozen encoder with
+    cached states, and the whole model), generation latency per question (greedy and beam 4), peak memory."""
+    import resource
+
+    import torch
+    from whoqa.reader.data import Batcher, build_examples
+    from whoqa.reader.model import FiDReader
+    from whoqa.reader.train import ReaderConfig, StateCache, encode_examples, fit, predict, strip_start
+    ws = Path(workspace)
+    examples = build_examples(ws, context, 10, progress=False)[:n]
+    reader = FiDReader.load(base)
+    batcher = Batcher(reader.tokenizer, 192, 32, strip_start(reader))
+    t0 = time.perf_counter()
+    states = encode_examples(reader, batcher, examples, progress=False)
+    encode = (time.perf_counter() - t0) / len(examples)
+    cache = StateCache.__new__(StateCache)
+    cache.path, cache.states = None, {e.question_id: s for e, s in zip(examples, states)}
+    frozen = fit(reader, batcher, examples, ReaderConfig(epochs=1), cache, progress=False)
+    full = fit(reader, batcher, examples[:16], ReaderConfig(epochs=1, train_encoder=True), None, progress=False)
+    out = {"context": context, "questions": len(examples), "threads": torch.get_num_threads(),
+           "fused_encoder_tokens_mean": round(statistics.fmean(s.shape[0] for s in states)),
+           "encode_s_per_question": round(encode, 3),
+           "train_examples_per_s (frozen encoder, cached states)": frozen["examples_per_second"],
+           "train_examples_per_s (whole model)": full["examples_per_second"]}
+    for beams in (1, 4):
+        cfg = ReaderConfig(num_beams=beams)
+        lat = []
+        for e in examples[:12]:
+            t = time.perf_counter()
+            predict(reader, batcher, [e], cfg, None, progress=False)  # encodes the passages too
+            lat.append(time.perf_counter() - t)
+        out[f"generate_s_per_question (beams {beams}, with encoding)"] = round(statistics.median(lat), 3)
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return out

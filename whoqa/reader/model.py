@@ -32,6 +32,8 @@ def load_seq2seq(path: str | None):
     """(model, tokenizer) from a path: a seq2seq model (T5, BART, a saved reader) as it is, a BERT-like encoder as
     bert2bert (encoder and decoder both start from it; cross-attention and the LM head's transform are new)."""
     from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer, EncoderDecoderModel
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()  # a bar per weight file load is noise in a CLI that loads a model per fold
     path = path or bundled_minilm()
     if not Path(path).exists() and "/" not in path:
         raise FileNotFoundError(f"reader model {path!r} not found: give a local folder or a Hugging Face model id")

@@ -383,3 +383,19 @@ def summarize(run_dir: Path, answers: dict[int, list[str]]) -> dict:
            if stats else None}
     atomic_write(run_dir / "summary.json", json.dumps(out, indent=1))
     return out
+
+
+def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True) -> dict:
+    """One reader on every question of every book -> WS/models/reader/<name>/final (for `whoqa ask`)."""
+    ws = Path(workspace)
+    examples = build_examples(ws, cfg.context, cfg.top_k, progress)[:cfg.max_train_samples]
+    set_seed(cfg.seed)
+    reader = FiDReader.load(start_path(ws, cfg))
+    batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader))
+    cache = None
+    if not cfg.train_encoder:
+        cache = StateCache(ws, reader, cfg)
+        cache.ensure(reader, batcher, examples, progress)
+    stats = fit(reader, batcher, examples, cfg, cache, f"{run_name(cfg)} final", progress)
+    reader.save(ws / "models" / "reader" / run_name(cfg) / "final", {"config": asdict(cfg), "stats": stats})
+    return {**stats, "name": run_name(cfg)}
