@@ -16,6 +16,20 @@ class Answer:
     evidence: list[tuple[float, str]]  # (attention, sentence), most attended first
 
 
+def open_book(workspace: Path, book_id: str, rcfg):
+    """(Book, AliasIndex, BM25FIndex) of a prepared book; its index is built the first time."""
+    from data_prep.who_set import AliasIndex
+    from whoqa.retrieval import BM25FIndex
+    folder = Path(workspace) / "books" / book_id
+    if not is_done(folder, book_id):
+        raise FileNotFoundError(f"book {book_id} is not prepared in {workspace}: run `whoqa prepare "
+                                f"--workspace {workspace} --book {book_id}` first")
+    book = Book.load(folder, book_id)
+    index = Path(workspace) / "index" / "bm25f" / book_id
+    BM25FIndex.ensure(book, index)
+    return book, AliasIndex(book.characters), BM25FIndex(index, rcfg)
+
+
 class Asker:
     """Loads the word vectors and a trained memory network once; then answers questions about prepared books."""
 
@@ -41,19 +55,9 @@ class Asker:
         self._books: dict[str, tuple] = {}
 
     def _book(self, book_id: str):
-        from data_prep.who_set import AliasIndex
         from whoqa.memdata import book_arrays
-        from whoqa.retrieval import BM25FIndex
         if book_id not in self._books:
-            folder = self.ws / "books" / book_id
-            if not is_done(folder, book_id):
-                raise FileNotFoundError(f"book {book_id} is not prepared in {self.ws}: run `whoqa prepare "
-                                        f"--workspace {self.ws} --book {book_id}` first")
-            book = Book.load(folder, book_id)
-            index = self.ws / "index" / "bm25f" / book_id
-            BM25FIndex.ensure(book, index)
-            self._books[book_id] = (book, AliasIndex(book.characters), BM25FIndex(index, self.rcfg),
-                                    book_arrays(self.ws, book_id, self.vocab))
+            self._books[book_id] = (*open_book(self.ws, book_id, self.rcfg), book_arrays(self.ws, book_id, self.vocab))
         return self._books[book_id]
 
     @torch.no_grad()

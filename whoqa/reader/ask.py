@@ -4,7 +4,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from whoqa.book import Book, is_done
 
 PREFERENCE = ("fid[bm25f]+preread", "fid[bm25f]", "fid[bert]+preread", "fid[bert]", "fid[none]")
 
@@ -35,17 +34,10 @@ class ReaderAsker:
         self._books: dict = {}
 
     def _book(self, book_id: str):
-        from data_prep.who_set import AliasIndex
-        from whoqa.retrieval import BM25FIndex, RetrievalConfig
+        from whoqa.ask import open_book
+        from whoqa.retrieval import RetrievalConfig
         if book_id not in self._books:
-            folder = self.ws / "books" / book_id
-            if not is_done(folder, book_id):
-                raise FileNotFoundError(f"book {book_id} is not prepared in {self.ws}: run `whoqa prepare "
-                                        f"--workspace {self.ws} --book {book_id}` first")
-            book = Book.load(folder, book_id)
-            index = self.ws / "index" / "bm25f" / book_id
-            BM25FIndex.ensure(book, index)
-            self._books[book_id] = (book, AliasIndex(book.characters), BM25FIndex(index, RetrievalConfig()))
+            self._books[book_id] = open_book(self.ws, book_id, RetrievalConfig())
         return self._books[book_id]
 
     def ask(self, book_id: str, question: str) -> ReaderAnswer:
