@@ -158,3 +158,44 @@ def test_generation_from_a_saved_and_reloaded_reader_matches(reader, tmp_path):
     again = FiDReader.load(str(tmp_path / "r"))
     assert predict(again, b, examples, cfg, None, progress=False) == preds
     assert preds == [e.answers[0] for e in examples]
+
+
+@pytest.mark.parametrize("kind", ["bart", "t5"])
+def test_any_hugging_face_seq2seq_works_as_the_reader(kind, tmp_path):
+    """A BART or T5 given by path (built here from a config, with a byte-level/word-level tokenizer written locally)
+    fuses passages and generates, and its mask token serves prereading."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast, T5Config, \
+        T5ForConditionalGeneration
+    from whoqa.reader.model import FiDReader
+    words = "the a who where is key mat under hare race wins tortoise line hid she".split()
+    specials = ["<pad>", "<s>", "</s>", "<unk>", "<mask>"] if kind == "bart" else ["<pad>", "</s>", "<unk>",
+                                                                                     "<extra_id_0>"]
+    vocab = {w: i for i, w in enumerate(specials + words)}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    if kind == "bart":
+        tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                      unk_token="<unk>", mask_token="<mask>")
+        model = BartForConditionalGeneration(BartConfig(
+            vocab_size=len(vocab), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+            decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=64,
+            pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=2))
+    else:
+        tok = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="</s>", pad_token="<pad>",
+                                      unk_token="<unk>", additional_special_tokens=["<extra_id_0>"])
+        model = T5ForConditionalGeneration(T5Config(
+            vocab_size=len(vocab), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2, pad_token_id=0,
+            eos_token_id=1, decoder_start_token_id=0))
+    model.save_pretrained(tmp_path / kind)
+    tok.save_pretrained(tmp_path / kind)
+    reader = FiDReader.load(str(tmp_path / kind))
+    reader.model.eval()
+    assert reader.mask_token == ("<mask>" if kind == "bart" else "<extra_id_0>")
+    b = _batcher(reader, passage_tokens=16)
+    ids, mask, counts = b.inputs([_ex(0, "who wins the race", "the hare", ["the hare wins", "the tortoise"]),
+                                  _ex(1, "where is the key", "under the mat", ["she hid the key under the mat"])])
+    fused, fmask = reader.encode(ids, mask, counts)
+    assert fused.shape[0] == 2 and fmask[0].sum() == mask[:2].sum() and fmask[1].sum() == mask[2].sum()
+    assert torch.isfinite(reader.loss(fused, fmask, b.labels(["the hare", "under the mat"])))
+    assert len(reader.generate(fused, fmask, 4)) == 2

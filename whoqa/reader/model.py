@@ -91,9 +91,8 @@ class FiDReader(torch.nn.Module):
         tok = self.tokenizer
         if tok.mask_token:
             return tok.mask_token
-        extra = getattr(tok, "additional_special_tokens", None) or []
-        if extra:  # T5: the first sentinel
-            return extra[0]
+        if "<extra_id_0>" in tok.get_vocab():  # T5: the first sentinel
+            return "<extra_id_0>"
         raise ValueError("the reader's tokenizer has no mask token, needed by prereading")
 
     def encoder(self):
