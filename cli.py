@@ -145,6 +145,7 @@ def pretrain_cmd(
     reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
     preread_passages: int = typer.Option(3000, help="Prereading: passages restored."),
     preread_books: str = typer.Option("unlabeled", help="Prereading: unlabeled (books without questions) or all."),
+    preread_lr: float = typer.Option(1e-4, help="Prereading: AdamW learning rate (linear decay)."),
     train_encoder: bool = typer.Option(False, help="Prereading: train the encoder too (default: decoder only)."),
 ):
     """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/;
@@ -154,7 +155,7 @@ def pretrain_cmd(
             _fail(f"unknown --reader {reader!r}: use preread")
         from whoqa.reader.train import PrereadConfig, preread
         pcfg = PrereadConfig(base=reader_base, passages=preread_passages, train_encoder=train_encoder,
-                             books=preread_books, seed=seed)
+                             books=preread_books, lr=preread_lr, seed=seed)
         try:
             st = preread(workspace, pcfg)
         except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
