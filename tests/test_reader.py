@@ -122,12 +122,9 @@ def _overfit(reader, cache):
     cfg = ReaderConfig(epochs=40, batch_size=1, lr=1e-2, num_beams=2, max_new_tokens=8)
     state = None
     if cache:
-        state = StateCache.__new__(StateCache)
-        state.states = {}
-        state.path = None
         from whoqa.reader.train import encode_examples
-        state.states = {e.question_id: s for e, s in zip(examples, encode_examples(reader, b, examples,
-                                                                                   progress=False))}
+        state = StateCache.in_memory({e.question_id: s for e, s in zip(examples, encode_examples(
+            reader, b, examples, progress=False))})
     stats = fit(reader, b, examples, cfg, state, progress=False)
     return examples, b, cfg, state, stats, predict(reader, b, examples, cfg, state, progress=False)
 

@@ -111,8 +111,7 @@ def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | 
     t0 = time.perf_counter()
     states = encode_examples(reader, batcher, examples, progress=False)
     encode = (time.perf_counter() - t0) / len(examples)
-    cache = StateCache.__new__(StateCache)
-    cache.path, cache.states = None, {e.question_id: s for e, s in zip(examples, states)}
+    cache = StateCache.in_memory({e.question_id: s for e, s in zip(examples, states)})
     frozen = fit(reader, batcher, examples, ReaderConfig(epochs=1), cache, progress=False)
     full = fit(reader, batcher, examples[:16], ReaderConfig(epochs=1, train_encoder=True), None, progress=False)
     out = {"context": context, "questions": len(examples), "threads": torch.get_num_threads(),

@@ -25,6 +25,7 @@ from whoqa.reader.data import (CONTEXTS, Batcher, ReaderExample, book_folds, bui
                                sample_passages)
 from whoqa.reader.model import FiDReader, pad_states
 from whoqa.reader.noise import mask_spans
+from whoqa.train import set_seed
 
 log = logging.getLogger(__name__)
 
@@ -32,12 +33,6 @@ log = logging.getLogger(__name__)
 def _bar(total, desc, unit, progress=True):
     from tqdm.auto import tqdm
     return tqdm(total=total, desc=desc, unit=unit, disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
-
-
-def set_seed(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 @dataclass
@@ -249,6 +244,13 @@ class StateCache:
         key = f"{cfg.context}-k{cfg.top_k}-L{cfg.passage_tokens}-{encoder_fingerprint(reader)}"
         self.path = Path(workspace) / "reader" / "cache" / f"{key}.pt"
         self.states: dict[int, torch.Tensor] = torch.load(self.path) if self.path.is_file() else {}
+
+    @classmethod
+    def in_memory(cls, states: dict[int, torch.Tensor]) -> "StateCache":
+        """A cache of states already computed, never written (benchmarks, tests)."""
+        cache = cls.__new__(cls)
+        cache.path, cache.states = None, states
+        return cache
 
     def ensure(self, reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], progress: bool) -> None:
         todo = [e for e in examples if e.question_id not in self.states]
