@@ -147,6 +147,7 @@ def pretrain_cmd(
     preread_books: str = typer.Option("unlabeled", help="Prereading: unlabeled (books without questions) or all."),
     preread_lr: float = typer.Option(1e-4, help="Prereading: AdamW learning rate (linear decay)."),
     train_encoder: bool = typer.Option(False, help="Prereading: train the encoder too (default: decoder only)."),
+    bf16: bool = typer.Option(False, help="Prereading: bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
 ):
     """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/;
     with --reader preread: the reader restores masked book passages -> WS/models/preread/."""
@@ -155,7 +156,7 @@ def pretrain_cmd(
             _fail(f"unknown --reader {reader!r}: use preread")
         from whoqa.reader.train import PrereadConfig, preread
         pcfg = PrereadConfig(base=reader_base, passages=preread_passages, train_encoder=train_encoder,
-                             books=preread_books, lr=preread_lr, seed=seed)
+                             books=preread_books, lr=preread_lr, bf16=bf16, seed=seed)
         try:
             st = preread(workspace, pcfg)
         except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
@@ -198,6 +199,7 @@ def train_cmd(
     top_k: int = typer.Option(10, help="Reader: passages per question."),
     train_encoder: bool = typer.Option(False, help="Reader: fine-tune the encoder too (default: decoder only)."),
     beams: int = typer.Option(4, help="Reader: beam size (1 = greedy)."),
+    bf16: bool = typer.Option(False, help="Reader: bfloat16 autocast in training (~1.8x faster with AVX512-BF16)."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Reader debug: answer the first N questions of a fold."),
 ):
     """Fine-tune on the real Who questions with k-fold cross-validation x trials -> WS/runs/<name>/ (resumable);
@@ -209,7 +211,7 @@ def train_cmd(
         given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
                  if v is not None}
         rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, top_k=top_k,
-                            train_encoder=train_encoder, num_beams=beams, seed=seed, max_train_samples=max_train_samples,
+                            train_encoder=train_encoder, bf16=bf16, num_beams=beams, seed=seed, max_train_samples=max_train_samples,
                             max_eval_samples=max_eval_samples, **given)
         if final:
             try:

@@ -112,14 +112,14 @@ def test_preread_pairs_keep_special_tokens_and_restore_the_passage(reader):
         tok.decode(tgt, skip_special_tokens=True).replace(" ", ""))]
 
 
-def _overfit(reader, cache):
+def _overfit(reader, cache, bf16=False):
     from whoqa.reader.train import ReaderConfig, StateCache, fit, predict
     b = _batcher(reader, passage_tokens=40)
     examples = [_ex(0, "what does tom lose?", "his blue jacket", ["tom runs to the pond", "his jacket is blue"]),
                 _ex(1, "where does jemima go?", "to the farm", ["jemima flies away to the farm"]),
                 _ex(2, "who bakes the pie?", "the cat ribby", ["ribby the cat bakes a pie", "duchess eats it", "x"]),
                 _ex(3, "what is in the box?", "a silver key", [])]
-    cfg = ReaderConfig(epochs=40, batch_size=1, lr=1e-2, num_beams=2, max_new_tokens=8)
+    cfg = ReaderConfig(epochs=40, batch_size=1, lr=1e-2, num_beams=2, max_new_tokens=8, bf16=bf16)
     state = None
     if cache:
         from whoqa.reader.train import encode_examples
@@ -129,8 +129,10 @@ def _overfit(reader, cache):
     return examples, b, cfg, state, stats, predict(reader, b, examples, cfg, state, progress=False)
 
 
-def test_a_tiny_reader_overfits_a_handful_of_examples(reader):
-    examples, _, _, _, stats, preds = _overfit(reader, cache=True)
+@pytest.mark.parametrize("bf16", [False, True])
+def test_a_tiny_reader_overfits_a_handful_of_examples(reader, bf16):
+    examples, _, _, _, stats, preds = _overfit(reader, cache=True, bf16=bf16)
+    assert all(p.dtype == torch.float32 for p in reader.model.parameters())  # autocast keeps float32 weights
     assert stats["loss_last"] < stats["loss_first"] / 10
     assert preds == [e.answers[0] for e in examples]
 

@@ -64,6 +64,12 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--reader-base",
                   tiny_reader_path])
     assert r.exit_code == 0 and (run_dir / "fold0.json").read_text() == before  # resumed: nothing redone
+    preread_fold = ws / "reader" / "runs" / "fid[bm25f]+preread" / "fold0.json"
+    assert json.loads(preread_fold.read_text())["preread"]["passages"] == 16
+    assert run(app, ["pretrain", "--workspace", str(ws), "--reader", "preread", "--reader-base", tiny_reader_path,
+                     "--preread-books", "all", "--preread-passages", "8"]).exit_code == 0
+    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--preread"])
+    assert r.exit_code == 0 and json.loads(preread_fold.read_text())["preread"]["passages"] == 8  # new start: redone
 
     assert run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "1", "--epochs", "2"]).exit_code == 0
     r = run(app, ["eval", "--workspace", str(ws)])
