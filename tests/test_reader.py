@@ -137,6 +137,14 @@ def test_a_tiny_reader_overfits_a_handful_of_examples(reader, bf16):
     assert preds == [e.answers[0] for e in examples]
 
 
+def test_input_reliance_is_low_with_own_passages_and_high_with_another_questions(reader):
+    from whoqa.reader.train import _fused, input_reliance
+    examples, b, _, state, _, _ = _overfit(reader, cache=True)
+    rel = input_reliance(reader, lambda idx: _fused(reader, b, state, [examples[i] for i in idx], False),
+                         lambda idx: b.labels([examples[i].answers[0] for i in idx]), len(examples), batch=3)
+    assert rel["examples"] == 4 and rel["loss_own_input"] < 0.2 and rel["loss_other_input"] > rel["loss_own_input"] + 0.5
+
+
 def test_training_the_encoder_too_updates_it(reader):
     from whoqa.reader.train import ReaderConfig, fit
     before = [p.detach().clone() for p in reader.encoder().parameters()]

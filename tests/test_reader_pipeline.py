@@ -45,6 +45,8 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
                   "--preread-books", "all", "--preread-passages", "16"])
     assert r.exit_code == 0, r.output
     assert (ws / "models" / "preread" / "config.json").is_file()
+    heldout = json.loads((ws / "models" / "preread" / "whoqa_reader.json").read_text())["stats"]["heldout"]
+    assert heldout["examples"] > 0 and heldout["loss_own_input"] > 0 and heldout["loss_other_input"] > 0
     small = ["--folds", "2", "--epochs", "2", "--beams", "1"]
     for extra in (["--context", "none", "--reader-base", tiny_reader_path],
                   ["--context", "bm25f", "--reader-base", tiny_reader_path],
@@ -59,6 +61,9 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     assert not held[0] & held[1] and held[0] | held[1] == {DYING_DETECTIVE, *SHORT_BOOKS}
     for f in folds:  # a fold answers exactly the questions of its held-out books
         assert {p["document_id"] for p in f["predictions"]} <= set(f["test_books"])
+        assert f["stats"]["test_input_reliance"]["examples"] == len(f["predictions"])
+    assert set(json.loads((run_dir / "summary.json").read_text())["test_input_reliance"]) == {
+        "loss_own_input", "loss_other_input"}
     assert (ws / "models" / "reader" / "fid[bm25f]" / "fold1" / "config.json").is_file()
     before = (run_dir / "fold0.json").read_text()
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--reader-base",

@@ -14,7 +14,7 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +116,21 @@ def _step(loss: torch.Tensor, params, opt, sched, what: str) -> float:
     return float(loss.detach())
 
 
+@torch.no_grad()
+def input_reliance(reader: FiDReader, states_of, targets_of, n: int, batch: int = 16) -> dict:
+    """Mean target loss given each example's own encoder input and given the next example's. The gap says how much
+    the decoder reads its input: a reader that answers from style alone loses nothing when handed the wrong one."""
+    reader.model.eval()
+    own = other = 0.0
+    for i in range(0, n, batch):
+        idx = list(range(i, min(n, i + batch)))
+        labels = targets_of(idx)  # (b, A)
+        own += float(reader.loss(*states_of(idx), labels)) * len(idx)  # states_of -> (b, T, H), (b, T)
+        other += float(reader.loss(*states_of([(j + 1) % n for j in idx]), labels)) * len(idx)
+    return {"loss_own_input": round(own / max(1, n), 4), "loss_other_input": round(other / max(1, n), 4),
+            "examples": n}
+
+
 # ---- prereading ---------------------------------------------------------------------------------------------------
 def preread_books(workspace: Path, which: str) -> list[str]:
     from whoqa.contexts import load_questions
@@ -148,6 +163,24 @@ def preread_examples(reader: FiDReader, texts: list[str], cfg: PrereadConfig) ->
     return out
 
 
+def _encode_single(reader: FiDReader, srcs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """One passage per example (token id lists) -> encoder states (B, T, H), mask (B, T)."""
+    pad = reader.tokenizer.pad_token_id
+    ids = torch.full((len(srcs), max(len(s) for s in srcs)), pad, dtype=torch.long)  # (B, T)
+    for i, s in enumerate(srcs):
+        ids[i, :len(s)] = torch.tensor(s)
+    return reader.encode(ids, (ids != pad).long(), [1] * len(srcs))
+
+
+def preread_reliance(workspace: Path, reader: FiDReader, cfg: PrereadConfig, books: list[str], progress: bool,
+                     n: int = 64) -> dict:
+    """Restoration loss on passages drawn with another seed, from their own corrupted passage and from another's."""
+    texts = sample_passages(workspace, books, n, cfg.passage_words, cfg.seed + 7, progress)
+    pairs = preread_examples(reader, texts, replace(cfg, seed=cfg.seed + 7))
+    return input_reliance(reader, lambda idx: _encode_single(reader, [pairs[i][0] for i in idx]),
+                          lambda idx: pad_labels([pairs[i][1] for i in idx]), len(pairs))
+
+
 def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
     """Train the reader to restore masked book passages -> WS/models/preread/ (checkpoints: resumable)."""
     ws = Path(workspace)
@@ -155,6 +188,10 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
     if (out_dir / "config.json").is_file() and (out_dir / "whoqa_reader.json").is_file():
         done = json.loads((out_dir / "whoqa_reader.json").read_text())
         if done.get("config") == asdict(cfg):
+            if "heldout" not in done["stats"]:  # made before this measurement existed: add it
+                done["stats"]["heldout"] = preread_reliance(ws, FiDReader.load(str(out_dir)), cfg,
+                                                            preread_books(ws, cfg.books), progress)
+                atomic_write(out_dir / "whoqa_reader.json", json.dumps(done, indent=1))
             return {**done["stats"], "skipped": True}
     set_seed(cfg.seed)
     books = preread_books(ws, cfg.books)
@@ -177,7 +214,6 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
         sched.load_state_dict(torch.load(ckpt / "scheduler.pt"))
         first = state["step"]
     losses = list(state["losses"]) if state else []
-    pad = reader.tokenizer.pad_token_id
     order = np.random.default_rng(cfg.seed + 1).permutation(len(pairs))
     bar = _bar(steps, "preread", "step", progress)
     bar.update(first)
@@ -186,15 +222,9 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
     trainable(reader, cfg.train_encoder)
     for step in range(first, steps):
         idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
-        srcs = [pairs[i][0] for i in idx]
-        width = max(len(s) for s in srcs)
-        ids = torch.full((len(srcs), width), pad, dtype=torch.long)
-        for i, s in enumerate(srcs):
-            ids[i, :len(s)] = torch.tensor(s)
-        mask = (ids != pad).long()
         with autocast(cfg.bf16):
             with torch.set_grad_enabled(cfg.train_encoder):
-                fused, fmask = reader.encode(ids, mask, [1] * len(srcs))  # (B, T, H), (B, T)
+                fused, fmask = _encode_single(reader, [pairs[i][0] for i in idx])  # (B, T, H), (B, T)
             loss = reader.loss(fused, fmask, pad_labels([pairs[i][1] for i in idx]))
         losses.append(round(_step(loss, params, opt, sched, f"prereading step {step}"), 4))
         bar.update(1)
@@ -211,6 +241,7 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
              "passages_per_second": round(done_steps * cfg.batch_size / secs, 2) if secs else None,
              "loss_first": float(np.mean(losses[:20])) if losses else None,
              "loss_last": float(np.mean(losses[-20:])) if losses else None}
+    stats["heldout"] = preread_reliance(ws, reader, cfg, books, progress)
     reader.save(out_dir, {"config": asdict(cfg), "stats": stats, "losses": losses})
     import shutil
     shutil.rmtree(ckpt, ignore_errors=True)
@@ -377,6 +408,9 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
             cache = cache or StateCache(ws, reader, cfg)
             cache.ensure(reader, batcher, train + test, progress)
         stats = fit(reader, batcher, train, cfg, cache, f"{name} fold {k}", progress)
+        stats["test_input_reliance"] = input_reliance(
+            reader, lambda idx: _fused(reader, batcher, cache, [test[i] for i in idx], False),
+            lambda idx: batcher.labels([test[i].answers[0] for i in idx]), len(test))
         t0 = time.perf_counter()
         preds = predict(reader, batcher, test, cfg, cache, progress)
         stats["generate_seconds_per_question"] = round((time.perf_counter() - t0) / max(1, len(test)), 3)
@@ -405,6 +439,11 @@ def summarize(run_dir: Path, answers: dict[int, list[str]]) -> dict:
            "train_examples_per_second": float(np.mean([s["examples_per_second"] for s in stats])) if stats else None,
            "generate_seconds_per_question": float(np.mean([s["generate_seconds_per_question"] for s in stats]))
            if stats else None}
+    rel = [s["test_input_reliance"] for s in stats if "test_input_reliance" in s]
+    if rel and len(rel) == len(stats):  # held-out answer loss from the question's own passages vs another question's
+        n = sum(r["examples"] for r in rel)
+        out["test_input_reliance"] = {k: round(sum(r[k] * r["examples"] for r in rel) / max(1, n), 4)
+                                      for k in ("loss_own_input", "loss_other_input")}
     atomic_write(run_dir / "summary.json", json.dumps(out, indent=1))
     return out
 
