@@ -97,7 +97,7 @@ def run_ask(workspace: str, n: int = 20) -> dict:
 
 def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | None = None) -> dict:
     """The default reader on real examples (10 passages each): encoding, training examples/s (frozen encoder with
-    cached states, and the whole model), generation latency per question (greedy and beam 4), peak memory."""
+    cached states, in float32 and bfloat16 autocast, and the whole model), generation latency per question (greedy and beam 4), peak memory."""
     import resource
 
     import torch
@@ -113,11 +113,13 @@ def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | 
     encode = (time.perf_counter() - t0) / len(examples)
     cache = StateCache.in_memory({e.question_id: s for e, s in zip(examples, states)})
     frozen = fit(reader, batcher, examples, ReaderConfig(epochs=1), cache, progress=False)
+    frozen_bf16 = fit(reader, batcher, examples, ReaderConfig(epochs=1, bf16=True), cache, progress=False)
     full = fit(reader, batcher, examples[:16], ReaderConfig(epochs=1, train_encoder=True), None, progress=False)
     out = {"context": context, "questions": len(examples), "threads": torch.get_num_threads(),
            "fused_encoder_tokens_mean": round(statistics.fmean(s.shape[0] for s in states)),
            "encode_s_per_question": round(encode, 3),
            "train_examples_per_s (frozen encoder, cached states)": frozen["examples_per_second"],
+           "train_examples_per_s (frozen encoder, cached states, --bf16)": frozen_bf16["examples_per_second"],
            "train_examples_per_s (whole model)": full["examples_per_second"]}
     for beams in (1, 4):
         cfg = ReaderConfig(num_beams=beams)
