@@ -73,6 +73,8 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     assert json.loads(preread_fold.read_text())["preread"]["passages"] == 16
     assert run(app, ["pretrain", "--workspace", str(ws), "--reader", "preread", "--reader-base", tiny_reader_path,
                      "--preread-books", "all", "--preread-passages", "8"]).exit_code == 0
+    from whoqa.fulltask import reader_runs
+    assert "fid[bm25f]+preread" not in reader_runs(ws) and "fid[bm25f]" in reader_runs(ws)  # stale start: left out
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--preread"])
     assert r.exit_code == 0 and json.loads(preread_fold.read_text())["preread"]["passages"] == 8  # new start: redone
 

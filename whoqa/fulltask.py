@@ -24,19 +24,17 @@ MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (rank
 
 def reader_runs(workspace: Path) -> dict[str, dict[int, str]]:
     """run name -> {question_id: generated answer}, for runs whose every fold is finished."""
+    from whoqa.reader.train import current_folds
     out = {}
     for run in sorted((Path(workspace) / "reader" / "runs").glob("*/")):
-        cfg_path = run / "config.json"
-        if not cfg_path.is_file():
+        if not (run / "config.json").is_file():
             continue
-        folds = json.loads(cfg_path.read_text())["folds"]
-        files = sorted(run.glob("fold*.json"))
-        if len(files) < folds:
-            log.warning("reader run %s has %d of %d folds: left out (run its `whoqa train --reader fid` again to "
-                        "finish)", run.name, len(files), folds)
+        folds, done = current_folds(Path(workspace), run)
+        if len(done) < folds:
+            log.warning("reader run %s has %d of %d folds with its current config: left out (run its `whoqa train "
+                        "--reader fid` again to finish)", run.name, len(done), folds)
             continue
-        out[run.name] = {p["question_id"]: p["prediction"] for f in files
-                         for p in json.loads(f.read_text())["predictions"]}
+        out[run.name] = {p["question_id"]: p["prediction"] for d in done for p in d["predictions"]}
     return out
 
 
@@ -46,6 +44,8 @@ def reader_command(cfg: dict) -> str:
         parts.append("--preread")
     if cfg.get("train_encoder"):
         parts.append("--train-encoder")
+    if cfg.get("bf16"):
+        parts.append("--bf16")
     for key, flag in (("folds", "--folds"), ("epochs", "--epochs"), ("top_k", "--top-k"), ("num_beams", "--beams"),
                       ("seed", "--seed"), ("base", "--reader-base"), ("max_train_samples", "--max-train-samples"),
                       ("max_eval_samples", "--max-eval-samples")):

@@ -425,12 +425,20 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
     return summarize(run_dir, {e.question_id: e.answers for e in examples})
 
 
+def current_folds(workspace: Path, run_dir: Path) -> tuple[int, list[dict]]:
+    """(folds the run has, its finished fold records made with its current config and prereading start): a fold left
+    over from an earlier config is not mixed into the results."""
+    cfg = json.loads((run_dir / "config.json").read_text())
+    start = start_record(workspace, ReaderConfig(**cfg))
+    done = [json.loads(f.read_text()) for f in sorted(run_dir.glob("fold*.json"))]
+    return cfg["folds"], [d for d in done if d.get("config") == cfg and d.get("preread") == start]
+
+
 def summarize(run_dir: Path, answers: dict[int, list[str]]) -> dict:
     from whoqa.metrics import text_metrics
     rows = []
     stats = []
-    for f in sorted(run_dir.glob("fold*.json")):
-        d = json.loads(f.read_text())
+    for d in current_folds(run_dir.parent.parent.parent, run_dir)[1]:  # WS/reader/runs/<name>
         rows += d["predictions"]
         stats.append(d["stats"])
     preds = [r["prediction"] for r in rows]
