@@ -143,9 +143,9 @@ def pretrain_cmd(
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
     reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader."),
     reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
-    preread_passages: int = typer.Option(3000, help="Prereading: passages restored."),
+    preread_passages: int = typer.Option(30000, help="Prereading: passages restored."),
     preread_books: str = typer.Option("unlabeled", help="Prereading: unlabeled (books without questions) or all."),
-    preread_lr: float = typer.Option(1e-4, help="Prereading: AdamW learning rate (linear decay)."),
+    preread_lr: float = typer.Option(1e-3, help="Prereading: AdamW learning rate (linear decay)."),
     train_encoder: bool = typer.Option(False, help="Prereading: train the encoder too (default: decoder only)."),
     bf16: bool = typer.Option(False, help="Prereading: bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
 ):
