@@ -211,8 +211,8 @@ def train_cmd(
         given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
                  if v is not None}
         rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, top_k=top_k,
-                            train_encoder=train_encoder, bf16=bf16, num_beams=beams, seed=seed, max_train_samples=max_train_samples,
-                            max_eval_samples=max_eval_samples, **given)
+                            train_encoder=train_encoder, bf16=bf16, num_beams=beams, seed=seed,
+                            max_train_samples=max_train_samples, max_eval_samples=max_eval_samples, **given)
         if final:
             try:
                 st = final_reader(workspace, rcfg)

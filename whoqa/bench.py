@@ -97,7 +97,8 @@ def run_ask(workspace: str, n: int = 20) -> dict:
 
 def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | None = None) -> dict:
     """The default reader on real examples (10 passages each): encoding, training examples/s (frozen encoder with
-    cached states, in float32 and bfloat16 autocast, and the whole model), generation latency per question (greedy and beam 4), peak memory."""
+    cached states, in float32 and bfloat16 autocast, and the whole model), generation latency per question (greedy
+    and beam 4), peak memory."""
     import resource
 
     import torch

@@ -391,13 +391,12 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
     atomic_write(run_dir / "config.json", json.dumps(asdict(cfg), indent=1))
     init = start_path(ws, cfg)
     start = start_record(ws, cfg)
+    finished = {d["fold"] for d in current_folds(ws, run_dir)[1]}
     cache = None
     for k, test_books in enumerate(folds):
         path = run_dir / f"fold{k}.json"
-        if path.is_file():
-            done = json.loads(path.read_text())
-            if done.get("config") == asdict(cfg) and done.get("preread") == start:
-                continue
+        if k in finished:
+            continue
         set_seed(cfg.seed + k)
         reader = FiDReader.load(init)
         batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader))
@@ -422,7 +421,7 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
                                        "stats": stats,
                                        "metrics": text_metrics(preds, [e.answers for e in test]),
                                        "predictions": rows}, indent=1))
-    return summarize(run_dir, {e.question_id: e.answers for e in examples})
+    return summarize(run_dir, current_folds(ws, run_dir)[1], {e.question_id: e.answers for e in examples})
 
 
 def current_folds(workspace: Path, run_dir: Path) -> tuple[int, list[dict]]:
@@ -434,11 +433,12 @@ def current_folds(workspace: Path, run_dir: Path) -> tuple[int, list[dict]]:
     return cfg["folds"], [d for d in done if d.get("config") == cfg and d.get("preread") == start]
 
 
-def summarize(run_dir: Path, answers: dict[int, list[str]]) -> dict:
+def summarize(run_dir: Path, folds: list[dict], answers: dict[int, list[str]]) -> dict:
+    """One run's fold records (current_folds) -> WS/reader/runs/<name>/summary.json."""
     from whoqa.metrics import text_metrics
     rows = []
     stats = []
-    for d in current_folds(run_dir.parent.parent.parent, run_dir)[1]:  # WS/reader/runs/<name>
+    for d in folds:
         rows += d["predictions"]
         stats.append(d["stats"])
     preds = [r["prediction"] for r in rows]
