@@ -141,19 +141,39 @@ def pretrain_cmd(
     hops: int = typer.Option(3, help="Memory hops."),
     seed: int = typer.Option(13, help="Seed."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
-    reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader."),
+    reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader; lookup: "
+                                                   "then answer lookup on the artificial Who questions."),
     reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
     preread_passages: int = typer.Option(30000, help="Prereading: passages restored."),
     preread_books: str = typer.Option("unlabeled", help="Prereading: unlabeled (books without questions) or all."),
     preread_lr: float = typer.Option(1e-3, help="Prereading: AdamW learning rate (linear decay)."),
-    train_encoder: bool = typer.Option(False, help="Prereading: train the encoder too (default: decoder only)."),
-    bf16: bool = typer.Option(False, help="Prereading: bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
+    lookup_questions: int = typer.Option(16000, help="Answer lookup: artificial questions trained on."),
+    lookup_books: str = typer.Option("unlabeled", help="Answer lookup: unlabeled (books without questions) or all."),
+    lookup_lr: float = typer.Option(3e-4, help="Answer lookup: AdamW learning rate (linear decay)."),
+    lookup_preread: bool = typer.Option(True, help="Answer lookup: start from the prereading (else --reader-base)."),
+    train_encoder: bool = typer.Option(False, help="Reader: train the encoder too (default: decoder only)."),
+    bf16: bool = typer.Option(False, help="Reader: bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
 ):
     """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/;
-    with --reader preread: the reader restores masked book passages -> WS/models/preread/."""
+    with --reader preread: the reader restores masked book passages -> WS/models/preread/; with --reader lookup: it
+    answers artificial Who questions from passages -> WS/models/lookup/."""
+    if reader == "lookup":
+        from whoqa.reader.lookup import LookupConfig, pretrain_lookup
+        lcfg = LookupConfig(questions=lookup_questions, books=lookup_books, lr=lookup_lr, preread=lookup_preread,
+                            base=reader_base, train_encoder=train_encoder, bf16=bf16, seed=seed)
+        try:
+            st = pretrain_lookup(workspace, lcfg)
+        except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
+            _fail(str(e))
+        h = st["heldout"]
+        typer.echo(f"answer lookup on {st['questions']:,} artificial questions of {st['books']} books in "
+                   f"{st['seconds']}s ({st['examples_per_second']} q/s); loss {st['loss_first']:.3f} -> "
+                   f"{st['loss_last']:.3f}; held-out exact match {h['exact_match']:.2f}, loss own/other passages "
+                   f"{h['loss_own_input']:.3f}/{h['loss_other_input']:.3f} -> {workspace}/models/lookup")
+        return
     if reader:
         if reader != "preread":
-            _fail(f"unknown --reader {reader!r}: use preread")
+            _fail(f"unknown --reader {reader!r}: use preread or lookup")
         from whoqa.reader.train import PrereadConfig, preread
         pcfg = PrereadConfig(base=reader_base, passages=preread_passages, train_encoder=train_encoder,
                              books=preread_books, lr=preread_lr, bf16=bf16, seed=seed)
@@ -195,6 +215,7 @@ def train_cmd(
     reader: Optional[str] = typer.Option(None, help="fid: instead, the FiD reader on all questions (book folds)."),
     context: str = typer.Option("bm25f", help="Reader: passages from none, bm25f, bert or oracle."),
     preread: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader preread`."),
+    lookup: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader lookup`."),
     reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
     top_k: int = typer.Option(10, help="Reader: passages per question."),
     train_encoder: bool = typer.Option(False, help="Reader: fine-tune the encoder too (default: decoder only)."),
@@ -210,7 +231,7 @@ def train_cmd(
         from whoqa.reader.train import ReaderConfig, cross_validate as cv_reader, train_final as final_reader
         given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
                  if v is not None}
-        rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, top_k=top_k,
+        rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, lookup=lookup, top_k=top_k,
                             train_encoder=train_encoder, bf16=bf16, num_beams=beams, seed=seed,
                             max_train_samples=max_train_samples, max_eval_samples=max_eval_samples, **given)
         if final:

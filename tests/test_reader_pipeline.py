@@ -78,11 +78,24 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--preread"])
     assert r.exit_code == 0 and json.loads(preread_fold.read_text())["preread"]["passages"] == 8  # new start: redone
 
+    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup"])
+    assert r.exit_code == 2 and "whoqa pretrain --reader lookup" in r.output
+    r = run(app, ["pretrain", "--workspace", str(ws), "--reader", "lookup", "--lookup-books", "all",
+                  "--lookup-questions", "12"])
+    assert r.exit_code == 0 and "answer lookup on 12 artificial questions" in r.output, r.output
+    meta = json.loads((ws / "models" / "lookup" / "whoqa_reader.json").read_text())
+    assert meta["preread"]["passages"] == 8 and meta["stats"]["heldout"]["examples"] > 0  # starts from prereading
+    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup"])
+    assert r.exit_code == 0, r.output
+    fold = json.loads((ws / "reader" / "runs" / "fid[bm25f]+lookup" / "fold0.json").read_text())
+    assert fold["lookup"]["questions"] == 12 and fold["preread"]["passages"] == 8
+
     assert run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "1", "--epochs", "2"]).exit_code == 0
     r = run(app, ["eval", "--workspace", str(ws)])
     assert r.exit_code == 0, r.output
     full = json.loads((ws / "results" / "full_task.json").read_text())
-    assert {"fid[none]", "fid[bm25f]", "fid[bm25f]+preread", "fid[oracle]"} <= set(full["rows"])
+    assert {"fid[none]", "fid[bm25f]", "fid[bm25f]+preread", "fid[bm25f]+lookup", "fid[oracle]"} <= set(full["rows"])
+    assert "--lookup" in full["rows"]["fid[bm25f]+lookup"]["command"]
     routed = full["routing"]
     assert routed["reader"] == "fid[bm25f]+preread" and routed["memnet"] == "memnet[bm25f]"
     assert f"routed: memnet[bm25f] + fid[bm25f]+preread" in r.output

@@ -42,6 +42,8 @@ def reader_command(cfg: dict) -> str:
     parts = [f"whoqa train --reader fid --context {cfg['context']}"]
     if cfg.get("preread"):
         parts.append("--preread")
+    if cfg.get("lookup"):
+        parts.append("--lookup")
     if cfg.get("train_encoder"):
         parts.append("--train-encoder")
     if cfg.get("bf16"):

@@ -57,6 +57,7 @@ class ReaderConfig:
     context: str = "bm25f"  # none | bm25f | bert | oracle
     base: str | None = None  # as PrereadConfig.base; ignored with preread
     preread: bool = False  # start from WS/models/preread/
+    lookup: bool = False  # start from WS/models/lookup/ (answer lookup on artificial questions, after prereading)
     top_k: int = 10  # passages per question (Mou et al.: top 10)
     passage_tokens: int = 192  # "question [SEP] passage" tokens
     answer_tokens: int = 32
@@ -75,11 +76,16 @@ class ReaderConfig:
 
 
 def run_name(cfg: ReaderConfig) -> str:
-    return f"fid[{cfg.context}]" + ("+preread" if cfg.preread else "") + ("+encoder" if cfg.train_encoder else "")
+    return (f"fid[{cfg.context}]" + ("+preread" if cfg.preread else "") + ("+lookup" if cfg.lookup else "")
+            + ("+encoder" if cfg.train_encoder else ""))
 
 
 def preread_dir(workspace: Path) -> Path:
     return Path(workspace) / "models" / "preread"
+
+
+def lookup_dir(workspace: Path) -> Path:
+    return Path(workspace) / "models" / "lookup"
 
 
 def strip_start(reader: FiDReader) -> int | None:
@@ -199,14 +205,45 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
         raise FileNotFoundError(f"no {cfg.books} prepared books under {ws}/books to preread: run `whoqa prepare` "
                                 "(with books-unlabeled/) first, or use --preread-books all")
     texts = sample_passages(ws, books, cfg.passages, cfg.passage_words, cfg.seed, progress)
-    ckpt = out_dir.with_name("preread.checkpoint")
-    state = json.loads((ckpt / "state.json").read_text()) if (ckpt / "state.json").is_file() else None
-    if state and state.get("config") != asdict(cfg):
-        state = None
-    reader = FiDReader.load(str(ckpt / "model") if state else cfg.base)
+    reader, state = resume(out_dir, asdict(cfg), cfg.base)
     pairs = preread_examples(reader, texts, cfg)
+
+    def loss_of(idx):
+        with torch.set_grad_enabled(cfg.train_encoder):
+            fused, fmask = _encode_single(reader, [pairs[i][0] for i in idx])  # (B, T, H), (B, T)
+        return reader.loss(fused, fmask, pad_labels([pairs[i][1] for i in idx]))
+
+    stats, losses = pretrain_loop(reader, state, out_dir, cfg, asdict(cfg), len(pairs), loss_of, "preread", progress)
+    stats = {"books": len(books), "passages": len(pairs), **stats,
+             "passages_per_second": stats.pop("examples_per_second")}
+    stats["heldout"] = preread_reliance(ws, reader, cfg, books, progress)
+    reader.save(out_dir, {"config": asdict(cfg), "stats": stats, "losses": losses})
+    import shutil
+    shutil.rmtree(checkpoint_dir(out_dir), ignore_errors=True)
+    return stats
+
+
+def checkpoint_dir(out_dir: Path) -> Path:
+    return out_dir.with_name(out_dir.name + ".checkpoint")
+
+
+def resume(out_dir: Path, config: dict, base: str | None) -> tuple[FiDReader, dict | None]:
+    """The reader to pretrain: the checkpoint of an interrupted run of the same config, else a fresh one from base."""
+    ckpt = checkpoint_dir(out_dir)
+    state = json.loads((ckpt / "state.json").read_text()) if (ckpt / "state.json").is_file() else None
+    if state and state.get("config") != config:
+        state = None
+    return FiDReader.load(str(ckpt / "model") if state else base), state
+
+
+def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, record: dict, n: int, loss_of, desc: str,
+                  progress: bool) -> tuple[dict, list[float]]:
+    """The pretraining stages' shared loop: n examples once each in a seeded order, AdamW with linear decay, bf16
+    autocast, a checkpoint every cfg.checkpoint_every steps keyed by record (resumed by `resume` with the same
+    record). cfg: batch_size, lr, bf16, train_encoder, seed, checkpoint_every; loss_of(indices) -> scalar loss."""
+    ckpt = checkpoint_dir(out_dir)
     params = trainable(reader, cfg.train_encoder)
-    steps = math.ceil(len(pairs) / cfg.batch_size)
+    steps = math.ceil(n / cfg.batch_size)
     opt, sched = _optimizer(params, cfg.lr, steps)
     first = 0
     if state:
@@ -214,38 +251,31 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
         sched.load_state_dict(torch.load(ckpt / "scheduler.pt"))
         first = state["step"]
     losses = list(state["losses"]) if state else []
-    order = np.random.default_rng(cfg.seed + 1).permutation(len(pairs))
-    bar = _bar(steps, "preread", "step", progress)
+    order = np.random.default_rng(cfg.seed + 1).permutation(n)
+    bar = _bar(steps, desc, "step", progress)
     bar.update(first)
     t0 = time.perf_counter()
     reader.model.train()
     trainable(reader, cfg.train_encoder)
     for step in range(first, steps):
-        idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size]
+        idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size].tolist()
         with autocast(cfg.bf16):
-            with torch.set_grad_enabled(cfg.train_encoder):
-                fused, fmask = _encode_single(reader, [pairs[i][0] for i in idx])  # (B, T, H), (B, T)
-            loss = reader.loss(fused, fmask, pad_labels([pairs[i][1] for i in idx]))
-        losses.append(round(_step(loss, params, opt, sched, f"prereading step {step}"), 4))
+            loss = loss_of(idx)
+        losses.append(round(_step(loss, params, opt, sched, f"{desc} step {step}"), 4))
         bar.update(1)
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
         if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < steps:
             reader.save(ckpt / "model")
             torch.save(opt.state_dict(), ckpt / "optimizer.pt")
             torch.save(sched.state_dict(), ckpt / "scheduler.pt")
-            atomic_write(ckpt / "state.json", json.dumps({"config": asdict(cfg), "step": step + 1, "losses": losses}))
+            atomic_write(ckpt / "state.json", json.dumps({"config": record, "step": step + 1, "losses": losses}))
     bar.close()
     secs = time.perf_counter() - t0
-    done_steps = steps - first
-    stats = {"books": len(books), "passages": len(pairs), "steps": steps, "seconds": round(secs, 1),
-             "passages_per_second": round(done_steps * cfg.batch_size / secs, 2) if secs else None,
-             "loss_first": float(np.mean(losses[:20])) if losses else None,
-             "loss_last": float(np.mean(losses[-20:])) if losses else None}
-    stats["heldout"] = preread_reliance(ws, reader, cfg, books, progress)
-    reader.save(out_dir, {"config": asdict(cfg), "stats": stats, "losses": losses})
-    import shutil
-    shutil.rmtree(ckpt, ignore_errors=True)
-    return stats
+    done = (steps - first) * cfg.batch_size
+    return {"steps": steps, "seconds": round(secs, 1),
+            "examples_per_second": round(done / secs, 2) if secs else None,
+            "loss_first": float(np.mean(losses[:20])) if losses else None,
+            "loss_last": float(np.mean(losses[-20:])) if losses else None}, losses
 
 
 # ---- QA training ----------------------------------------------------------------------------------------------------
@@ -361,20 +391,26 @@ def predict(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], 
 
 
 def start_path(workspace: Path, cfg: ReaderConfig) -> str | None:
-    if not cfg.preread:
+    if cfg.preread and cfg.lookup:
+        raise ValueError("--lookup starts from the answer-lookup model, which starts from the prereading itself: "
+                         "drop --preread")
+    if not (cfg.preread or cfg.lookup):
         return cfg.base
-    path = preread_dir(workspace)
+    path, stage = (lookup_dir(workspace), "lookup") if cfg.lookup else (preread_dir(workspace), "preread")
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --reader preread --workspace {workspace}`")
+        raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --reader {stage} --workspace {workspace}`")
     return str(path)
 
 
-def start_record(workspace: Path, cfg: ReaderConfig) -> dict | None:
-    """What a preread run starts from (the prereading config), saved with each fold: a new prereading reruns it."""
-    if not cfg.preread:
-        return None
+def start_record(workspace: Path, cfg: ReaderConfig) -> dict:
+    """What a run starts from, saved with each fold ({"preread": its prereading config} and, for --lookup runs,
+    {"lookup": the answer-lookup config}): a fold of an older pretraining is redone, never mixed in."""
+    if cfg.lookup:
+        meta = lookup_dir(workspace) / "whoqa_reader.json"
+        done = json.loads(meta.read_text()) if meta.is_file() else {}
+        return {"preread": done.get("preread"), "lookup": done.get("config")}
     meta = preread_dir(workspace) / "whoqa_reader.json"
-    return json.loads(meta.read_text()).get("config") if meta.is_file() else None
+    return {"preread": json.loads(meta.read_text()).get("config") if cfg.preread and meta.is_file() else None}
 
 
 def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) -> dict:
@@ -417,7 +453,7 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
                                                                      "test_books": test_books})
         rows = [{"question_id": e.question_id, "document_id": e.document_id, "prediction": p}
                 for e, p in zip(test, preds)]
-        atomic_write(path, json.dumps({"config": asdict(cfg), "preread": start, "fold": k, "test_books": test_books,
+        atomic_write(path, json.dumps({"config": asdict(cfg), **start, "fold": k, "test_books": test_books,
                                        "stats": stats,
                                        "metrics": text_metrics(preds, [e.answers for e in test]),
                                        "predictions": rows}, indent=1))
@@ -425,12 +461,14 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
 
 
 def current_folds(workspace: Path, run_dir: Path) -> tuple[int, list[dict]]:
-    """(folds the run has, its finished fold records made with its current config and prereading start): a fold left
-    over from an earlier config is not mixed into the results."""
-    cfg = json.loads((run_dir / "config.json").read_text())
+    """(folds the run has, its finished fold records made with its current config and pretraining start): a fold left
+    over from an earlier config is not mixed into the results (fields added to ReaderConfig since count as their
+    defaults)."""
+    cfg = asdict(ReaderConfig(**json.loads((run_dir / "config.json").read_text())))
     start = start_record(workspace, ReaderConfig(**cfg))
     done = [json.loads(f.read_text()) for f in sorted(run_dir.glob("fold*.json"))]
-    return cfg["folds"], [d for d in done if d.get("config") == cfg and d.get("preread") == start]
+    return cfg["folds"], [d for d in done if asdict(ReaderConfig(**d.get("config", {}))) == cfg
+                          and all(d.get(k) == v for k, v in start.items())]
 
 
 def summarize(run_dir: Path, folds: list[dict], answers: dict[int, list[str]]) -> dict:

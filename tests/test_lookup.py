@@ -1,0 +1,88 @@
+"""Answer lookup (`whoqa pretrain --reader lookup`): artificial Who questions as reader examples whose answer is a name
+the passages spell, and the pretraining's bookkeeping (resume keys, fold records of runs that start from it)."""
+import json
+import random
+
+import pytest
+
+from whoqa.book import Book, Character, Mention, Token
+
+torch = pytest.importorskip("torch")
+
+
+def _book(sentences: list[str], names: dict[tuple[int, int], tuple[int, str]]) -> Book:
+    """A Book from whitespace-tokenised sentences; names: (sentence, word index) -> (character id, PROP|PRON)."""
+    tokens, spans, mentions = [], [], []
+    for sid, text in enumerate(sentences):
+        first = len(tokens)
+        for w in text.split():
+            i = len(tokens)
+            tokens.append(Token(0, sid, i, w, w.lower(), 0, 0, "X", "X", "dep", i))
+            if (sid, i - first) in names:
+                cid, prop = names[(sid, i - first)]
+                mentions.append(Mention(i, i, cid, prop, "PER", w))
+        spans.append((first, len(tokens)))
+    chars = {1: Character(1, "Tom", ["Tom"], 3, "male"), 2: Character(2, "Mary", ["Mary"], 2, "female")}
+    return Book("b", tokens, spans, mentions, chars)
+
+
+FILLER = [f"the weather on day {i} was grey ." for i in range(20)]
+
+
+def test_the_answer_is_the_name_the_window_spells_and_distractors_do_not_overlap():
+    from whoqa.reader.lookup import LookupConfig, lookup_example
+    sents = FILLER[:10] + ["Tom walked to the mill .", "Mary waved .", "he sold the old horse ."] + FILLER[10:]
+    book = _book(sents, {(10, 0): (1, "PROP"), (11, 0): (2, "PROP"), (12, 0): (1, "PRON")})
+    q = {"t": "Who sold the horse?", "a": 1, "s": 12, "k": "agent"}
+    cfg = LookupConfig(passages=3)
+    e = lookup_example(book, q, cfg, random.Random(0), qid=7)
+    assert e.answers == ["Tom"] and e.question == "Who sold the horse?" and e.question_id == 7
+    assert len(e.passages) == 3
+    answer_window = [p for p in e.passages if "sold the old horse" in p]
+    assert len(answer_window) == 1 and "Tom walked" in answer_window[0]  # sentences 10-14 (source is the third)
+    others = [p for p in e.passages if p is not answer_window[0]]
+    assert all("Tom" not in p and "Mary" not in p and "horse" not in p for p in others)  # outside 10-14
+
+
+def test_a_question_whose_answer_has_no_proper_name_nearby_is_skipped():
+    from whoqa.reader.lookup import LookupConfig, lookup_example
+    sents = ["Tom walked to the mill ."] + FILLER[:6] + ["he sold the old horse ."] + FILLER[6:]
+    book = _book(sents, {(0, 0): (1, "PROP"), (7, 0): (1, "PRON")})
+    q = {"t": "Who sold the horse?", "a": 1, "s": 7, "k": "agent"}
+    assert lookup_example(book, q, LookupConfig(), random.Random(0), 0) is None  # "Tom" is 7 sentences back
+    q2 = {"t": "Who walked to the mill?", "a": 2, "s": 0, "k": "agent"}  # another character's name is no answer
+    assert lookup_example(book, q2, LookupConfig(), random.Random(0), 0) is None
+
+
+def test_an_answer_cut_off_by_truncation_does_not_fit():
+    from transformers import AutoTokenizer
+    from whoqa.minilm import bundled_minilm
+    from whoqa.reader.data import ReaderExample
+    from whoqa.reader.lookup import answer_fits
+    tok = AutoTokenizer.from_pretrained(bundled_minilm())
+    early = ReaderExample(0, "b", "Who sold the horse?", ["Tom"], ["Tom sold the horse. " + "rain fell. " * 60])
+    late = ReaderExample(1, "b", "Who sold the horse?", ["Tom"], ["rain fell. " * 60 + "Tom sold the horse."])
+    assert answer_fits(tok, early, 64) and not answer_fits(tok, late, 64)
+
+
+def test_folds_made_before_a_config_field_existed_still_count(tmp_path):
+    """A field added to ReaderConfig (as `lookup` was) must not make every earlier run stale."""
+    from dataclasses import asdict
+    from whoqa.reader.train import ReaderConfig, current_folds
+    run = tmp_path / "reader" / "runs" / "fid[bm25f]"
+    run.mkdir(parents=True)
+    old = {k: v for k, v in asdict(ReaderConfig()).items() if k != "lookup"}
+    (run / "config.json").write_text(json.dumps(old))
+    (run / "fold0.json").write_text(json.dumps({"config": old, "preread": None, "fold": 0, "predictions": []}))
+    (run / "fold1.json").write_text(json.dumps({"config": {**old, "epochs": 9}, "preread": None, "fold": 1,
+                                                "predictions": []}))
+    folds, done = current_folds(tmp_path, run)
+    assert folds == 2 and [d["fold"] for d in done] == [0]
+
+
+def test_preread_and_lookup_together_is_refused_with_a_reason(tmp_path):
+    from whoqa.reader.train import ReaderConfig, start_path
+    with pytest.raises(ValueError, match="drop --preread"):
+        start_path(tmp_path, ReaderConfig(preread=True, lookup=True))
+    with pytest.raises(FileNotFoundError, match="whoqa pretrain --reader lookup"):
+        start_path(tmp_path, ReaderConfig(lookup=True))
