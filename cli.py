@@ -168,7 +168,7 @@ def pretrain_cmd(
         h = st["heldout"]
         typer.echo(f"answer lookup on {st['questions']:,} artificial questions of {st['books']} books in "
                    f"{st['seconds']}s ({st['examples_per_second']} q/s); loss {st['loss_first']:.3f} -> "
-                   f"{st['loss_last']:.3f}; held-out exact match {h['exact_match']:.2f}, loss own/other passages "
+                   f"{st['loss_last']:.3f}; held-out exact match {h['exact_match']:.1f}%, loss own/other passages "
                    f"{h['loss_own_input']:.3f}/{h['loss_other_input']:.3f} -> {workspace}/models/lookup")
         return
     if reader:

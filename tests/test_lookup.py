@@ -10,7 +10,7 @@ from whoqa.book import Book, Character, Mention, Token
 torch = pytest.importorskip("torch")
 
 
-def _book(sentences: list[str], names: dict[tuple[int, int], tuple[int, str]]) -> Book:
+def _book(sentences: list[str], names: dict[tuple[int, int], tuple[int, str]], book_id: str = "b") -> Book:
     """A Book from whitespace-tokenised sentences; names: (sentence, word index) -> (character id, PROP|PRON)."""
     tokens, spans, mentions = [], [], []
     for sid, text in enumerate(sentences):
@@ -23,7 +23,7 @@ def _book(sentences: list[str], names: dict[tuple[int, int], tuple[int, str]]) -
                 mentions.append(Mention(i, i, cid, prop, "PER", w))
         spans.append((first, len(tokens)))
     chars = {1: Character(1, "Tom", ["Tom"], 3, "male"), 2: Character(2, "Mary", ["Mary"], 2, "female")}
-    return Book("b", tokens, spans, mentions, chars)
+    return Book(book_id, tokens, spans, mentions, chars)
 
 
 FILLER = [f"the weather on day {i} was grey ." for i in range(20)]
@@ -86,3 +86,45 @@ def test_preread_and_lookup_together_is_refused_with_a_reason(tmp_path):
         start_path(tmp_path, ReaderConfig(preread=True, lookup=True))
     with pytest.raises(FileNotFoundError, match="whoqa pretrain --reader lookup"):
         start_path(tmp_path, ReaderConfig(lookup=True))
+
+
+def test_renaming_gives_each_character_one_random_name_in_question_passages_and_answer():
+    from whoqa.reader.lookup import LookupConfig, lookup_example
+    sents = FILLER[:10] + ["Tom walked to Mary .", "Mary waved at Tom .", "he sold the old horse ."] + FILLER[10:]
+    book = _book(sents, {(10, 0): (1, "PROP"), (10, 3): (2, "PROP"), (11, 0): (2, "PROP"), (11, 3): (1, "PROP"),
+                         (12, 0): (1, "PRON")})
+    q = {"t": "Who sold Mary's horse?", "q": ["who", "sold", "CHAR_2", "'s", "horse", "?"], "a": 1, "s": 12}
+    names = ["Zora Quill", "Bex", "Odo Flint", "Nim"]
+    e = lookup_example(book, q, LookupConfig(passages=2), random.Random(3), 0, names)
+    tom, = e.answers
+    window = next(p for p in e.passages if "sold the old horse" in p)
+    mary = window.split(" walked to ")[1].split(".")[0]
+    assert tom in names and mary in names and tom != "Tom" and "Tom" not in window and "Mary" not in window
+    assert window.count(tom) == 2 and window.count(mary) == 2  # one name per character throughout
+    assert e.question == f"Who sold {mary}'s horse?"
+
+
+def test_held_out_lookup_questions_come_from_books_never_trained_on(tmp_path, monkeypatch):
+    import gzip
+    from whoqa.reader import lookup
+    from whoqa.reader.lookup import LookupConfig, lookup_examples
+    sents = ["Tom walked to the mill .", "he sold the old horse ."] + FILLER[:6]
+    ids = [f"book{i}" for i in range(12)]
+    (tmp_path / "artificial").mkdir()
+    for b in ids:
+        (tmp_path / "books" / b).mkdir(parents=True)
+        (tmp_path / "books" / b / f"{b}.book").write_text("{}")
+        with gzip.open(tmp_path / "artificial" / f"{b}.jsonl.gz", "wt") as f:
+            for _ in range(3):
+                f.write(json.dumps({"t": "Who sold the horse?", "q": ["who", "sold", "the", "horse", "?"], "a": 1,
+                                    "s": 1, "k": "agent"}) + "\n")
+    monkeypatch.setattr(lookup.Book, "load", lambda folder, book_id: _book(sents, {(0, 0): (1, "PROP")}, book_id))
+    from transformers import AutoTokenizer
+    from whoqa.minilm import bundled_minilm
+    train, held, counts = lookup_examples(tmp_path, LookupConfig(questions=100, heldout=100, books="all",
+                                                                 rename=False), AutoTokenizer.from_pretrained(
+                                                                     bundled_minilm()), progress=False)
+    assert counts["heldout_books"] == 1 and len(held) == 3 and len(train) == 33
+    assert not {e.document_id for e in held} & {e.document_id for e in train}
+    assert all(e.answers == ["Tom"] for e in train + held)
+

@@ -4,8 +4,9 @@ Prereading teaches the decoder to read its encoder states; the ~600 real questio
 it to *look an answer up* in them (it learns answer style and ignores the passages, README). The artificial Who
 questions of `whoqa prepare` (dependency rules, Angelidis et al. §3.4) teach that for free, from books no question is
 asked about: question = "Who had a gift for invention?", passages = the 5-sentence window of its source sentence and
-distractor windows of the same book in random order, target = the answer character's name as that window spells it
-(its nearest proper mention at or before the source sentence, so the answer can always be found and copied).
+distractor windows of the same book in random order, target = the answer character's name as the passages spell it
+(it has a proper mention at or before the source sentence in its window, so the answer can always be found and
+copied), with every character renamed at random per example so that copying is the only way to the answer.
 
 Artifact: WS/models/lookup/ (save_pretrained + whoqa_reader.json with the config, the prereading it started from,
 training and held-out stats); `whoqa train --reader fid --lookup` starts QA training from it.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,13 +24,14 @@ from pathlib import Path
 import torch
 
 from whoqa.book import Book, atomic_write
-from whoqa.reader.data import Batcher, ReaderExample, detokenize, window_text
+from whoqa.reader.data import Batcher, ReaderExample, detokenize
 from whoqa.reader.model import FiDReader
 from whoqa.reader.train import (_bar, checkpoint_dir, input_reliance, lookup_dir, preread_books, preread_dir,
                                 pretrain_loop, resume, strip_start)
 from whoqa.train import set_seed
 
 log = logging.getLogger(__name__)
+_NAME = re.compile(r"[A-Z][A-Za-z'-]*\.?( [A-Z][A-Za-z'-]*\.?){0,3}")  # "Mrs. Etherege", not "Glendinning?--that"
 
 
 @dataclass
@@ -45,32 +48,86 @@ class LookupConfig:
     train_encoder: bool = False
     bf16: bool = False
     books: str = "unlabeled"  # unlabeled: books no question is asked about; all: every book with artificial questions
-    heldout: int = 256  # further questions (disjoint from the training ones) for held-out accuracy and input reliance
+    heldout: int = 256  # questions of held-out books (never trained on) for held-out accuracy and input reliance
+    rename: bool = True  # random names for the characters of each example, so answers must be copied (see below)
     seed: int = 13
     checkpoint_every: int = 100  # steps
 
 
-def lookup_example(book: Book, q: dict, cfg: LookupConfig, rng: random.Random, qid: int) -> ReaderExample | None:
-    """One artificial question as a reader example, or None when its answer has no proper mention in the window."""
+def lookup_example(book: Book, q: dict, cfg: LookupConfig, rng: random.Random, qid: int,
+                   names: list[str] | None = None) -> ReaderExample | None:
+    """One artificial question as a reader example, or None when its answer has no proper mention in the window.
+
+    With names (cfg.rename), each character's proper mentions in the question and passages take a random name from
+    the list, one per character and example: the reader can then only answer by copying from its passages, never by
+    recalling which names a book uses (without renaming, it answered unseen books with names of its training books)."""
     s, n = q["s"], len(book.sentences)
     first = max(0, min(s - 2, n - cfg.window))
     last = min(n - 1, first + cfg.window - 1)
     hi = book.sentences[s][1]
-    names = [m for sid in range(first, s + 1) for m in book.sentence_mentions(sid)
-             if m.char_id == q["a"] and m.prop == "PROP" and m.end < hi]
-    if not names:
+    near = [m for sid in range(first, s + 1) for m in book.sentence_mentions(sid)
+            if m.char_id == q["a"] and m.prop == "PROP" and m.end < hi]
+    if not near:
         return None
-    m = names[-1]  # the proper mention nearest the source sentence
-    answer = detokenize([t.word for t in book.tokens[m.start:m.end + 1]])
-    passages = [window_text(book, first, last)]
+    renamed: dict[int, str] = {}
+
+    def name_of(char_id: int, surface: str) -> str:
+        if names is None:
+            return surface
+        if char_id not in renamed:
+            pick = rng.choice(names)
+            for _ in range(20):  # two characters of one example never share a name
+                if pick not in renamed.values():
+                    break
+                pick = rng.choice(names)
+            renamed[char_id] = pick
+        return renamed[char_id]
+
+    def text(a: int, b: int) -> str:  # sentences a..b, proper mentions as name_of gives them
+        words: list[str] = []
+        for sid in range(a, b + 1):
+            props = {m.start: m for m in book.sentence_mentions(sid) if m.prop == "PROP"}
+            i, end = book.sentences[sid]
+            while i < end:
+                m = props.get(i)
+                if m is None:
+                    words.append(book.tokens[i].word)
+                    i += 1
+                    continue
+                words.append(name_of(m.char_id, detokenize([t.word for t in book.tokens[m.start:m.end + 1]])))
+                i = m.end + 1
+        return detokenize(words)
+
+    m = near[-1]  # the proper mention nearest the source sentence
+    answer = name_of(q["a"], detokenize([t.word for t in book.tokens[m.start:m.end + 1]]))
+    if names is None:
+        question = q["t"]
+    else:
+        words = [name_of(int(t[5:]), t) if t.startswith("CHAR_") else t for t in q["q"]]
+        question = detokenize(words)
+        question = question[:1].upper() + question[1:]
+    passages = [text(first, last)]
     for _ in range(cfg.passages - 1):  # distractors: windows that do not overlap the answer's
         starts = [a for a in range(0, max(1, n - cfg.window + 1)) if a + cfg.window <= first or a > last]
         if not starts:
             break
         a = rng.choice(starts)
-        passages.append(window_text(book, a, min(n - 1, a + cfg.window - 1)))
+        passages.append(text(a, min(n - 1, a + cfg.window - 1)))
     rng.shuffle(passages)
-    return ReaderExample(qid, book.id, q["t"], [answer], passages)
+    return ReaderExample(qid, book.id, question, [answer], passages)
+
+
+def character_names(workspace: Path, books: list[str]) -> list[str]:
+    """Every proper canonical character name of the books (renaming's pool), sorted and unique."""
+    from whoqa.book import read_characters
+    out = set()
+    for b in books:
+        try:
+            chars = read_characters(Path(workspace) / "books" / b / f"{b}.book")
+        except Exception:  # a broken book is reported where it is loaded
+            continue
+        out |= {c.name for c in chars.values() if c.aliases and c.name in c.aliases and _NAME.fullmatch(c.name)}
+    return sorted(out)
 
 
 def answer_fits(tokenizer, e: ReaderExample, max_tokens: int) -> bool:
@@ -85,21 +142,27 @@ def answer_fits(tokenizer, e: ReaderExample, max_tokens: int) -> bool:
 def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: bool = True
                     ) -> tuple[list[ReaderExample], list[ReaderExample], dict]:
     """(training, held-out) examples drawn on the seed from the books' artificial questions, and counts of what was
-    skipped. Held-out questions come first in the seeded draw, so changing cfg.questions keeps them."""
+    skipped. Held-out questions come from books never trained on (a tenth, at least one when there are two)."""
     from data_prep.artificial import read_questions
     ws = Path(workspace)
     books = [b for b in preread_books(ws, cfg.books) if (ws / "artificial" / f"{b}.jsonl.gz").is_file()]
     if not books:
         raise FileNotFoundError(f"no artificial questions of {cfg.books} books under {ws}/artificial: run `whoqa "
                                 "prepare` first (or use --lookup-books all)")
-    pool = [(b, i) for b in books for i in range(len(read_questions(ws / "artificial" / f"{b}.jsonl.gz")))]
     rng = random.Random(cfg.seed)
-    picks = rng.sample(pool, min(len(pool), 5 * (cfg.questions + cfg.heldout) // 2))  # ~half are skipped
+    held_books = set(rng.sample(books, max(1, len(books) // 10))) if len(books) > 1 and cfg.heldout else set()
+    names = character_names(ws, books) if cfg.rename else None
+    sizes = {b: len(read_questions(ws / "artificial" / f"{b}.jsonl.gz")) for b in books}
+    picks = []
+    for part, n in ((held_books, cfg.heldout), (set(books) - held_books, cfg.questions)):
+        pool = [(b, i) for b in sorted(part) for i in range(sizes[b])]
+        picks.append(rng.sample(pool, min(len(pool), 5 * n // 2)))  # ~half are skipped
     wanted: dict[str, list[int]] = {}
-    for b, i in picks:
+    for b, i in picks[0] + picks[1]:
         wanted.setdefault(b, []).append(i)
     built: dict[tuple[str, int], ReaderExample] = {}
-    counts = {"books": 0, "no_proper_name": 0, "answer_cut_off": 0, "broken_books": 0}
+    counts = {"books": 0, "heldout_books": len(held_books), "names": len(names or []), "no_proper_name": 0,
+              "answer_cut_off": 0, "broken_books": 0}
     bar = _bar(len(wanted), "lookup questions", "book", progress)
     for b, idx in sorted(wanted.items()):
         try:
@@ -113,7 +176,7 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
         counts["books"] += 1
         brng = random.Random(f"{cfg.seed}-{b}")
         for i in idx:
-            e = lookup_example(book, rows[i], cfg, brng, len(built))
+            e = lookup_example(book, rows[i], cfg, brng, len(built), names)
             if e is None:
                 counts["no_proper_name"] += 1
             elif not answer_fits(tokenizer, e, cfg.passage_tokens):
@@ -122,9 +185,8 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
                 built[(b, i)] = e
         bar.update(1)
     bar.close()
-    ordered = [built[p] for p in picks if p in built]
-    n_held = min(cfg.heldout, len(ordered) // 4)  # a small workspace keeps most of its questions for training
-    held, train = ordered[:n_held], ordered[n_held:n_held + cfg.questions]
+    held = [built[p] for p in picks[0] if p in built][:cfg.heldout]
+    train = [built[p] for p in picks[1] if p in built][:cfg.questions]
     if not train:
         raise ValueError(f"no usable artificial question for answer lookup under {ws}/artificial ({counts})")
     return train, held, counts
@@ -143,14 +205,15 @@ def start_of(workspace: Path, cfg: LookupConfig) -> tuple[str | None, dict | Non
 
 @torch.no_grad()
 def heldout_stats(reader: FiDReader, batcher: Batcher, held: list[ReaderExample], batch: int = 16) -> dict:
-    """Greedy exact-match accuracy of the looked-up names and the input reliance on the held-out questions."""
+    """Greedy exact match (%) of the looked-up names and the input reliance on the held-out questions."""
     from whoqa.metrics import exact_match
     reader.model.eval()
     preds: list[str] = []
     for i in range(0, len(held), batch):
         fused, fmask = reader.encode(*batcher.inputs(held[i:i + batch]))  # (B, T, H), (B, T)
         preds += reader.generate(fused, fmask, batcher.answer_tokens, num_beams=1)
-    return {"exact_match": round(sum(exact_match(p, e.answers) for p, e in zip(preds, held)) / max(1, len(held)), 2),
+    em = 100 * sum(exact_match(p, e.answers) for p, e in zip(preds, held)) / max(1, len(held))
+    return {"exact_match": round(em, 2),  # percent, as text_metrics
             **input_reliance(reader, lambda idx: reader.encode(*batcher.inputs([held[i] for i in idx])),
                              lambda idx: batcher.labels([held[i].answers[0] for i in idx]), len(held)),
             "samples": [{"question": e.question, "answer": e.answers[0], "prediction": p}
