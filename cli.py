@@ -21,6 +21,15 @@ def _fail(msg: str) -> None:
     raise typer.Exit(2)
 
 
+def _stage(fn, *args):
+    """Run a reader stage; its expected errors (missing artifact, bad option, NaN loss) end the command with their
+    message instead of a traceback."""
+    try:
+        return fn(*args)
+    except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
+        _fail(str(e))
+
+
 @app.callback()
 def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.")):
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -161,10 +170,7 @@ def pretrain_cmd(
         from whoqa.reader.lookup import LookupConfig, pretrain_lookup
         lcfg = LookupConfig(questions=lookup_questions, books=lookup_books, lr=lookup_lr, preread=lookup_preread,
                             base=reader_base, train_encoder=train_encoder, bf16=bf16, seed=seed)
-        try:
-            st = pretrain_lookup(workspace, lcfg)
-        except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
-            _fail(str(e))
+        st = _stage(pretrain_lookup, workspace, lcfg)
         h = st["heldout"]
         typer.echo(f"answer lookup on {st['questions']:,} artificial questions of {st['books']} books in "
                    f"{st['seconds']}s ({st['examples_per_second']} q/s); loss {st['loss_first']:.3f} -> "
@@ -177,10 +183,7 @@ def pretrain_cmd(
         from whoqa.reader.train import PrereadConfig, preread
         pcfg = PrereadConfig(base=reader_base, passages=preread_passages, train_encoder=train_encoder,
                              books=preread_books, lr=preread_lr, bf16=bf16, seed=seed)
-        try:
-            st = preread(workspace, pcfg)
-        except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
-            _fail(str(e))
+        st = _stage(preread, workspace, pcfg)
         typer.echo(f"preread {st['passages']:,} passages of {st['books']} books in {st['seconds']}s "
                    f"({st['passages_per_second']} passages/s); loss {st['loss_first']:.3f} -> {st['loss_last']:.3f} "
                    f"-> {workspace}/models/preread")
@@ -235,17 +238,11 @@ def train_cmd(
                             train_encoder=train_encoder, bf16=bf16, num_beams=beams, seed=seed,
                             max_train_samples=max_train_samples, max_eval_samples=max_eval_samples, **given)
         if final:
-            try:
-                st = final_reader(workspace, rcfg)
-            except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
-                _fail(str(e))
+            st = _stage(final_reader, workspace, rcfg)
             typer.echo(f"{st['name']}: trained on {st['examples']} questions -> {workspace}/models/reader/{st['name']}"
                        "/final")
             return
-        try:
-            s = cv_reader(workspace, rcfg)
-        except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
-            _fail(str(e))
+        s = _stage(cv_reader, workspace, rcfg)
         m = s["metrics"]
         typer.echo(f"{s['run']}: {s['questions']} questions in {s['folds']} book folds: ROUGE-L {m.get('rouge_l', 0):.2f}, "
                    f"BLEU-1 {m.get('bleu_1', 0):.2f}, BLEU-4 {m.get('bleu_4', 0):.2f}, EM {m.get('em', 0):.2f}, "
