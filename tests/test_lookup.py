@@ -104,27 +104,41 @@ def test_renaming_gives_each_character_one_random_name_in_question_passages_and_
     assert e.question == f"Who sold {mary}'s horse?"
 
 
-def test_held_out_lookup_questions_come_from_books_never_trained_on(tmp_path, monkeypatch):
+def _artificial_workspace(root, monkeypatch, n_books: int):
+    """n_books books of the same 8 sentences, 3 artificial questions each ("Who sold the horse?" -> Tom)."""
     import gzip
     from whoqa.reader import lookup
-    from whoqa.reader.lookup import LookupConfig, lookup_examples
     sents = ["Tom walked to the mill .", "he sold the old horse ."] + FILLER[:6]
-    ids = [f"book{i}" for i in range(12)]
-    (tmp_path / "artificial").mkdir()
-    for b in ids:
-        (tmp_path / "books" / b).mkdir(parents=True)
-        (tmp_path / "books" / b / f"{b}.book").write_text("{}")
-        with gzip.open(tmp_path / "artificial" / f"{b}.jsonl.gz", "wt") as f:
+    (root / "artificial").mkdir()
+    for b in [f"book{i}" for i in range(n_books)]:
+        (root / "books" / b).mkdir(parents=True)
+        (root / "books" / b / f"{b}.book").write_text("{}")
+        with gzip.open(root / "artificial" / f"{b}.jsonl.gz", "wt") as f:
             for _ in range(3):
                 f.write(json.dumps({"t": "Who sold the horse?", "q": ["who", "sold", "the", "horse", "?"], "a": 1,
                                     "s": 1, "k": "agent"}) + "\n")
     monkeypatch.setattr(lookup.Book, "load", lambda folder, book_id: _book(sents, {(0, 0): (1, "PROP")}, book_id))
+
+
+def _lookup_examples(root, **kw):
     from transformers import AutoTokenizer
     from whoqa.minilm import bundled_minilm
-    train, held, counts = lookup_examples(tmp_path, LookupConfig(questions=100, heldout=100, books="all",
-                                                                 rename=False), AutoTokenizer.from_pretrained(
-                                                                     bundled_minilm()), progress=False)
+    from whoqa.reader.lookup import LookupConfig, lookup_examples
+    cfg = LookupConfig(books="all", rename=False, **kw)
+    return lookup_examples(root, cfg, AutoTokenizer.from_pretrained(bundled_minilm()), progress=False)
+
+
+def test_held_out_lookup_questions_come_from_books_never_trained_on(tmp_path, monkeypatch):
+    _artificial_workspace(tmp_path, monkeypatch, 12)
+    train, held, counts = _lookup_examples(tmp_path, questions=100, heldout=100)
     assert counts["heldout_books"] == 1 and len(held) == 3 and len(train) == 33
     assert not {e.document_id for e in held} & {e.document_id for e in train}
     assert all(e.answers == ["Tom"] for e in train + held)
 
+
+def test_a_broken_artificial_file_is_skipped_and_counted(tmp_path, monkeypatch):
+    _artificial_workspace(tmp_path, monkeypatch, 3)
+    (tmp_path / "artificial" / "book1.jsonl.gz").write_bytes(b"not gzip")
+    train, held, counts = _lookup_examples(tmp_path, questions=100, heldout=0)
+    assert counts["broken_books"] == 1 and len(train) == 6 and not held
+    assert {e.document_id for e in train} == {"book0", "book2"}

@@ -17,7 +17,6 @@ import json
 import logging
 import random
 import re
-import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -26,8 +25,8 @@ import torch
 from whoqa.book import Book, atomic_write
 from whoqa.reader.data import Batcher, ReaderExample, detokenize
 from whoqa.reader.model import FiDReader
-from whoqa.reader.train import (_bar, checkpoint_dir, input_reliance, lookup_dir, preread_books, preread_dir,
-                                pretrain_loop, resume, strip_start)
+from whoqa.reader.train import (_bar, finish_pretraining, input_reliance, lookup_dir, preread_books, preread_dir,
+                                preread_record, pretrain_loop, resume, strip_start)
 from whoqa.train import set_seed
 
 log = logging.getLogger(__name__)
@@ -107,10 +106,8 @@ def lookup_example(book: Book, q: dict, cfg: LookupConfig, rng: random.Random, q
         question = detokenize(words)
         question = question[:1].upper() + question[1:]
     passages = [text(first, last)]
-    for _ in range(cfg.passages - 1):  # distractors: windows that do not overlap the answer's
-        starts = [a for a in range(0, max(1, n - cfg.window + 1)) if a + cfg.window <= first or a > last]
-        if not starts:
-            break
+    starts = [a for a in range(0, max(1, n - cfg.window + 1)) if a + cfg.window <= first or a > last]
+    for _ in range(cfg.passages - 1 if starts else 0):  # distractors: windows that do not overlap the answer's
         a = rng.choice(starts)
         passages.append(text(a, min(n - 1, a + cfg.window - 1)))
     rng.shuffle(passages)
@@ -152,22 +149,27 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
     rng = random.Random(cfg.seed)
     held_books = set(rng.sample(books, max(1, len(books) // 10))) if len(books) > 1 and cfg.heldout else set()
     names = character_names(ws, books) if cfg.rename else None
-    sizes = {b: len(read_questions(ws / "artificial" / f"{b}.jsonl.gz")) for b in books}
+    counts = {"books": 0, "heldout_books": len(held_books), "names": len(names or []), "no_proper_name": 0,
+              "answer_cut_off": 0, "broken_books": 0}
+    rows_of: dict[str, list[dict]] = {}
+    for b in books:
+        try:
+            rows_of[b] = read_questions(ws / "artificial" / f"{b}.jsonl.gz")
+        except Exception as err:  # one broken file is skipped, not fatal
+            log.warning("answer lookup skips %s: %s", b, err)
+            counts["broken_books"] += 1
     picks = []
-    for part, n in ((held_books, cfg.heldout), (set(books) - held_books, cfg.questions)):
-        pool = [(b, i) for b in sorted(part) for i in range(sizes[b])]
+    for part, n in ((held_books, cfg.heldout), (set(rows_of) - held_books, cfg.questions)):
+        pool = [(b, i) for b in sorted(part & set(rows_of)) for i in range(len(rows_of[b]))]
         picks.append(rng.sample(pool, min(len(pool), 5 * n // 2)))  # ~half are skipped
     wanted: dict[str, list[int]] = {}
     for b, i in picks[0] + picks[1]:
         wanted.setdefault(b, []).append(i)
     built: dict[tuple[str, int], ReaderExample] = {}
-    counts = {"books": 0, "heldout_books": len(held_books), "names": len(names or []), "no_proper_name": 0,
-              "answer_cut_off": 0, "broken_books": 0}
     bar = _bar(len(wanted), "lookup questions", "book", progress)
     for b, idx in sorted(wanted.items()):
         try:
             book = Book.load(ws / "books" / b, b)
-            rows = read_questions(ws / "artificial" / f"{b}.jsonl.gz")
         except Exception as err:  # one broken book is skipped, not fatal
             log.warning("answer lookup skips %s: %s", b, err)
             counts["broken_books"] += 1
@@ -176,7 +178,7 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
         counts["books"] += 1
         brng = random.Random(f"{cfg.seed}-{b}")
         for i in idx:
-            e = lookup_example(book, rows[i], cfg, brng, len(built), names)
+            e = lookup_example(book, rows_of[b][i], cfg, brng, len(built), names)
             if e is None:
                 counts["no_proper_name"] += 1
             elif not answer_fits(tokenizer, e, cfg.passage_tokens):
@@ -200,7 +202,7 @@ def start_of(workspace: Path, cfg: LookupConfig) -> tuple[str | None, dict | Non
     if not (path / "whoqa_reader.json").is_file():
         raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --reader preread --workspace {workspace}` "
                                 "first (or use --no-lookup-preread)")
-    return str(path), json.loads((path / "whoqa_reader.json").read_text()).get("config")
+    return str(path), preread_record(workspace)
 
 
 @torch.no_grad()
@@ -247,8 +249,7 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -
     stats = {"questions": len(train), **counts, **stats, "heldout": heldout_stats(reader, batcher, held)}
     if before is not None:
         stats["heldout_before_64"] = {k: v for k, v in before.items() if k != "samples"}
-    reader.save(out_dir, {"config": asdict(cfg), "preread": preread, "stats": stats, "losses": losses})
-    shutil.rmtree(checkpoint_dir(out_dir), ignore_errors=True)
+    finish_pretraining(reader, out_dir, {"config": asdict(cfg), "preread": preread, "stats": stats, "losses": losses})
     atomic_write(ws / "results" / "lookup.json", json.dumps({"config": asdict(cfg), "preread": preread,
                                                               "stats": stats}, indent=1))
     return stats

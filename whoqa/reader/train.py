@@ -217,14 +217,19 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
     stats = {"books": len(books), "passages": len(pairs), **stats,
              "passages_per_second": stats.pop("examples_per_second")}
     stats["heldout"] = preread_reliance(ws, reader, cfg, books, progress)
-    reader.save(out_dir, {"config": asdict(cfg), "stats": stats, "losses": losses})
-    import shutil
-    shutil.rmtree(checkpoint_dir(out_dir), ignore_errors=True)
+    finish_pretraining(reader, out_dir, {"config": asdict(cfg), "stats": stats, "losses": losses})
     return stats
 
 
 def checkpoint_dir(out_dir: Path) -> Path:
     return out_dir.with_name(out_dir.name + ".checkpoint")
+
+
+def finish_pretraining(reader: FiDReader, out_dir: Path, meta: dict) -> None:
+    """Save a finished pretraining (meta -> whoqa_reader.json) and drop its checkpoint."""
+    import shutil
+    reader.save(out_dir, meta)
+    shutil.rmtree(checkpoint_dir(out_dir), ignore_errors=True)
 
 
 def resume(out_dir: Path, config: dict, base: str | None) -> tuple[FiDReader, dict | None]:
@@ -409,8 +414,13 @@ def start_record(workspace: Path, cfg: ReaderConfig) -> dict:
         meta = lookup_dir(workspace) / "whoqa_reader.json"
         done = json.loads(meta.read_text()) if meta.is_file() else {}
         return {"preread": done.get("preread"), "lookup": done.get("config")}
+    return {"preread": preread_record(workspace) if cfg.preread else None}
+
+
+def preread_record(workspace: Path) -> dict | None:
+    """The config of the prereading under WS/models/preread/ (None when there is none)."""
     meta = preread_dir(workspace) / "whoqa_reader.json"
-    return {"preread": json.loads(meta.read_text()).get("config") if cfg.preread and meta.is_file() else None}
+    return json.loads(meta.read_text()).get("config") if meta.is_file() else None
 
 
 def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) -> dict:
