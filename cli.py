@@ -162,6 +162,8 @@ def pretrain_cmd(
     lookup_preread: bool = typer.Option(True, help="Answer lookup: start from the prereading (else --reader-base)."),
     train_encoder: bool = typer.Option(False, help="Reader: train the encoder too (default: decoder only)."),
     bf16: bool = typer.Option(False, help="Reader: bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
+    copy: bool = typer.Option(False, help="Answer lookup: with a copy pointer over the passages -> "
+                                          "WS/models/lookup+copy/."),
 ):
     """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/;
     with --reader preread: the reader restores masked book passages -> WS/models/preread/; with --reader lookup: it
@@ -169,13 +171,14 @@ def pretrain_cmd(
     if reader == "lookup":
         from whoqa.reader.lookup import LookupConfig, pretrain_lookup
         lcfg = LookupConfig(questions=lookup_questions, books=lookup_books, lr=lookup_lr, preread=lookup_preread,
-                            base=reader_base, train_encoder=train_encoder, bf16=bf16, seed=seed)
+                            base=reader_base, train_encoder=train_encoder, bf16=bf16, copy=copy, seed=seed)
         st = _stage(pretrain_lookup, workspace, lcfg)
         h = st["heldout"]
         typer.echo(f"answer lookup on {st['questions']:,} artificial questions of {st['books']} books in "
                    f"{st['seconds']}s ({st['examples_per_second']} q/s); loss {st['loss_first']:.3f} -> "
                    f"{st['loss_last']:.3f}; held-out exact match {h['exact_match']:.1f}%, loss own/other passages "
-                   f"{h['loss_own_input']:.3f}/{h['loss_other_input']:.3f} -> {workspace}/models/lookup")
+                   f"{h['loss_own_input']:.3f}/{h['loss_other_input']:.3f} -> {workspace}/models/lookup"
+                   + ("+copy" if copy else ""))
         return
     if reader:
         if reader != "preread":
@@ -219,6 +222,8 @@ def train_cmd(
     context: str = typer.Option("bm25f", help="Reader: passages from none, bm25f, bert or oracle."),
     preread: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader preread`."),
     lookup: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader lookup`."),
+    copy: bool = typer.Option(False, help="Reader: a copy pointer over the passages' tokens (with --lookup: from "
+                                          "`whoqa pretrain --reader lookup --copy`)."),
     reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
     top_k: int = typer.Option(10, help="Reader: passages per question."),
     train_encoder: bool = typer.Option(False, help="Reader: fine-tune the encoder too (default: decoder only)."),
@@ -234,7 +239,7 @@ def train_cmd(
         from whoqa.reader.train import ReaderConfig, cross_validate as cv_reader, train_final as final_reader
         given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
                  if v is not None}
-        rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, lookup=lookup, top_k=top_k,
+        rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, lookup=lookup, copy=copy, top_k=top_k,
                             train_encoder=train_encoder, bf16=bf16, num_beams=beams, seed=seed,
                             max_train_samples=max_train_samples, max_eval_samples=max_eval_samples, **given)
         if final:

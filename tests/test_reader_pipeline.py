@@ -89,6 +89,18 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     assert r.exit_code == 0, r.output
     fold = json.loads((ws / "reader" / "runs" / "fid[bm25f]+lookup" / "fold0.json").read_text())
     assert fold["lookup"]["questions"] == 12 and fold["preread"]["passages"] == 8
+    r = run(app, ["pretrain", "--workspace", str(ws), "--reader", "lookup", "--lookup-books", "all",
+                  "--lookup-questions", "12", "--copy"])
+    assert r.exit_code == 0 and "models/lookup+copy" in r.output, r.output
+    assert (ws / "models" / "lookup+copy" / "copy_pointer.pt").is_file()
+    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup"])
+    assert r.exit_code == 0 and "fid[bm25f]+lookup:" in r.output  # the lookup without a pointer is still current
+    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup",
+                  "--copy"])
+    assert r.exit_code == 0, r.output
+    fold = json.loads((ws / "reader" / "runs" / "fid[bm25f]+lookup+copy" / "fold0.json").read_text())
+    assert fold["lookup"]["copy"] is True
+    assert (ws / "models" / "reader" / "fid[bm25f]+lookup+copy" / "fold0" / "copy_pointer.pt").is_file()
 
     assert run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "1", "--epochs", "2"]).exit_code == 0
     r = run(app, ["eval", "--workspace", str(ws)])
@@ -96,6 +108,7 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     full = json.loads((ws / "results" / "full_task.json").read_text())
     assert {"fid[none]", "fid[bm25f]", "fid[bm25f]+preread", "fid[bm25f]+lookup", "fid[oracle]"} <= set(full["rows"])
     assert "--lookup" in full["rows"]["fid[bm25f]+lookup"]["command"]
+    assert "--lookup --copy" in full["rows"]["fid[bm25f]+lookup+copy"]["command"]
     routed = full["routing"]
     assert routed["reader"] == "fid[bm25f]+preread" and routed["memnet"] == "memnet[bm25f]"
     assert f"routed: memnet[bm25f] + fid[bm25f]+preread" in r.output

@@ -44,6 +44,8 @@ def reader_command(cfg: dict) -> str:
         parts.append("--preread")
     if cfg.get("lookup"):
         parts.append("--lookup")
+    if cfg.get("copy"):
+        parts.append("--copy")
     if cfg.get("train_encoder"):
         parts.append("--train-encoder")
     if cfg.get("bf16"):

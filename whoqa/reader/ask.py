@@ -53,5 +53,5 @@ class ReaderAsker:
         wins = windows(ranked, 5 * self.top_k, len(book.sentences))[:self.top_k]
         passages = [window_text(book, a, b) for a, b, _ in wins]
         ex = ReaderExample(-1, book_id, question, [], passages)
-        fused, mask = self.reader.encode(*self.batcher.inputs([ex]))  # (1, T, H), (1, T)
-        return ReaderAnswer(self.reader.generate(fused, mask, 32, self.num_beams)[0], passages)
+        fused = self.reader.encode(*self.batcher.inputs([ex]))  # states (1, T, H)
+        return ReaderAnswer(self.reader.generate(fused, 32, self.num_beams)[0], passages)

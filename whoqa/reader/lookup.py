@@ -49,6 +49,7 @@ class LookupConfig:
     books: str = "unlabeled"  # unlabeled: books no question is asked about; all: every book with artificial questions
     heldout: int = 256  # questions of held-out books (never trained on) for held-out accuracy and input reliance
     rename: bool = True  # random names for the characters of each example, so answers must be copied (see below)
+    copy: bool = False  # train a copy pointer (whoqa.reader.pointer) with the reader -> WS/models/lookup+copy/
     seed: int = 13
     checkpoint_every: int = 100  # steps
 
@@ -212,8 +213,7 @@ def heldout_stats(reader: FiDReader, batcher: Batcher, held: list[ReaderExample]
     reader.model.eval()
     preds: list[str] = []
     for i in range(0, len(held), batch):
-        fused, fmask = reader.encode(*batcher.inputs(held[i:i + batch]))  # (B, T, H), (B, T)
-        preds += reader.generate(fused, fmask, batcher.answer_tokens, num_beams=1)
+        preds += reader.generate(reader.encode(*batcher.inputs(held[i:i + batch])), batcher.answer_tokens, num_beams=1)
     em = 100 * sum(exact_match(p, e.answers) for p, e in zip(preds, held)) / max(1, len(held))
     return {"exact_match": round(em, 2),  # percent, as text_metrics
             **input_reliance(reader, lambda idx: reader.encode(*batcher.inputs([held[i] for i in idx])),
@@ -225,7 +225,7 @@ def heldout_stats(reader: FiDReader, batcher: Batcher, held: list[ReaderExample]
 def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -> dict:
     """Train the reader to answer artificial Who questions from passages -> WS/models/lookup/ (resumable)."""
     ws = Path(workspace)
-    out_dir = lookup_dir(ws)
+    out_dir = lookup_dir(ws, cfg.copy)
     start, preread = start_of(ws, cfg)
     meta = out_dir / "whoqa_reader.json"
     if (out_dir / "config.json").is_file() and meta.is_file():
@@ -235,14 +235,16 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -
     set_seed(cfg.seed)
     record = {**asdict(cfg), "preread_config": preread}  # a new prereading restarts an interrupted lookup
     reader, state = resume(out_dir, record, start)
+    if cfg.copy and reader.pointer is None:
+        reader.add_pointer()
     batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader))
     train, held, counts = lookup_examples(ws, cfg, reader.tokenizer, progress)
 
     def loss_of(idx):
         chunk = [train[i] for i in idx]
         with torch.set_grad_enabled(cfg.train_encoder):
-            fused, fmask = reader.encode(*batcher.inputs(chunk))  # (B, T, H), (B, T)
-        return reader.loss(fused, fmask, batcher.labels([e.answers[0] for e in chunk]))
+            fused = reader.encode(*batcher.inputs(chunk))  # states (B, T, H)
+        return reader.loss(fused, batcher.labels([e.answers[0] for e in chunk]))
 
     before = heldout_stats(reader, batcher, held[:64]) if state is None else None
     stats, losses = pretrain_loop(reader, state, out_dir, cfg, record, len(train), loss_of, "lookup", progress)
@@ -250,6 +252,6 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -
     if before is not None:
         stats["heldout_before_64"] = {k: v for k, v in before.items() if k != "samples"}
     finish_pretraining(reader, out_dir, {"config": asdict(cfg), "preread": preread, "stats": stats, "losses": losses})
-    atomic_write(ws / "results" / "lookup.json", json.dumps({"config": asdict(cfg), "preread": preread,
+    atomic_write(ws / "results" / f"{out_dir.name}.json", json.dumps({"config": asdict(cfg), "preread": preread,
                                                               "stats": stats}, indent=1))
     return stats

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 
 from whoqa.minilm import bundled_minilm
+from whoqa.reader.pointer import POINTER_FILE, CopyPointer, pointer_decode
 
 log = logging.getLogger(__name__)
 READER_FILE = "whoqa_reader.json"
@@ -57,22 +59,44 @@ def load_seq2seq(path: str | None):
     return model, tok
 
 
+class Fused(NamedTuple):
+    """What the decoder reads: the fused encoder states (B, T, H), their mask (B, T) and, for a copy pointer, the
+    token ids at those positions (B, T) (None when the reader has no pointer)."""
+    states: torch.Tensor
+    mask: torch.Tensor
+    ids: torch.Tensor | None = None
+
+
 class FiDReader(torch.nn.Module):
-    def __init__(self, model, tokenizer):
+    def __init__(self, model, tokenizer, pointer: CopyPointer | None = None):
         super().__init__()
-        self.model, self.tokenizer = model, tokenizer
+        self.model, self.tokenizer, self.pointer = model, tokenizer, pointer
 
     @classmethod
     def load(cls, path: str | None = None) -> "FiDReader":
+        """A reader folder (with its copy pointer, if it has one) or a base model."""
         model, tok = load_seq2seq(path)
-        return cls(model, tok)
+        pointer = None
+        if path and (Path(path) / POINTER_FILE).is_file():
+            saved = torch.load(Path(path) / POINTER_FILE)
+            pointer = CopyPointer(*saved["dims"])
+            pointer.load_state_dict(saved["state"])
+        return cls(model, tok, pointer)
+
+    def add_pointer(self) -> None:
+        """A fresh copy pointer (see whoqa.reader.pointer), sized for this model's decoder and encoder."""
+        self.pointer = CopyPointer(self.model.get_decoder().config.hidden_size,
+                                   self.model.get_encoder().config.hidden_size)
 
     def save(self, path: Path, extra: dict | None = None) -> None:
-        """save_pretrained of model and tokenizer (a reader folder loads back with FiDReader.load)."""
+        """save_pretrained of model and tokenizer, and the copy pointer (a reader folder loads back with
+        FiDReader.load)."""
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
         self.model.save_pretrained(tmp)
         self.tokenizer.save_pretrained(tmp)
+        if self.pointer is not None:
+            torch.save({"dims": list(self.pointer.dims), "state": self.pointer.state_dict()}, tmp / POINTER_FILE)
         (tmp / READER_FILE).write_text(json.dumps(extra or {}, indent=1))
         if path.exists():
             import shutil
@@ -108,22 +132,38 @@ class FiDReader(torch.nn.Module):
             p += n
         return pad_states(pieces)
 
-    def encode(self, input_ids, attention_mask, counts) -> tuple[torch.Tensor, torch.Tensor]:
-        """Packed passages -> fused encoder states (B, T, H) and mask (B, T)."""
-        return self.fuse(self.encode_passages(input_ids, attention_mask), attention_mask, counts)
+    def fuse_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, counts: list[int]) -> torch.Tensor | None:
+        """The token ids at the fused positions (B, T) (as fuse orders states), for the copy pointer; None without."""
+        if self.pointer is None:
+            return None
+        return self.fuse(input_ids[..., None], attention_mask, counts)[0][..., 0]
 
-    def loss(self, fused: torch.Tensor, fused_mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        """fused (B, T, H), fused_mask (B, T), labels (B, A) with -100 at padding -> mean token cross-entropy."""
-        out = self.model(encoder_outputs=BaseModelOutput(last_hidden_state=fused), attention_mask=fused_mask,
-                         labels=labels)
-        return out.loss
+    def encode(self, input_ids, attention_mask, counts) -> Fused:
+        """Packed passages (P, L) -> what the decoder reads: fused states (B, T, H), mask (B, T) [, ids (B, T)]."""
+        states, mask = self.fuse(self.encode_passages(input_ids, attention_mask), attention_mask, counts)
+        return Fused(states, mask, self.fuse_ids(input_ids, attention_mask, counts))
+
+    def loss(self, fused: Fused, labels: torch.Tensor) -> torch.Tensor:
+        """labels (B, A) with -100 at padding -> mean token negative log-likelihood (of the copy mixture when the
+        reader has a pointer)."""
+        enc = BaseModelOutput(last_hidden_state=fused.states)
+        if self.pointer is None:
+            return self.model(encoder_outputs=enc, attention_mask=fused.mask, labels=labels).loss
+        out = self.model(encoder_outputs=enc, attention_mask=fused.mask, output_hidden_states=True,
+                         decoder_input_ids=self.model.prepare_decoder_input_ids_from_labels(labels=labels))
+        return self.pointer.nll(out.logits, out.decoder_hidden_states[-1], fused.states, fused.mask, fused.ids,
+                                labels)
 
     @torch.no_grad()
-    def generate(self, fused: torch.Tensor, fused_mask: torch.Tensor, max_new_tokens: int = 32,
-                 num_beams: int = 1) -> list[str]:
-        """Answers for fused encoder states (B, T, H); greedy when num_beams = 1."""
-        ids = self.model.generate(encoder_outputs=BaseModelOutput(last_hidden_state=fused), attention_mask=fused_mask,
-                                  max_new_tokens=max_new_tokens, num_beams=num_beams, do_sample=False)
+    def generate(self, fused: Fused, max_new_tokens: int = 32, num_beams: int = 1) -> list[str]:
+        """Answers (greedy when num_beams = 1); with a pointer, decoded over the copy mixture."""
+        if self.pointer is None:
+            ids = self.model.generate(encoder_outputs=BaseModelOutput(last_hidden_state=fused.states),
+                                      attention_mask=fused.mask, max_new_tokens=max_new_tokens, num_beams=num_beams,
+                                      do_sample=False)
+        else:
+            ids = pointer_decode(self.model, self.pointer, fused.states, fused.mask, fused.ids, max_new_tokens,
+                                 num_beams)
         return [t.strip() for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
 
 

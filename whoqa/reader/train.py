@@ -23,7 +23,7 @@ import torch
 from whoqa.book import atomic_write
 from whoqa.reader.data import (CONTEXTS, Batcher, ReaderExample, book_folds, build_examples, pad_labels,
                                sample_passages)
-from whoqa.reader.model import FiDReader, pad_states
+from whoqa.reader.model import FiDReader, Fused, pad_states
 from whoqa.reader.noise import mask_spans
 from whoqa.train import set_seed
 
@@ -58,6 +58,7 @@ class ReaderConfig:
     base: str | None = None  # as PrereadConfig.base; ignored with preread
     preread: bool = False  # start from WS/models/preread/
     lookup: bool = False  # start from WS/models/lookup/ (answer lookup on artificial questions, after prereading)
+    copy: bool = False  # a copy pointer over the passages' tokens (with lookup: WS/models/lookup+copy/)
     top_k: int = 10  # passages per question (Mou et al.: top 10)
     passage_tokens: int = 192  # "question [SEP] passage" tokens
     answer_tokens: int = 32
@@ -77,15 +78,16 @@ class ReaderConfig:
 
 def run_name(cfg: ReaderConfig) -> str:
     return (f"fid[{cfg.context}]" + ("+preread" if cfg.preread else "") + ("+lookup" if cfg.lookup else "")
-            + ("+encoder" if cfg.train_encoder else ""))
+            + ("+copy" if cfg.copy else "") + ("+encoder" if cfg.train_encoder else ""))
 
 
 def preread_dir(workspace: Path) -> Path:
     return Path(workspace) / "models" / "preread"
 
 
-def lookup_dir(workspace: Path) -> Path:
-    return Path(workspace) / "models" / "lookup"
+def lookup_dir(workspace: Path, copy: bool = False) -> Path:
+    """The answer-lookup model, with or without a copy pointer (both can exist: each QA run names the one it uses)."""
+    return Path(workspace) / "models" / ("lookup+copy" if copy else "lookup")
 
 
 def strip_start(reader: FiDReader) -> int | None:
@@ -97,7 +99,7 @@ def trainable(reader: FiDReader, train_encoder: bool) -> list[torch.nn.Parameter
     enc.requires_grad_(train_encoder)
     if not train_encoder:
         enc.eval()  # frozen: no dropout, so cached states equal fresh ones
-    return [p for p in reader.model.parameters() if p.requires_grad]
+    return [p for p in reader.parameters() if p.requires_grad]  # the model's and the copy pointer's
 
 
 def _optimizer(params, lr: float, steps: int):
@@ -131,8 +133,8 @@ def input_reliance(reader: FiDReader, states_of, targets_of, n: int, batch: int 
     for i in range(0, n, batch):
         idx = list(range(i, min(n, i + batch)))
         labels = targets_of(idx)  # (b, A)
-        own += float(reader.loss(*states_of(idx), labels)) * len(idx)  # states_of -> (b, T, H), (b, T)
-        other += float(reader.loss(*states_of([(j + 1) % n for j in idx]), labels)) * len(idx)
+        own += float(reader.loss(states_of(idx), labels)) * len(idx)  # states_of -> Fused, states (b, T, H)
+        other += float(reader.loss(states_of([(j + 1) % n for j in idx]), labels)) * len(idx)
     return {"loss_own_input": round(own / max(1, n), 4), "loss_other_input": round(other / max(1, n), 4),
             "examples": n}
 
@@ -169,7 +171,7 @@ def preread_examples(reader: FiDReader, texts: list[str], cfg: PrereadConfig) ->
     return out
 
 
-def _encode_single(reader: FiDReader, srcs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+def _encode_single(reader: FiDReader, srcs: list[list[int]]) -> Fused:
     """One passage per example (token id lists) -> encoder states (B, T, H), mask (B, T)."""
     pad = reader.tokenizer.pad_token_id
     ids = torch.full((len(srcs), max(len(s) for s in srcs)), pad, dtype=torch.long)  # (B, T)
@@ -210,8 +212,8 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
 
     def loss_of(idx):
         with torch.set_grad_enabled(cfg.train_encoder):
-            fused, fmask = _encode_single(reader, [pairs[i][0] for i in idx])  # (B, T, H), (B, T)
-        return reader.loss(fused, fmask, pad_labels([pairs[i][1] for i in idx]))
+            fused = _encode_single(reader, [pairs[i][0] for i in idx])  # states (B, T, H)
+        return reader.loss(fused, pad_labels([pairs[i][1] for i in idx]))
 
     stats, losses = pretrain_loop(reader, state, out_dir, cfg, asdict(cfg), len(pairs), loss_of, "preread", progress)
     stats = {"books": len(books), "passages": len(pairs), **stats,
@@ -302,8 +304,8 @@ def encode_examples(reader: FiDReader, batcher: Batcher, examples: list[ReaderEx
     for i in range(0, len(examples), batch):
         chunk = examples[i:i + batch]
         ids, mask, counts = batcher.inputs(chunk)
-        fused, fmask = reader.encode(ids, mask, counts)  # (B, T, H), (B, T)
-        for row, m in zip(fused, fmask):
+        fused = reader.encode(ids, mask, counts)  # states (B, T, H)
+        for row, m in zip(fused.states, fused.mask):
             out.append(row[m.bool()].to(torch.float16).clone())
         bar.update(len(chunk))
     bar.close()
@@ -341,11 +343,18 @@ class StateCache:
         return pad_states([self.states[e.question_id].float() for e in examples])  # (B, T, H), (B, T)
 
 
-def _fused(reader, batcher, cache, chunk, grad: bool):
-    if cache is not None:
-        return cache.fused(chunk)
-    with torch.set_grad_enabled(grad):
-        return reader.encode(*batcher.inputs(chunk))
+def _fused(reader, batcher, cache, chunk, grad: bool) -> Fused:
+    """What the decoder reads for a batch of examples: cached states (token ids re-derived by tokenising, for a
+    copy pointer) or freshly encoded ones."""
+    if cache is None:
+        with torch.set_grad_enabled(grad):
+            return reader.encode(*batcher.inputs(chunk))
+    states, mask = cache.fused(chunk)  # (B, T, H), (B, T)
+    ids = reader.fuse_ids(*batcher.inputs(chunk)) if reader.pointer is not None else None  # (B, T)
+    if ids is not None and ids.shape != mask.shape:
+        raise ValueError(f"cached reader states do not match the passages' tokens ({tuple(ids.shape)} vs "
+                         f"{tuple(mask.shape)}): delete {cache.path} and rerun")
+    return Fused(states, mask, ids)
 
 
 def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg: ReaderConfig,
@@ -367,8 +376,7 @@ def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg:
             chunk = [examples[j] for j in order[i:i + cfg.batch_size]]
             labels = batcher.labels([rng.choice([a for a in e.answers if a.strip()] or [""]) for e in chunk])
             with autocast(cfg.bf16):
-                fused, fmask = _fused(reader, batcher, cache, chunk, cfg.train_encoder)
-                loss = reader.loss(fused, fmask, labels)
+                loss = reader.loss(_fused(reader, batcher, cache, chunk, cfg.train_encoder), labels)
             losses.append(_step(loss, params, opt, sched, f"{desc} epoch {epoch}"))
             bar.update(1)
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
@@ -388,8 +396,8 @@ def predict(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], 
     for i in range(0, len(examples), batch):
         chunk = examples[i:i + batch]
         with torch.no_grad():
-            fused, fmask = _fused(reader, batcher, cache, chunk, False)
-        out += reader.generate(fused, fmask, cfg.max_new_tokens, cfg.num_beams)
+            fused = _fused(reader, batcher, cache, chunk, False)
+        out += reader.generate(fused, cfg.max_new_tokens, cfg.num_beams)
         bar.update(len(chunk))
     bar.close()
     return out
@@ -401,17 +409,28 @@ def start_path(workspace: Path, cfg: ReaderConfig) -> str | None:
                          "drop --preread")
     if not (cfg.preread or cfg.lookup):
         return cfg.base
-    path, stage = (lookup_dir(workspace), "lookup") if cfg.lookup else (preread_dir(workspace), "preread")
+    path, stage = (lookup_dir(workspace, cfg.copy), "lookup" + (" --copy" if cfg.copy else "")) if cfg.lookup \
+        else (preread_dir(workspace), "preread")
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --reader {stage} --workspace {workspace}`")
     return str(path)
+
+
+def load_start(workspace: Path, cfg: ReaderConfig) -> FiDReader:
+    """The reader a QA run starts from (start_path), with a fresh copy pointer when cfg.copy and it has none."""
+    reader = FiDReader.load(start_path(workspace, cfg))
+    if cfg.copy and reader.pointer is None:
+        reader.add_pointer()
+    elif reader.pointer is not None and not cfg.copy:
+        raise ValueError(f"the reader at {start_path(workspace, cfg)} has a copy pointer: add --copy")
+    return reader
 
 
 def start_record(workspace: Path, cfg: ReaderConfig) -> dict:
     """What a run starts from, saved with each fold ({"preread": its prereading config} and, for --lookup runs,
     {"lookup": the answer-lookup config}): a fold of an older pretraining is redone, never mixed in."""
     if cfg.lookup:
-        meta = lookup_dir(workspace) / "whoqa_reader.json"
+        meta = lookup_dir(workspace, cfg.copy) / "whoqa_reader.json"
         done = json.loads(meta.read_text()) if meta.is_file() else {}
         return {"preread": done.get("preread"), "lookup": done.get("config")}
     return {"preread": preread_record(workspace) if cfg.preread else None}
@@ -435,7 +454,7 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
     examples = build_examples(ws, cfg.context, cfg.top_k, progress)
     folds = book_folds(examples, cfg.folds, cfg.seed)
     atomic_write(run_dir / "config.json", json.dumps(asdict(cfg), indent=1))
-    init = start_path(ws, cfg)
+    start_path(ws, cfg)  # a missing pretraining fails before any work
     start = start_record(ws, cfg)
     finished = {d["fold"] for d in current_folds(ws, run_dir)[1]}
     cache = None
@@ -444,7 +463,7 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
         if k in finished:
             continue
         set_seed(cfg.seed + k)
-        reader = FiDReader.load(init)
+        reader = load_start(ws, cfg)
         batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader))
         held = set(test_books)
         train = [e for e in examples if e.document_id not in held][:cfg.max_train_samples]
@@ -509,7 +528,7 @@ def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True) -> di
     ws = Path(workspace)
     examples = build_examples(ws, cfg.context, cfg.top_k, progress)[:cfg.max_train_samples]
     set_seed(cfg.seed)
-    reader = FiDReader.load(start_path(ws, cfg))
+    reader = load_start(ws, cfg)
     batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader))
     cache = None
     if not cfg.train_encoder:
