@@ -293,3 +293,22 @@ def test_a_pointer_copies_names_it_was_never_trained_to_say(reader, tmp_path):
     r.save(tmp_path / "copy")
     again = FiDReader.load(str(tmp_path / "copy"))
     assert again.pointer is not None and predict(again, b, test, cfg, None, progress=False) == preds
+
+
+def test_cached_states_get_the_token_ids_fresh_encoding_gives(reader):
+    """With a frozen encoder the states come from the cache; the pointer's token ids are re-derived by tokenising and
+    must line up with them position by position."""
+    from whoqa.reader.train import StateCache, _fused, encode_examples
+    reader.add_pointer()
+    b = _batcher(reader, passage_tokens=40)
+    examples = [_ex(0, "who bakes the pie?", "ribby", ["ribby the cat bakes a pie", "duchess eats it"]),
+                _ex(1, "what is in the box?", "a key", []),
+                _ex(2, "where does jemima go?", "to the farm", ["jemima flies away to the farm"])]
+    cache = StateCache.in_memory({e.question_id: s for e, s in zip(examples, encode_examples(
+        reader, b, examples, progress=False))})
+    cached, fresh = _fused(reader, b, cache, examples, False), reader.encode(*b.inputs(examples))
+    assert torch.equal(cached.ids, fresh.ids) and torch.equal(cached.mask, fresh.mask)
+    assert torch.allclose(cached.states, fresh.states, atol=1e-2)  # the cache keeps float16
+    words = reader.tokenizer.convert_ids_to_tokens(fresh.ids[0][fresh.mask[0].bool()].tolist())
+    # the question heads both passages: "pie" twice there and once in the first passage
+    assert words.count("pie") == 3 and words.count("duchess") == 1 and words.count("[SEP]") == 4

@@ -98,7 +98,7 @@ def run_ask(workspace: str, n: int = 20) -> dict:
 def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | None = None) -> dict:
     """The default reader on real examples (10 passages each): encoding, training examples/s (frozen encoder with
     cached states, in float32 and bfloat16 autocast, and the whole model), generation latency per question (greedy
-    and beam 4), peak memory."""
+    and beam 4), the same with a copy pointer, peak memory."""
     import resource
 
     import torch
@@ -122,13 +122,20 @@ def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | 
            "train_examples_per_s (frozen encoder, cached states)": frozen["examples_per_second"],
            "train_examples_per_s (frozen encoder, cached states, --bf16)": frozen_bf16["examples_per_second"],
            "train_examples_per_s (whole model)": full["examples_per_second"]}
-    for beams in (1, 4):
-        cfg = ReaderConfig(num_beams=beams)
-        lat = []
-        for e in examples[:12]:
-            t = time.perf_counter()
-            predict(reader, batcher, [e], cfg, None, progress=False)  # encodes the passages too
-            lat.append(time.perf_counter() - t)
-        out[f"generate_s_per_question (beams {beams}, with encoding)"] = round(statistics.median(lat), 3)
+    for copy in (False, True):
+        if copy:  # the copy pointer: its own decoding loop over the mixed distribution
+            reader.add_pointer()
+            out["train_examples_per_s (cached states, --bf16, --copy)"] = fit(
+                reader, batcher, examples, ReaderConfig(epochs=1, bf16=True), cache, progress=False)[
+                "examples_per_second"]
+        for beams in (1, 4):
+            cfg = ReaderConfig(num_beams=beams)
+            lat = []
+            for e in examples[:12]:
+                t = time.perf_counter()
+                predict(reader, batcher, [e], cfg, None, progress=False)  # encodes the passages too
+                lat.append(time.perf_counter() - t)
+            out[f"generate_s_per_question (beams {beams}, with encoding{', --copy' if copy else ''})"] = round(
+                statistics.median(lat), 3)
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return out
