@@ -312,3 +312,19 @@ def test_cached_states_get_the_token_ids_fresh_encoding_gives(reader):
     words = reader.tokenizer.convert_ids_to_tokens(fresh.ids[0][fresh.mask[0].bool()].tolist())
     # the question heads both passages: "pie" twice there and once in the first passage
     assert words.count("pie") == 3 and words.count("duchess") == 1 and words.count("[SEP]") == 4
+
+
+def test_the_pointer_favours_the_position_that_continues_what_it_just_wrote():
+    from whoqa.reader.pointer import CopyPointer, previous_tokens
+    assert previous_tokens(torch.tensor([[101, 7, 9, 4]]), 101).tolist() == [[[-1, -1], [-1, 7], [7, 9], [9, 4]]]
+    p = CopyPointer(4, 4)
+    with torch.no_grad():
+        p.query.weight.zero_()
+        p.query.bias.zero_()  # no content match: attention is uniform but for the follow bonus
+    ids = torch.tensor([[5, 7, 9, 5, 9, 7, 9, 3]])  # (1, T): "7 9" is followed by 5 at 3 and by 3 at 7; "9" also at 5
+    dec, enc, mask = torch.zeros(1, 1, 4), torch.randn(1, 8, 4), torch.ones(1, 8)
+    attn, _ = p(dec, enc, mask, ids, torch.tensor([[[7, 9]]]))  # just wrote "7 9"
+    a = attn[0, 0]
+    assert a[3] > a[5] > a[0] and torch.isclose(a[3], a[7]) and torch.isclose(a[0], a[4])  # 2 > 1 > 0 matches
+    plain, _ = p(dec, enc, mask)  # without what was written: uniform
+    assert torch.allclose(plain, torch.full_like(plain, 1 / 8))

@@ -17,7 +17,7 @@ import torch
 from transformers.modeling_outputs import BaseModelOutput
 
 from whoqa.minilm import bundled_minilm
-from whoqa.reader.pointer import POINTER_FILE, CopyPointer, pointer_decode
+from whoqa.reader.pointer import POINTER_FILE, CopyPointer, pointer_decode, previous_tokens
 
 log = logging.getLogger(__name__)
 READER_FILE = "whoqa_reader.json"
@@ -149,10 +149,12 @@ class FiDReader(torch.nn.Module):
         enc = BaseModelOutput(last_hidden_state=fused.states)
         if self.pointer is None:
             return self.model(encoder_outputs=enc, attention_mask=fused.mask, labels=labels).loss
+        dec_in = self.model.prepare_decoder_input_ids_from_labels(labels=labels)  # (B, A)
         out = self.model(encoder_outputs=enc, attention_mask=fused.mask, output_hidden_states=True,
-                         decoder_input_ids=self.model.prepare_decoder_input_ids_from_labels(labels=labels))
+                         decoder_input_ids=dec_in)
+        prev = previous_tokens(dec_in, self.model.generation_config.decoder_start_token_id)  # (B, A, 2)
         return self.pointer.nll(out.logits, out.decoder_hidden_states[-1], fused.states, fused.mask, fused.ids,
-                                labels)
+                                labels, prev)
 
     @torch.no_grad()
     def generate(self, fused: Fused, max_new_tokens: int = 32, num_beams: int = 1) -> list[str]:

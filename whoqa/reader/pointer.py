@@ -26,32 +26,42 @@ class CopyPointer(torch.nn.Module):
         self.query = torch.nn.Linear(decoder_hidden, encoder_hidden)
         self.key = torch.nn.Linear(encoder_hidden, encoder_hidden, bias=False)
         self.gate = torch.nn.Linear(decoder_hidden + encoder_hidden, 1)
+        self.follow = torch.nn.Parameter(torch.full((2,), 0.2))  # x5: score bonus of positions that continue the text
         self.dims = (decoder_hidden, encoder_hidden)
 
-    def forward(self, dec: torch.Tensor, enc: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, dec: torch.Tensor, enc: torch.Tensor, mask: torch.Tensor, ids: torch.Tensor | None = None,
+                prev: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """dec (B, A, Hd) decoder states, enc (B, T, He) fused encoder states, mask (B, T) -> copy attention over the
-        fused tokens (B, A, T) in float32 and the gate logit (B, A) (> 0: generate, < 0: copy)."""
+        fused tokens (B, A, T) in float32 and the gate logit (B, A) (> 0: generate, < 0: copy). With ids (B, T) and
+        prev (B, A, 2) (the two tokens written before each step, -1 = none), positions whose preceding one (two) tokens
+        are those get a learned bonus: copying continues the word it is spelling (CopyNet's selective read, simplest)."""
         # (q W_k) . enc = q . (W_k enc): the keys are never projected, so a decoding step costs O(T), not O(T He^2)
         q = self.query(dec) @ self.key.weight  # (B, A, He)
         scores = (q @ enc.transpose(1, 2)).float() * self.dims[1] ** -0.5  # (B, A, T)
+        if prev is not None:
+            f1 = torch.zeros_like(scores, dtype=torch.bool)  # (B, A, T): ids[j-1] == the last token written
+            f1[..., 1:] = ids[:, None, :-1] == prev[..., 1:2]
+            f2 = torch.zeros_like(f1)  # and ids[j-2] == the one before it
+            f2[..., 2:] = f1[..., 2:] & (ids[:, None, :-2] == prev[..., 0:1])
+            scores = scores + 5 * (self.follow[0] * f1 + self.follow[1] * f2)
         attn = scores.masked_fill(~mask.bool()[:, None, :], float("-inf")).softmax(-1)  # (B, A, T)
         context = attn.to(enc.dtype) @ enc  # (B, A, He)
         return attn, self.gate(torch.cat([dec, context.to(dec.dtype)], -1)).squeeze(-1).float()
 
-    def log_probs(self, logits, dec, enc, mask, ids) -> torch.Tensor:
+    def log_probs(self, logits, dec, enc, mask, ids, prev=None) -> torch.Tensor:
         """The mixed distribution's log-probabilities (B, A, V): logits (B, A, V), ids (B, T) the fused tokens."""
-        attn, g = self(dec, enc, mask)
+        attn, g = self(dec, enc, mask, ids, prev)
         copy = torch.zeros(logits.shape, dtype=torch.float32, device=logits.device)
         copy.scatter_add_(-1, ids[:, None, :].expand(-1, attn.shape[1], -1), attn)  # (B, A, V)
         return torch.logaddexp(F.logsigmoid(g)[..., None] + logits.float().log_softmax(-1),
                                F.logsigmoid(-g)[..., None] + copy.clamp_min(1e-30).log())
 
-    def nll(self, logits, dec, enc, mask, ids, labels) -> torch.Tensor:
+    def nll(self, logits, dec, enc, mask, ids, labels, prev=None) -> torch.Tensor:
         """Mean negative log-likelihood of labels (B, A) (-100 = padding) under the mixture; only the targets' copy
         mass is summed, so no (B, A, V) copy distribution is built in training."""
         keep = labels != -100  # (B, A)
         y = labels.clamp_min(0)
-        attn, g = self(dec, enc, mask)
+        attn, g = self(dec, enc, mask, ids, prev)
         gen = logits.float().log_softmax(-1).gather(-1, y[..., None]).squeeze(-1)  # (B, A)
         copy = (attn * (ids[:, None, :] == y[..., None])).sum(-1)  # (B, A)
         logp = torch.logaddexp(F.logsigmoid(g) + gen, F.logsigmoid(-g) + copy.clamp_min(1e-30).log())
@@ -80,7 +90,9 @@ def pointer_decode(model, pointer: CopyPointer, states: torch.Tensor, mask: torc
         out = model(encoder_outputs=enc, attention_mask=mask, decoder_input_ids=tokens[:, -1:], past_key_values=past,
                     use_cache=True, output_hidden_states=True)
         past = out.past_key_values
-        logp = pointer.log_probs(out.logits[:, -1:], out.decoder_hidden_states[-1][:, -1:], states, mask, ids)[:, 0]
+        prev = previous_tokens(tokens[:, -2:], start)[:, -1:]  # (B*K, 1, 2)
+        logp = pointer.log_probs(out.logits[:, -1:], out.decoder_hidden_states[-1][:, -1:], states, mask, ids,
+                                 prev)[:, 0]
         v = logp.shape[-1]  # logp (B*K, V)
         if k == 1:  # greedy
             nxt = logp.argmax(-1)  # (B,)
@@ -130,3 +142,11 @@ def pointer_decode(model, pointer: CopyPointer, states: torch.Tensor, mask: torc
         best = max(hyps[i], key=lambda h: h[0])[1] if hyps[i] else []
         out_ids.append([t for t in best if t != pad])
     return out_ids
+
+
+def previous_tokens(decoder_inputs: torch.Tensor, start: int) -> torch.Tensor:
+    """decoder inputs (B, A) (the start token, then the tokens written) -> (B, A, 2): for each step the two tokens
+    written before it, -1 where there is none."""
+    written = decoder_inputs.masked_fill(decoder_inputs == start, -1)
+    before = torch.cat([torch.full_like(written[:, :1], -1), written[:, :-1]], 1)
+    return torch.stack([before, written], -1)
