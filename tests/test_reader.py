@@ -328,3 +328,17 @@ def test_the_pointer_favours_the_position_that_continues_what_it_just_wrote():
     assert a[3] > a[5] > a[0] and torch.isclose(a[3], a[7]) and torch.isclose(a[0], a[4])  # 2 > 1 > 0 matches
     plain, _ = p(dec, enc, mask)  # without what was written: uniform
     assert torch.allclose(plain, torch.full_like(plain, 1 / 8))
+
+
+def test_an_unreadable_copy_pointer_names_its_file_and_what_to_do(reader, tmp_path):
+    from whoqa.reader.model import FiDReader
+    reader.add_pointer()
+    reader.save(tmp_path / "r")
+    state = torch.load(tmp_path / "r" / "copy_pointer.pt")
+    del state["state"]["follow"]  # a pointer saved by a version without the follow bonus
+    torch.save(state, tmp_path / "r" / "copy_pointer.pt")
+    with pytest.raises(ValueError, match=r"copy_pointer\.pt is not a copy pointer.*--copy"):
+        FiDReader.load(str(tmp_path / "r"))
+    (tmp_path / "r" / "copy_pointer.pt").write_bytes(b"not a torch file")
+    with pytest.raises(ValueError, match=r"copy_pointer\.pt is not a copy pointer"):
+        FiDReader.load(str(tmp_path / "r"))

@@ -235,7 +235,7 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -
     set_seed(cfg.seed)
     record = {**asdict(cfg), "preread_config": preread}  # a new prereading restarts an interrupted lookup
     reader, state = resume(out_dir, record, start)
-    if cfg.copy and reader.pointer is None:
+    if cfg.copy:
         reader.add_pointer()
     batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader))
     train, held, counts = lookup_examples(ws, cfg, reader.tokenizer, progress)

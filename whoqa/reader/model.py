@@ -77,16 +77,24 @@ class FiDReader(torch.nn.Module):
         """A reader folder (with its copy pointer, if it has one) or a base model."""
         model, tok = load_seq2seq(path)
         pointer = None
-        if path and (Path(path) / POINTER_FILE).is_file():
-            saved = torch.load(Path(path) / POINTER_FILE)
-            pointer = CopyPointer(*saved["dims"])
-            pointer.load_state_dict(saved["state"])
+        file = Path(path) / POINTER_FILE if path else None
+        if file is not None and file.is_file():
+            try:
+                saved = torch.load(file)
+                pointer = CopyPointer(*saved["dims"])
+                pointer.load_state_dict(saved["state"])
+            except Exception as e:  # a corrupt file, or a pointer of another version
+                why = " ".join(str(e).split())  # one line: torch's messages span several
+                raise ValueError(f"{file} is not a copy pointer this version of whoqa reads ({why}): train the "
+                                 "reader again with --copy") from e
         return cls(model, tok, pointer)
 
     def add_pointer(self) -> None:
-        """A fresh copy pointer (see whoqa.reader.pointer), sized for this model's decoder and encoder."""
-        self.pointer = CopyPointer(self.model.get_decoder().config.hidden_size,
-                                   self.model.get_encoder().config.hidden_size)
+        """A fresh copy pointer (see whoqa.reader.pointer), sized for this model's decoder and encoder, unless it
+        has one (a resumed or pretrained one is kept)."""
+        if self.pointer is None:
+            self.pointer = CopyPointer(self.model.get_decoder().config.hidden_size,
+                                       self.model.get_encoder().config.hidden_size)
 
     def save(self, path: Path, extra: dict | None = None) -> None:
         """save_pretrained of model and tokenizer, and the copy pointer (a reader folder loads back with

@@ -5,11 +5,13 @@ Why: the bert2bert reader learns answer style but cannot spell a name it has nev
 (README: F1 about 2 on Who questions although 48% of their answers stand verbatim in the BM25F passages). With a
 pointer, producing "Krag" is attending to the passage token "krag", which a bilinear match of the decoder state with
 the encoder states learns quickly. Its attention is its own (query = decoder state, keys = fused encoder states), so it
-works with any seq2seq model and keeps the decoder's fast attention kernels. Wordpiece names are copied piece by piece:
-the encoder state of "##ag" knows it follows "kr".
+works with any seq2seq model and keeps the decoder's fast attention kernels. Wordpiece names are copied piece by piece,
+and positions that follow the tokens just written get a learned bonus, so the pointer continues the name it is
+spelling (without it, "Krag" came out as "kragel": the copy of a continuation piece of another name).
 
     p(y) = sigmoid(g) * softmax(logits)[y] + sigmoid(-g) * sum_{j: ids_j = y} attention_j
     g    = gate([decoder state; attended encoder state])
+    attention = softmax(q . W_k enc_j + 5 w1 [ids_{j-1} = y_{t-1}] + 5 w2 [ids_{j-2..j-1} = y_{t-2..t-1}])
 """
 from __future__ import annotations
 

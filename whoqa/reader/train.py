@@ -418,11 +418,12 @@ def start_path(workspace: Path, cfg: ReaderConfig) -> str | None:
 
 def load_start(workspace: Path, cfg: ReaderConfig) -> FiDReader:
     """The reader a QA run starts from (start_path), with a fresh copy pointer when cfg.copy and it has none."""
-    reader = FiDReader.load(start_path(workspace, cfg))
-    if cfg.copy and reader.pointer is None:
+    path = start_path(workspace, cfg)
+    reader = FiDReader.load(path)
+    if cfg.copy:
         reader.add_pointer()
-    elif reader.pointer is not None and not cfg.copy:
-        raise ValueError(f"the reader at {start_path(workspace, cfg)} has a copy pointer: add --copy")
+    elif reader.pointer is not None:
+        raise ValueError(f"the reader at {path} has a copy pointer: add --copy")
     return reader
 
 
