@@ -160,6 +160,8 @@ def pretrain_cmd(
     lookup_books: str = typer.Option("unlabeled", help="Answer lookup: unlabeled (books without questions) or all."),
     lookup_lr: float = typer.Option(3e-4, help="Answer lookup: AdamW learning rate (linear decay)."),
     lookup_preread: bool = typer.Option(True, help="Answer lookup: start from the prereading (else --reader-base)."),
+    lookup_spans: float = typer.Option(0.0, help="Answer lookup: share of What/Where/When/Why questions whose answer "
+                                                 "is a span (the rest are Who questions)."),
     train_encoder: bool = typer.Option(False, help="Reader: train the encoder too (default: decoder only)."),
     bf16: bool = typer.Option(False, help="Reader: bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
     copy: bool = typer.Option(False, help="Answer lookup: with a copy pointer over the passages -> "
@@ -171,7 +173,8 @@ def pretrain_cmd(
     if reader == "lookup":
         from whoqa.reader.lookup import LookupConfig, pretrain_lookup
         lcfg = LookupConfig(questions=lookup_questions, books=lookup_books, lr=lookup_lr, preread=lookup_preread,
-                            base=reader_base, train_encoder=train_encoder, bf16=bf16, copy=copy, seed=seed)
+                            base=reader_base, train_encoder=train_encoder, bf16=bf16, copy=copy, spans=lookup_spans,
+                            seed=seed)
         st = _stage(pretrain_lookup, workspace, lcfg)
         h = st["heldout"]
         typer.echo(f"answer lookup on {st['questions']:,} artificial questions of {st['books']} books in "

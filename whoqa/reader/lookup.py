@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import re
 from dataclasses import asdict, dataclass
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from data_prep.span_questions import span_questions
 from whoqa.book import Book, atomic_write
 from whoqa.reader.data import Batcher, ReaderExample, detokenize
 from whoqa.reader.model import FiDReader
@@ -49,6 +51,7 @@ class LookupConfig:
     books: str = "unlabeled"  # unlabeled: books no question is asked about; all: every book with artificial questions
     heldout: int = 256  # questions of held-out books (never trained on) for held-out accuracy and input reliance
     rename: bool = True  # random names for the characters of each example, so answers must be copied (see below)
+    spans: float = 0.0  # share of span questions (What/Where/When/Why, data_prep.span_questions) among the questions
     copy: bool = False  # train a copy pointer (whoqa.reader.pointer) with the reader -> WS/models/lookup+copy/
     seed: int = 13
     checkpoint_every: int = 100  # steps
@@ -58,17 +61,20 @@ def lookup_example(book: Book, q: dict, cfg: LookupConfig, rng: random.Random, q
                    names: list[str] | None = None) -> ReaderExample | None:
     """One artificial question as a reader example, or None when its answer has no proper mention in the window.
 
-    With names (cfg.rename), each character's proper mentions in the question and passages take a random name from
-    the list, one per character and example: the reader can then only answer by copying from its passages, never by
-    recalling which names a book uses (without renaming, it answered unseen books with names of its training books)."""
+    A Who question's answer is the nearest proper mention of its character at or before the source sentence; a span
+    question's (data_prep.span_questions) is its span. With names (cfg.rename), each character's proper mentions in the
+    question, passages and answer take a random name from the list, one per character and example: the reader can then
+    only answer by copying from its passages, never by recalling which names a book uses (without renaming, it
+    answered unseen books with names of its training books)."""
     s, n = q["s"], len(book.sentences)
     first = max(0, min(s - 2, n - cfg.window))
     last = min(n - 1, first + cfg.window - 1)
-    hi = book.sentences[s][1]
-    near = [m for sid in range(first, s + 1) for m in book.sentence_mentions(sid)
-            if m.char_id == q["a"] and m.prop == "PROP" and m.end < hi]
-    if not near:
-        return None
+    if "span" not in q:
+        hi = book.sentences[s][1]
+        near = [m for sid in range(first, s + 1) for m in book.sentence_mentions(sid)
+                if m.char_id == q["a"] and m.prop == "PROP" and m.end < hi]
+        if not near:
+            return None
     renamed: dict[int, str] = {}
 
     def name_of(char_id: int, surface: str) -> str:
@@ -83,34 +89,40 @@ def lookup_example(book: Book, q: dict, cfg: LookupConfig, rng: random.Random, q
             renamed[char_id] = pick
         return renamed[char_id]
 
-    def text(a: int, b: int) -> str:  # sentences a..b, proper mentions as name_of gives them
+    def text(lo: int, hi: int) -> str:  # tokens lo..hi, proper mentions as name_of gives them
+        props = {m.start: m for sid in range(book.tokens[lo].sentence, book.tokens[hi].sentence + 1)
+                 for m in book.sentence_mentions(sid) if m.prop == "PROP"}
         words: list[str] = []
-        for sid in range(a, b + 1):
-            props = {m.start: m for m in book.sentence_mentions(sid) if m.prop == "PROP"}
-            i, end = book.sentences[sid]
-            while i < end:
-                m = props.get(i)
-                if m is None:
-                    words.append(book.tokens[i].word)
-                    i += 1
-                    continue
-                words.append(name_of(m.char_id, detokenize([t.word for t in book.tokens[m.start:m.end + 1]])))
-                i = m.end + 1
+        i = lo
+        while i <= hi:
+            m = props.get(i)
+            if m is None:
+                words.append(book.tokens[i].word)
+                i += 1
+                continue
+            words.append(name_of(m.char_id, detokenize([t.word for t in book.tokens[m.start:m.end + 1]])))
+            i = m.end + 1
         return detokenize(words)
 
-    m = near[-1]  # the proper mention nearest the source sentence
-    answer = name_of(q["a"], detokenize([t.word for t in book.tokens[m.start:m.end + 1]]))
+    def sentences(a: int, b: int) -> str:
+        return text(book.sentences[a][0], book.sentences[b][1] - 1)
+
+    if "span" in q:
+        answer = text(*q["span"])
+    else:
+        m = near[-1]  # the proper mention nearest the source sentence
+        answer = name_of(q["a"], detokenize([t.word for t in book.tokens[m.start:m.end + 1]]))
     if names is None:
         question = q["t"]
     else:
         words = [name_of(int(t[5:]), t) if t.startswith("CHAR_") else t for t in q["q"]]
         question = detokenize(words)
         question = question[:1].upper() + question[1:]
-    passages = [text(first, last)]
+    passages = [sentences(first, last)]
     starts = [a for a in range(0, max(1, n - cfg.window + 1)) if a + cfg.window <= first or a > last]
     for _ in range(cfg.passages - 1 if starts else 0):  # distractors: windows that do not overlap the answer's
         a = rng.choice(starts)
-        passages.append(text(a, min(n - 1, a + cfg.window - 1)))
+        passages.append(sentences(a, min(n - 1, a + cfg.window - 1)))
     rng.shuffle(passages)
     return ReaderExample(qid, book.id, question, [answer], passages)
 
@@ -159,16 +171,23 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
         except Exception as err:  # one broken file is skipped, not fatal
             log.warning("answer lookup skips %s: %s", b, err)
             counts["broken_books"] += 1
-    picks = []
-    for part, n in ((held_books, cfg.heldout), (set(rows_of) - held_books, cfg.questions)):
+    parts = ((held_books, cfg.heldout), (set(rows_of) - held_books, cfg.questions))
+    picks, quota = [], {}
+    for part, n in parts:
+        n_span = round(n * cfg.spans)
         pool = [(b, i) for b in sorted(part & set(rows_of)) for i in range(len(rows_of[b]))]
-        picks.append(rng.sample(pool, min(len(pool), 5 * n // 2)))  # ~half are skipped
+        picks.append(rng.sample(pool, min(len(pool), 5 * (n - n_span) // 2)))  # ~half are skipped
+        total = max(1, sum(len(rows_of[b]) for b in part & set(rows_of)))
+        for b in part & set(rows_of):  # span questions: a share per book in proportion to its Who questions (~length)
+            quota[b] = math.ceil(2 * n_span * len(rows_of[b]) / total) if n_span else 0
     wanted: dict[str, list[int]] = {}
     for b, i in picks[0] + picks[1]:
         wanted.setdefault(b, []).append(i)
     built: dict[tuple[str, int], ReaderExample] = {}
-    bar = _bar(len(wanted), "lookup questions", "book", progress)
-    for b, idx in sorted(wanted.items()):
+    spans: dict[str, list[ReaderExample]] = {}
+    load = sorted(set(wanted) | {b for b, k in quota.items() if k})
+    bar = _bar(len(load), "lookup questions", "book", progress)
+    for b in load:
         try:
             book = Book.load(ws / "books" / b, b)
         except Exception as err:  # one broken book is skipped, not fatal
@@ -178,18 +197,41 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
             continue
         counts["books"] += 1
         brng = random.Random(f"{cfg.seed}-{b}")
-        for i in idx:
-            e = lookup_example(book, rows_of[b][i], cfg, brng, len(built), names)
+
+        def usable(e: ReaderExample | None) -> bool:
             if e is None:
                 counts["no_proper_name"] += 1
-            elif not answer_fits(tokenizer, e, cfg.passage_tokens):
+                return False
+            if not answer_fits(tokenizer, e, cfg.passage_tokens):
                 counts["answer_cut_off"] += 1
-            else:
+                return False
+            return True
+
+        for i in wanted.get(b, []):
+            e = lookup_example(book, rows_of[b][i], cfg, brng, len(built), names)
+            if usable(e):
                 built[(b, i)] = e
+        if quota.get(b):
+            rows, _ = span_questions(book)
+            for j in brng.sample(range(len(rows)), min(len(rows), quota[b])):
+                e = lookup_example(book, rows[j], cfg, brng, -1, names)
+                if usable(e):
+                    spans.setdefault(b, []).append(e)
         bar.update(1)
     bar.close()
-    held = [built[p] for p in picks[0] if p in built][:cfg.heldout]
-    train = [built[p] for p in picks[1] if p in built][:cfg.questions]
+    out = []
+    for (part, n), who_picks in zip(parts, picks):
+        n_span = round(n * cfg.spans)
+        chosen = [built[p] for p in who_picks if p in built][:n - n_span]
+        if n_span:
+            pool = [e for b in sorted(part & set(spans)) for e in spans[b]]
+            chosen += rng.sample(pool, min(n_span, len(pool)))
+            rng.shuffle(chosen)
+        out.append(chosen)
+    held, train = out
+    for k, e in enumerate(held + train):  # ids in the order of use
+        e.question_id = k
+    counts["span_questions"] = sum(1 for e in train if not e.question.lower().startswith("who"))
     if not train:
         raise ValueError(f"no usable artificial question for answer lookup under {ws}/artificial ({counts})")
     return train, held, counts
@@ -215,7 +257,11 @@ def heldout_stats(reader: FiDReader, batcher: Batcher, held: list[ReaderExample]
     for i in range(0, len(held), batch):
         preds += reader.generate(reader.encode(*batcher.inputs(held[i:i + batch])), batcher.answer_tokens, num_beams=1)
     em = 100 * sum(exact_match(p, e.answers) for p, e in zip(preds, held)) / max(1, len(held))
+    by_kind: dict[str, list[float]] = {}
+    for p, e in zip(preds, held):
+        by_kind.setdefault(e.question.split()[0].lower(), []).append(exact_match(p, e.answers))
     return {"exact_match": round(em, 2),  # percent, as text_metrics
+            "exact_match_by_kind": {k: round(100 * sum(v) / len(v), 2) for k, v in sorted(by_kind.items())},
             **input_reliance(reader, lambda idx: reader.encode(*batcher.inputs([held[i] for i in idx])),
                              lambda idx: batcher.labels([held[i].answers[0] for i in idx]), len(held)),
             "samples": [{"question": e.question, "answer": e.answers[0], "prediction": p}
