@@ -182,6 +182,9 @@ def pretrain_cmd(
                    f"{st['loss_last']:.3f}; held-out exact match {h['exact_match']:.1f}%, loss own/other passages "
                    f"{h['loss_own_input']:.3f}/{h['loss_other_input']:.3f} -> {workspace}/models/lookup"
                    + ("+copy" if copy else ""))
+        if len(h.get("exact_match_by_kind", {})) > 1:
+            typer.echo("held-out exact match by kind: " + ", ".join(f"{k} {v:.1f}%" for k, v in
+                                                                     h["exact_match_by_kind"].items()))
         return
     if reader:
         if reader != "preread":

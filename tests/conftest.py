@@ -24,6 +24,19 @@ def engine():
     return SpacyEngine()
 
 
+@pytest.fixture(scope="session")
+def parsed(engine, tmp_path_factory):
+    """text -> the Book the spaCy engine makes of it (real parses and coreference, written and loaded back)."""
+    from whoqa.book import Book, write_book_files
+
+    def make(text: str) -> Book:
+        d = tmp_path_factory.mktemp("b")
+        out = engine.process_text(text)
+        write_book_files(d, "t", out.token_rows, out.entity_rows, out.book)
+        return Book.load(d, "t")
+    return make
+
+
 @pytest.fixture
 def mini_data(tmp_path, shared_data) -> Path:
     """A NarrativeQA-layout folder with two short real books, the Dying Detective, and an empty book."""

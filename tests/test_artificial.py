@@ -2,18 +2,14 @@
 import pytest
 
 from data_prep.artificial import SKIP_ANSWER_IN_QUESTION, SKIP_NO_CONTENT, generate, read_questions, sample
-from whoqa.book import Book, write_book_files
 
 INTRO = "Young Mr. Marriat met Miss Hermione Granger and Mr. Holmes at the station.\n\n"
 
 
 @pytest.fixture(scope="module")
-def made(engine, tmp_path_factory):
+def made(parsed):
     def make(text):
-        d = tmp_path_factory.mktemp("b")
-        out = engine.process_text(INTRO + text)
-        write_book_files(d, "t", out.token_rows, out.entity_rows, out.book)
-        b = Book.load(d, "t")
+        b = parsed(INTRO + text)
         qs, stats = generate(b)
         names = {c.id: [w for w in c.name.split() if w not in ("Mr.", "Miss")][0] for c in b.characters.values()}
         return [(q["t"], names[q["a"]]) for q in qs if q["s"] > 0], stats

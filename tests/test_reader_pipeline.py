@@ -90,8 +90,10 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     fold = json.loads((ws / "reader" / "runs" / "fid[bm25f]+lookup" / "fold0.json").read_text())
     assert fold["lookup"]["questions"] == 12 and fold["preread"]["passages"] == 8
     r = run(app, ["pretrain", "--workspace", str(ws), "--reader", "lookup", "--lookup-books", "all",
-                  "--lookup-questions", "12", "--copy"])
+                  "--lookup-questions", "12", "--copy", "--lookup-spans", "0.5"])
     assert r.exit_code == 0 and "models/lookup+copy" in r.output, r.output
+    meta = json.loads((ws / "models" / "lookup+copy" / "whoqa_reader.json").read_text())
+    assert meta["config"]["spans"] == 0.5 and meta["stats"]["span_questions"] == 6  # half of the 12
     assert (ws / "models" / "lookup+copy" / "copy_pointer.pt").is_file()
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup"])
     assert r.exit_code == 0 and "fid[bm25f]+lookup:" in r.output  # the lookup without a pointer is still current
@@ -99,7 +101,7 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
                   "--copy"])
     assert r.exit_code == 0, r.output
     fold = json.loads((ws / "reader" / "runs" / "fid[bm25f]+lookup+copy" / "fold0.json").read_text())
-    assert fold["lookup"]["copy"] is True
+    assert fold["lookup"]["copy"] is True and fold["lookup"]["spans"] == 0.5
     assert (ws / "models" / "reader" / "fid[bm25f]+lookup+copy" / "fold0" / "copy_pointer.pt").is_file()
 
     assert run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "1", "--epochs", "2"]).exit_code == 0
@@ -109,6 +111,8 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     assert {"fid[none]", "fid[bm25f]", "fid[bm25f]+preread", "fid[bm25f]+lookup", "fid[oracle]"} <= set(full["rows"])
     assert "--lookup" in full["rows"]["fid[bm25f]+lookup"]["command"]
     assert "--lookup --copy" in full["rows"]["fid[bm25f]+lookup+copy"]["command"]
+    assert full["rows"]["fid[bm25f]+lookup+copy"]["command"].startswith(
+        "whoqa pretrain --reader lookup --copy --lookup-spans 0.5 --lookup-questions 12 && whoqa train")
     routed = full["routing"]
     assert routed["reader"] == "fid[bm25f]+preread" and routed["memnet"] == "memnet[bm25f]"
     assert f"routed: memnet[bm25f] + fid[bm25f]+preread" in r.output

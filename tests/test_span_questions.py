@@ -4,18 +4,14 @@ import random
 import pytest
 
 from data_prep.span_questions import SKIP_LONG, SKIP_NOT_A_PLACE, span_questions
-from whoqa.book import Book, write_book_files
 
 INTRO = "Young Mr. Marriat met Miss Hermione Granger and Mr. Holmes at the station.\n\n"
 
 
 @pytest.fixture(scope="module")
-def made(engine, tmp_path_factory):
+def made(parsed):
     def make(text):
-        d = tmp_path_factory.mktemp("b")
-        out = engine.process_text(INTRO + text)
-        write_book_files(d, "t", out.token_rows, out.entity_rows, out.book)
-        b = Book.load(d, "t")
+        b = parsed(INTRO + text)
         qs, stats = span_questions(b)
         span = lambda q: " ".join(t.word for t in b.tokens[q["span"][0]:q["span"][1] + 1])  # noqa: E731
         return [(q["t"], span(q), q["k"]) for q in qs if q["s"] > 0], stats, b, qs

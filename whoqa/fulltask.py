@@ -38,8 +38,15 @@ def reader_runs(workspace: Path) -> dict[str, dict[int, str]]:
     return out
 
 
-def reader_command(cfg: dict) -> str:
-    parts = [f"whoqa train --reader fid --context {cfg['context']}"]
+def reader_command(cfg: dict, lookup: dict | None = None) -> str:
+    """The `whoqa train` command of a run's config, after the answer-lookup pretraining it started from (if any)."""
+    parts = []
+    if lookup:
+        parts.append("whoqa pretrain --reader lookup" + (" --copy" if lookup.get("copy") else "")
+                     + (f" --lookup-spans {lookup['spans']}" if lookup.get("spans") else "")
+                     + (f" --lookup-questions {lookup['questions']}" if lookup.get("questions", 16000) != 16000
+                        else "") + (" --bf16" if lookup.get("bf16") else "") + " &&")
+    parts.append(f"whoqa train --reader fid --context {cfg['context']}")
     if cfg.get("preread"):
         parts.append("--preread")
     if cfg.get("lookup"):
@@ -94,7 +101,10 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     rows = {}
     for name, preds in runs.items():
         cfg = json.loads((ws / "reader" / "runs" / name / "config.json").read_text())
-        rows[name] = _row(preds, refs, who_ids, {"command": reader_command(cfg), "config": cfg})
+        fold0 = ws / "reader" / "runs" / name / "fold0.json"
+        lookup = json.loads(fold0.read_text()).get("lookup") if cfg.get("lookup") and fold0.is_file() else None
+        rows[name] = _row(preds, refs, who_ids, {"command": reader_command(cfg, lookup), "config": cfg,
+                                                 "lookup": lookup})
     memnets = [p.name for p in (ws / "runs").glob("*/") if any(p.glob("fold*_trial0.json"))] \
         if (ws / "runs").is_dir() else []
     base = choose(runs, READER_PREFERENCE, reader_run, "reader run")
