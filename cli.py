@@ -230,6 +230,8 @@ def train_cmd(
     lookup: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader lookup`."),
     copy: bool = typer.Option(False, help="Reader: a copy pointer over the passages' tokens (with --lookup: from "
                                           "`whoqa pretrain --reader lookup --copy`)."),
+    question_passage: bool = typer.Option(False, help="Reader: the question alone as one more passage, first (so "
+                                                      "the reader sees all the no-context reader sees)."),
     reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
     top_k: int = typer.Option(10, help="Reader: passages per question."),
     train_encoder: bool = typer.Option(False, help="Reader: fine-tune the encoder too (default: decoder only)."),
@@ -246,7 +248,7 @@ def train_cmd(
         given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
                  if v is not None}
         rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, lookup=lookup, copy=copy, top_k=top_k,
-                            train_encoder=train_encoder, bf16=bf16, num_beams=beams, seed=seed,
+                            question_passage=question_passage, train_encoder=train_encoder, bf16=bf16, num_beams=beams, seed=seed,
                             max_train_samples=max_train_samples, max_eval_samples=max_eval_samples, **given)
         if final:
             st = _stage(final_reader, workspace, rcfg)

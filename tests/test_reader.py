@@ -80,6 +80,16 @@ def test_no_passage_means_the_question_alone(reader):
     assert reader.tokenizer.decode(ids[0][mask[0].bool()], skip_special_tokens=True) == "who is it?"
 
 
+def test_the_question_passage_comes_first_and_only_with_passages(reader):
+    b = _batcher(reader, question_passage=True)
+    ids, mask, counts = b.inputs([_ex(0, "who is it?", "me", ["it is me", "or you"]), _ex(1, "why?", "no", [])])
+    assert counts == [3, 1]  # the question alone + 2 passages; no passage: the question alone, once
+    text = [reader.tokenizer.decode(ids[i][mask[i].bool()], skip_special_tokens=True) for i in range(4)]
+    assert text == ["who is it?", "who is it? it is me", "who is it? or you", "why?"]
+    plain = _batcher(reader).inputs([_ex(0, "who is it?", "me", ["it is me", "or you"])])
+    assert torch.equal(ids[1:3, :plain[0].shape[1]], plain[0])  # the passages themselves are unchanged
+
+
 def test_span_masking_on_a_fixed_seed():
     from whoqa.reader.noise import mask_spans, span_lengths
     ids = list(range(1000, 1200))

@@ -53,6 +53,8 @@ def reader_command(cfg: dict, lookup: dict | None = None) -> str:
         parts.append("--lookup")
     if cfg.get("copy"):
         parts.append("--copy")
+    if cfg.get("question_passage"):
+        parts.append("--question-passage")
     if cfg.get("train_encoder"):
         parts.append("--train-encoder")
     if cfg.get("bf16"):

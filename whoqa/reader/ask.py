@@ -1,6 +1,7 @@
 """Asking a book a question that is not about a character: BM25F passages of the book, then the trained reader."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,9 @@ class ReaderAsker:
         self.model_name = path.parent.name
         self.reader = FiDReader.load(str(path))
         self.reader.model.eval()
-        self.batcher = Batcher(self.reader.tokenizer, strip_start=strip_start(self.reader))
+        cfg = json.loads((path / READER_FILE).read_text()).get("config", {})
+        self.batcher = Batcher(self.reader.tokenizer, strip_start=strip_start(self.reader),
+                               question_passage=cfg.get("question_passage", False))
         self.top_k, self.num_beams = top_k, num_beams
         self._books: dict = {}
 

@@ -92,16 +92,20 @@ def build_examples(workspace: Path, context: str, top_k: int = 10, progress: boo
 class Batcher:
     """Tokenises examples into FiD batches: all passages packed as (P, L) with per-example counts, labels (B, A)."""
 
-    def __init__(self, tokenizer, passage_tokens: int = 192, answer_tokens: int = 32, strip_start: int | None = None):
+    def __init__(self, tokenizer, passage_tokens: int = 192, answer_tokens: int = 32, strip_start: int | None = None,
+                 question_passage: bool = False):
         self.tok, self.passage_tokens, self.answer_tokens = tokenizer, passage_tokens, answer_tokens
         self.strip_start = strip_start  # bert2bert: the decoder start token ([CLS]) is not part of the labels
+        # one more "passage" of the question alone before the passages: the reader then sees everything the
+        # no-context reader sees, so its passages can only add to it
+        self.question_passage = question_passage
 
     def inputs(self, examples: list[ReaderExample]) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
         """-> input_ids (P, L), attention_mask (P, L), counts (B,): "question [SEP] passage" per passage (the
-        question alone when an example has no passage)."""
+        question alone when an example has no passage, and first when question_passage)."""
         firsts, seconds, counts = [], [], []
         for e in examples:
-            ps = e.passages or [None]
+            ps = ([""] if self.question_passage and e.passages else []) + (e.passages or [None])
             firsts += [e.question] * len(ps)
             seconds += ps
             counts.append(len(ps))

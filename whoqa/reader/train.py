@@ -59,6 +59,7 @@ class ReaderConfig:
     preread: bool = False  # start from WS/models/preread/
     lookup: bool = False  # start from WS/models/lookup/ (answer lookup on artificial questions, after prereading)
     copy: bool = False  # a copy pointer over the passages' tokens (with lookup: WS/models/lookup+copy/)
+    question_passage: bool = False  # the question alone as one more passage, first (Batcher.question_passage)
     top_k: int = 10  # passages per question (Mou et al.: top 10)
     passage_tokens: int = 192  # "question [SEP] passage" tokens
     answer_tokens: int = 32
@@ -78,7 +79,8 @@ class ReaderConfig:
 
 def run_name(cfg: ReaderConfig) -> str:
     return (f"fid[{cfg.context}]" + ("+preread" if cfg.preread else "") + ("+lookup" if cfg.lookup else "")
-            + ("+copy" if cfg.copy else "") + ("+encoder" if cfg.train_encoder else ""))
+            + ("+copy" if cfg.copy else "") + ("+question" if cfg.question_passage else "")
+            + ("+encoder" if cfg.train_encoder else ""))
 
 
 def preread_dir(workspace: Path) -> Path:
@@ -92,6 +94,10 @@ def lookup_dir(workspace: Path, copy: bool = False) -> Path:
 
 def strip_start(reader: FiDReader) -> int | None:
     return reader.model.config.decoder_start_token_id if reader.model.config.model_type == "encoder-decoder" else None
+
+
+def batcher_of(reader: FiDReader, cfg: "ReaderConfig") -> Batcher:
+    return Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader), cfg.question_passage)
 
 
 def trainable(reader: FiDReader, train_encoder: bool) -> list[torch.nn.Parameter]:
@@ -317,7 +323,8 @@ class StateCache:
     the encoder's weights (so a reader whose encoder changed never reads stale states)."""
 
     def __init__(self, workspace: Path, reader: FiDReader, cfg: ReaderConfig):
-        key = f"{cfg.context}-k{cfg.top_k}-L{cfg.passage_tokens}-{encoder_fingerprint(reader)}"
+        key = (f"{cfg.context}-k{cfg.top_k}-L{cfg.passage_tokens}" + ("-q" if cfg.question_passage else "")
+               + f"-{encoder_fingerprint(reader)}")
         self.path = Path(workspace) / "reader" / "cache" / f"{key}.pt"
         self.states: dict[int, torch.Tensor] = torch.load(self.path) if self.path.is_file() else {}
 
@@ -465,7 +472,7 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
             continue
         set_seed(cfg.seed + k)
         reader = load_start(ws, cfg)
-        batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader))
+        batcher = batcher_of(reader, cfg)
         held = set(test_books)
         train = [e for e in examples if e.document_id not in held][:cfg.max_train_samples]
         test = [e for e in examples if e.document_id in held][:cfg.max_eval_samples]
@@ -530,7 +537,7 @@ def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True) -> di
     examples = build_examples(ws, cfg.context, cfg.top_k, progress)[:cfg.max_train_samples]
     set_seed(cfg.seed)
     reader = load_start(ws, cfg)
-    batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader))
+    batcher = batcher_of(reader, cfg)
     cache = None
     if not cfg.train_encoder:
         cache = StateCache(ws, reader, cfg)
