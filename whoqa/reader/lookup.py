@@ -259,7 +259,7 @@ def heldout_stats(reader: FiDReader, batcher: Batcher, held: list[ReaderExample]
     em = 100 * sum(exact_match(p, e.answers) for p, e in zip(preds, held)) / max(1, len(held))
     by_kind: dict[str, list[float]] = {}
     for p, e in zip(preds, held):
-        by_kind.setdefault(e.question.split()[0].lower(), []).append(exact_match(p, e.answers))
+        by_kind.setdefault(re.match(r"[a-z]*", e.question.lower()).group(), []).append(exact_match(p, e.answers))
     return {"exact_match": round(em, 2),  # percent, as text_metrics
             "exact_match_by_kind": {k: round(100 * sum(v) / len(v), 2) for k, v in sorted(by_kind.items())},
             **input_reliance(reader, lambda idx: reader.encode(*batcher.inputs([held[i] for i in idx])),
