@@ -236,6 +236,7 @@ def train_cmd(
     top_k: int = typer.Option(10, help="Reader: passages per question."),
     train_encoder: bool = typer.Option(False, help="Reader: fine-tune the encoder too (default: decoder only)."),
     beams: int = typer.Option(4, help="Reader: beam size (1 = greedy)."),
+    no_repeat_ngram: int = typer.Option(0, help="Reader: answers never write an n-gram of this size twice (0 = off)."),
     bf16: bool = typer.Option(False, help="Reader: bfloat16 autocast in training (~1.8x faster with AVX512-BF16)."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Reader debug: answer the first N questions of a fold."),
 ):
@@ -248,8 +249,9 @@ def train_cmd(
         given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
                  if v is not None}
         rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, lookup=lookup, copy=copy, top_k=top_k,
-                            question_passage=question_passage, train_encoder=train_encoder, bf16=bf16, num_beams=beams, seed=seed,
-                            max_train_samples=max_train_samples, max_eval_samples=max_eval_samples, **given)
+                            question_passage=question_passage, train_encoder=train_encoder, bf16=bf16, num_beams=beams,
+                            no_repeat_ngram=no_repeat_ngram, seed=seed, max_train_samples=max_train_samples,
+                            max_eval_samples=max_eval_samples, **given)
         if final:
             st = _stage(final_reader, workspace, rcfg)
             typer.echo(f"{st['name']}: trained on {st['examples']} questions -> {workspace}/models/reader/{st['name']}"

@@ -243,6 +243,40 @@ def test_pointer_decoding_with_the_gate_shut_is_hugging_faces_search(reader):
         reader.pointer.gate.bias.fill_(60.0)
     for k, preds in expected.items():
         assert predict(reader, b, examples, replace(cfg, num_beams=k), state, progress=False) == preds
+    reader.pointer = None  # and with n-grams blocked (n = 1: no token twice), as model.generate blocks them
+    blocked = {k: predict(reader, b, examples, replace(cfg, num_beams=k, no_repeat_ngram=1), state, progress=False)
+               for k in (1, 4)}
+    reader.add_pointer()
+    with torch.no_grad():
+        reader.pointer.gate.bias.fill_(60.0)
+    for k, preds in blocked.items():
+        assert predict(reader, b, examples, replace(cfg, num_beams=k, no_repeat_ngram=1), state, progress=False) == preds
+
+
+@pytest.mark.parametrize("beams", [1, 3])
+def test_a_pointer_that_loops_writes_no_ngram_twice_when_told(reader, beams):
+    """A pointer that only copies and always continues what it wrote loops on "a b a b ..."; with no_repeat_ngram = 2
+    it never writes a bigram twice."""
+    from whoqa.reader.pointer import CopyPointer, pointer_decode, repeating
+    assert repeating([1, 5, 6, 5], 2) == {6} and repeating([1, 5, 6, 5], 3) == set()
+    assert repeating([1, 5, 6], 1) == {1, 5, 6}
+    torch.manual_seed(0)
+    hd, he = reader.model.config.decoder.hidden_size, reader.model.config.encoder.hidden_size
+    pointer = CopyPointer(hd, he)
+    with torch.no_grad():
+        pointer.gate.bias.fill_(-60.0)  # always copy
+        pointer.follow.fill_(20.0)  # and copy what follows the token just written
+    a, b = reader.tokenizer.convert_tokens_to_ids(["cat", "dog"])
+    ids = torch.tensor([[a, b] * 4])  # (1, T)
+    states, mask = torch.randn(1, 8, he), torch.ones(1, 8, dtype=torch.long)
+    reader.model.eval()
+
+    def bigrams(out):
+        return [tuple(out[i:i + 2]) for i in range(len(out) - 1)]
+    loop = pointer_decode(reader.model, pointer, states, mask, ids, 12, beams)[0]
+    assert len(bigrams(loop)) > len(set(bigrams(loop)))  # without blocking, it repeats itself
+    out = pointer_decode(reader.model, pointer, states, mask, ids, 12, beams, no_repeat_ngram=2)[0]
+    assert len(out) >= 3 and len(bigrams(out)) == len(set(bigrams(out)))
 
 
 def test_the_copy_mixture_is_a_distribution_and_copies_attention_mass(reader):

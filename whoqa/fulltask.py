@@ -59,6 +59,8 @@ def reader_command(cfg: dict, lookup: dict | None = None) -> str:
         parts.append("--train-encoder")
     if cfg.get("bf16"):
         parts.append("--bf16")
+    if cfg.get("no_repeat_ngram"):
+        parts.append(f"--no-repeat-ngram {cfg['no_repeat_ngram']}")
     for key, flag in (("folds", "--folds"), ("epochs", "--epochs"), ("top_k", "--top-k"), ("num_beams", "--beams"),
                       ("seed", "--seed"), ("base", "--reader-base"), ("max_train_samples", "--max-train-samples"),
                       ("max_eval_samples", "--max-eval-samples")):

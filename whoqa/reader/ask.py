@@ -34,6 +34,7 @@ class ReaderAsker:
         self.batcher = Batcher(self.reader.tokenizer, strip_start=strip_start(self.reader),
                                question_passage=cfg.get("question_passage", False))
         self.top_k, self.num_beams = top_k, num_beams
+        self.no_repeat_ngram = cfg.get("no_repeat_ngram", 0)
         self._books: dict = {}
 
     def _book(self, book_id: str):
@@ -57,4 +58,4 @@ class ReaderAsker:
         passages = [window_text(book, a, b) for a, b, _ in wins]
         ex = ReaderExample(-1, book_id, question, [], passages)
         fused = self.reader.encode(*self.batcher.inputs([ex]))  # states (1, T, H)
-        return ReaderAnswer(self.reader.generate(fused, 32, self.num_beams)[0], passages)
+        return ReaderAnswer(self.reader.generate(fused, 32, self.num_beams, self.no_repeat_ngram)[0], passages)

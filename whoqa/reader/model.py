@@ -165,15 +165,16 @@ class FiDReader(torch.nn.Module):
                                 labels, prev)
 
     @torch.no_grad()
-    def generate(self, fused: Fused, max_new_tokens: int = 32, num_beams: int = 1) -> list[str]:
-        """Answers (greedy when num_beams = 1); with a pointer, decoded over the copy mixture."""
+    def generate(self, fused: Fused, max_new_tokens: int = 32, num_beams: int = 1, no_repeat_ngram: int = 0) -> list[str]:
+        """Answers (greedy when num_beams = 1; no_repeat_ngram > 0: no n-gram written twice); with a pointer, decoded
+        over the copy mixture."""
         if self.pointer is None:
             ids = self.model.generate(encoder_outputs=BaseModelOutput(last_hidden_state=fused.states),
                                       attention_mask=fused.mask, max_new_tokens=max_new_tokens, num_beams=num_beams,
-                                      do_sample=False)
+                                      no_repeat_ngram_size=no_repeat_ngram, do_sample=False)
         else:
             ids = pointer_decode(self.model, self.pointer, fused.states, fused.mask, fused.ids, max_new_tokens,
-                                 num_beams)
+                                 num_beams, no_repeat_ngram=no_repeat_ngram)
         return [t.strip() for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
 
 

@@ -72,10 +72,12 @@ class CopyPointer(torch.nn.Module):
 
 @torch.no_grad()
 def pointer_decode(model, pointer: CopyPointer, states: torch.Tensor, mask: torch.Tensor, ids: torch.Tensor,
-                   max_new_tokens: int, num_beams: int = 1, length_penalty: float = 1.0) -> list[list[int]]:
+                   max_new_tokens: int, num_beams: int = 1, length_penalty: float = 1.0,
+                   no_repeat_ngram: int = 0) -> list[list[int]]:
     """Greedy (num_beams = 1) or beam search over the mixed distribution, with the decoder's key/value cache.
     states (B, T, He), mask (B, T), ids (B, T) -> each example's answer token ids (without start and end tokens).
-    Beam hypotheses are ranked by log-probability / length ** length_penalty, as Hugging Face's beam search."""
+    Beam hypotheses are ranked by log-probability / length ** length_penalty, and no_repeat_ngram > 0 forbids writing
+    an n-gram twice, both as Hugging Face's generate."""
     cfg = model.generation_config
     start, eos, pad = cfg.decoder_start_token_id, cfg.eos_token_id, cfg.pad_token_id
     eos = eos[0] if isinstance(eos, list) else eos
@@ -96,6 +98,9 @@ def pointer_decode(model, pointer: CopyPointer, states: torch.Tensor, mask: torc
         logp = pointer.log_probs(out.logits[:, -1:], out.decoder_hidden_states[-1][:, -1:], states, mask, ids,
                                  prev)[:, 0]
         v = logp.shape[-1]  # logp (B*K, V)
+        if no_repeat_ngram > 0:
+            for r, seq in enumerate(tokens.tolist()):
+                logp[r, list(repeating(seq, no_repeat_ngram))] = float("-inf")
         if k == 1:  # greedy
             nxt = logp.argmax(-1)  # (B,)
             for i in range(b):
@@ -144,6 +149,15 @@ def pointer_decode(model, pointer: CopyPointer, states: torch.Tensor, mask: torc
         best = max(hyps[i], key=lambda h: h[0])[1] if hyps[i] else []
         out_ids.append([t for t in best if t != pad])
     return out_ids
+
+
+def repeating(seq: list[int], n: int) -> set[int]:
+    """The tokens that would make seq end with an n-gram it already contains (Hugging Face's no_repeat_ngram_size):
+    without this, a copy pointer that follows what it wrote can loop ("kragullullull...")."""
+    if len(seq) < n - 1:
+        return set()
+    prefix = seq[len(seq) - n + 1:]
+    return {seq[i + n - 1] for i in range(len(seq) - n + 1) if seq[i:i + n - 1] == prefix}
 
 
 def previous_tokens(decoder_inputs: torch.Tensor, start: int) -> torch.Tensor:

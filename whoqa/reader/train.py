@@ -71,6 +71,7 @@ class ReaderConfig:
     bf16: bool = False  # as PrereadConfig.bf16 (training only; answers are generated in float32)
     num_beams: int = 4
     max_new_tokens: int = 32
+    no_repeat_ngram: int = 0  # > 0: answers never write an n-gram twice (a copy pointer can loop: "kragullullull")
     seed: int = 13
     max_train_samples: int | None = None  # debug: train on the first N questions of a fold
     max_eval_samples: int | None = None  # debug: answer the first N questions of a fold
@@ -404,7 +405,7 @@ def predict(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], 
         chunk = examples[i:i + batch]
         with torch.no_grad():
             fused = _fused(reader, batcher, cache, chunk, False)
-        out += reader.generate(fused, cfg.max_new_tokens, cfg.num_beams)
+        out += reader.generate(fused, cfg.max_new_tokens, cfg.num_beams, cfg.no_repeat_ngram)
         bar.update(len(chunk))
     bar.close()
     return out
