@@ -80,6 +80,28 @@ def test_folds_made_before_a_config_field_existed_still_count(tmp_path):
     assert folds == 2 and [d["fold"] for d in done] == [0]
 
 
+def test_folds_from_a_lookup_saved_before_a_lookup_field_existed_still_count(tmp_path):
+    """A field added to LookupConfig (as `spans` was) must not make the runs started from that lookup stale; a lookup
+    that really differs still does."""
+    from dataclasses import asdict
+    from whoqa.reader.lookup import LookupConfig
+    from whoqa.reader.train import PrereadConfig, ReaderConfig, current_folds
+    model = tmp_path / "models" / "lookup"
+    model.mkdir(parents=True)
+    pre, look = asdict(PrereadConfig()), asdict(LookupConfig())
+    (model / "whoqa_reader.json").write_text(json.dumps({"config": look, "preread": pre}))
+    run = tmp_path / "reader" / "runs" / "fid[bm25f]+lookup"
+    run.mkdir(parents=True)
+    cfg = asdict(ReaderConfig(lookup=True))
+    (run / "config.json").write_text(json.dumps(cfg))
+    older = {k: v for k, v in look.items() if k != "spans"}
+    for fold, lookup in enumerate([older, {**older, "questions": 99}]):
+        (run / f"fold{fold}.json").write_text(json.dumps({"config": cfg, "preread": pre, "lookup": lookup,
+                                                         "fold": fold, "predictions": []}))
+    folds, done = current_folds(tmp_path, run)
+    assert folds == 2 and [d["fold"] for d in done] == [0]
+
+
 def test_preread_and_lookup_together_is_refused_with_a_reason(tmp_path):
     from whoqa.reader.train import ReaderConfig, start_path
     with pytest.raises(ValueError, match="drop --preread"):

@@ -14,7 +14,7 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -506,7 +506,16 @@ def current_folds(workspace: Path, run_dir: Path) -> tuple[int, list[dict]]:
     start = start_record(workspace, ReaderConfig(**cfg))
     done = [json.loads(f.read_text()) for f in sorted(run_dir.glob("fold*.json"))]
     return cfg["folds"], [d for d in done if asdict(ReaderConfig(**d.get("config", {}))) == cfg
-                          and all(d.get(k) == v for k, v in start.items())]
+                          and all(with_defaults(k, d.get(k)) == with_defaults(k, v) for k, v in start.items())]
+
+
+def with_defaults(kind: str, record: dict | None) -> dict | None:
+    """A pretraining config record ("preread" or "lookup") with fields added since it was saved at their defaults, so
+    a new PrereadConfig/LookupConfig field never makes the runs started from an older record stale."""
+    from whoqa.reader.lookup import LookupConfig
+    cls = {"preread": PrereadConfig, "lookup": LookupConfig}[kind]
+    known = {f.name for f in fields(cls)}
+    return asdict(cls(**record)) if isinstance(record, dict) and set(record) <= known else record
 
 
 def summarize(run_dir: Path, folds: list[dict], answers: dict[int, list[str]]) -> dict:
