@@ -46,7 +46,10 @@ def prepare(
     jobs: int = typer.Option(max(1, (os.cpu_count() or 1)), help="Books processed in parallel processes."),
     unlabeled: bool = typer.Option(True, help="Also process books-unlabeled/ (artificial questions, word vectors)."),
     artificial: bool = typer.Option(True, help="Generate artificial Who questions (WS/artificial/)."),
-    embeddings: bool = typer.Option(True, help="Train word2vec with characters as words (WS/embeddings/)."),
+    embeddings: bool = typer.Option(True, help="Word2vec with characters as words (WS/embeddings/): trained the first "
+                                               "time, later books folded in (existing vectors never move)."),
+    rebuild_vectors: bool = typer.Option(False, help="Train the word vectors from scratch over every prepared book "
+                                                     "(names the trained models this makes stale)."),
     booknlp_python: Optional[str] = typer.Option(None, help="Python of an environment with booknlp, transformers<=4.30."),
     booknlp_models: Optional[str] = typer.Option(None, help="Folder of BookNLP's model files (~/booknlp_models)."),
     max_books: Optional[int] = typer.Option(None, help="Debug: only the first N books."),
@@ -56,7 +59,8 @@ def prepare(
     from data_prep.narrativeqa import DataError
     from data_prep.prepare import PrepareConfig, prepare as run
     cfg = PrepareConfig(str(data), str(workspace), list(book or []), engine, jobs, unlabeled, booknlp_python,
-                        booknlp_models, max_books, artificial=artificial, embeddings=embeddings)
+                        booknlp_models, max_books, artificial=artificial, embeddings=embeddings,
+                        rebuild_vectors=rebuild_vectors)
     try:
         rep = run(cfg)
     except (DataError, BookNLPUnavailable, ValueError) as e:
@@ -75,8 +79,15 @@ def prepare(
                    f"{workspace}/artificial ({a['questions_per_second'] or '-'} questions/s this run)")
     if rep.embeddings:
         e = rep.embeddings
-        typer.echo(f"word2vec: {e['vocab']:,} tokens ({e['characters']:,} characters) from {e['tokens']:,} words in "
-                   f"{e['train_seconds']}s -> {workspace}/embeddings")
+        if e["mode"] == "trained":
+            typer.echo(f"word2vec: {e['vocab']:,} tokens ({e['characters']:,} characters) from {e['tokens']:,} words "
+                       f"in {e['train_seconds']}s -> {workspace}/embeddings")
+        else:
+            typer.echo(f"word2vec: {e['books']} book(s) folded in, {e['new_rows']:,} new tokens, {e['rows']:,} in all "
+                       f"(existing vectors unchanged) -> {workspace}/embeddings")
+        if e.get("stale_models"):
+            typer.secho(f"rebuilt word vectors: these models are now stale, retrain them: {', '.join(e['stale_models'])}",
+                        fg=typer.colors.YELLOW, err=True)
     for b, err in rep.failed.items():
         typer.secho(f"  failed {b}: {err.splitlines()[0]}", fg=typer.colors.YELLOW, err=True)
     if rep.failed and not rep.done and not rep.skipped:
@@ -103,6 +114,24 @@ def download(
     typer.echo(json.dumps(rep, indent=1))
     if rep["failed"]:
         raise typer.Exit(1)
+
+
+@app.command()
+def split(
+    data: Path = typer.Option(DEFAULT_DATA, help="NarrativeQA-layout folder to split."),
+    out: Path = typer.Option(Path("split"), help="Folder for OUT/seen and OUT/unseen (symbolic links)."),
+    heldout: int = typer.Option(10, help="Labelled books held out (never prepared in the training workspace)."),
+    seed: int = typer.Option(13, help="Seed of the held-out sample."),
+):
+    """Hold out books: OUT/seen (the other labelled books + unlabeled) to train on, OUT/unseen to `whoqa eval --data`."""
+    from data_prep.narrativeqa import DataError
+    from data_prep.split import split_books
+    try:
+        rec = split_books(data, out, heldout, seed)
+    except DataError as e:
+        _fail(str(e))
+    typer.echo(f"{len(rec['seen'])} labelled books -> {out}/seen, {len(rec['heldout'])} held out -> {out}/unseen "
+               f"(list: {out}/split.json)")
 
 
 @app.command()
@@ -285,23 +314,37 @@ def train_cmd(
 @app.command()
 def ask(
     question: str = typer.Argument(..., help="A question, e.g. \"Who helps Emily escape?\""),
-    book: str = typer.Option(..., help="Document id of a prepared book."),
+    book: Optional[str] = typer.Option(None, help="Document id of a prepared book (or, with --data, of that folder)."),
+    text: Optional[Path] = typer.Option(None, help="Any plain-text book (a Project Gutenberg header and licence are "
+                                                   "removed): prepared into the workspace the first time."),
+    data: Optional[Path] = typer.Option(None, help="With --book: a NarrativeQA folder holding that book, prepared into "
+                                                   "the workspace the first time."),
     workspace: Path = typer.Option(Path("ws"), help="Workspace with a trained model."),
     model: Optional[str] = typer.Option(None, help="Memory network under WS/models (default: the best trained)."),
     top: int = typer.Option(5, help="Characters to show."),
+    adapt: bool = typer.Option(True, help="Tune a new book's vectors on its own artificial questions first (once)."),
     using: str = typer.Option("auto", "--with", help="auto (Who questions -> memory network, the rest -> reader), "
                                                      "memnet or reader."),
     reader_model: Optional[str] = typer.Option(None, help="Reader run under WS/models/reader (default: the best)."),
 ):
-    """Ask a prepared book a question. Who questions: ranked characters with probabilities and the sentences
-    attended to; other questions: the FiD reader's answer and the passages it read."""
+    """Ask a book a question: a prepared book (--book), any text file (--text) or a NarrativeQA folder's book (--data
+    --book). Who questions: ranked characters with probabilities and the sentences attended to; other questions: the
+    FiD reader's answer and the passages it read."""
     if using not in ("auto", "memnet", "reader"):
         _fail(f"unknown --with {using!r}: use auto, memnet or reader")
+    if not question.strip():
+        _fail("the question is empty: ask e.g. \"Who helps Emily escape?\"")
+    if (text is None) == (book is None):
+        _fail("name the book: --book ID (prepared, or with --data DIR) or --text FILE")
+    from data_prep.narrativeqa import DataError
+    from whoqa.checkpoint import StaleModel
+    errors = (FileNotFoundError, ValueError, DataError, StaleModel)
     if using == "reader" or (using == "auto" and not is_who_question(question)):
         from whoqa.reader.ask import ReaderAsker
         try:
+            book = _add_book(workspace, text, data, book)
             ra = ReaderAsker(workspace, reader_model).ask(book, question)
-        except (FileNotFoundError, ValueError) as e:
+        except errors as e:
             _fail(str(e))
         typer.echo(ra.answer)
         for p in ra.passages[:3]:
@@ -309,13 +352,31 @@ def ask(
         return
     from whoqa.ask import Asker
     try:
-        ans = Asker(workspace, model).ask(book, question, top)
-    except (FileNotFoundError, ValueError) as e:
+        asker = Asker(workspace, model, adapt=adapt)
+        if text is not None:
+            book = asker.add_text(text)
+            typer.echo(f"book {book} ({text})", err=True)
+        elif data is not None:
+            asker.add_book(data, book)
+        ans = asker.ask(book, question, top)
+    except errors as e:
         _fail(str(e))
+    for w in ans.warnings:
+        typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
     for name, p in ans.characters:
         typer.echo(f"{p:6.1%}  {name}")
     for w, sent in ans.evidence:
         typer.echo(f"  [{w:.2f}] {sent}")
+
+
+def _add_book(workspace: Path, text: Optional[Path], data: Optional[Path], book: Optional[str]) -> str:
+    """The id of the book asked about, preparing it into the workspace first if it comes from --text or --data."""
+    from whoqa.addbook import add_from_data, add_text
+    if text is not None:
+        return add_text(workspace, text)
+    if data is not None:
+        return add_from_data(workspace, data, book)
+    return book
 
 
 def is_who_question(question: str) -> bool:

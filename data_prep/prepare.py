@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from whoqa.book import atomic_write, is_done, write_book_files
+from whoqa.workspace import locked
 from data_prep.narrativeqa import NarrativeQA
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ class PrepareConfig:
     who_set: bool = True  # build WS/who/ from qaps.csv once the books are done
     artificial: bool = True  # artificial Who questions per book under WS/artificial/
     embeddings: bool = True  # word2vec over all books' mention-replaced text under WS/embeddings/
+    rebuild_vectors: bool = False  # train the vectors from scratch (else new books are folded in); stales models
 
 
 @dataclass
@@ -74,14 +76,20 @@ def process_book(data: NarrativeQA, book_id: str, out_dir: Path, engine, documen
     text = data.book_text(book_id, documents)
     if not text.strip():
         raise ValueError(f"book {book_id} is empty after removing the Gutenberg header and licence")
-    folder = out_dir / book_id
+    stats = process_text(text, book_id, out_dir, engine)
+    stats["seconds"] = round(time.perf_counter() - t0, 3)
+    return stats
+
+
+def process_text(text: str, book_id: str, out_dir: Path, engine) -> dict:
+    """A story's text -> out_dir/<id>/ in BookNLP's formats; returns its stats."""
+    folder = Path(out_dir) / book_id
     if getattr(engine, "writes_files", False):
         stats = engine.process_file(text, book_id, folder)
     else:
         out = engine.process_text(text)
         write_book_files(folder, book_id, out.token_rows, out.entity_rows, out.book)
         stats = out.stats
-    stats["seconds"] = round(time.perf_counter() - t0, 3)
     stats.setdefault("words", len(text.split()))
     return stats
 
@@ -94,7 +102,13 @@ def _work(data_root: str, book_id: str, out_dir: str) -> tuple[str, dict | None,
 
 
 def prepare(cfg: PrepareConfig, progress: bool = True) -> PrepareReport:
+    """Under the workspace lock: two runs on one workspace take turns and never drop each other's books."""
     data = NarrativeQA(cfg.data)
+    with locked(cfg.workspace):
+        return _prepare(cfg, data, progress)
+
+
+def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareReport:
     out_dir = books_dir(cfg.workspace)
     out_dir.mkdir(parents=True, exist_ok=True)
     available = data.book_ids(unlabeled=cfg.unlabeled or bool(cfg.books))
@@ -133,10 +147,10 @@ def prepare(cfg: PrepareConfig, progress: bool = True) -> PrepareReport:
     if cfg.artificial or cfg.embeddings:
         report.artificial = derive(Path(cfg.workspace), ready, cfg.jobs, progress)
     if cfg.embeddings and ready:
-        from whoqa.embeddings import train
-        model = Path(cfg.workspace) / "embeddings" / "word2vec.model"
-        if report.artificial.get("books_done") or not model.is_file():
-            report.embeddings = train(Path(cfg.workspace), book_ids=ready)
+        from whoqa.embeddings import update
+        report.embeddings = update(Path(cfg.workspace), rebuild=cfg.rebuild_vectors)
+        if cfg.rebuild_vectors:
+            report.embeddings["stale_models"] = stale_models(Path(cfg.workspace), report.embeddings["lineage"])
     if cfg.who_set:
         from data_prep.who_set import build_who_set
         try:
@@ -148,6 +162,17 @@ def prepare(cfg: PrepareConfig, progress: bool = True) -> PrepareReport:
     atomic_write(Path(cfg.workspace) / "prepare_report.json",
                  json.dumps({"config": asdict(cfg), "report": asdict(report)}, indent=1))
     return report
+
+
+def stale_models(workspace: Path, lineage: str) -> list[str]:
+    """Memory networks under WS/models/ trained on other word vectors than `lineage` (retrain them)."""
+    out = []
+    for path in sorted(Path(workspace).glob("models/*/model.pt")):
+        cfg = path.parent / "config.json"
+        rec = json.loads(cfg.read_text()).get("vectors", {}) if cfg.is_file() else {}
+        if rec.get("lineage") != lineage:
+            out.append(path.parent.name)
+    return out
 
 
 def _collect(results, report: PrepareReport, bar) -> None:

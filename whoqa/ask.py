@@ -1,19 +1,27 @@
-"""Asking a book a Who question: `whoqa ask` and its Python twin `Asker`."""
+"""Asking a book a Who question: `whoqa ask` and its Python twin `Asker`.
+
+Any book: one prepared with the workspace, one added later (`Asker.add_text` for a plain-text file, `Asker.add_book`
+for a NarrativeQA folder's book), whose vectors are folded in. A book the model was not trained with is adapted first
+(its new embedding rows tuned on its own artificial questions, see `whoqa.adapt`), once; later questions reuse it.
+"""
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from whoqa.book import Book, is_done
 
+QUESTION_WORDS = {"who", "whom", "whose", "which", "what", "where", "when", "why", "how", "did", "does", "is", "was"}
+
 
 @dataclass
 class Answer:
     characters: list[tuple[str, float]]  # (name, probability), best first
     evidence: list[tuple[float, str]]  # (attention, sentence), most attended first
+    warnings: list[str] = field(default_factory=list)  # the answer stands, but the question may not fit the book
+    adapted: bool = False  # the book's new vectors were tuned on its artificial questions
 
 
 def open_book(workspace: Path, book_id: str, rcfg):
@@ -23,20 +31,30 @@ def open_book(workspace: Path, book_id: str, rcfg):
     folder = Path(workspace) / "books" / book_id
     if not is_done(folder, book_id):
         raise FileNotFoundError(f"book {book_id} is not prepared in {workspace}: run `whoqa prepare "
-                                f"--workspace {workspace} --book {book_id}` first")
+                                f"--workspace {workspace} --book {book_id}` first (or ask with --text FILE)")
     book = Book.load(folder, book_id)
     index = Path(workspace) / "index" / "bm25f" / book_id
     BM25FIndex.ensure(book, index)
     return book, AliasIndex(book.characters), BM25FIndex(index, rcfg)
 
 
-class Asker:
-    """Loads the word vectors and a trained memory network once; then answers questions about prepared books."""
+def unknown_names(question: str, aliases) -> list[str]:
+    """Capitalised spans of the question that name no character of the book (question words aside)."""
+    from whoqa.retrieval import CAP_SPAN
+    out = []
+    for m in CAP_SPAN.finditer(question):
+        span = m.group(0)
+        if span.split()[0].lower() in QUESTION_WORDS or span in ("I",):
+            continue
+        if not aliases.match(span)[0]:
+            out.append(span)
+    return out
 
-    def __init__(self, workspace: str | Path, model: str | None = None, ranker: str = "bm25f"):
-        from whoqa.memdata import Vocab
-        from whoqa.memnet import KVMemNet, MemNetConfig
-        from whoqa.retrieval import RetrievalConfig
+
+class Asker:
+    """Loads the word vectors and a trained memory network once; then answers questions about any book."""
+
+    def __init__(self, workspace: str | Path, model: str | None = None, ranker: str = "bm25f", adapt: bool = True):
         self.ws = Path(workspace)
         models = self.ws / "models"
         candidates = [model] if model else [f"memnet+pretrain[{ranker}]", f"memnet[{ranker}]", "pretrain"]
@@ -44,38 +62,79 @@ class Asker:
         if path is None:
             raise FileNotFoundError(f"no trained model under {models} ({', '.join(candidates)}): run "
                                     f"`whoqa train --final --workspace {self.ws}` (or `whoqa pretrain`) first")
-        self.model_name = path.parent.name
-        cfg = json.loads((path.parent / "config.json").read_text())["config"] if (path.parent / "config.json").is_file() else {}
+        self.model_dir = path.parent
+        self.model_name = self.model_dir.name
+        self.adapt = adapt
+        self._load()
+
+    def _load(self) -> None:
+        """(Re)load vectors and model: after a book is folded in, the model extends its matrix with the new rows."""
+        from whoqa.checkpoint import load_model, saved_config
+        from whoqa.memdata import Vocab
+        from whoqa.retrieval import RetrievalConfig
         self.vocab = Vocab(self.ws)
-        self.model = KVMemNet(self.vocab.matrix, MemNetConfig(hops=cfg.get("hops", 3)))
-        self.model.load_state_dict(torch.load(path, map_location="cpu"))
-        self.model.eval()
-        self.memories = cfg.get("memories", 100)
+        self.model = load_model(self.model_dir, self.vocab)
+        self.memories = saved_config(self.model_dir).get("config", {}).get("memories", 100)
         self.rcfg = RetrievalConfig(context_sentences=self.memories)
         self._books: dict[str, tuple] = {}
+
+    def add_text(self, path: str | Path) -> str:
+        """Prepare a plain-text book into the workspace and fold it in; returns its id (derived from its text)."""
+        from whoqa.addbook import add_text
+        book_id = add_text(self.ws, Path(path))
+        self._load()
+        return book_id
+
+    def add_book(self, data: str | Path, book_id: str) -> str:
+        """Prepare a NarrativeQA folder's book into the workspace (if not yet there) and fold it in."""
+        from whoqa.addbook import add_from_data
+        if not is_done(self.ws / "books" / book_id, book_id) or book_id not in self.vocab.books:
+            add_from_data(self.ws, Path(data), book_id)
+            self._load()
+        return book_id
 
     def _book(self, book_id: str):
         from whoqa.memdata import book_arrays
         if book_id not in self._books:
-            self._books[book_id] = (*open_book(self.ws, book_id, self.rcfg), book_arrays(self.ws, book_id, self.vocab))
+            if is_done(self.ws / "books" / book_id, book_id) and book_id not in self.vocab.books:
+                from whoqa.addbook import fold_books
+                fold_books(self.ws, [book_id])  # prepared without vectors (e.g. --no-embeddings): fold it in now
+                self._load()
+            book, aliases, index = open_book(self.ws, book_id, self.rcfg)
+            arrays = book_arrays(self.ws, book_id, self.vocab)
+            patch = None
+            if self.adapt:
+                from whoqa.adapt import book_rows, cached_adapt
+                if len(book_rows(self.model, arrays)):
+                    rows, vectors, _ = cached_adapt(self.model, self.model_dir, self.ws, book_id, self.vocab,
+                                                    {book_id: arrays})
+                    patch = (rows, vectors)
+            self._books[book_id] = (book, aliases, index, arrays, patch)
         return self._books[book_id]
 
     @torch.no_grad()
     def ask(self, book_id: str, question: str, top: int = 5, evidence: int = 3) -> Answer:
+        from whoqa.adapt import patched
         from whoqa.memdata import Example, collate, question_tokens
         from whoqa.retrieval import context_sentences, question_fields, windows
-        book, aliases, index, arrays = self._book(book_id)
+        if not question.strip():
+            raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
+        book, aliases, index, arrays, patch = self._book(book_id)
         if len(arrays.candidates) == 0:
-            raise ValueError(f"book {book_id} has no characters to answer with")
+            raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
+        warnings = [f"the question names {n!r}, who is not a character of this book" for n in
+                    unknown_names(question, aliases)]
         ranked = index.search(*question_fields(question, aliases), self.rcfg.pool)
         ctx = context_sentences(windows(ranked, self.memories, len(book.sentences)), self.memories)
         ex = Example(book_id, self.vocab.ids(question_tokens(question, book_id, aliases)), ctx, [])
         q, k, v, c, _, chars = collate([ex], {book_id: arrays}, self.memories)
-        scores, att = self.model(q, k, v, c, return_attention=True)  # (1, C), (1, hops, M)
+        rows, vectors = patch if patch else (torch.zeros(0, dtype=torch.long), torch.zeros(0, self.vocab.matrix.shape[1]))
+        with patched(self.model, rows, vectors):
+            scores, att = self.model(q, k, v, c, return_attention=True)  # (1, C), (1, hops, M)
         probs = torch.softmax(scores[0], -1)
         order = probs.argsort(descending=True)[:top]
         names = [(book.characters[int(chars[0, i])].name, float(probs[i])) for i in order]
         weight = att[0].max(0).values[:len(ctx)]  # (M,) strongest attention over hops
         best = weight.argsort(descending=True)[:evidence]
         ev = [(float(weight[i]), " ".join(book.sentence_words(ctx[int(i)]))) for i in best if weight[i] > 0]
-        return Answer(names, ev)
+        return Answer(names, ev, warnings, patch is not None)

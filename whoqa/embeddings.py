@@ -3,15 +3,22 @@
 Each character mention becomes one token scoped by its book (`CHAR_3@09333c7d604b`: character 3 of one book is not
 character 3 of another), so every character gets a vector of its own. Words are lowercased.
 Artifacts under WS/embeddings/: corpus/<id>.txt (one sentence per line), word2vec.model, vocab.json (token -> row of
-the vectors, the vocabulary the memory network uses) and config.json.
+the vectors, the vocabulary the memory network uses), config.json and state.json (the vectors' lineage and books).
+
+The vectors grow: the first `prepare` trains them, later books are folded in (new rows appended, old rows locked), so
+a workspace can take new books after models were trained on it.
 """
 from __future__ import annotations
 
 import json
 import logging
+import os
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import numpy as np
 
 from whoqa.book import Book, atomic_write
 
@@ -47,10 +54,40 @@ def write_corpus(book: Book, folder: Path) -> int:
     return len(lines)
 
 
+def _trim(word, count, min_count):
+    from gensim.utils import RULE_DEFAULT, RULE_KEEP
+    return RULE_KEEP if word.startswith(CHAR_PREFIX) else RULE_DEFAULT
+
+
+def read_state(workspace: Path) -> dict | None:
+    """WS/embeddings/state.json: {"lineage", "rows", "books", "history"}; None before the first training.
+    lineage names one from-scratch training: rows made by it (and the rows folded in since) keep their place."""
+    path = Path(workspace) / "embeddings" / "state.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    if (Path(workspace) / "embeddings" / "word2vec.model").is_file():  # vectors made before state.json existed
+        import hashlib
+        vocab = (Path(workspace) / "embeddings" / "vocab.json").read_bytes()
+        corpus = sorted(p.stem for p in (Path(workspace) / "embeddings" / "corpus").glob("*.txt"))
+        return {"lineage": "legacy-" + hashlib.sha256(vocab).hexdigest()[:12], "rows": len(json.loads(vocab)),
+                "books": corpus, "history": []}
+    return None
+
+
+def _save(model, out: Path, state: dict) -> None:
+    model.save(str(out / "word2vec.tmp"))
+    os.replace(out / "word2vec.tmp", out / "word2vec.model")
+    for extra in out.glob("word2vec.tmp.*"):  # gensim writes big arrays beside the file
+        os.replace(extra, out / extra.name.replace("word2vec.tmp", "word2vec.model"))
+    state["rows"] = len(model.wv)
+    atomic_write(out / "vocab.json", json.dumps({w: i for i, w in enumerate(model.wv.index_to_key)}))
+    atomic_write(out / "state.json", json.dumps(state, indent=1))
+
+
 def train(workspace: Path, cfg: EmbeddingConfig | None = None, book_ids: list[str] | None = None) -> dict:
-    """Train word2vec on WS/embeddings/corpus/*.txt (all of them, or book_ids) and save model and vocabulary."""
+    """Train word2vec from scratch on WS/embeddings/corpus/*.txt (all of them, or book_ids): a new lineage, so
+    every memory network trained on the old vectors is stale (`stale_models` names them)."""
     from gensim.models import Word2Vec
-    from gensim.utils import RULE_KEEP, RULE_DEFAULT
     cfg = cfg or EmbeddingConfig()
     out = Path(workspace) / "embeddings"
     files = sorted((out / "corpus").glob("*.txt"))
@@ -65,16 +102,62 @@ def train(workspace: Path, cfg: EmbeddingConfig | None = None, book_ids: list[st
     t0 = time.perf_counter()
     model = Word2Vec(corpus_file=str(joined), vector_size=cfg.vector_size, window=cfg.window,
                      min_count=cfg.min_count, epochs=cfg.epochs, sg=cfg.sg, workers=cfg.workers, seed=cfg.seed,
-                     trim_rule=lambda w, c, m: RULE_KEEP if w.startswith(CHAR_PREFIX) else RULE_DEFAULT)
+                     trim_rule=_trim)
     seconds = time.perf_counter() - t0
-    model.save(str(out / "word2vec.model"))
-    vocab = {w: i for i, w in enumerate(model.wv.index_to_key)}
-    atomic_write(out / "vocab.json", json.dumps(vocab))
-    stats = {"books": len(files), "tokens": int(model.corpus_total_words), "vocab": len(vocab),
-             "characters": sum(1 for w in vocab if w.startswith(CHAR_PREFIX)), "train_seconds": round(seconds, 1)}
-    atomic_write(out / "config.json", json.dumps({"config": asdict(cfg), "stats": stats}, indent=1))
     joined.unlink()
-    return stats
+    stats = {"books": len(files), "tokens": int(model.corpus_total_words), "vocab": len(model.wv),
+             "characters": sum(1 for w in model.wv.index_to_key if w.startswith(CHAR_PREFIX)),
+             "train_seconds": round(seconds, 1)}
+    state = {"lineage": uuid.uuid4().hex[:12], "books": [f.stem for f in files],
+             "history": [{"trained": len(files), "rows": len(model.wv)}]}
+    _save(model, out, state)
+    atomic_write(out / "config.json", json.dumps({"config": asdict(cfg), "stats": stats}, indent=1))
+    return {**stats, "lineage": state["lineage"], "mode": "trained"}
+
+
+def fold_in(workspace: Path, corpus: dict[str, Path]) -> dict:
+    """Add books to existing vectors without moving them: the books' new tokens (their characters, unseen words that
+    pass min_count in them) are appended as new rows and trained on the books' text with every existing row locked
+    (gensim's per-row lock factor 0), so a model trained on the old rows stays valid; it extends its embedding matrix
+    with the new rows when it loads. corpus: book id -> its corpus file. One worker and a fixed seed: repeatable."""
+    from gensim.models import Word2Vec
+    from gensim.models.word2vec import LineSentence
+    out = Path(workspace) / "embeddings"
+    state = read_state(workspace)
+    if state is None:
+        raise FileNotFoundError(f"no word vectors in {out}: run `whoqa prepare --workspace {workspace}` first")
+    new = {b: p for b, p in sorted(corpus.items()) if b not in set(state["books"])}
+    if not new:
+        return {"books": 0, "new_rows": 0, "rows": state["rows"], "lineage": state["lineage"], "mode": "current"}
+    t0 = time.perf_counter()
+    model = Word2Vec.load(str(out / "word2vec.model"))
+    sentences = [line for p in new.values() for line in LineSentence(str(p))]
+    old = len(model.wv)
+    model.build_vocab(sentences, update=True, trim_rule=_trim)
+    lockf = np.zeros(len(model.wv), dtype=np.float32)  # (rows,) 0 = frozen, 1 = trained
+    lockf[old:] = 1.0
+    model.wv.vectors_lockf = lockf
+    model.workers = 1
+    model.random = np.random.RandomState(model.seed)
+    before = model.wv.vectors[:old].copy()  # (old, d)
+    if len(model.wv) > old:
+        model.train(sentences, total_examples=len(sentences), epochs=model.epochs)
+    assert np.array_equal(model.wv.vectors[:old], before), "fold-in moved an existing word vector"
+    model.wv.vectors_lockf = np.ones(1, dtype=np.float32)
+    state["books"] += list(new)
+    state["history"].append({"folded_in": list(new), "new_rows": len(model.wv) - old, "rows": len(model.wv)})
+    _save(model, out, state)
+    return {"books": len(new), "new_rows": len(model.wv) - old, "rows": len(model.wv), "lineage": state["lineage"],
+            "mode": "folded in", "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def update(workspace: Path, rebuild: bool = False, cfg: EmbeddingConfig | None = None) -> dict:
+    """Vectors for every book with a corpus in the workspace: trained the first time (or with rebuild), else the
+    books not yet in them folded in."""
+    corpus = {p.stem: p for p in sorted((Path(workspace) / "embeddings" / "corpus").glob("*.txt"))}
+    if rebuild or read_state(workspace) is None:
+        return train(workspace, cfg)
+    return fold_in(workspace, corpus)
 
 
 def load(workspace: Path):

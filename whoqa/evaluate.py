@@ -85,7 +85,8 @@ def evaluate(cfg: EvalConfig) -> dict:
     ws = Path(cfg.workspace)
     target = ws
     if cfg.data:
-        target = prepare_other(cfg)
+        from whoqa.unseen import prepare_other
+        target = prepare_other(ws, cfg.data, cfg.jobs)
     characters, questions = load_who_set(target)
     systems = baseline_systems(cfg.seed)
     coverage = {}
@@ -104,7 +105,10 @@ def evaluate(cfg: EvalConfig) -> dict:
     results = {}
     for name, (ranker, trials) in systems.items():
         results[name] = evaluate_system(name, ranker, trials or cfg.random_trials, characters, questions)
-    if not cfg.data:
+    if cfg.data:
+        from whoqa.unseen import final_results
+        results.update(final_results(ws, target, characters, questions))
+    else:
         results.update(trained_results(ws, characters, questions))
     meta = {"config": asdict(cfg), "data_fingerprint": fingerprint(target), "who_set": str(target / "who"),
             "questions": len(questions), "books": len({q["document_id"] for q in questions}),
@@ -152,26 +156,16 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
     return out
 
 
-def prepare_other(cfg: EvalConfig) -> Path:
-    """Prepare another folder's books and Who set in their own workspace, so a model is judged on unseen books."""
-    from data_prep.prepare import PrepareConfig, prepare
-    target = Path(cfg.workspace) / "eval-data" / Path(cfg.data).resolve().name
-    rep = prepare(PrepareConfig(cfg.data, str(target), jobs=cfg.jobs, unlabeled=False, artificial=False,
-                                embeddings=False))
-    if rep.failed:
-        log.warning("%d book(s) of %s failed to prepare and are left out", len(rep.failed), cfg.data)
-    return target
-
-
 def format_table(results: dict[str, dict], meta: dict) -> str:
+    width = max([22] + [len(n) + 1 for n in results])
     lines = [f"Who set: {meta['questions']} questions, {meta['books']} books (data {meta['data_fingerprint']})",
-             f"{'system':<22}{'P@1':>16}{'P@5':>16}{'MRR':>18}{'ROUGE-L':>10}{'BLEU-1':>8}{'EM':>7}{'F1':>7}"]
+             f"{'system':<{width}}{'P@1':>16}{'P@5':>16}{'MRR':>18}{'ROUGE-L':>10}{'BLEU-1':>8}{'EM':>7}{'F1':>7}"]
     for name, r in results.items():
         def cell(k, fmt):
             v = fmt.format(r[k])
             return v + (" ± " + fmt.format(r[k + "_std"]) if r["trials"] > 1 else "")
         t = r["text"]
-        lines.append(f"{name:<22}{cell('p@1', '{:.2f}'):>16}{cell('p@5', '{:.2f}'):>16}{cell('mrr', '{:.3f}'):>18}"
+        lines.append(f"{name:<{width}}{cell('p@1', '{:.2f}'):>16}{cell('p@5', '{:.2f}'):>16}{cell('mrr', '{:.3f}'):>18}"
                      f"{t.get('rouge_l', 0):>10.2f}{t.get('bleu_1', 0):>8.2f}{t.get('em', 0):>7.2f}{t.get('f1', 0):>7.2f}")
     for ranker, why in meta.get("incomplete_rankers", {}).items():
         lines.append(f"{ranker}: left out ({why}); run `whoqa index --ranker {ranker}` to finish")

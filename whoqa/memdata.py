@@ -26,10 +26,16 @@ class Vocab:
     """Token -> row of the embedding matrix; row 0 is padding, unknown tokens are dropped."""
 
     def __init__(self, workspace: Path):
-        from whoqa.embeddings import load
+        from whoqa.embeddings import load, read_state
         wv = load(workspace)
         self.index = {w: i + 1 for i, w in enumerate(wv.index_to_key)}
         self.matrix = torch.cat([torch.zeros(1, wv.vector_size), torch.from_numpy(wv.vectors.copy())])  # (V+1, d)
+        state = read_state(workspace)
+        self.lineage, self.books = state["lineage"], set(state["books"])
+
+    def record(self) -> dict:
+        """What a model saves of the vectors it was trained on."""
+        return {"lineage": self.lineage, "rows": int(self.matrix.shape[0])}
 
     def ids(self, tokens: list[str]) -> list[int]:
         return [self.index[t] for t in tokens if t in self.index]
@@ -44,7 +50,7 @@ class BookArrays:
 
 
 def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
-    cache = Path(workspace) / "memdata" / f"{book_id}.npz"
+    cache = Path(workspace) / "memdata" / vocab.lineage / f"{book_id}.npz"  # ids stay valid while the vectors grow
     if cache.is_file():
         z = np.load(cache)
         return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"])
@@ -63,6 +69,9 @@ def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     keep = [k for k, t in enumerate(toks) if t]
     arrays = BookArrays(sent, vals, np.array([toks[k] for k in keep], dtype=np.int32),
                         np.array([chars[k] for k in keep], dtype=np.int32))
+    if book_id not in vocab.books:  # not folded into the vectors yet: its characters have no rows, do not keep
+        log.warning("book %s is not in the word vectors: run `whoqa prepare` to fold it in", book_id)
+        return arrays
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_name(cache.stem + ".tmp.npz")
     np.savez(tmp, sentences=arrays.sentences, values=arrays.values, candidates=arrays.candidates,

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from whoqa.book import atomic_write
+from whoqa.checkpoint import load_model, save_model
 from whoqa.memdata import (BookArrays, Example, MemoryCache, Vocab, artificial_examples, book_arrays, collate,
                            who_examples)
 from whoqa.memnet import KVMemNet, MemNetConfig, nll
@@ -78,7 +79,7 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
     """Adam on the NLL of the correct characters; returns the mean loss of each epoch. With frozen embeddings the
     memories are encoded once (`cache`, which runs sharing the same embeddings may share too)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    if cache is None and not model.embed.weight.requires_grad:
+    if cache is None and not any(p.requires_grad for p in model.embed.parameters()):
         cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
     opt = torch.optim.Adam(params, lr=lr)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=decay_every, gamma=decay)
@@ -107,7 +108,7 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss) * len(batch)
+            total += float(loss.detach()) * len(batch)
             n += len(batch)
         sched.step()
         history.append(total / max(n, 1))
@@ -149,13 +150,9 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed,
                  progress=progress)
     seconds = time.perf_counter() - t0
-    out = ws / "models" / cfg.name
-    out.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), out / "model.tmp")
-    os.replace(out / "model.tmp", out / "model.pt")
     stats = {"questions": len(examples), "books": len(books), "epoch_losses": losses, "seconds": round(seconds, 1),
              "questions_per_second": round(cfg.epochs * len(examples) / seconds, 1) if seconds else None}
-    atomic_write(out / "config.json", json.dumps({"config": asdict(cfg), "stats": stats}, indent=1))
+    save_model(model, ws / "models" / cfg.name, asdict(cfg), stats, vocab)
     return stats
 
 
@@ -170,13 +167,13 @@ def folds_of(n: int, k: int, seed: int) -> list[list[int]]:
 
 
 def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
-    model = KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False))
-    if cfg.from_pretrained:
-        path = Path(workspace) / "models" / cfg.pretrained / "model.pt"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --workspace {workspace}` first")
-        model.load_state_dict(torch.load(path, map_location="cpu"))
-        model.set_train_embeddings(False)
+    if not cfg.from_pretrained:
+        return KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False))
+    folder = Path(workspace) / "models" / cfg.pretrained
+    if not (folder / "model.pt").is_file():
+        raise FileNotFoundError(f"{folder / 'model.pt'} is missing: run `whoqa pretrain --workspace {workspace}` first")
+    model = load_model(folder, vocab, cfg.hops)
+    model.set_train_embeddings(False)
     return model
 
 
@@ -260,10 +257,6 @@ def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dic
     model = new_model(vocab, cfg, ws)
     losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed, cfg.decay,
                  cfg.decay_every, progress)
-    out = ws / "models" / run_name(cfg)
-    out.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), out / "model.tmp")
-    os.replace(out / "model.tmp", out / "model.pt")
     stats = {"questions": len(examples), "skipped": skipped, "losses": losses}
-    atomic_write(out / "config.json", json.dumps({"config": asdict(cfg), "stats": stats}, indent=1))
+    save_model(model, ws / "models" / run_name(cfg), asdict(cfg), stats, vocab)
     return stats

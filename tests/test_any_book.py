@@ -1,0 +1,175 @@
+"""Any book: a workspace grows after a model is trained on it, trained models answer about books they never saw
+(`ask --text`, `ask --data`, `eval --data`), and bad input is refused with one line, leaving everything intact."""
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, write_qaps
+from tests.test_pipeline import QUESTIONS
+
+run = CliRunner().invoke
+STORY = """The Lighthouse
+
+Anna Pellow kept the lighthouse on the rock with her brother Tom. Every night Anna climbed the stairs and lit the
+great lamp, and every morning Tom rowed to the village for bread.
+
+One stormy night a ship struck the reef. Tom saw the wreck first and woke Anna. Anna lowered the boat, and Tom rowed
+through the waves. They pulled a sailor named Jacob Trewin out of the sea.
+
+Jacob was cold and frightened. Anna gave him soup and dry clothes. Tom sat by the fire with him until the storm
+passed. In the morning Jacob thanked Anna and Tom, and he promised to return with gifts from the village.
+"""
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, shared_data):
+    """A workspace with the Dying Detective prepared, indexed and a --final memory network (built once)."""
+    root = tmp_path_factory.mktemp("anybook")
+    data = root / "data"
+    (data / "books").mkdir(parents=True)
+    (data / "narrativeqa").mkdir()
+    for b in [DYING_DETECTIVE, *SHORT_BOOKS]:
+        shutil.copy(shared_data / "books" / f"{b}.txt", data / "books" / f"{b}.txt")
+    shutil.copy(shared_data / "narrativeqa" / "documents.csv", data / "narrativeqa" / "documents.csv")
+    write_qaps(data, [(DYING_DETECTIVE, *q) for q in QUESTIONS])
+    ws = root / "ws"
+    r = run(app, ["prepare", "--data", str(data), "--workspace", str(ws), "--book", DYING_DETECTIVE, "--jobs", "1"])
+    assert r.exit_code == 0, r.output
+    assert run(app, ["index", "--workspace", str(ws), "--jobs", "1"]).exit_code == 0
+    r = run(app, ["train", "--workspace", str(ws), "--final", "--epochs", "3"])
+    assert r.exit_code == 0, r.output
+    return data, ws
+
+
+@pytest.fixture
+def ws(trained, tmp_path):
+    data, ws = trained
+    shutil.copytree(ws, tmp_path / "ws")
+    return data, tmp_path / "ws"
+
+
+def _ranking(output: str) -> list[str]:
+    return [l for l in output.splitlines() if "%" in l[:8]]
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_workspace_grows_and_the_model_still_answers(ws):
+    data, ws = ws
+    q = "Who poisons Holmes with a box?"
+    before = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, q])
+    assert before.exit_code == 0, before.output
+    wv_before = json.loads((ws / "embeddings" / "vocab.json").read_text())
+    from whoqa.embeddings import load
+    vectors_before = load(ws).vectors.copy()
+    r = run(app, ["prepare", "--data", str(data), "--workspace", str(ws), "--book", SHORT_BOOKS[0], "--jobs", "1"])
+    assert r.exit_code == 0, r.output
+    assert "folded in" in r.output
+    vocab = json.loads((ws / "embeddings" / "vocab.json").read_text())
+    assert len(vocab) > len(wv_before) and all(vocab[w] == i for w, i in wv_before.items())
+    assert any(w.endswith("@" + SHORT_BOOKS[0][:12]) for w in vocab)  # the new book's characters have rows
+    assert np.array_equal(load(ws).vectors[:len(vectors_before)], vectors_before)  # existing rows never move
+    after = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, q])
+    assert after.exit_code == 0, after.output
+    assert _ranking(after.output) == _ranking(before.output)  # same answer, same probabilities
+    other = run(app, ["ask", "--workspace", str(ws), "--book", SHORT_BOOKS[0], "Who is the naughty kitten?"])
+    assert other.exit_code == 0, other.output
+    assert len(_ranking(other.output)) >= 2
+    assert list((ws / "adapted" / "memnet[bm25f]").glob(f"{SHORT_BOOKS[0]}.pt"))  # adapted once, kept
+    first = json.loads((ws / "models" / "memnet[bm25f]" / "config.json").read_text())["stats"]["questions"]
+    r = run(app, ["train", "--workspace", str(ws), "--final", "--epochs", "3"])
+    assert r.exit_code == 0, r.output
+    again = json.loads((ws / "models" / "memnet[bm25f]" / "config.json").read_text())["stats"]
+    assert again["questions"] == first and again["skipped"]["answer_not_candidate"] == 0  # A's questions kept
+
+
+def test_rebuilding_the_vectors_names_the_stale_models(ws):
+    data, ws = ws
+    r = run(app, ["prepare", "--data", str(data), "--workspace", str(ws), "--book", DYING_DETECTIVE, "--jobs", "1",
+                  "--rebuild-vectors"])
+    assert r.exit_code == 0, r.output
+    assert "stale" in r.output and "memnet[bm25f]" in r.output
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "Who poisons Holmes?"])
+    assert r.exit_code == 2 and "rebuilt" in r.output and "retrain" in r.output
+
+
+def test_ask_a_text_file(ws, tmp_path):
+    _, ws = ws
+    story = tmp_path / "lighthouse.txt"
+    story.write_text(STORY)
+    r = run(app, ["ask", "--workspace", str(ws), "--text", str(story), "Who rowed to the village for bread?"])
+    assert r.exit_code == 0, r.output
+    names = " ".join(l.split(None, 1)[1] for l in _ranking(r.output))
+    assert "Tom" in names and "Anna" in names
+    books = sorted(p.name for p in (ws / "books").iterdir())
+    again = run(app, ["ask", "--workspace", str(ws), "--text", str(story), "Who rowed to the village for bread?"])
+    assert _ranking(again.output) == _ranking(r.output)
+    assert sorted(p.name for p in (ws / "books").iterdir()) == books  # the same text is the same book: reused
+
+
+def test_ask_a_gutenberg_file_and_a_folder_book(ws, shared_data, tmp_path):
+    data, ws = ws
+    copy = tmp_path / "kitten.txt"
+    shutil.copy(shared_data / "books" / f"{SHORT_BOOKS[0]}.txt", copy)  # header and licence included
+    r = run(app, ["ask", "--workspace", str(ws), "--text", str(copy), "Who is the naughty kitten?"])
+    assert r.exit_code == 0, r.output
+    from data_prep.narrativeqa import extract_body, read_text
+    from whoqa.addbook import text_book_id
+    body = extract_body(read_text(copy))
+    assert "Project Gutenberg" not in body[:300] and (ws / "books" / text_book_id(body)).is_dir()
+    r = run(app, ["ask", "--workspace", str(ws), "--data", str(data), "--book", SHORT_BOOKS[1],
+                  "Who falls into the pond?"])
+    assert r.exit_code == 0, r.output
+    assert len(_ranking(r.output)) >= 1 and (ws / "books" / SHORT_BOOKS[1]).is_dir()
+
+
+def test_bad_input_is_refused_and_nothing_is_lost(ws, tmp_path):
+    _, ws = ws
+    model = ws / "models" / "memnet[bm25f]" / "model.pt"
+    digest, vocab = _digest(model), _digest(ws / "embeddings" / "vocab.json")
+    books = sorted(p.name for p in (ws / "books").iterdir())
+    empty, binary, undecodable, nobody = (tmp_path / n for n in ("empty.txt", "bin.txt", "bad.txt", "nobody.txt"))
+    empty.write_text("")
+    binary.write_bytes(np.random.default_rng(0).integers(0, 256, 40000, dtype=np.uint8).tobytes())
+    undecodable.write_bytes(("the tale of a man. " * 50).encode() + b"\x81\x8d\x8f\x90\x9d" * 20)
+    nobody.write_text("the rain fell on the hills. the wind blew all night. the river rose and the fields flooded.\n" * 5)
+    for path, why in ((empty, "empty"), (binary, "binary"), (undecodable, "neither UTF-8"),
+                      (tmp_path / "missing.txt", "not found"), (nobody, "no characters")):
+        r = run(app, ["ask", "--workspace", str(ws), "--text", str(path), "Who did it?"])
+        assert r.exit_code == 2 and why in r.output, (path, r.output)
+        assert len(r.output.strip().splitlines()) <= 2  # one line, no traceback (plus the book's id line)
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "  "])
+    assert r.exit_code == 2 and "empty" in r.output
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "Who killed Voldemort?"])
+    assert r.exit_code == 0 and "Voldemort" in r.output and "not a character" in r.output
+    assert _digest(model) == digest and _digest(ws / "embeddings" / "vocab.json") != "" and _ranking(r.output)
+    kept = sorted(p.name for p in (ws / "books").iterdir())
+    assert set(books) <= set(kept) and len(kept) - len(books) <= 1  # only the book without characters was added
+    from whoqa.memdata import Vocab
+    Vocab(ws)  # the vectors still load
+
+
+def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path):
+    _, ws = ws
+    other = tmp_path / "other"
+    (other / "books").mkdir(parents=True)
+    (other / "narrativeqa").mkdir()
+    shutil.copy(shared_data / "books" / f"{SHORT_BOOKS[0]}.txt", other / "books" / f"{SHORT_BOOKS[0]}.txt")
+    for name in ("documents.csv", "qaps.csv"):
+        shutil.copy(shared_data / "narrativeqa" / name, other / "narrativeqa" / name)
+    r = run(app, ["eval", "--workspace", str(ws), "--data", str(other), "--jobs", "1"])
+    assert r.exit_code == 0, r.output
+    assert "final:memnet[bm25f] " in r.output and "final:memnet[bm25f]+adapt" in r.output
+    assert "book_frequency" in r.output
+    res = json.loads((ws / "results" / "final:memnet[bm25f]+adapt@other.json").read_text())
+    assert res["questions"] >= 3 and 0 <= res["p@1"] <= 100 and res["adaptation"]["per_book"][SHORT_BOOKS[0]]["rows"] > 0
+    plain = json.loads((ws / "results" / "final:memnet[bm25f]@other.json").read_text())
+    assert plain["questions"] == res["questions"] == json.loads(
+        (ws / "results" / "book_frequency@other.json").read_text())["questions"]

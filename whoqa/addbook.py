@@ -1,0 +1,99 @@
+"""Adding a book to a workspace after models were trained on it: process it, make its artificial questions and word2vec
+corpus, fold it into the word vectors (existing rows never move) and index it. Used by `whoqa ask --text/--data`
+and `whoqa eval --data`; every step is skipped when already done, so later questions about the book are quick.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+from whoqa.book import atomic_write, is_done
+from whoqa.workspace import locked
+
+log = logging.getLogger(__name__)
+CONTROL_SHARE = 0.01  # more C0/C1 control characters than this (tabs and line ends aside): not a text
+
+
+class BadText(ValueError):
+    """A file that is not a book's text; the message names it and says why."""
+
+
+def read_book_text(path: Path) -> str:
+    """A plain-text book (UTF-8, else Windows-1252), LF line ends; refuses what is not text."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: pass --text with a plain-text book")
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise BadText(f"{path} is empty: give a book's text")
+    if b"\x00" in raw[:65536]:
+        raise BadText(f"{path} looks binary (NUL bytes): give a plain-text book (UTF-8)")
+    for enc in ("utf-8-sig", "cp1252"):
+        try:
+            text = raw.decode(enc)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise BadText(f"{path} is neither UTF-8 nor Windows-1252 text: convert it to UTF-8")
+    bad = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\t\n\r\f") or 0x7F <= ord(ch) < 0xA0)
+    if bad > CONTROL_SHARE * len(text):
+        raise BadText(f"{path} is mostly not text ({bad:,} control characters in {len(text):,}): give a plain-text "
+                      f"book (UTF-8)")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def text_book_id(body: str) -> str:
+    """A book id derived from its text (40 hex digits, like NarrativeQA's): the same text is the same book."""
+    return hashlib.sha1(body.encode("utf-8")).hexdigest()
+
+
+def add_text(workspace: Path, path: Path, engine=None) -> str:
+    """Prepare a plain-text book (Project Gutenberg header and licence removed when present) into the workspace and
+    fold it in; returns its id."""
+    from data_prep.narrativeqa import extract_body
+    from data_prep.prepare import process_text
+    ws = Path(workspace)
+    body = extract_body(read_book_text(path))
+    if not body.strip():
+        raise BadText(f"{path} holds no story text once the Project Gutenberg header and licence are removed")
+    book_id = text_book_id(body)
+    with locked(ws):
+        if not is_done(ws / "books" / book_id, book_id):
+            if engine is None:
+                from data_prep.engine_spacy import SpacyEngine
+                engine = SpacyEngine()
+            process_text(body, book_id, ws / "books", engine)
+        texts_path = ws / "texts.json"
+        texts = json.loads(texts_path.read_text()) if texts_path.is_file() else {}
+        if book_id not in texts:
+            texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
+            atomic_write(texts_path, json.dumps(texts, indent=1))
+        fold_books(ws, [book_id])
+    return book_id
+
+
+def add_from_data(workspace: Path, data: Path, book_id: str) -> str:
+    """Prepare one book of a NarrativeQA folder into the workspace (its Who set is left as it is) and fold it in."""
+    from data_prep.prepare import PrepareConfig, prepare
+    rep = prepare(PrepareConfig(str(data), str(workspace), books=[book_id], who_set=False, jobs=1), progress=False)
+    if rep.failed:
+        raise ValueError(f"book {book_id} of {data} could not be prepared: {rep.failed[book_id].splitlines()[0]}")
+    return book_id
+
+
+def fold_books(workspace: Path, book_ids: list[str], books_ws: Path | None = None) -> dict:
+    """Artificial questions and corpus of processed books (under books_ws, default the workspace), folded into the
+    workspace's word vectors."""
+    from data_prep.prepare import derive
+    from whoqa.embeddings import fold_in
+    ws = Path(workspace)
+    src = Path(books_ws or ws)
+    with locked(ws):
+        rep = derive(src, book_ids, progress=False)
+        if rep.get("failed"):
+            b, err = next(iter(rep["failed"].items()))
+            raise ValueError(f"book {b}: artificial questions or corpus failed: {err}")
+        return fold_in(ws, {b: src / "embeddings" / "corpus" / f"{b}.txt" for b in book_ids})

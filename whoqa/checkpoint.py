@@ -1,0 +1,64 @@
+"""Saved memory networks and the word vectors they were trained on.
+
+A model folder (WS/models/<name>/) holds model.pt and config.json {"config", "stats", "vectors": {"lineage", "rows"}}.
+The workspace's vectors only grow (books are folded in, see `embeddings.fold_in`), so a model loads onto a larger
+vocabulary by keeping its own rows and taking the new ones from word2vec; vectors rebuilt from scratch (another
+lineage) make it stale, and loading it then says what to retrain.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+
+from whoqa.book import atomic_write
+from whoqa.memnet import KVMemNet, MemNetConfig
+
+
+class StaleModel(Exception):
+    """A saved model does not fit the workspace's word vectors; the message says what to retrain."""
+
+
+def save_model(model: KVMemNet, folder: Path, config: dict, stats: dict, vocab) -> None:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(model.state_dict(), folder / "model.tmp")
+    os.replace(folder / "model.tmp", folder / "model.pt")
+    atomic_write(folder / "config.json", json.dumps({"config": config, "stats": stats,
+                                                     "vectors": vocab.record()}, indent=1))
+
+
+def saved_config(folder: Path) -> dict:
+    path = Path(folder) / "config.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def load_model(folder: Path, vocab, hops: int | None = None) -> KVMemNet:
+    """The model of folder on vocab's embedding matrix: rows it was trained with are its own, rows folded in since
+    come from word2vec. `model.trained_rows` is how many embedding rows (padding included) it was trained with."""
+    folder = Path(folder)
+    path = folder / "model.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing")
+    saved = saved_config(folder)
+    rec = saved.get("vectors") or {}
+    if rec.get("lineage") and rec["lineage"] != vocab.lineage:
+        raise StaleModel(f"model {folder} was trained on word vectors {rec['lineage']} but the workspace's were "
+                         f"rebuilt ({vocab.lineage}): retrain it (`whoqa pretrain` / `whoqa train ...`)")
+    try:
+        state = torch.load(path, map_location="cpu")
+    except Exception as e:
+        raise StaleModel(f"{path} cannot be read ({type(e).__name__}): retrain it") from e
+    w = state["embed.weight"]  # (trained rows, d)
+    if w.shape[0] > vocab.matrix.shape[0] or w.shape[1] != vocab.matrix.shape[1]:
+        raise StaleModel(f"model {folder} has {w.shape[0] - 1} word vectors of size {w.shape[1]}, the workspace "
+                         f"{vocab.matrix.shape[0] - 1} of size {vocab.matrix.shape[1]}: retrain it")
+    state["embed.weight"] = torch.cat([w, vocab.matrix[w.shape[0]:].to(w.dtype)])  # (rows now, d)
+    hops = hops or saved.get("config", {}).get("hops", 3)
+    model = KVMemNet(vocab.matrix, MemNetConfig(hops=hops))
+    model.load_state_dict(state)
+    model.trained_rows = int(w.shape[0])
+    model.eval()
+    return model
