@@ -434,9 +434,10 @@ def eval_(
             typer.echo(f"{ranker}: " + ", ".join(f"{p['value']}: {p['p@1']:.2f}" for p in pts))
         typer.echo(f"plot: {workspace}/results/ablation-{ablation}.png")
         return
+    from whoqa.checkpoint import StaleModel
     try:
         res = evaluate(EvalConfig(str(workspace), str(data) if data else None, seed, random_trials, jobs))
-    except (MissingStage, DataError) as e:
+    except (MissingStage, DataError, StaleModel, ValueError, FileNotFoundError) as e:
         _fail(str(e))
     typer.echo(res["table"])
     if not data:
@@ -497,13 +498,21 @@ def bench(
     books: int = typer.Option(4, help="How many books (the shortest ones after --min-words)."),
     min_words: int = typer.Option(20000, help="Skip books shorter than this."),
     repeats: int = typer.Option(1, help="Runs per measurement (the median is reported)."),
-    stage: str = typer.Option("prepare", help="prepare (book engine), index (BM25F and BERT ranker speed), ask, or reader "
+    stage: str = typer.Option("prepare", help="prepare (book engine), index (BM25F and BERT ranker speed), ask, new-book "
+                                                "(time to the first answer about a new --text book), or reader "
                                                 "(FiD training and generation speed)."),
     workspace: Path = typer.Option(Path("ws"), help="--stage index: a workspace with prepared books."),
+    text: Optional[Path] = typer.Option(None, help="--stage new-book: a plain-text book the workspace has not seen."),
 ):
     """Benchmarks that print figures: the book engine (words/s, --jobs 2, peak RSS), context selection (index
     build time, BM25F query latency p50/p95 and q/s, BERT ranking time per question), `ask` latency, or the reader
     (training examples/s, generation latency per question, peak memory)."""
+    if stage == "new-book":
+        from whoqa.bench import run_new_book
+        if text is None:
+            _fail("--stage new-book needs --text FILE (a book the workspace has not seen)")
+        typer.echo(json.dumps(run_new_book(str(workspace), str(text)), indent=1))
+        return
     if stage in ("index", "ask", "reader"):
         from whoqa import bench as wb
         fn = {"index": wb.run, "ask": wb.run_ask, "reader": wb.run_reader}[stage]

@@ -120,17 +120,49 @@ class NarrativeQA:
         return extract_body(read_text(path), doc.story_start if doc else "", doc.story_end if doc else "")
 
 
+def csv_records(text: str, width: int | None = None):
+    """(first physical line, fields or None, problem) per record of a whole csv text; quoted newlines survive.
+
+    A record whose field count is not `width` is reported; when it spans several lines (an unterminated quote that
+    swallowed the rows after it), parsing restarts on the line after its first, so one broken row never takes or
+    shifts the others.
+    """
+    lines = text.splitlines(keepends=True)
+    pos = 0
+    while pos < len(lines):
+        reader = csv.reader(lines[pos:])
+        done = 0  # lines of lines[pos:] consumed so far
+        restart = None
+        try:
+            for row in reader:
+                first, done = pos + done + 1, reader.line_num
+                span = pos + done - first + 1
+                if width is not None and row and len(row) != width:
+                    yield first, None, f"{len(row)} fields, expected {width}"
+                    if span > 1:
+                        restart = first  # 0-based index of the line after the record's first
+                        break
+                    continue
+                yield first, row, None
+        except csv.Error as e:
+            first = pos + done + 1
+            yield first, None, str(e)
+            restart = first
+        if restart is None:
+            return
+        pos = restart
+
+
 def read_csv(path: Path, columns: list[str]) -> tuple[list[tuple[int, dict]], CsvReport]:
-    """Rows as (row index, dict); malformed rows are skipped with a warning and counted.
+    """Rows as (row index, dict); malformed rows are skipped with a warning naming their line, and counted.
 
     The row index counts every data row, kept or not, so question ids stay the official row numbers.
     """
     path = Path(path)
     report = CsvReport(str(path))
     text = read_text(path)
-    reader = csv.reader(text.splitlines())
     try:
-        header = next(reader)
+        header = next(csv.reader([text.split("\n", 1)[0]]))
     except StopIteration:
         raise DataError(f"{path} is empty: expected a header with columns {columns}")
     missing = [c for c in columns if c not in header]
@@ -138,20 +170,24 @@ def read_csv(path: Path, columns: list[str]) -> tuple[list[tuple[int, dict]], Cs
         raise DataError(f"{path}: missing column(s) {missing}; found {header}. Is this the official NarrativeQA file?")
     idx = {c: header.index(c) for c in columns}
     out = []
-    for i, row in enumerate(reader):
-        if not row:
+    records = csv_records(text, len(header))
+    next(records)  # the header
+    i = -1
+    for line, row, problem in records:
+        if row == []:
             continue
+        i += 1
         report.rows += 1
-        if len(row) != len(header):
-            report.skipped.append(f"row {i}: {len(row)} fields, expected {len(header)}")
+        if problem:
+            report.skipped.append(f"line {line} (row {i}): {problem}")
             continue
         rec = {c: row[j] for c, j in idx.items()}
         if not rec["document_id"]:
-            report.skipped.append(f"row {i}: empty document_id")
+            report.skipped.append(f"line {line} (row {i}): empty document_id")
             continue
         out.append((i, rec))
     if report.skipped:
-        log.warning("%s: skipped %d malformed row(s), e.g. %s", path, len(report.skipped), report.skipped[0])
+        log.warning("%s: skipped %d malformed row(s): %s", path, len(report.skipped), "; ".join(report.skipped[:3]))
     return out, report
 
 

@@ -74,3 +74,25 @@ def test_missing_folder_and_book_say_what_to_run(tmp_path):
     (tmp_path / "narrativeqa").mkdir()
     with pytest.raises(DataError, match="documents.csv not found"):
         NarrativeQA(tmp_path).documents()
+
+
+def test_quoted_newlines_survive_and_a_broken_row_shifts_no_id(tmp_path):
+    from data_prep.narrativeqa import QUESTION_COLUMNS, SUMMARY_COLUMNS, read_csv
+    (tmp_path / "summaries.csv").write_text('document_id,set,summary\nd1,test,"First paragraph.\nSecond one."\n'
+                                            'd2,test,"x"\n')
+    rows, _ = read_csv(tmp_path / "summaries.csv", SUMMARY_COLUMNS)
+    assert rows[0][1]["summary"] == "First paragraph.\nSecond one." and rows[1] == (1, {"document_id": "d2",
+                                                                                         "set": "test", "summary": "x"})
+    lines = ["document_id,set,question,answer1,answer2"] + [f"d,test,Who is {i}?,a{i},b{i}" for i in range(30)]
+    lines[4] = 'd,test,"Who is 3?,a3,b3'  # an unterminated quote would swallow every row after it
+    (tmp_path / "qaps.csv").write_text("\n".join(lines) + "\n")
+    rows, report = read_csv(tmp_path / "qaps.csv", QUESTION_COLUMNS)
+    assert [i for i, _ in rows] == [i for i in range(30) if i != 3]  # ids are the official row numbers
+    assert all(r["question"] == f"Who is {i}?" for i, r in rows)
+    assert report.skipped == ["line 5 (row 3): 3 fields, expected 5"]
+
+
+def test_shared_summaries_keep_their_paragraphs(shared_data):
+    from data_prep.narrativeqa import NarrativeQA
+    summaries = NarrativeQA(shared_data).summaries()
+    assert sum("\n" in s for s in summaries.values()) >= 30 and not any("again.Tabitha" in s for s in summaries.values())
