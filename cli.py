@@ -440,6 +440,8 @@ def eval_(
     except (MissingStage, DataError, StaleModel, ValueError, FileNotFoundError) as e:
         _fail(str(e))
     typer.echo(res["table"])
+    if res.get("full_task"):
+        typer.echo("\n" + res["full_task"]["table"])
     if not data:
         from whoqa.fulltask import evaluate_full_task
         try:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from cli import app
 from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, write_qaps
 from tests.test_pipeline import QUESTIONS
+from tests.test_reader import tiny_reader_path  # noqa: F401  (fixture)
 
 run = CliRunner().invoke
 STORY = """The Lighthouse
@@ -156,8 +157,11 @@ def test_bad_input_is_refused_and_nothing_is_lost(ws, tmp_path):
     Vocab(ws)  # the vectors still load
 
 
-def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path):
+def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path, tiny_reader_path):  # noqa: F811
     _, ws = ws
+    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", "--context", "bm25f", "--epochs", "1",
+                  "--beams", "1", "--reader-base", tiny_reader_path])
+    assert r.exit_code == 0, r.output
     other = tmp_path / "other"
     (other / "books").mkdir(parents=True)
     (other / "narrativeqa").mkdir()
@@ -170,6 +174,10 @@ def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path
     assert "book_frequency" in r.output
     res = json.loads((ws / "results" / "final:memnet[bm25f]+adapt@other.json").read_text())
     assert res["questions"] >= 3 and 0 <= res["p@1"] <= 100 and res["adaptation"]["per_book"][SHORT_BOOKS[0]]["rows"] > 0
+    full = json.loads((ws / "results" / "full_task@other.json").read_text())
+    assert "final:fid[bm25f]" in full["rows"] and full["routing"]["memnet"].startswith("final:memnet[bm25f]")
+    assert full["routing"]["who_questions_to_memnet"] == res["questions"] and full["questions"] >= 10
+    assert "routed: final:memnet" in r.output
     plain = json.loads((ws / "results" / "final:memnet[bm25f]@other.json").read_text())
     assert plain["questions"] == res["questions"] == json.loads(
         (ws / "results" / "book_frequency@other.json").read_text())["questions"]

@@ -120,7 +120,11 @@ def evaluate(cfg: EvalConfig) -> dict:
         atomic_write(ws / "results" / f"coverage{suffix}.json", json.dumps({**meta}, indent=1))
     table = format_table(results, meta)
     atomic_write(ws / "results" / f"table{suffix}.txt", table + "\n")
-    return {"meta": meta, "results": results, "table": table}
+    full = None
+    if cfg.data:
+        from whoqa.unseen import full_task_results
+        full = full_task_results(ws, target, results)
+    return {"meta": meta, "results": results, "table": table, "full_task": full}
 
 
 def trained_results(workspace: Path, characters: dict[str, list[dict]], questions: list[dict]) -> dict:

@@ -8,6 +8,7 @@ test-time adaptation (`whoqa.adapt`, label-free: the book's own artificial quest
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from pathlib import Path
 
 from whoqa.metrics import ranking_metrics, text_metrics
@@ -82,7 +83,69 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
             res.update({f"{k}_std": 0.0 for k in ("p@1", "p@5", "mrr")})
             preds = [names[q["document_id"]].get(r[0], "") if r else "" for q, r in zip(usable, ranked)]
             res["text"] = text_metrics(preds, [[q["answer1"], q["answer2"]] for q in usable]) if usable else {"n": 0}
+            res["answers"] = {str(q["question_id"]): a for q, a in zip(usable, preds)}
             if suffix:
                 res["adaptation"] = {"config": adapt_cfg.__dict__, "per_book": stats}
             out[res["system"]] = res
+    return out
+
+
+def final_readers(workspace: Path) -> list[Path]:
+    """Folders of the readers trained with `whoqa train --reader fid --final` (WS/models/reader/<name>/final/)."""
+    from whoqa.reader.model import READER_FILE
+    return sorted(p.parent for p in Path(workspace).glob(f"models/reader/*/final/{READER_FILE}"))
+
+
+def full_task_results(workspace: Path, target: Path, who: dict, progress: bool = False) -> dict | None:
+    """Every final reader on all of target's questions, and the routed system (Who-set questions to the final memory
+    network with the best P@1 here, the rest to the reader) -> WS/results/full_task@<name>.{json,txt}. Readers that
+    need contexts target cannot have (oracle: built from the answers; bert: a trained ranker) are left out."""
+    from dataclasses import fields
+    from whoqa.book import atomic_write
+    from whoqa.contexts import load_questions
+    from whoqa.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
+    from whoqa.reader.data import Batcher, build_examples
+    from whoqa.reader.model import READER_FILE, FiDReader
+    from whoqa.reader.train import ReaderConfig, predict, strip_start
+    import json
+    readers = final_readers(workspace)
+    if not readers:
+        return None
+    questions = [q for qs in load_questions(target).values() for q in qs]
+    refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
+    who_ids = {q["question_id"] for q in json.loads((target / "who" / "who_questions.json").read_text())}
+    rows, answers = {}, {}
+    for folder in readers:
+        saved = json.loads((folder / READER_FILE).read_text()).get("config", {})
+        cfg = ReaderConfig(**{f.name: saved[f.name] for f in fields(ReaderConfig) if f.name in saved})
+        if cfg.context not in ("none", "bm25f"):
+            log.warning("reader %s left out: its %s passages cannot be made for unseen books", folder.parent.name,
+                        cfg.context)
+            continue
+        reader = FiDReader.load(str(folder))
+        batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start=strip_start(reader),
+                          question_passage=cfg.question_passage)
+        examples = build_examples(target, cfg.context, cfg.top_k, progress)
+        preds = dict(zip([e.question_id for e in examples], predict(reader, batcher, examples, cfg, None, progress)))
+        name = f"final:{folder.parent.name}"
+        answers[name] = preds
+        rows[name] = _row(preds, refs, who_ids, {"command": reader_command(asdict(cfg)) + " --final",
+                                                 "config": asdict(cfg)})
+    routing = None
+    memnets = {n: r for n, r in who.items() if n.startswith("final:memnet")}
+    if rows and memnets:
+        base = max(rows, key=lambda n: rows[n]["metrics"]["rouge_l"])
+        memnet = max(memnets, key=lambda n: memnets[n]["p@1"])
+        who_answers = {int(q): a for q, a in memnets[memnet]["answers"].items()}
+        routed = {q: who_answers.get(q, a) for q, a in answers[base].items()}
+        routing = {"reader": base, "memnet": memnet, "who_questions_to_memnet": sum(1 for q in routed if q in who_answers),
+                   "chosen_by": "the best ROUGE-L reader and P@1 memory network on these books"}
+        rows[f"routed: {memnet} + {base}"] = _row(routed, refs, who_ids, routing)
+    out = {"questions": len(questions), "who_questions": len(who_ids), "rows": rows, "routing": routing,
+           "mou2021_test_rouge_l": MOU_TEST_ROUGE_L, "data": str(target)}
+    suffix = f"@{target.name}"
+    atomic_write(Path(workspace) / "results" / f"full_task{suffix}.json", json.dumps(out, indent=1))
+    table = format_full_task(out).replace("readers cross-validated over book folds", "unseen books, final models")
+    atomic_write(Path(workspace) / "results" / f"full_task{suffix}.txt", table + "\n")
+    out["table"] = table
     return out
