@@ -165,8 +165,10 @@ def index(
             rep = build_contexts(workspace, r, jobs, cfg, ranker_cfg=rcfg)
         except (FileNotFoundError, ValueError) as e:
             _fail(str(e))
-        typer.echo(f"{r}: contexts for {len(rep['done'])} book(s), {rep['skipped']} already done, "
-                   f"{len(rep['failed'])} failed -> {workspace}/contexts/{r}")
+        typer.echo(f"{r}: contexts for {len(rep['done'])} book(s), {rep['skipped']} already done with this config"
+                   + (f" ({rep['redone_config_changed']} redone: made with another config)"
+                      if rep.get("redone_config_changed") else "")
+                   + f", {len(rep['failed'])} failed -> {workspace}/contexts/{r}")
 
 
 @app.command("pretrain")
@@ -307,6 +309,8 @@ def train_cmd(
         s = cross_validate(workspace, cfg)
     except (FileNotFoundError, ValueError, FloatingPointError) as e:
         _fail(str(e))
+    if s.get("redone"):
+        typer.secho(s["redone"], fg=typer.colors.YELLOW, err=True)
     typer.echo(f"{run_name(cfg)}: {s['runs']} runs on {s['questions']} questions: P@1 {s['p@1']:.2f} ± "
                f"{s['p@1_std']:.2f}, P@5 {s['p@5']:.2f} ± {s['p@5_std']:.2f}, MRR {s['mrr']:.3f} ± {s['mrr_std']:.3f}")
 

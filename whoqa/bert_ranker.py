@@ -196,7 +196,9 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
             continue
         model_dir = ws / "models" / "bert_ranker" / f"fold{k}"
         n_pairs = 0
-        if (model_dir / "config.json").is_file():
+        made_with = {"ranker": asdict(cfg), "test_books": sorted(fold)}  # a fold model is reused only if the same
+        record = model_dir / "whoqa_ranker.json"
+        if (model_dir / "config.json").is_file() and record.is_file() and json.loads(record.read_text()) == made_with:
             ranker = CrossEncoder(str(model_dir), cfg.max_length)
             losses = []
         else:
@@ -210,6 +212,7 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
             ranker = CrossEncoder(base, cfg.max_length)
             losses = ranker.train(pairs, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed, progress)
             ranker.save(model_dir)
+            atomic_write(record, json.dumps(made_with, indent=1))
         report["folds"].append({"fold": k, "books": mine, "train_pairs": n_pairs, "train_steps": len(losses),
                                 "first_loss": losses[0] if losses else None,
                                 "last_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None})

@@ -35,6 +35,16 @@ def load_contexts(workspace: Path, ranker: str, book_id: str) -> dict[str, list[
     return json.loads(path.read_text())["questions"] if path.is_file() else None
 
 
+def contexts_config(workspace: Path, ranker: str, book_id: str) -> dict | None:
+    """The config a book's contexts were made with (without the BERT fold), or None when there are none."""
+    path = Path(workspace) / "contexts" / ranker / f"{book_id}.json"
+    if not path.is_file():
+        return None
+    cfg = dict(json.loads(path.read_text()).get("config", {}))
+    cfg.pop("fold", None)
+    return cfg
+
+
 def question_context(contexts: dict, question_id: int, limit: int) -> list[int]:
     return context_sentences(contexts.get(str(question_id), []), limit)
 
@@ -57,9 +67,17 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: R
     ws = Path(workspace)
     cfg = cfg or RetrievalConfig()
     by_book = load_questions(ws)
-    todo = {b: qs for b, qs in by_book.items() if load_contexts(ws, ranker, b) is None}
+    want = asdict(cfg)
+    if ranker == "bert":
+        from whoqa.bert_ranker import RankerConfig
+        want = {**want, "ranker": asdict(ranker_cfg or RankerConfig())}
+    made = {b: contexts_config(ws, ranker, b) for b in by_book}
+    todo = {b: qs for b, qs in by_book.items() if made[b] != want}
+    redone = sorted(b for b in todo if made[b] is not None)
+    if redone:
+        log.warning("%s contexts of %d book(s) were made with another config: redone", ranker, len(redone))
     report = {"ranker": ranker, "books": len(by_book), "done": [], "skipped": len(by_book) - len(todo), "failed": {},
-              "config": asdict(cfg)}
+              "redone_config_changed": len(redone), "config": asdict(cfg)}
     if ranker == "bert":
         from whoqa.bert_ranker import build_bert_contexts
         return build_bert_contexts(ws, todo, cfg, report, progress, ranker_cfg)

@@ -110,7 +110,9 @@ def evaluate(cfg: EvalConfig) -> dict:
         results.update(final_results(ws, target, characters, questions))
     else:
         results.update(trained_results(ws, characters, questions))
+    from whoqa.runs import code_version
     meta = {"config": asdict(cfg), "data_fingerprint": fingerprint(target), "who_set": str(target / "who"),
+            "code": code_version(),
             "questions": len(questions), "books": len({q["document_id"] for q in questions}),
             "coverage": coverage, "incomplete_rankers": partial}
     suffix = f"@{Path(cfg.data).name}" if cfg.data else ""
@@ -141,7 +143,8 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
         res = {"system": run.name, "trials": len(runs), "questions": sum(len(r["predictions"]) for r in runs
                                                                           if r["trial"] == 0),
                "skipped_no_candidates": 0, "config": json.loads((run / "config.json").read_text())
-               if (run / "config.json").is_file() else {}}
+               if (run / "config.json").is_file() else {},
+               "provenance": json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else None}
         for k in RANKING_KEYS:
             vals = [r["metrics"][k] for r in runs]
             res[k] = statistics.fmean(vals)

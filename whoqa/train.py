@@ -19,6 +19,7 @@ from whoqa.memdata import (BookArrays, Example, MemoryCache, Vocab, artificial_e
                            who_examples)
 from whoqa.memnet import KVMemNet, MemNetConfig, nll
 from whoqa.metrics import ranking_metrics
+from whoqa.runs import claim, digest, file_digest, provenance
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +178,17 @@ def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
     return model
 
 
+def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
+    """What a memory-network run starts from: the Who set, the vectors, the contexts' config, the pretrained model."""
+    from whoqa.evaluate import fingerprint
+    ws = Path(workspace)
+    report = ws / "contexts" / cfg.ranker / "report.json"
+    ctx = json.loads(report.read_text()) if report.is_file() else {}
+    return {"who_set": fingerprint(ws), "vectors": vocab.record(),
+            "contexts": digest([ctx.get("config"), ctx.get("ranker_config")]),
+            "pretrained": file_digest(ws / "models" / cfg.pretrained / "config.json") if cfg.from_pretrained else None}
+
+
 def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
     """k folds x trials; each (fold, trial) is saved as it finishes, so an interrupted run resumes."""
     ws = Path(workspace)
@@ -189,7 +201,8 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
         raise ValueError(f"{len(examples)} usable Who questions for {cfg.folds} folds: run `whoqa index --ranker "
                          f"{cfg.ranker}` first, or use fewer folds")
     out = Path(cfg.runs_dir) if cfg.runs_dir else ws / "runs" / run_name(cfg)
-    out.mkdir(parents=True, exist_ok=True)
+    prov = provenance({k: v for k, v in asdict(cfg).items() if k != "runs_dir"}, run_inputs(ws, cfg, vocab))
+    redone = claim(out, prov, ws / "runs-archive")
     atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1))
     folds = folds_of(len(examples), cfg.folds, cfg.seed)
     from tqdm.auto import tqdm
@@ -227,7 +240,7 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
     seconds = time.perf_counter() - t0
     summary = summarize(out)
     summary.update({"skipped_questions": skipped, "questions": len(examples), "seconds_this_run": round(seconds, 1),
-                    "runs_this_run": done_now})
+                    "runs_this_run": done_now, "redone": redone, "provenance": prov})
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
     return summary
 

@@ -1,0 +1,48 @@
+"""Runs you can trust: a changed config redoes the work (never reuses or mixes it), and results say what made them."""
+import json
+
+from typer.testing import CliRunner
+
+from cli import app
+from tests.conftest import DYING_DETECTIVE, write_qaps
+from tests.test_pipeline import QUESTIONS
+
+run = CliRunner().invoke
+
+
+def test_changed_configs_redo_the_work(mini_data, tmp_path):
+    write_qaps(mini_data, [(DYING_DETECTIVE, *q) for q in QUESTIONS])
+    ws = tmp_path / "ws"
+    assert run(app, ["prepare", "--data", str(mini_data), "--workspace", str(ws), "--book", DYING_DETECTIVE,
+                     "--jobs", "1"]).exit_code == 0
+    assert run(app, ["index", "--workspace", str(ws), "--jobs", "1"]).exit_code == 0
+    ctx = ws / "contexts" / "bm25f" / f"{DYING_DETECTIVE}.json"
+    r = run(app, ["index", "--workspace", str(ws), "--jobs", "1"])
+    assert "1 already done" in r.output and "redone" not in r.output
+    r = run(app, ["index", "--workspace", str(ws), "--jobs", "1", "--k1", "0.3", "--b", "0.1",
+                  "--context-sentences", "10"])
+    assert r.exit_code == 0 and "1 redone" in r.output
+    saved = json.loads(ctx.read_text())["config"]
+    assert (saved["k1"], saved["b"], saved["context_sentences"]) == (0.3, 0.1, 10)
+    assert all(sum(b - a + 1 for a, b, _ in w) <= 14 for w in json.loads(ctx.read_text())["questions"].values())
+    assert run(app, ["index", "--workspace", str(ws), "--jobs", "1"]).exit_code == 0  # back to the defaults
+
+    run_dir = ws / "runs" / "memnet[bm25f]"
+    r = run(app, ["train", "--workspace", str(ws), "--folds", "3", "--trials", "1", "--epochs", "2"])
+    assert r.exit_code == 0 and "3 runs" in r.output
+    first = json.loads((run_dir / "run.json").read_text())
+    r = run(app, ["train", "--workspace", str(ws), "--folds", "3", "--trials", "1", "--epochs", "2"])
+    assert "3 runs" in r.output and "redone" not in r.output  # same identity: resumed, nothing redone
+    r = run(app, ["train", "--workspace", str(ws), "--folds", "3", "--trials", "1", "--epochs", "4", "--hops", "1"])
+    assert r.exit_code == 0 and "redone" in r.output and "epochs" in r.output and "hops" in r.output
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["runs_this_run"] == 3 and summary["provenance"]["config"]["epochs"] == 4
+    assert all(len(json.loads(f.read_text())["losses"]) == 4 for f in run_dir.glob("fold*_trial*.json"))
+    assert (ws / "runs-archive" / f"memnet[bm25f]@{first['identity']}" / "fold0_trial0.json").is_file()  # kept
+    r = run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "1", "--epochs", "4", "--hops", "1"])
+    assert r.exit_code == 0 and "2 runs" in r.output and "folds" in r.output  # no leftover fold files mixed in
+    assert sorted(f.name for f in run_dir.glob("fold*_trial*.json")) == ["fold0_trial0.json", "fold1_trial0.json"]
+    r = run(app, ["eval", "--workspace", str(ws)])
+    res = json.loads((ws / "results" / "memnet[bm25f].json").read_text())
+    assert res["trials"] == 2 and res["provenance"]["config"]["folds"] == 2
+    assert res["code"]["packages"]["torch"] and "git" in res["code"]

@@ -1,0 +1,87 @@
+"""What a run is: its name plus a hash of its whole config and of the artifacts it starts from (its identity).
+
+"Already done" means the same identity. A run folder that holds another identity is moved to WS/runs-archive/
+<name>@<identity>/ before the new run starts, so a changed config redoes the work and never mixes old and new results,
+and the old results are kept. Every results file carries `provenance`: config, inputs, identity, code version.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+from whoqa.book import atomic_write
+
+log = logging.getLogger(__name__)
+RUN_FILE = "run.json"
+PACKAGES = ("torch", "transformers", "gensim", "pyserini", "spacy", "entmax", "numpy")
+
+
+def digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def file_digest(path: Path) -> str | None:
+    """Hash of a small artifact (a config or record file); None when it does not exist."""
+    path = Path(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else None
+
+
+@lru_cache(maxsize=1)
+def code_version() -> dict:
+    """The git commit of the code (with "+dirty" for uncommitted changes) and the main packages' versions."""
+    from importlib.metadata import PackageNotFoundError, version
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
+                                timeout=5).stdout.strip() or None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        if commit and dirty:
+            commit += "+dirty"
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    packages = {}
+    for p in PACKAGES:
+        try:
+            packages[p] = version(p)
+        except PackageNotFoundError:
+            packages[p] = None
+    return {"git": commit, "packages": packages}
+
+
+def provenance(config: dict, inputs: dict) -> dict:
+    return {"identity": digest({"config": config, "inputs": inputs}), "config": config, "inputs": inputs,
+            "code": code_version()}
+
+
+def claim(run_dir: Path, prov: dict, archive: Path) -> str | None:
+    """Make run_dir the home of the run `prov`; returns why an earlier run was moved away (None if nothing was)."""
+    run_dir = Path(run_dir)
+    path = run_dir / RUN_FILE
+    if run_dir.is_dir() and any(run_dir.iterdir()):
+        old = json.loads(path.read_text()) if path.is_file() else {}
+        if old.get("identity") == prov["identity"]:
+            return None
+        changed = sorted(k for k in set(old.get("config", {})) | set(prov["config"])
+                         if old.get("config", {}).get(k) != prov["config"].get(k))
+        changed_inputs = sorted(k for k in set(old.get("inputs", {})) | set(prov["inputs"])
+                                if old.get("inputs", {}).get(k) != prov["inputs"].get(k))
+        dest = Path(archive) / f"{run_dir.name}@{old.get('identity', 'unknown')}"
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(run_dir), str(dest))
+        why = (f"{run_dir.name}: redone, the earlier run differs in "
+               + (", ".join(changed + [f"input {k}" for k in changed_inputs]) or "an unrecorded config")
+               + f" (kept in {dest})")
+        log.warning(why)
+    else:
+        why = None
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps(prov, indent=1))
+    return why
