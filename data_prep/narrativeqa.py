@@ -117,7 +117,7 @@ class NarrativeQA:
             raise DataError(f"book {document_id}: no file books/{document_id}.txt under {self.root}; "
                             f"run `whoqa download --data {self.root}`")
         doc = (documents if documents is not None else self.documents()).get(document_id)
-        return extract_body(read_text(path), doc.story_start if doc else "", doc.story_end if doc else "")
+        return extract_body(read_book(path)[0], doc.story_start if doc else "", doc.story_end if doc else "")
 
 
 def csv_records(text: str, width: int | None = None):
@@ -189,6 +189,34 @@ def read_csv(path: Path, columns: list[str]) -> tuple[list[tuple[int, dict]], Cs
     if report.skipped:
         log.warning("%s: skipped %d malformed row(s): %s", path, len(report.skipped), "; ".join(report.skipped[:3]))
     return out, report
+
+
+CONTROL_SHARE = 0.01  # more C0/C1 control characters than this share (tabs, line and page ends aside): not a text
+_C1 = re.compile("[\x80-\x9f]")
+
+
+def read_book(path: Path) -> tuple[str, str]:
+    """(text, encoding) of a book file: UTF-8, else Windows-1252; LF line ends, C1 control characters removed.
+    A file that is empty, binary, undecodable or mostly control characters raises DataError naming it."""
+    path = Path(path)
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise DataError(f"{path} is empty: give a book's text")
+    if b"\x00" in raw[:65536]:
+        raise DataError(f"{path} looks binary (NUL bytes): give a plain-text book (UTF-8)")
+    for enc in ("utf-8-sig", "cp1252"):
+        try:
+            text = raw.decode(enc)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise DataError(f"{path} is neither UTF-8 nor Windows-1252 text: convert it to UTF-8")
+    bad = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\t\n\r\f") or 0x7F <= ord(ch) < 0xA0)
+    if bad > CONTROL_SHARE * len(text):
+        raise DataError(f"{path} is mostly not text ({bad:,} control characters in {len(text):,}): give a plain-text "
+                        f"book (UTF-8)")
+    return _C1.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n")), enc.replace("-sig", "")
 
 
 def read_text(path: Path) -> str:

@@ -44,3 +44,19 @@ def test_cli_prepare(mini_data, tmp_path):
     assert "prepared 1 book(s)" in res.output
     res = CliRunner().invoke(app, ["prepare", "--data", str(tmp_path / "missing"), "--workspace", str(tmp_path / "w")])
     assert res.exit_code == 2 and "does not exist" in res.output
+
+
+def test_bad_book_texts_fail_with_a_reason_and_c1_controls_never_reach_tokens(mini_data, tmp_path):
+    import numpy as np
+    from whoqa.book import read_tokens
+    books = mini_data / "books"
+    (books / ("b" * 40 + ".txt")).write_bytes(np.random.default_rng(1).integers(0, 256, 40000, np.uint8).tobytes())
+    (books / ("c" * 40 + ".txt")).write_bytes(b"Anna walked home. " * 40 + b"\x81" + b" Anna slept.\n")
+    (books / ("d" * 40 + ".txt")).write_text("Anna walked home.\u0085 Anna saw Tom.\u0091 Tom waved.\n"
+                                            + "Anna walked home. Anna saw Tom. Tom waved.\n" * 20)
+    rep = prepare(PrepareConfig(str(mini_data), str(tmp_path / "ws"), books=["b" * 40, "c" * 40, "d" * 40],
+                                who_set=False, artificial=False, embeddings=False), progress=False)
+    assert "binary" in rep.failed["b" * 40] and "neither UTF-8" in rep.failed["c" * 40]
+    assert rep.done == ["d" * 40]
+    words = [t.word for t in read_tokens(tmp_path / "ws" / "books" / ("d" * 40) / ("d" * 40 + ".tokens"))]
+    assert words and not any(0x80 <= ord(ch) < 0xA0 for w in words for ch in w)

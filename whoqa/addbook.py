@@ -9,40 +9,19 @@ import json
 import logging
 from pathlib import Path
 
+from data_prep.narrativeqa import DataError
 from whoqa.book import atomic_write, is_done
 from whoqa.workspace import locked
 
 log = logging.getLogger(__name__)
-CONTROL_SHARE = 0.01  # more C0/C1 control characters than this (tabs and line ends aside): not a text
-
-
-class BadText(ValueError):
-    """A file that is not a book's text; the message names it and says why."""
 
 
 def read_book_text(path: Path) -> str:
-    """A plain-text book (UTF-8, else Windows-1252), LF line ends; refuses what is not text."""
-    path = Path(path)
-    if not path.is_file():
+    """A plain-text book file's text; refuses (DataError, naming it) what is missing, empty, binary or undecodable."""
+    from data_prep.narrativeqa import read_book
+    if not Path(path).is_file():
         raise FileNotFoundError(f"{path} not found: pass --text with a plain-text book")
-    raw = path.read_bytes()
-    if not raw.strip():
-        raise BadText(f"{path} is empty: give a book's text")
-    if b"\x00" in raw[:65536]:
-        raise BadText(f"{path} looks binary (NUL bytes): give a plain-text book (UTF-8)")
-    for enc in ("utf-8-sig", "cp1252"):
-        try:
-            text = raw.decode(enc)
-            break
-        except UnicodeDecodeError:
-            continue
-    else:
-        raise BadText(f"{path} is neither UTF-8 nor Windows-1252 text: convert it to UTF-8")
-    bad = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\t\n\r\f") or 0x7F <= ord(ch) < 0xA0)
-    if bad > CONTROL_SHARE * len(text):
-        raise BadText(f"{path} is mostly not text ({bad:,} control characters in {len(text):,}): give a plain-text "
-                      f"book (UTF-8)")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return read_book(path)[0]
 
 
 def text_book_id(body: str) -> str:
@@ -58,7 +37,7 @@ def add_text(workspace: Path, path: Path, engine=None) -> str:
     ws = Path(workspace)
     body = extract_body(read_book_text(path))
     if not body.strip():
-        raise BadText(f"{path} holds no story text once the Project Gutenberg header and licence are removed")
+        raise DataError(f"{path} holds no story text once the Project Gutenberg header and licence are removed")
     book_id = text_book_id(body)
     with locked(ws):
         if not is_done(ws / "books" / book_id, book_id):
