@@ -468,11 +468,10 @@ def score(
     for p in [pred, *ref]:
         if not p.is_file():
             _fail(f"{p} not found")
-    preds = read_text(pred).split("\n")
-    refs = [read_text(r).split("\n") for r in ref]
-    if preds and preds[-1] == "":
-        preds = preds[:-1]
-        refs = [r[:-1] if r and r[-1] == "" else r for r in refs]
+    preds = read_text(pred).splitlines()  # a missing final newline counts no differently
+    refs = [read_text(r).splitlines() for r in ref]
+    if not preds:
+        _fail(f"{pred} has no lines: one answer per line")
     for r, path in zip(refs, ref):
         if len(r) != len(preds):
             _fail(f"{path} has {len(r)} lines but {pred} has {len(preds)}: one answer per line in each file")

@@ -75,6 +75,9 @@ def download(cfg: DownloadConfig) -> dict:
               if (not cfg.books or d.document_id in cfg.books)
               and (cfg.kind == "all" or d.kind == cfg.kind)
               and (cfg.split is None or d.set == cfg.split)]
+    unknown = sorted(set(cfg.books) - set(docs))
+    if unknown:
+        raise DataError(f"document id(s) not in documents.csv: {', '.join(unknown[:5])}; check --book")
     if cfg.max_books is not None:
         chosen = chosen[:cfg.max_books]
     report = {"folder": str(root), "requested": len(chosen), "fetched": [], "already_there": [], "failed": {},

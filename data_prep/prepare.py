@@ -12,7 +12,7 @@ from pathlib import Path
 
 from whoqa.book import atomic_write, is_done, write_book_files
 from whoqa.workspace import locked
-from data_prep.narrativeqa import NarrativeQA
+from data_prep.narrativeqa import DataError, NarrativeQA
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,11 @@ def prepare(cfg: PrepareConfig, progress: bool = True) -> PrepareReport:
 def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareReport:
     out_dir = books_dir(cfg.workspace)
     out_dir.mkdir(parents=True, exist_ok=True)
+    data.csv_path("documents.csv")  # fail fast, naming the folder, before any engine loads
     available = data.book_ids(unlabeled=cfg.unlabeled or bool(cfg.books))
+    if not available:
+        raise DataError(f"no books in {data.root}/books" + ("-unlabeled" if cfg.unlabeled else "")
+                        + ": put <document_id>.txt files there (or run `whoqa download --data {data.root}`)")
     if cfg.books:
         unknown = [b for b in cfg.books if b not in available]
         if unknown:

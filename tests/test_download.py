@@ -54,3 +54,11 @@ def test_unreachable_source_is_a_clear_error(tmp_path):
     from data_prep.narrativeqa import DataError
     with pytest.raises(DataError, match="could not fetch"):
         download(DownloadConfig(str(tmp_path / "x"), csv_base_url="http://127.0.0.1:9", retries=0, timeout=2))
+
+
+def test_unknown_book_id_is_a_clear_error(mirror, tmp_path):
+    from typer.testing import CliRunner
+    from cli import app
+    res = CliRunner().invoke(app, ["download", "--data", str(tmp_path / "nqa"), "--csv-base-url", mirror,
+                                   "--book", "f" * 40])
+    assert res.exit_code == 2 and "not in documents.csv" in res.output

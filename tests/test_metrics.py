@@ -76,3 +76,16 @@ def test_score_cli(tmp_path):
     (tmp_path / "r3.txt").write_text("one line\n")
     res = CliRunner().invoke(app, ["score", "--pred", str(tmp_path / "p.txt"), "--ref", str(tmp_path / "r3.txt")])
     assert res.exit_code == 2 and "1 lines but" in res.output
+
+
+def test_score_cli_counts_lines_alike_and_refuses_empty_files(tmp_path):
+    from typer.testing import CliRunner
+    from cli import app
+    (tmp_path / "p.txt").write_text("holmes\nwatson")  # no final newline
+    (tmp_path / "r.txt").write_text("holmes\nwatson\n")
+    res = CliRunner().invoke(app, ["score", "--pred", str(tmp_path / "p.txt"), "--ref", str(tmp_path / "r.txt")])
+    assert res.exit_code == 0 and '"n": 2' in res.output, res.output
+    (tmp_path / "e1.txt").write_text("")
+    (tmp_path / "e2.txt").write_text("")
+    res = CliRunner().invoke(app, ["score", "--pred", str(tmp_path / "e1.txt"), "--ref", str(tmp_path / "e2.txt")])
+    assert res.exit_code == 2 and "no lines" in res.output

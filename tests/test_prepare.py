@@ -60,3 +60,19 @@ def test_bad_book_texts_fail_with_a_reason_and_c1_controls_never_reach_tokens(mi
     assert rep.done == ["d" * 40]
     words = [t.word for t in read_tokens(tmp_path / "ws" / "books" / ("d" * 40) / ("d" * 40 + ".tokens"))]
     assert words and not any(0x80 <= ord(ch) < 0xA0 for w in words for ch in w)
+
+
+def test_data_folder_problems_are_one_line_errors(tmp_path, mini_data):
+    from typer.testing import CliRunner
+    from cli import app
+    (tmp_path / "nonqa" / "books").mkdir(parents=True)
+    (tmp_path / "nonqa" / "books" / "x.txt").write_text("Anna walked home.\n")
+    nobooks = tmp_path / "nobooks"
+    (nobooks / "narrativeqa").mkdir(parents=True)
+    (nobooks / "narrativeqa" / "documents.csv").write_text((mini_data / "narrativeqa" / "documents.csv").read_text())
+    (tmp_path / "afile").write_text("x")
+    for data, ws, why in ((tmp_path / "nonqa", tmp_path / "w1", "documents.csv not found"),
+                          (nobooks, tmp_path / "w2", "no books in"),
+                          (mini_data, tmp_path / "afile", "is a file")):
+        res = CliRunner().invoke(app, ["prepare", "--data", str(data), "--workspace", str(ws), "--jobs", "1"])
+        assert res.exit_code == 2 and why in res.output and len(res.output.strip().splitlines()) == 1, res.output
