@@ -27,6 +27,8 @@ class GoldDoc:
 
 def load_litbank(folder: Path, max_docs: int | None = None) -> list[GoldDoc]:
     folder = Path(folder)
+    if (folder / "coref").is_dir() and not any(folder.glob("*.ann")):
+        folder = folder / "coref"  # LitBank's own layout: the coref annotations in coref/
     anns = sorted(folder.glob("*.ann")) if folder.is_dir() else []
     if not anns:
         raise DataError(f"no LitBank .ann files in {folder}: pass --litbank with LitBank's coref folder")
@@ -38,12 +40,18 @@ def load_litbank(folder: Path, max_docs: int | None = None) -> list[GoldDoc]:
         sentences = [line.split(" ") for line in txt.read_text(encoding="utf-8").split("\n") if line.strip()]
         offsets = np.cumsum([0] + [len(s) for s in sentences]).tolist()
         raw, entity = {}, {}
-        for line in ann.read_text(encoding="utf-8").splitlines():
+        for n, line in enumerate(ann.read_text(encoding="utf-8").splitlines(), 1):
             c = line.split("\t")
-            if c[0] == "MENTION" and len(c) >= 9:
-                raw[c[1]] = (offsets[int(c[2])] + int(c[3]), offsets[int(c[4])] + int(c[5]), c[7], c[8])
-            elif c[0] == "COREF" and len(c) >= 3:
-                entity[c[1]] = c[2]
+            try:
+                if c[0] == "MENTION":
+                    raw[c[1]] = (offsets[int(c[2])] + int(c[3]), offsets[int(c[4])] + int(c[5]), c[7], c[8])
+                elif c[0] == "COREF":
+                    entity[c[1]] = c[2]
+            except (IndexError, ValueError) as e:
+                raise DataError(f"{ann} line {n} is malformed ({e}): expected LitBank's MENTION/COREF tab-separated "
+                                f"records") from None
+        if not raw:
+            raise DataError(f"{ann} holds no MENTION records: is it a LitBank coref .ann file?")
         mentions = {(s, e): (entity.get(mid, mid), prop) for mid, (s, e, cat, prop) in raw.items()
                     if cat == "PER" and prop in ("PROP", "PRON")}
         docs.append(GoldDoc(ann.stem, sentences, mentions))

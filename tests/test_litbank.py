@@ -32,3 +32,16 @@ def test_evaluate_one_document(engine, shared_data):
     assert res["documents"] == 2
     assert 20 < res["conll_f1"] <= 100 and 0 < res["pronoun_accuracy"] <= 100
     assert res["mentions"]["aligned"] <= res["mentions"]["predicted"]
+
+
+def test_malformed_ann_is_a_clear_error(tmp_path):
+    import pytest
+    from data_prep.litbank import load_litbank
+    from data_prep.narrativeqa import DataError
+    (tmp_path / "x.txt").write_text("Anna sold her house .\n")
+    (tmp_path / "x.ann").write_text("MENTION\tT1\t0\tzero\t0\t0\tAnna\tPER\tPROP\n")
+    with pytest.raises(DataError, match="x.ann line 1 is malformed"):
+        load_litbank(tmp_path)
+    (tmp_path / "x.ann").write_text("this is not brat\n")
+    with pytest.raises(DataError, match="no MENTION records"):
+        load_litbank(tmp_path)
