@@ -57,7 +57,7 @@ def prepare(
     """Books -> sentences, parses, characters and coreference, as BookNLP-format files under WS/books/<id>/."""
     from data_prep.engine_booknlp import BookNLPUnavailable
     from data_prep.narrativeqa import DataError
-    from data_prep.prepare import PrepareConfig, prepare as run
+    from data_prep.prepare import Interrupted, PrepareConfig, prepare as run
     cfg = PrepareConfig(str(data), str(workspace), list(book or []), engine, jobs, unlabeled, booknlp_python,
                         booknlp_models, max_books, artificial=artificial, embeddings=embeddings,
                         rebuild_vectors=rebuild_vectors)
@@ -65,6 +65,9 @@ def prepare(
         rep = run(cfg)
     except (DataError, BookNLPUnavailable, ValueError) as e:
         _fail(str(e))
+    except Interrupted as e:
+        typer.secho(str(e), fg=typer.colors.YELLOW, err=True)
+        raise typer.Exit(130)
     wps = rep.words / rep.seconds if rep.seconds else 0
     typer.echo(f"prepared {len(rep.done)} book(s), {len(rep.skipped)} already done, {len(rep.failed)} failed; "
                f"{rep.words:,} words in {rep.seconds:.1f}s ({wps:,.0f} words/s) -> {workspace}/books")

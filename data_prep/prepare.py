@@ -67,7 +67,27 @@ _engine = None
 def _init_worker(cfg: PrepareConfig) -> None:
     global _engine
     logging.basicConfig(level=logging.WARNING)
+    if mp_child():
+        _die_with_parent()
     _engine = make_engine(cfg)
+
+
+def mp_child() -> bool:
+    import multiprocessing as mp
+    return mp.parent_process() is not None
+
+
+def _die_with_parent() -> None:
+    """A worker never outlives the whoqa process (Linux: PR_SET_PDEATHSIG), and leaves Ctrl-C to the parent."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: workers end when they next hear from the parent
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
 
 
 def process_book(data: NarrativeQA, book_id: str, out_dir: Path, engine, documents=None) -> dict:
@@ -135,16 +155,19 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
             make_engine(cfg).check()  # fail fast, with the install hint, before any worker starts
         bar = _bar(len(todo), progress)
         jobs = max(1, min(cfg.jobs, len(todo)))
-        if jobs == 1:
-            _init_worker(cfg)
-            results = (_work(str(data.root), b, str(out_dir)) for b in todo)
-            _collect(results, report, bar)
-        else:
-            import multiprocessing as mp
-            with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                                     initargs=(cfg,)) as pool:
-                futs = [pool.submit(_work, str(data.root), b, str(out_dir)) for b in todo]
-                _collect((f.result() for f in as_completed(futs)), report, bar)
+        try:
+            if jobs == 1:
+                _init_worker(cfg)
+                results = (_work(str(data.root), b, str(out_dir)) for b in todo)
+                _collect(results, report, bar)
+            else:
+                _run_pool(cfg, str(data.root), todo, str(out_dir), jobs, report, bar)
+        except KeyboardInterrupt:
+            report.seconds = round(time.perf_counter() - t0, 2)
+            report.failed.update({b: "interrupted" for b in todo if b not in report.done and b not in report.failed})
+            _write_report(cfg, report)
+            raise Interrupted(f"interrupted: {len(report.done)} book(s) finished and kept; run the same command "
+                              f"to go on") from None
         bar.close()
     report.seconds = round(time.perf_counter() - t0, 2)
     ready = [b for b in ids if is_done(out_dir / b, b)]
@@ -163,9 +186,55 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
             log.warning("no qaps.csv in %s: no Who set built", data.root)
         else:
             report.who_set = build_who_set(data, Path(cfg.workspace))["totals"]
+    _write_report(cfg, report)
+    return report
+
+
+def _write_report(cfg: PrepareConfig, report: PrepareReport) -> None:
     atomic_write(Path(cfg.workspace) / "prepare_report.json",
                  json.dumps({"config": asdict(cfg), "report": asdict(report)}, indent=1))
-    return report
+
+
+class Interrupted(Exception):
+    """Ctrl-C: finished books are kept and the report written; the message says how to go on."""
+
+
+WORKER_DIED = "its worker process died twice on it (killed, or out of memory)"
+
+
+def _run_pool(cfg: PrepareConfig, root: str, todo: list[str], out_dir: str, jobs: int, report: PrepareReport,
+              bar) -> None:
+    """Books in worker processes. A worker that dies (kill -9, out of memory) breaks the pool: the books that were
+    in it are retried once in a new pool, then failed with the reason; the others are never lost."""
+    import multiprocessing as mp
+    from concurrent.futures.process import BrokenProcessPool
+    deaths = {b: 0 for b in todo}
+    left = list(todo)
+    while left:
+        broken = []
+        pool = ProcessPoolExecutor(min(jobs, len(left)), mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                                   initargs=(cfg,))
+        try:
+            futs = {pool.submit(_work, root, b, out_dir): b for b in left}
+            for f in as_completed(futs):
+                try:
+                    _collect([f.result()], report, bar)
+                except BrokenProcessPool:
+                    broken.append(futs[f])
+        except BaseException:
+            for proc in list(getattr(pool, "_processes", {}).values()):  # do not wait for books in progress
+                proc.kill()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+        left = []
+        for b in broken:
+            deaths[b] += 1
+            if deaths[b] >= 2:
+                _collect([(b, None, WORKER_DIED)], report, bar)
+            else:
+                log.warning("a worker process died while book %s was in the pool: retrying it", b)
+                left.append(b)
 
 
 def stale_models(workspace: Path, lineage: str) -> list[str]:

@@ -1,0 +1,91 @@
+"""Fault injection on `whoqa prepare --jobs 2`: a worker killed by pid costs no book, and workers never outlive a
+killed parent."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _start(data: Path, ws: Path) -> subprocess.Popen:
+    books = [x for b in [DYING_DETECTIVE, *SHORT_BOOKS] for x in ("--book", b)]
+    return subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "prepare", "--data", str(data), "--workspace",
+                             str(ws), "--jobs", "2", "--no-artificial", "--no-embeddings", *books], cwd=ROOT,
+                            env={**os.environ, "WHOQA_NO_PROGRESS": "1"}, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def _workers(pid: int) -> list[int]:
+    """The pool's worker processes of pid (spawned children that are not multiprocessing's resource tracker)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        for child in (task / "children").read_text().split():
+            try:
+                cmd = Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if "spawn_main" in cmd and "resource_tracker" not in cmd:
+                out.append(int(child))
+    return out
+
+
+def _wait_for_workers(proc: subprocess.Popen, n: int = 1, limit: float = 120) -> list[int]:
+    end = time.monotonic() + limit
+    while time.monotonic() < end and proc.poll() is None:
+        found = _workers(proc.pid)
+        if len(found) >= n:
+            return found
+        time.sleep(0.2)
+    raise AssertionError("no worker process appeared")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_killed_worker_loses_no_book(mini_data, tmp_path):
+    ws = tmp_path / "ws"
+    proc = _start(mini_data, ws)
+    victim = _wait_for_workers(proc, 2)[0]
+    time.sleep(3)  # let it start on a book
+    os.kill(victim, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out and "BrokenProcessPool" not in out
+    report = json.loads((ws / "prepare_report.json").read_text())["report"]
+    assert sorted(report["done"]) == sorted([DYING_DETECTIVE, *SHORT_BOOKS]) and not report["failed"]
+
+
+def test_workers_die_with_their_parent(mini_data, tmp_path):
+    proc = _start(mini_data, tmp_path / "ws")
+    workers = _wait_for_workers(proc, 2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    end = time.monotonic() + 60
+    while time.monotonic() < end and any(_alive(w) for w in workers):
+        time.sleep(0.2)
+    assert not any(_alive(w) for w in workers)
+
+
+def test_ctrl_c_stops_with_one_line_and_keeps_finished_books(mini_data, tmp_path):
+    ws = tmp_path / "ws"
+    proc = _start(mini_data, ws)
+    _wait_for_workers(proc, 2)
+    end = time.monotonic() + 300
+    while time.monotonic() < end and not any((ws / "books").glob("*/*.book")):  # one book finished
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in out and "Traceback" not in out, out
+    report = json.loads((ws / "prepare_report.json").read_text())["report"]
+    assert len(report["done"]) >= 1 and all((ws / "books" / b).is_dir() for b in report["done"])
