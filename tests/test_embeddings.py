@@ -56,3 +56,15 @@ def test_rare_characters_are_kept_rare_words_are_not(tmp_path):
 def test_missing_corpus_says_what_to_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="whoqa prepare"):
         train(tmp_path)
+
+
+def test_seeded_word2vec_is_repeatable(tmp_path):
+    vectors = []
+    for k in range(2):
+        corpus = tmp_path / str(k) / "embeddings" / "corpus"
+        corpus.mkdir(parents=True)
+        (corpus / "x.txt").write_text("the cat sat on the mat near CHAR_1@xxxxxxxxxxxx\n" * 200
+                                      + "a dog ran past the cat and CHAR_2@xxxxxxxxxxxx\n" * 200)
+        train(tmp_path / str(k), EmbeddingConfig(vector_size=16, min_count=1, epochs=3))  # default workers
+        vectors.append(load(tmp_path / str(k)).vectors.copy())
+    assert np.array_equal(vectors[0], vectors[1])
