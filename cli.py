@@ -91,6 +91,9 @@ def prepare(
         if e.get("stale_models"):
             typer.secho(f"rebuilt word vectors: these models are now stale, retrain them: {', '.join(e['stale_models'])}",
                         fg=typer.colors.YELLOW, err=True)
+    if rep.redone_text_changed:
+        typer.secho(f"redone {len(rep.redone_text_changed)} book(s) whose text changed since they were prepared",
+                    fg=typer.colors.YELLOW, err=True)
     for b, err in rep.failed.items():
         typer.secho(f"  failed {b}: {err.splitlines()[0]}", fg=typer.colors.YELLOW, err=True)
     if rep.failed and not rep.done and not rep.skipped:

@@ -112,12 +112,23 @@ class NarrativeQA:
 
     def book_text(self, document_id: str, documents: dict[str, Document] | None = None) -> str:
         """The story body of a book: decoded, LF line ends, Gutenberg header and licence removed."""
+        return self.book_source(document_id, documents)[0]
+
+    def book_source(self, document_id: str, documents: dict[str, Document] | None = None) -> tuple[str, dict]:
+        """(story body, {"sha1" of the file, "encoding"}) of a book."""
         path = self.book_path(document_id)
         if path is None:
             raise DataError(f"book {document_id}: no file books/{document_id}.txt under {self.root}; "
                             f"run `whoqa download --data {self.root}`")
         doc = (documents if documents is not None else self.documents()).get(document_id)
-        return extract_body(read_book(path)[0], doc.story_start if doc else "", doc.story_end if doc else "")
+        text, encoding = read_book(path)
+        body = extract_body(text, doc.story_start if doc else "", doc.story_end if doc else "")
+        return body, {"sha1": file_sha1(path), "encoding": encoding}
+
+
+def file_sha1(path: Path) -> str:
+    import hashlib
+    return hashlib.sha1(Path(path).read_bytes()).hexdigest()
 
 
 def csv_records(text: str, width: int | None = None):

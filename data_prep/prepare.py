@@ -12,9 +12,10 @@ from pathlib import Path
 
 from whoqa.book import atomic_write, is_done, write_book_files
 from whoqa.workspace import locked
-from data_prep.narrativeqa import DataError, NarrativeQA
+from data_prep.narrativeqa import DataError, NarrativeQA, file_sha1
 
 log = logging.getLogger(__name__)
+SOURCE_FILE = "source.json"  # per prepared book: {"sha1" of its file, "encoding"}
 
 
 @dataclass
@@ -39,6 +40,7 @@ class PrepareReport:
     done: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # already processed
     failed: dict[str, str] = field(default_factory=dict)
+    redone_text_changed: list[str] = field(default_factory=list)  # prepared before from another text
     words: int = 0
     seconds: float = 0.0
     per_book: dict[str, dict] = field(default_factory=dict)
@@ -93,10 +95,12 @@ def _die_with_parent() -> None:
 def process_book(data: NarrativeQA, book_id: str, out_dir: Path, engine, documents=None) -> dict:
     """Process one book into out_dir/<id>/; returns its stats."""
     t0 = time.perf_counter()
-    text = data.book_text(book_id, documents)
+    text, source = data.book_source(book_id, documents)
     if not text.strip():
         raise ValueError(f"book {book_id} is empty after removing the Gutenberg header and licence")
+    atomic_write(Path(out_dir) / book_id / SOURCE_FILE, json.dumps(source))  # before the book files: it is done after
     stats = process_text(text, book_id, out_dir, engine)
+    stats.update(source)
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     return stats
 
@@ -148,7 +152,14 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
     report = PrepareReport()
     todo = []
     for b in ids:
-        (report.skipped if is_done(out_dir / b, b) else todo).append(b)
+        done = is_done(out_dir / b, b)
+        if done and text_changed(out_dir / b, data.book_path(b)):
+            log.warning("book %s: its text changed since it was prepared: redone (its word vectors keep their rows "
+                        "until `whoqa prepare --rebuild-vectors`)", b)
+            forget_derived(Path(cfg.workspace), b)
+            report.redone_text_changed.append(b)
+            done = False
+        (report.skipped if done else todo).append(b)
     t0 = time.perf_counter()
     if todo:
         if cfg.engine == "booknlp":
@@ -235,6 +246,25 @@ def _run_pool(cfg: PrepareConfig, root: str, todo: list[str], out_dir: str, jobs
             else:
                 log.warning("a worker process died while book %s was in the pool: retrying it", b)
                 left.append(b)
+
+
+def text_changed(folder: Path, path: Path | None) -> bool:
+    """True when the book's file is not the one it was prepared from (books prepared before hashes were kept: False)."""
+    src = Path(folder) / SOURCE_FILE
+    if path is None or not src.is_file():
+        return False
+    return json.loads(src.read_text()).get("sha1") != file_sha1(path)
+
+
+def forget_derived(workspace: Path, book_id: str) -> None:
+    """Remove what later stages made of a book, so its new text is not judged by its old artifacts."""
+    import shutil
+    ws = Path(workspace)
+    for p in [ws / "artificial" / f"{book_id}.jsonl.gz", ws / "embeddings" / "corpus" / f"{book_id}.txt",
+              *ws.glob(f"contexts/*/{book_id}.json"), *ws.glob(f"memdata/*/{book_id}.npz")]:
+        p.unlink(missing_ok=True)
+    for d in [ws / "index" / "bm25f" / book_id, ws / "books" / book_id]:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def stale_models(workspace: Path, lineage: str) -> list[str]:

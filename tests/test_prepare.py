@@ -76,3 +76,18 @@ def test_data_folder_problems_are_one_line_errors(tmp_path, mini_data):
                           (mini_data, tmp_path / "afile", "is a file")):
         res = CliRunner().invoke(app, ["prepare", "--data", str(data), "--workspace", str(ws), "--jobs", "1"])
         assert res.exit_code == 2 and why in res.output and len(res.output.strip().splitlines()) == 1, res.output
+
+
+def test_a_book_whose_text_changed_is_redone(mini_data, tmp_path):
+    ws = tmp_path / "ws"
+    cfg = PrepareConfig(str(mini_data), str(ws), books=[SHORT_BOOKS[1]], who_set=False, embeddings=False)
+    rep = prepare(cfg, progress=False)
+    assert rep.per_book[SHORT_BOOKS[1]]["encoding"] == "utf-8"
+    assert prepare(cfg, progress=False).skipped == [SHORT_BOOKS[1]]
+    path = mini_data / "books" / f"{SHORT_BOOKS[1]}.txt"
+    path.write_text(path.read_text().replace("Jeremy", "Jeremiah"))
+    rep = prepare(cfg, progress=False)
+    assert rep.redone_text_changed == [SHORT_BOOKS[1]] and rep.done == [SHORT_BOOKS[1]]
+    book = Book.load(ws / "books" / SHORT_BOOKS[1], SHORT_BOOKS[1])
+    assert any("Jeremiah" in c.name for c in book.characters.values())
+    assert (ws / "artificial" / f"{SHORT_BOOKS[1]}.jsonl.gz").is_file()  # derived again from the new text
