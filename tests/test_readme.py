@@ -8,4 +8,13 @@ def test_readme_opens_with_the_commands_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     first_blocks = readme.split("```")[1:4:2]
     assert ci in first_blocks[1], "the README's test command must be the one .ci/run runs"
-    assert "whoqa prepare --data ../shared/data" in first_blocks[0] and "bash install.sh" in first_blocks[0]
+    assert first_blocks[0].split("\n", 1)[1].startswith("bash install.sh") and "whoqa split --data ../shared/data" in first_blocks[0]
+    for stage in ("prepare", "index", "pretrain", "train", "eval", "ask"):
+        assert f"whoqa {stage} " in first_blocks[0]
+
+
+def test_readme_links_resolve():
+    import re
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#]+\.md)", doc.read_text()):
+            assert (doc.parent / target).is_file(), f"{doc.name} links to missing {target}"

@@ -140,6 +140,7 @@ def fold_in(workspace: Path, corpus: dict[str, Path]) -> dict:
     model.workers = 1
     model.random = np.random.RandomState(model.seed)
     before = model.wv.vectors[:old].copy()  # (old, d)
+    model.min_alpha_yet_reached = model.alpha  # a fold-in starts its own learning-rate schedule (no warning)
     if len(model.wv) > old:
         model.train(sentences, total_examples=len(sentences), epochs=model.epochs)
     assert np.array_equal(model.wv.vectors[:old], before), "fold-in moved an existing word vector"
