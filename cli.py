@@ -463,6 +463,47 @@ def eval_(
 
 
 @app.command()
+def reproduce(
+    name: str = typer.Argument(..., help="A reproduction of whoqa/reproductions/: smoke, main, who or reader."),
+    data: Path = typer.Option(DEFAULT_DATA, help="The shared data (or a NarrativeQA folder with the same books)."),
+    workspace: Optional[Path] = typer.Option(None, help="Workspace (default: ws-<name>)."),
+    check: bool = typer.Option(False, help="Compare the results with the expected metrics; exit 1 on a mismatch."),
+    dry_run: bool = typer.Option(False, help="Only print the commands."),
+):
+    """Run the commands behind a reported table (resumable, step by step) and, with --check, compare its metrics."""
+    from whoqa import reproduce as rp
+    ws = str(workspace or Path(f"ws-{name}"))
+    try:
+        spec = rp.load(name)
+    except ValueError as e:
+        _fail(str(e))
+    if dry_run:
+        for args in rp.commands(spec, str(data), ws):
+            typer.echo("whoqa " + " ".join(args))
+        return
+    command = typer.main.get_command(app)
+
+    def invoke(args):
+        try:
+            command.main(args, standalone_mode=False)
+        except typer.Exit as e:
+            return e.exit_code
+        return 0
+    try:
+        out = rp.run(name, str(data), ws, invoke, typer.echo, check)
+    except RuntimeError as e:
+        _fail(str(e))
+    typer.echo(f"reproduction {name}: {out['seconds']:.0f}s -> {ws}")
+    if check:
+        bad = [r for r in out["check"] if not r["ok"]]
+        for r in out["check"]:
+            typer.echo(f"{'ok  ' if r['ok'] else 'FAIL'} {r['file']} {r['metric']}: {r['got']} "
+                       f"(expected {r['value']} +- {r['tolerance']})")
+        if bad:
+            raise typer.Exit(1)
+
+
+@app.command()
 def score(
     pred: Path = typer.Option(..., help="Predictions, one answer per line."),
     ref: List[Path] = typer.Option(..., help="References, one file per reference, one answer per line (repeatable)."),

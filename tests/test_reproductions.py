@@ -1,0 +1,40 @@
+"""Reproductions as data: the smoke reproduction runs and checks in CI; the README's tables match the files."""
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cli import app
+from whoqa.reproduce import FOLDER, available, check, load
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_smoke_reproduction_checks(shared_data, tmp_path):
+    r = CliRunner().invoke(app, ["reproduce", "smoke", "--data", str(shared_data), "--workspace", str(tmp_path / "ws"),
+                                 "--check"])
+    assert r.exit_code == 0, r.output
+    assert r.output.count("ok  ") == len(load("smoke")["expect"]) and "FAIL" not in r.output
+
+
+def test_check_fails_on_a_changed_result(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "x.json").write_text(json.dumps({"p@1": 20.0, "text": {"rouge_l": 9.0}}))
+    spec = {"expect": [{"file": "results/x.json", "metric": "p@1", "value": 20.5, "tolerance": 1},
+                       {"file": "results/x.json", "metric": "text.rouge_l", "value": 12.0, "tolerance": 1},
+                       {"file": "results/missing.json", "metric": "p@1", "value": 1.0, "tolerance": 1}]}
+    assert [r["ok"] for r in check(spec, tmp_path)] == [True, False, False]
+
+
+def test_every_reproduction_parses_and_the_readme_shows_main_s_numbers():
+    assert {"smoke", "main"} <= set(available())
+    for name in available():
+        spec = load(name)
+        assert spec["steps"] and all(isinstance(a, str) for s in spec["steps"] for a in s), name
+        for e in spec["expect"]:
+            assert {"file", "metric", "value", "tolerance"} <= set(e), name
+    readme = (ROOT / "README.md").read_text()
+    for e in load("main")["expect"]:
+        shown = f"{e['value']:.3f}" if e["metric"] == "mrr" else f"{e['value']:.2f}"
+        assert shown in readme, f"README lacks main's {e['file']} {e['metric']} = {shown}"
+    assert (FOLDER / "main.json").is_file()

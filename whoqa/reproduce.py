@@ -1,0 +1,71 @@
+"""`whoqa reproduce NAME [--check]`: a reported table, kept as data (as pyserini keeps its reproduction matrices).
+
+whoqa/reproductions/<name>.json lists the commands behind each reported condition, in order, and the metrics they
+should give: {"description", "hours", "steps": [[whoqa args...]], "expect": [{"file", "metric", "value",
+"tolerance"}]}. "{data}" and "{ws}" in the steps are the data folder and the workspace. Every step is one `whoqa`
+command, resumable on its own (a step already done with the same config is skipped by the stage itself), so an
+interrupted reproduction goes on where it stopped. With --check the results are compared with the expected values.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+FOLDER = Path(__file__).resolve().parent / "reproductions"
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in FOLDER.glob("*.json"))
+
+
+def load(name: str) -> dict:
+    path = FOLDER / f"{name}.json"
+    if not path.is_file():
+        raise ValueError(f"no reproduction {name!r}: choose one of {', '.join(available())}")
+    return json.loads(path.read_text())
+
+
+def commands(spec: dict, data: str, workspace: str) -> list[list[str]]:
+    return [[a.replace("{data}", data).replace("{ws}", workspace) for a in step] for step in spec["steps"]]
+
+
+def metric(workspace: Path, file: str, key: str) -> float | None:
+    """A metric of a results file: "p@1", or a dotted path such as "text.rouge_l"."""
+    path = Path(workspace) / file
+    if not path.is_file():
+        return None
+    value = json.loads(path.read_text())
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def check(spec: dict, workspace: Path) -> list[dict]:
+    """Each expected metric with what the workspace holds and whether it is within tolerance."""
+    rows = []
+    for e in spec["expect"]:
+        got = metric(workspace, e["file"], e["metric"])
+        ok = got is not None and abs(got - e["value"]) <= e["tolerance"]
+        rows.append({**e, "got": got, "ok": ok})
+    return rows
+
+
+def run(name: str, data: str, workspace: str, invoke, echo=print, do_check: bool = False) -> dict:
+    """Run a reproduction's steps with invoke(args) -> exit code (the CLI), then check. Stops at a failing step."""
+    spec = load(name)
+    steps = commands(spec, data, workspace)
+    t0 = time.perf_counter()
+    for k, args in enumerate(steps, 1):
+        echo(f"[{k}/{len(steps)}] whoqa {' '.join(args)}")
+        t = time.perf_counter()
+        code = invoke(args)
+        if code not in (0, None):
+            raise RuntimeError(f"step {k} of reproduction {name} failed (exit {code}): whoqa {' '.join(args)}")
+        echo(f"    {time.perf_counter() - t:.0f}s")
+    out = {"name": name, "seconds": round(time.perf_counter() - t0, 1)}
+    if do_check:
+        out["check"] = check(spec, Path(workspace))
+    return out
