@@ -172,7 +172,8 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
                 results = (_work(str(data.root), b, str(out_dir)) for b in todo)
                 _collect(results, report, bar)
             else:
-                _run_pool(cfg, str(data.root), todo, str(out_dir), jobs, report, bar)
+                _collect(pooled(_work, {b: (str(data.root), b, str(out_dir)) for b in todo}, jobs, _init_worker,
+                                (cfg,)), report, bar)
         except KeyboardInterrupt:
             report.seconds = round(time.perf_counter() - t0, 2)
             report.failed.update({b: "interrupted" for b in todo if b not in report.done and b not in report.failed})
@@ -213,25 +214,27 @@ class Interrupted(Exception):
 WORKER_DIED = "its worker process died twice on it (killed, or out of memory)"
 
 
-def _run_pool(cfg: PrepareConfig, root: str, todo: list[str], out_dir: str, jobs: int, report: PrepareReport,
-              bar) -> None:
-    """Books in worker processes. A worker that dies (kill -9, out of memory) breaks the pool: the books that were
-    in it are retried once in a new pool, then failed with the reason; the others are never lost."""
+def pooled(fn, args: dict[str, tuple], jobs: int, initializer=None, initargs=()):
+    """(book id, stats, error) of fn(*args[book]) for every book, in worker processes. A worker that dies (kill -9,
+    out of memory) breaks the pool: the books that were in it are retried once in a new pool, then given the reason
+    as their error; the others are never lost. Ctrl-C kills the workers at once instead of waiting for their books."""
     import multiprocessing as mp
     from concurrent.futures.process import BrokenProcessPool
-    deaths = {b: 0 for b in todo}
-    left = list(todo)
+    deaths = {b: 0 for b in args}
+    left = list(args)
     while left:
         broken = []
-        pool = ProcessPoolExecutor(min(jobs, len(left)), mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                                   initargs=(cfg,))
+        pool = ProcessPoolExecutor(min(jobs, len(left)), mp_context=mp.get_context("spawn"),
+                                   initializer=initializer or _die_with_parent, initargs=initargs)
         try:
-            futs = {pool.submit(_work, root, b, out_dir): b for b in left}
+            futs = {pool.submit(fn, *args[b]): b for b in left}
             for f in as_completed(futs):
                 try:
-                    _collect([f.result()], report, bar)
+                    result = f.result()
                 except BrokenProcessPool:
                     broken.append(futs[f])
+                    continue
+                yield result
         except BaseException:
             for proc in list(getattr(pool, "_processes", {}).values()):  # do not wait for books in progress
                 proc.kill()
@@ -242,7 +245,7 @@ def _run_pool(cfg: PrepareConfig, root: str, todo: list[str], out_dir: str, jobs
         for b in broken:
             deaths[b] += 1
             if deaths[b] >= 2:
-                _collect([(b, None, WORKER_DIED)], report, bar)
+                yield b, None, WORKER_DIED
             else:
                 log.warning("a worker process died while book %s was in the pool: retrying it", b)
                 left.append(b)
@@ -328,11 +331,8 @@ def derive(workspace: Path, book_ids: list[str], jobs: int = 1, progress: bool =
                    disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
         if jobs <= 1 or len(todo) == 1:
             results = (_derive_work(str(workspace), b) for b in todo)
-            pool = None
         else:
-            import multiprocessing as mp
-            pool = ProcessPoolExecutor(min(jobs, len(todo)), mp_context=mp.get_context("spawn"))
-            results = (f.result() for f in as_completed([pool.submit(_derive_work, str(workspace), b) for b in todo]))
+            results = pooled(_derive_work, {b: (str(workspace), b) for b in todo}, jobs)
         for b, stats, err in results:
             if err is None:
                 per_book[b] = stats
@@ -341,8 +341,6 @@ def derive(workspace: Path, book_ids: list[str], jobs: int = 1, progress: bool =
                 log.error("artificial questions for %s failed: %s", b, err)
             bar.update(1)
         bar.close()
-        if pool is not None:
-            pool.shutdown()
     seconds = time.perf_counter() - t0
     totals: dict = {}
     for b in book_ids:
