@@ -181,3 +181,16 @@ def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path
     plain = json.loads((ws / "results" / "final:memnet[bm25f]@other.json").read_text())
     assert plain["questions"] == res["questions"] == json.loads(
         (ws / "results" / "book_frequency@other.json").read_text())["questions"]
+
+
+def test_the_reader_is_served_as_it_was_trained(ws, tiny_reader_path):  # noqa: F811
+    from whoqa.reader.ask import ReaderAsker
+    _, ws = ws
+    for context, top_k in (("bm25f", "3"), ("none", "10")):
+        r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", "--context", context, "--top-k",
+                      top_k, "--epochs", "1", "--beams", "1", "--reader-base", tiny_reader_path])
+        assert r.exit_code == 0, r.output
+    served = ReaderAsker(ws, "fid[bm25f]")
+    assert (served.top_k, served.num_beams) == (3, 1)
+    assert len(served.ask(DYING_DETECTIVE, "What is in the box?").passages) == 3
+    assert ReaderAsker(ws, "fid[none]").ask(DYING_DETECTIVE, "What is in the box?").passages == []

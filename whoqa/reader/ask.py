@@ -16,7 +16,11 @@ class ReaderAnswer:
 
 
 class ReaderAsker:
-    def __init__(self, workspace: str | Path, model: str | None = None, top_k: int = 10, num_beams: int = 4):
+    def __init__(self, workspace: str | Path, model: str | None = None, top_k: int | None = None,
+                 num_beams: int | None = None):
+        """Serves the reader as it was trained: its saved config gives the passages (none, or BM25F's: the other
+        rankers cannot run per question at ask time), top-k, beams, n-gram blocking and answer length, unless
+        top_k / num_beams are given."""
         from whoqa.reader.data import Batcher
         from whoqa.reader.model import READER_FILE, FiDReader
         from whoqa.reader.train import strip_start
@@ -30,11 +34,15 @@ class ReaderAsker:
         self.model_name = path.parent.name
         self.reader = FiDReader.load(str(path))
         self.reader.model.eval()
-        cfg = json.loads((path / READER_FILE).read_text()).get("config", {})
-        self.batcher = Batcher(self.reader.tokenizer, strip_start=strip_start(self.reader),
-                               question_passage=cfg.get("question_passage", False))
-        self.top_k, self.num_beams = top_k, num_beams
-        self.no_repeat_ngram = cfg.get("no_repeat_ngram", 0)
+        from dataclasses import fields
+        from whoqa.reader.train import ReaderConfig
+        saved = json.loads((path / READER_FILE).read_text()).get("config", {})
+        self.cfg = ReaderConfig(**{f.name: saved[f.name] for f in fields(ReaderConfig) if f.name in saved})
+        self.batcher = Batcher(self.reader.tokenizer, self.cfg.passage_tokens, self.cfg.answer_tokens,
+                               strip_start=strip_start(self.reader), question_passage=self.cfg.question_passage)
+        self.top_k = self.cfg.top_k if top_k is None else top_k
+        self.num_beams = self.cfg.num_beams if num_beams is None else num_beams
+        self.passages = self.cfg.context != "none"
         self._books: dict = {}
 
     def _book(self, book_id: str):
@@ -52,10 +60,13 @@ class ReaderAsker:
     def _ask(self, book_id: str, question: str) -> ReaderAnswer:
         from whoqa.reader.data import ReaderExample, window_text
         from whoqa.retrieval import question_fields, windows
-        book, aliases, index = self._book(book_id)
-        ranked = index.search(*question_fields(question, aliases), 1000)
-        wins = windows(ranked, 5 * self.top_k, len(book.sentences))[:self.top_k]
-        passages = [window_text(book, a, b) for a, b, _ in wins]
+        passages = []
+        book, aliases, index = self._book(book_id)  # prepared (and indexed) or a clear error
+        if self.passages:
+            ranked = index.search(*question_fields(question, aliases), 1000)
+            wins = windows(ranked, 5 * self.top_k, len(book.sentences))[:self.top_k]
+            passages = [window_text(book, a, b) for a, b, _ in wins]
         ex = ReaderExample(-1, book_id, question, [], passages)
         fused = self.reader.encode(*self.batcher.inputs([ex]))  # states (1, T, H)
-        return ReaderAnswer(self.reader.generate(fused, 32, self.num_beams, self.no_repeat_ngram)[0], passages)
+        answer = self.reader.generate(fused, self.cfg.max_new_tokens, self.num_beams, self.cfg.no_repeat_ngram)[0]
+        return ReaderAnswer(answer, passages)
