@@ -4,8 +4,9 @@ import json
 from typer.testing import CliRunner
 
 from cli import app
-from tests.conftest import DYING_DETECTIVE, write_qaps
+from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, write_qaps
 from tests.test_pipeline import QUESTIONS
+from tests.test_reader import tiny_reader_path  # noqa: F401  (fixture)
 
 run = CliRunner().invoke
 
@@ -46,3 +47,21 @@ def test_changed_configs_redo_the_work(mini_data, tmp_path):
     res = json.loads((ws / "results" / "memnet[bm25f].json").read_text())
     assert res["trials"] == 2 and res["provenance"]["config"]["folds"] == 2
     assert res["code"]["packages"]["torch"] and "git" in res["code"]
+
+
+def test_a_reader_run_with_another_config_is_archived_not_overwritten(mini_data, tmp_path, tiny_reader_path):  # noqa: F811
+    write_qaps(mini_data, [(DYING_DETECTIVE, *q) for q in QUESTIONS] + [(SHORT_BOOKS[0], "Who is the naughty kitten?",
+                                                                          "Tom Kitten", "Tom")])
+    ws = tmp_path / "ws"
+    assert run(app, ["prepare", "--data", str(mini_data), "--workspace", str(ws), "--book", DYING_DETECTIVE,
+                     "--book", SHORT_BOOKS[0], "--jobs", "1"]).exit_code == 0
+    base = ["train", "--workspace", str(ws), "--reader", "fid", "--context", "none", "--folds", "2", "--beams", "1",
+            "--reader-base", tiny_reader_path]
+    assert run(app, base + ["--epochs", "1"]).exit_code == 0
+    run_dir = ws / "reader" / "runs" / "fid[none]"
+    assert json.loads((run_dir / "fold0.json").read_text())["config"]["epochs"] == 1
+    r = run(app, base + ["--epochs", "2"])
+    assert r.exit_code == 0, r.output
+    assert all(json.loads((run_dir / f"fold{k}.json").read_text())["config"]["epochs"] == 2 for k in range(2))
+    kept = list((ws / "reader" / "runs-archive").glob("fid[[]none]@*/fold0.json"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text())["config"]["epochs"] == 1

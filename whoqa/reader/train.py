@@ -462,9 +462,10 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
     run_dir = ws / "reader" / "runs" / name
     examples = build_examples(ws, cfg.context, cfg.top_k, progress)
     folds = book_folds(examples, cfg.folds, cfg.seed)
-    atomic_write(run_dir / "config.json", json.dumps(asdict(cfg), indent=1))
     start_path(ws, cfg)  # a missing pretraining fails before any work
     start = start_record(ws, cfg)
+    archived = archive_other_run(ws, run_dir, cfg, start)
+    atomic_write(run_dir / "config.json", json.dumps(asdict(cfg), indent=1))
     finished = {d["fold"] for d in current_folds(ws, run_dir)[1]}
     cache = None
     for k, test_books in enumerate(folds):
@@ -495,7 +496,8 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
                                        "stats": stats,
                                        "metrics": text_metrics(preds, [e.answers for e in test]),
                                        "predictions": rows}, indent=1))
-    return summarize(run_dir, current_folds(ws, run_dir)[1], {e.question_id: e.answers for e in examples})
+    summary = summarize(run_dir, current_folds(ws, run_dir)[1], {e.question_id: e.answers for e in examples})
+    return {**summary, "archived_earlier_run": archived}
 
 
 def current_folds(workspace: Path, run_dir: Path) -> tuple[int, list[dict]]:
@@ -505,8 +507,31 @@ def current_folds(workspace: Path, run_dir: Path) -> tuple[int, list[dict]]:
     cfg = asdict(ReaderConfig(**json.loads((run_dir / "config.json").read_text())))
     start = start_record(workspace, ReaderConfig(**cfg))
     done = [json.loads(f.read_text()) for f in sorted(run_dir.glob("fold*.json"))]
-    return cfg["folds"], [d for d in done if asdict(ReaderConfig(**d.get("config", {}))) == cfg
-                          and all(with_defaults(k, d.get(k)) == with_defaults(k, v) for k, v in start.items())]
+    return cfg["folds"], [d for d in done if same_run(d, cfg, start)]
+
+
+def same_run(fold: dict, cfg: dict, start: dict) -> bool:
+    """A fold record was made by the run (config, pretraining start) given."""
+    return (asdict(ReaderConfig(**fold.get("config", {}))) == cfg
+            and all(with_defaults(k, fold.get(k)) == with_defaults(k, v) for k, v in start.items()))
+
+
+def archive_other_run(workspace: Path, run_dir: Path, cfg: ReaderConfig, start: dict) -> str | None:
+    """Move a run folder holding folds of another config or start to WS/reader/runs-archive/ (kept, never mixed in
+    nor overwritten); returns what was moved, or None."""
+    import shutil
+    from whoqa.runs import digest
+    folds = [json.loads(f.read_text()) for f in sorted(Path(run_dir).glob("fold*.json"))]
+    other = [d for d in folds if not same_run(d, asdict(cfg), start)]
+    if not other:
+        return None
+    dest = Path(workspace) / "reader" / "runs-archive" / f"{run_dir.name}@{digest(other[0].get('config'))}"
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(run_dir), str(dest))
+    log.warning("%s: the earlier run was made with another config or start: kept in %s, redone", run_dir.name, dest)
+    return str(dest)
 
 
 def with_defaults(kind: str, record: dict | None) -> dict | None:
