@@ -26,8 +26,9 @@ def save_model(model: KVMemNet, folder: Path, config: dict, stats: dict, vocab) 
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), folder / "model.tmp")
     os.replace(folder / "model.tmp", folder / "model.pt")
-    atomic_write(folder / "config.json", json.dumps({"config": config, "stats": stats,
-                                                     "vectors": vocab.record()}, indent=1))
+    from whoqa.runs import code_version
+    atomic_write(folder / "config.json", json.dumps({"config": config, "stats": stats, "vectors": vocab.record(),
+                                                     "code": code_version()}, indent=1))
 
 
 def saved_config(folder: Path) -> dict:
