@@ -38,4 +38,7 @@ def test_every_reproduction_parses_and_the_readme_shows_main_s_numbers():
         for e in load(name)["expect"]:
             shown = f"{e['value']:.3f}" if e["metric"] == "mrr" else f"{e['value']:.2f}"
             assert shown in readme, f"README lacks {name}'s {e['file']} {e['metric']} = {shown}"
+    results = (ROOT / "docs" / "results.md").read_text()
+    for e in load("reader")["expect"]:  # the full-task table of docs/results.md
+        assert f"{e['value']:.2f}" in results, e["metric"]
     assert (FOLDER / "main.json").is_file()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from whoqa.book import atomic_write
 from whoqa.metrics import text_metrics
+from whoqa.runs import code_version
 
 log = logging.getLogger(__name__)
 # fixed preference (not the best score on these questions): the paper's best reader is ranker + FiD + prereading
@@ -124,7 +125,7 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
             {str(q): {"answer": a, "by": "memnet" if q in who_answers else "reader"} for q, a in routed.items()},
             indent=1))
     out = {"questions": len(questions), "who_questions": len(who_ids), "rows": rows, "routing": routing,
-           "mou2021_test_rouge_l": MOU_TEST_ROUGE_L}
+           "mou2021_test_rouge_l": MOU_TEST_ROUGE_L, "code": code_version()}
     atomic_write(ws / "results" / "full_task.json", json.dumps(out, indent=1))
     table = format_full_task(out)
     atomic_write(ws / "results" / "full_task.txt", table + "\n")
