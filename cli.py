@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import List, Optional
 
@@ -158,13 +157,13 @@ def index(
     seed: int = typer.Option(13, help="BERT ranker: seed for pairs, folds and training."),
 ):
     """Rank each question's 5-sentence windows (BM25F over Lucene, BERT ranker) -> WS/contexts/<ranker>/."""
-    from whoqa.contexts import build_contexts
-    from whoqa.retrieval import RetrievalConfig
+    from whoqa.retrieval.contexts import build_contexts
+    from whoqa.retrieval.bm25f import RetrievalConfig
     if min(words_weight, characters_weight) < 1:
         _fail("BM25F field weights must be >= 1 (Lucene's CombinedFieldQuery)")
     cfg = RetrievalConfig(k1=k1, b=b, words_weight=words_weight, characters_weight=characters_weight,
                           context_sentences=context_sentences)
-    from whoqa.bert_ranker import RankerConfig
+    from whoqa.retrieval.bert_ranker import RankerConfig
     rcfg = RankerConfig(base=bert_base, folds=bert_folds, pool=bert_pool, epochs=bert_epochs, seed=seed)
     for r in (["bm25f", "bert"] if ranker == "both" else [ranker]):
         try:
@@ -208,7 +207,8 @@ def pretrain_cmd(
     with --reader preread: the reader restores masked book passages -> WS/models/preread/; with --reader lookup: it
     answers artificial Who questions from passages -> WS/models/lookup/."""
     if reader == "lookup":
-        from whoqa.reader.lookup import LookupConfig, pretrain_lookup
+        from whoqa.reader.config import LookupConfig
+        from whoqa.reader.lookup import pretrain_lookup
         lcfg = LookupConfig(questions=lookup_questions, books=lookup_books, lr=lookup_lr, preread=lookup_preread,
                             base=reader_base, train_encoder=train_encoder, bf16=bf16, copy=copy, spans=lookup_spans,
                             seed=seed)
@@ -226,7 +226,8 @@ def pretrain_cmd(
     if reader:
         if reader != "preread":
             _fail(f"unknown --reader {reader!r}: use preread or lookup")
-        from whoqa.reader.train import PrereadConfig, preread
+        from whoqa.reader.config import PrereadConfig
+        from whoqa.reader.preread import preread
         pcfg = PrereadConfig(base=reader_base, passages=preread_passages, train_encoder=train_encoder,
                              books=preread_books, lr=preread_lr, bf16=bf16, seed=seed)
         st = _stage(preread, workspace, pcfg)
@@ -234,7 +235,7 @@ def pretrain_cmd(
                    f"({st['passages_per_second']} passages/s); loss {st['loss_first']:.3f} -> {st['loss_last']:.3f} "
                    f"-> {workspace}/models/preread")
         return
-    from whoqa.train import PretrainConfig, pretrain
+    from whoqa.memnet.train import PretrainConfig, pretrain
     try:
         stats = pretrain(workspace, PretrainConfig(epochs, fraction, lr, batch_size, 20, hops, seed, max_train_samples))
     except (FileNotFoundError, FloatingPointError) as e:
@@ -282,7 +283,8 @@ def train_cmd(
     if reader:
         if reader != "fid":
             _fail(f"unknown --reader {reader!r}: use fid")
-        from whoqa.reader.train import ReaderConfig, cross_validate as cv_reader, train_final as final_reader
+        from whoqa.reader.config import ReaderConfig
+        from whoqa.reader.train import cross_validate as cv_reader, train_final as final_reader
         given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
                  if v is not None}
         rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, lookup=lookup, copy=copy, top_k=top_k,
@@ -300,7 +302,7 @@ def train_cmd(
                    f"BLEU-1 {m.get('bleu_1', 0):.2f}, BLEU-4 {m.get('bleu_4', 0):.2f}, EM {m.get('em', 0):.2f}, "
                    f"F1 {m.get('f1', 0):.2f} -> {workspace}/reader/runs/{s['run']}")
         return
-    from whoqa.train import TrainConfig, cross_validate, run_name, train_final
+    from whoqa.memnet.train import TrainConfig, cross_validate, run_name, train_final
     given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
     cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
@@ -347,7 +349,7 @@ def ask(
     if (text is None) == (book is None):
         _fail("name the book: --book ID (prepared, or with --data DIR) or --text FILE")
     from data_prep.narrativeqa import DataError
-    from whoqa.checkpoint import StaleModel
+    from whoqa.memnet.checkpoint import StaleModel
     errors = (FileNotFoundError, ValueError, DataError, StaleModel)
     if using == "reader" or (using == "auto" and not is_who_question(question)):
         from whoqa.reader.ask import ReaderAsker
@@ -360,7 +362,7 @@ def ask(
         for p in ra.passages[:3]:
             typer.echo(f"  | {p[:300]}")
         return
-    from whoqa.ask import Asker
+    from whoqa.memnet.ask import Asker
     try:
         asker = Asker(workspace, model, adapt=adapt)
         if text is not None:
@@ -381,7 +383,7 @@ def ask(
 
 def _add_book(workspace: Path, text: Optional[Path], data: Optional[Path], book: Optional[str]) -> str:
     """The id of the book asked about, preparing it into the workspace first if it comes from --text or --data."""
-    from whoqa.addbook import add_from_data, add_text
+    from data_prep.addbook import add_from_data, add_text
     if text is not None:
         return add_text(workspace, text)
     if data is not None:
@@ -426,11 +428,12 @@ def eval_(
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
     reader is trained, the full task (all questions; Who questions routed to the memory network)."""
-    from whoqa.evaluate import EvalConfig, MissingStage, available_rankers, evaluate
+    from whoqa.core.workspace import MissingStage
+    from whoqa.evaluation.evaluate import EvalConfig, available_rankers, evaluate
     from data_prep.narrativeqa import DataError
     if ablation:
-        from whoqa.ablation import run_ablation
-        from whoqa.train import TrainConfig
+        from whoqa.memnet.ablation import run_ablation
+        from whoqa.memnet.train import TrainConfig
         rankers = list(ablation_ranker or available_rankers(workspace))
         if not rankers:
             _fail(f"no contexts in {workspace}/contexts: run `whoqa index --workspace {workspace}` first")
@@ -444,7 +447,7 @@ def eval_(
             typer.echo(f"{ranker}: " + ", ".join(f"{p['value']}: {p['p@1']:.2f}" for p in pts))
         typer.echo(f"plot: {workspace}/results/ablation-{ablation}.png")
         return
-    from whoqa.checkpoint import StaleModel
+    from whoqa.memnet.checkpoint import StaleModel
     try:
         res = evaluate(EvalConfig(str(workspace), str(data) if data else None, seed, random_trials, jobs))
     except (MissingStage, DataError, StaleModel, ValueError, FileNotFoundError) as e:
@@ -453,7 +456,7 @@ def eval_(
     if res.get("full_task"):
         typer.echo("\n" + res["full_task"]["table"])
     if not data:
-        from whoqa.fulltask import evaluate_full_task
+        from whoqa.evaluation.fulltask import evaluate_full_task
         try:
             full = evaluate_full_task(workspace, reader_run, memnet_run)
         except ValueError as e:
@@ -464,14 +467,14 @@ def eval_(
 
 @app.command()
 def reproduce(
-    name: str = typer.Argument(..., help="A reproduction of whoqa/reproductions/: smoke, main, who or reader."),
+    name: str = typer.Argument(..., help="A reproduction of whoqa/evaluation/reproductions/: smoke, main, who or reader."),
     data: Path = typer.Option(DEFAULT_DATA, help="The shared data (or a NarrativeQA folder with the same books)."),
     workspace: Optional[Path] = typer.Option(None, help="Workspace (default: ws-<name>)."),
     check: bool = typer.Option(False, help="Compare the results with the expected metrics; exit 1 on a mismatch."),
     dry_run: bool = typer.Option(False, help="Only print the commands."),
 ):
     """Run the commands behind a reported table (resumable, step by step) and, with --check, compare its metrics."""
-    from whoqa import reproduce as rp
+    from whoqa.evaluation import reproduce as rp
     ws = str(workspace or Path(f"ws-{name}"))
     try:
         spec = rp.load(name)
@@ -510,7 +513,7 @@ def score(
     raw: bool = typer.Option(False, help="Use lines as they are (nlg-eval exactly); default lowercases and tokenises."),
 ):
     """Text metrics of predictions against references: ROUGE-L, BLEU-1/4, EM, F1 (nlg-eval conventions) as JSON."""
-    from whoqa.metrics import text_metrics
+    from whoqa.core.metrics import text_metrics
     from data_prep.narrativeqa import read_text
     for p in [pred, *ref]:
         if not p.is_file():
@@ -560,13 +563,13 @@ def bench(
     build time, BM25F query latency p50/p95 and q/s, BERT ranking time per question), `ask` latency, or the reader
     (training examples/s, generation latency per question, peak memory)."""
     if stage == "new-book":
-        from whoqa.bench import run_new_book
+        from whoqa.evaluation.bench import run_new_book
         if text is None:
             _fail("--stage new-book needs --text FILE (a book the workspace has not seen)")
         typer.echo(json.dumps(run_new_book(str(workspace), str(text)), indent=1))
         return
     if stage in ("index", "ask", "reader"):
-        from whoqa import bench as wb
+        from whoqa.evaluation import bench as wb
         fn = {"index": wb.run, "ask": wb.run_ask, "reader": wb.run_reader}[stage]
         try:
             typer.echo(json.dumps(fn(str(workspace)), indent=1))

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from whoqa.book import Book, Token, char_token, span_head
+from whoqa.core.book import Book, Token, char_token, span_head
 
 INDEFINITE = {"a", "an", "another", "some", "any", "one", "each", "every", "either"}
 DEFINITE = {"the", "this", "that", "these", "those"}

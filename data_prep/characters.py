@@ -13,19 +13,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from whoqa.book import Token
+from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
+from whoqa.core.book import Token
 from data_prep.parse import Entity
 
-MALE_TITLES = {"mr", "mr.", "mister", "sir", "lord", "monsieur", "m.", "herr", "signor", "senor", "señor", "don",
-               "uncle", "father", "brother", "king", "prince", "duke", "count", "baron", "earl", "master", "squire",
-               "colonel", "col.", "captain", "capt.", "major", "general", "sergeant", "lieutenant", "admiral",
-               "bishop", "abbe", "abbé", "friar", "parson"}
-FEMALE_TITLES = {"mrs", "mrs.", "miss", "ms", "ms.", "lady", "madame", "mme", "mme.", "mademoiselle", "mlle", "mlle.",
-                 "dame", "aunt", "mother", "sister", "queen", "princess", "duchess", "countess", "baroness",
-                 "mistress", "frau", "fraulein", "signora", "senora", "señora", "dona", "doña"}
-NEUTRAL_TITLES = {"dr", "dr.", "doctor", "professor", "prof.", "rev.", "reverend", "judge", "inspector", "saint",
-                  "st."}
-TITLES = MALE_TITLES | FEMALE_TITLES | NEUTRAL_TITLES
 _ROMAN = re.compile(r"[IVXLC]+\.?")
 _NOT_A_NAME = re.compile(r"(?:[IVXLC]+|(?i:me|my|he|she|him|her))\.?")  # numerals are upper case: "Vic" stays
 OTHER_CATS = {"GPE": "GPE", "LOC": "LOC", "FAC": "FAC", "ORG": "ORG"}

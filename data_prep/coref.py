@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from whoqa.book import Token
+from whoqa.core.book import Token
 from data_prep.characters import salience
 
 NARRATOR = 0

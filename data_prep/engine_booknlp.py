@@ -73,7 +73,7 @@ class BookNLPEngine:
                                      f"{', '.join(missing)}.\n{hint}")
 
     def process_file(self, text: str, book_id: str, folder: Path) -> dict:
-        from whoqa.book import SUFFIXES
+        from whoqa.core.book import SUFFIXES
         with tempfile.TemporaryDirectory() as tmp:
             src = Path(tmp) / f"{book_id}.txt"
             src.write_text(text, encoding="utf-8")

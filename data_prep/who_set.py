@@ -7,136 +7,27 @@ Written in the bookqa-who schema under WS/who/:
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
-from data_prep.characters import FEMALE_TITLES, MALE_TITLES, TITLES
 from data_prep.narrativeqa import DataError, NarrativeQA, Question
-from whoqa.book import Book, BookFormatError, Character, atomic_write, is_done
+from whoqa.core.aliases import NO_ALIAS, NOT_CHARACTER, AliasIndex
+from whoqa.core.workspace import MissingStage
+from whoqa.core.book import Book, BookFormatError, atomic_write, is_done
 
 log = logging.getLogger(__name__)
 
 _WHO = re.compile(r"^\W*(who|whom|whose)\b|^\W*which\s+(character|person|man|woman|boy|girl)s?\b", re.I)
-_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
-STOP = {"the", "a", "an", "his", "her", "their", "its", "and", "or", "of", "to", "in", "on", "is", "was", "he", "she",
-        "they", "him", "it", "with", "by", "for", "at", "from", "as", "that", "who", "whom", "old", "young", "little",
-        "by", "named", "called"}
 DROP_NOT_WHO, DROP_NOT_CHARACTER, DROP_NO_ALIAS, DROP_NO_BOOK = (
-    "not a Who question", "answer is not a character", "no alias match", "book not prepared")
+    "not a Who question", NOT_CHARACTER, NO_ALIAS, "book not prepared")
 
 
 def is_who_question(q: str) -> bool:
     return bool(_WHO.search(q))
-
-
-def _words(text: str) -> list[str]:
-    """Words with possessives and titles' dots removed: "Mr. Holmes's" -> ["Mr", "Holmes"]."""
-    return [re.sub(r"'s?$", "", w) for w in _WORD.findall(text)]
-
-
-def _key(words: list[str]) -> tuple[str, ...]:
-    return tuple(w.lower() for w in words if w.lower() not in TITLES and w.lower().rstrip(".") not in
-                 {t.rstrip(".") for t in TITLES} and w.lower() not in STOP)
-
-
-def _title_gender(words: list[str]) -> str | None:
-    for w in words:
-        lw = w.lower()
-        if lw in MALE_TITLES or lw + "." in MALE_TITLES:
-            return "male"
-        if lw in FEMALE_TITLES or lw + "." in FEMALE_TITLES:
-            return "female"
-    return None
-
-
-def _edit1(a: str, b: str) -> bool:
-    """True when a and b differ by at most one substitution, insertion or deletion."""
-    if a == b:
-        return True
-    if len(a) > len(b):
-        a, b = b, a
-    i = 0
-    while i < len(a) and a[i] == b[i]:
-        i += 1
-    return a[i + (len(a) == len(b)):] == b[i + 1:]
-
-
-@dataclass
-class AliasIndex:
-    """Characters of one book, indexed by their normalised names."""
-    characters: dict[int, Character]
-
-    def __post_init__(self):
-        self.full: dict[tuple, set[int]] = {}
-        self.parts: dict[str, set[int]] = {}
-        self.alias_gender: dict[int, set[str]] = {}
-        for c in self.characters.values():
-            for alias in c.aliases:
-                w = _words(alias)
-                k = _key(w)
-                if not k:
-                    continue
-                self.full.setdefault(k, set()).add(c.id)
-                for part in k:
-                    self.parts.setdefault(part, set()).add(c.id)
-                g = _title_gender(w)
-                if g:
-                    self.alias_gender.setdefault(c.id, set()).add(g)
-
-    def _gender_ok(self, cid: int, g: str | None) -> bool:
-        if g is None:
-            return True
-        known = self.alias_gender.get(cid) or ({self.characters[cid].gender} - {None})
-        return not known or g in known
-
-    def match(self, answer: str) -> tuple[set[int], str | None]:
-        """Character ids an answer names, or the reason it names none.
-
-        The answer is split into segments at "and", "or" and commas ("Edward and Harriet" -> two). In a segment a
-        word before a possessive ("Emily's father") is not the answer. A segment matches a character when its name
-        words equal one of the character's aliases (titles dropped), else when they are all part of an alias
-        (first or last name alone); a gendered title must agree ("Mrs. Carey" is not Mr. Carey). Of several partial
-        matches the most mentioned character is kept.
-        """
-        found: set[int] = set()
-        namelike = False
-        all_lower = answer in (answer.lower(), answer.upper())  # case says nothing about names here
-        for seg in re.split(r",|;|\band\b|\bor\b|&", answer):
-            seg = re.sub(r"\b[A-Za-z][\w\-]*'s?\s+(?=\w)", lambda m: "" if m.group(0).rstrip().endswith(("'s", "s'"))
-                         else m.group(0), seg)
-            words = _words(seg)
-            names = [w for w in words if (all_lower or w[:1].isupper()) and w.lower() not in STOP]
-            if not names:
-                continue
-            k = _key(names)
-            if not k:
-                continue
-            namelike = namelike or any(w[:1].isupper() for w in names) or all_lower
-            g = _title_gender(words)
-            exact = {c for c in self.full.get(k, set()) if self._gender_ok(c, g)}
-            if exact:
-                found |= exact
-                continue
-            cands = None
-            for part in k:
-                ids = self.parts.get(part, set())
-                cands = ids if cands is None else cands & ids
-            cands = {c for c in (cands or set()) if self._gender_ok(c, g)}
-            if not cands:  # "Sherlock Holmes" when the book only has "Holmes": an alias inside the answer
-                cands = {c for key, ids in self.full.items() if set(key) <= set(k) for c in ids if self._gender_ok(c, g)}
-            if not cands:  # a spelling variant: "Rodrique" for "Rodrigue"
-                cands = {c for part in k if len(part) >= 5 for p2, ids in self.parts.items()
-                         if abs(len(p2) - len(part)) <= 1 and _edit1(part, p2) for c in ids if self._gender_ok(c, g)}
-            if cands:
-                top = max(self.characters[c].count for c in cands)
-                found |= {c for c in cands if self.characters[c].count == top}
-        if found:
-            return found, None
-        return found, (DROP_NO_ALIAS if namelike and not all_lower else DROP_NOT_CHARACTER)
 
 
 def build_who_set(data: NarrativeQA, workspace: Path) -> dict:
@@ -205,3 +96,29 @@ def build_who_set(data: NarrativeQA, workspace: Path) -> dict:
     atomic_write(out / "who_questions.json", json.dumps(kept, indent=1))
     atomic_write(out / "report.json", json.dumps(report, indent=1))
     return report
+
+
+def load_questions(workspace: Path) -> dict[str, list[dict]]:
+    path = Path(workspace) / "questions.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
+    by_book: dict[str, list[dict]] = {}
+    for q in json.loads(path.read_text()):
+        by_book.setdefault(q["document_id"], []).append(q)
+    return by_book
+
+
+def load_who_set(workspace: Path) -> tuple[dict[str, list[dict]], list[dict]]:
+    who = Path(workspace) / "who"
+    paths = [who / "characters.json", who / "who_questions.json"]
+    for p in paths:
+        if not p.is_file():
+            raise MissingStage(f"{p} is missing: run `whoqa prepare --workspace {workspace}` first")
+    return json.loads(paths[0].read_text()), json.loads(paths[1].read_text())
+
+
+def fingerprint(workspace: Path) -> str:
+    h = hashlib.sha256()
+    for name in ("characters.json", "who_questions.json"):
+        h.update((Path(workspace) / "who" / name).read_bytes())
+    return h.hexdigest()[:16]

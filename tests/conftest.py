@@ -27,7 +27,7 @@ def engine():
 @pytest.fixture(scope="session")
 def parsed(engine, tmp_path_factory):
     """text -> the Book the spaCy engine makes of it (real parses and coreference, written and loaded back)."""
-    from whoqa.book import Book, write_book_files
+    from whoqa.core.book import Book, write_book_files
 
     def make(text: str) -> Book:
         d = tmp_path_factory.mktemp("b")

@@ -68,7 +68,7 @@ def test_workspace_grows_and_the_model_still_answers(ws):
     before = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, q])
     assert before.exit_code == 0, before.output
     wv_before = json.loads((ws / "embeddings" / "vocab.json").read_text())
-    from whoqa.embeddings import load
+    from data_prep.embeddings import load
     vectors_before = load(ws).vectors.copy()
     r = run(app, ["prepare", "--data", str(data), "--workspace", str(ws), "--book", SHORT_BOOKS[0], "--jobs", "1"])
     assert r.exit_code == 0, r.output
@@ -122,7 +122,7 @@ def test_ask_a_gutenberg_file_and_a_folder_book(ws, shared_data, tmp_path):
     r = run(app, ["ask", "--workspace", str(ws), "--text", str(copy), "Who is the naughty kitten?"])
     assert r.exit_code == 0, r.output
     from data_prep.narrativeqa import extract_body, read_text
-    from whoqa.addbook import text_book_id
+    from data_prep.addbook import text_book_id
     body = extract_body(read_text(copy))
     assert "Project Gutenberg" not in body[:300] and (ws / "books" / text_book_id(body)).is_dir()
     r = run(app, ["ask", "--workspace", str(ws), "--data", str(data), "--book", SHORT_BOOKS[1],
@@ -155,7 +155,7 @@ def test_bad_input_is_refused_and_nothing_is_lost(ws, tmp_path):
     assert all(now[w] == i for w, i in vocab.items())  # existing rows kept their place
     kept = sorted(p.name for p in (ws / "books").iterdir())
     assert set(books) <= set(kept) and len(kept) - len(books) <= 1  # only the book without characters was added
-    from whoqa.memdata import Vocab
+    from whoqa.memnet.data import Vocab
     Vocab(ws)  # the vectors still load
 
 

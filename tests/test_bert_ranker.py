@@ -7,7 +7,7 @@ torch = pytest.importorskip("torch")
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-    from whoqa.bert_ranker import RankerConfig, base_model_path
+    from whoqa.retrieval.bert_ranker import RankerConfig, base_model_path
     path = tmp_path_factory.mktemp("tiny")
     tok = AutoTokenizer.from_pretrained(base_model_path(RankerConfig()))
     torch.manual_seed(0)
@@ -19,7 +19,7 @@ def tiny_model(tmp_path_factory):
 
 
 def test_training_on_a_few_pairs_moves_the_loss(tiny_model, tmp_path):
-    from whoqa.bert_ranker import CrossEncoder
+    from whoqa.retrieval.bert_ranker import CrossEncoder
     pairs = [("Who killed the dragon?", "Sigurd killed the dragon with his sword.", 1.0),
              ("Who killed the dragon?", "The weather was fine in spring.", 0.0),
              ("Who married the queen?", "The king married the queen at midsummer.", 1.0),
@@ -36,7 +36,7 @@ def test_training_on_a_few_pairs_moves_the_loss(tiny_model, tmp_path):
 
 
 def test_training_pairs_pick_the_closest_summary_sentence():
-    from whoqa.bert_ranker import RankerConfig, base_model_path, training_pairs
+    from whoqa.retrieval.bert_ranker import RankerConfig, base_model_path, training_pairs
     summary = ("Emily lives in a castle in the mountains. Her father dies on a journey. "
                "Montoni imprisons Emily in the castle of Udolpho. Valancourt loves Emily and waits for her.")
     qs = [{"question_id": 0, "document_id": "b", "question": "Who imprisons Emily?", "answer1": "Montoni",
@@ -48,7 +48,7 @@ def test_training_pairs_pick_the_closest_summary_sentence():
 
 
 def test_book_folds_never_rank_a_book_with_its_own_summary():
-    from whoqa.bert_ranker import book_folds
+    from whoqa.core.folds import book_folds
     folds = book_folds([f"b{i}" for i in range(7)], 3, seed=1)
     assert sorted(b for f in folds for b in f) == [f"b{i}" for i in range(7)]
     assert all(set(a).isdisjoint(b) for i, a in enumerate(folds) for b in folds[i + 1:])
@@ -57,9 +57,9 @@ def test_book_folds_never_rank_a_book_with_its_own_summary():
 def test_bert_contexts_end_to_end_with_book_folds(tiny_model, mini_data, tmp_path):
     from data_prep.prepare import PrepareConfig, prepare
     from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, write_qaps
-    from whoqa.bert_ranker import RankerConfig
-    from whoqa.contexts import build_contexts, load_contexts
-    from whoqa.retrieval import context_sentences
+    from whoqa.retrieval.bert_ranker import RankerConfig
+    from whoqa.retrieval.contexts import build_contexts, load_contexts
+    from whoqa.retrieval.bm25f import context_sentences
     other = SHORT_BOOKS[0]
     write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes send Watson to fetch?", "Culverton Smith",
                             "Mr. Culverton Smith"),

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from whoqa.book import Book, BookFormatError, write_book_files
+from whoqa.core.book import Book, BookFormatError, write_book_files
 
 
 def _rows(words, tags=None):

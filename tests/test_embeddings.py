@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from whoqa.embeddings import EmbeddingConfig, corpus_lines, load, scoped, train, write_corpus
-from whoqa.book import Book, write_book_files
+from data_prep.embeddings import EmbeddingConfig, corpus_lines, load, scoped, train, write_corpus
+from whoqa.core.book import Book, write_book_files
 
 
 def test_scoped_tokens():

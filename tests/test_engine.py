@@ -2,7 +2,7 @@
 from collections import Counter
 
 from tests.conftest import DYING_DETECTIVE
-from whoqa.book import Book, write_book_files
+from whoqa.core.book import Book, write_book_files
 
 
 def run(engine, text, tmp_path):

@@ -2,8 +2,9 @@ import json
 
 import pytest
 
-from whoqa.baselines import book_frequency, context_frequency, random_ranking
-from whoqa.evaluate import EvalConfig, MissingStage, evaluate
+from whoqa.evaluation.baselines import book_frequency, context_frequency, random_ranking
+from whoqa.core.workspace import MissingStage
+from whoqa.evaluation.evaluate import EvalConfig, evaluate
 
 CHARS = {"b1": [{"id": 1, "name": "Anna", "count": 50}, {"id": 2, "name": "Peter", "count": 50},
                 {"id": 0, "name": "NARRATOR", "count": 80}, {"id": 3, "name": "Olga", "count": 5}],
@@ -62,7 +63,7 @@ def test_eval_on_another_folder_prepares_it(mini_data, tmp_path):
 
 
 def test_span_recall():
-    from whoqa.evaluate import span_recall
+    from whoqa.evaluation.evaluate import span_recall
     ctx = "then the doctor opened a small ivory box and looked inside".split()
     assert span_recall(ctx, ["a small ivory box", "x"]) == 1.0
     # best 3-token span for "a wooden box": "a small ivory" (LCS 1: 'a') vs "ivory box and" (LCS 1: 'box')
@@ -73,7 +74,7 @@ def test_span_recall():
 def test_eval_reports_coverage_and_context_frequency(mini_data, tmp_path):
     from data_prep.prepare import PrepareConfig, prepare
     from tests.conftest import DYING_DETECTIVE, write_qaps
-    from whoqa.contexts import build_contexts
+    from whoqa.retrieval.contexts import build_contexts
     write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes send Watson to fetch?", "Culverton Smith",
                             "Mr. Culverton Smith"),
                            (DYING_DETECTIVE, "What did Smith send to Holmes?", "a small ivory box", "an ivory box")])

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from whoqa.book import Book, Character, Mention, Token
+from whoqa.core.book import Book, Character, Mention, Token
 
 torch = pytest.importorskip("torch")
 
@@ -30,7 +30,8 @@ FILLER = [f"the weather on day {i} was grey ." for i in range(20)]
 
 
 def test_the_answer_is_the_name_the_window_spells_and_distractors_do_not_overlap():
-    from whoqa.reader.lookup import LookupConfig, lookup_example
+    from whoqa.reader.config import LookupConfig
+    from whoqa.reader.lookup import lookup_example
     sents = FILLER[:10] + ["Tom walked to the mill .", "Mary waved .", "he sold the old horse ."] + FILLER[10:]
     book = _book(sents, {(10, 0): (1, "PROP"), (11, 0): (2, "PROP"), (12, 0): (1, "PRON")})
     q = {"t": "Who sold the horse?", "a": 1, "s": 12, "k": "agent"}
@@ -45,7 +46,8 @@ def test_the_answer_is_the_name_the_window_spells_and_distractors_do_not_overlap
 
 
 def test_a_question_whose_answer_has_no_proper_name_nearby_is_skipped():
-    from whoqa.reader.lookup import LookupConfig, lookup_example
+    from whoqa.reader.config import LookupConfig
+    from whoqa.reader.lookup import lookup_example
     sents = ["Tom walked to the mill ."] + FILLER[:6] + ["he sold the old horse ."] + FILLER[6:]
     book = _book(sents, {(0, 0): (1, "PROP"), (7, 0): (1, "PRON")})
     q = {"t": "Who sold the horse?", "a": 1, "s": 7, "k": "agent"}
@@ -56,7 +58,7 @@ def test_a_question_whose_answer_has_no_proper_name_nearby_is_skipped():
 
 def test_an_answer_cut_off_by_truncation_does_not_fit():
     from transformers import AutoTokenizer
-    from whoqa.minilm import bundled_minilm
+    from whoqa.core.minilm import bundled_minilm
     from whoqa.reader.data import ReaderExample
     from whoqa.reader.lookup import answer_fits
     tok = AutoTokenizer.from_pretrained(bundled_minilm())
@@ -68,7 +70,8 @@ def test_an_answer_cut_off_by_truncation_does_not_fit():
 def test_folds_made_before_a_config_field_existed_still_count(tmp_path):
     """A field added to ReaderConfig (as `lookup` was) must not make every earlier run stale."""
     from dataclasses import asdict
-    from whoqa.reader.train import ReaderConfig, current_folds
+    from whoqa.reader.config import ReaderConfig
+    from whoqa.reader.train import current_folds
     run = tmp_path / "reader" / "runs" / "fid[bm25f]"
     run.mkdir(parents=True)
     old = {k: v for k, v in asdict(ReaderConfig()).items() if k != "lookup"}
@@ -84,8 +87,9 @@ def test_folds_from_a_lookup_saved_before_a_lookup_field_existed_still_count(tmp
     """A field added to LookupConfig (as `spans` was) must not make the runs started from that lookup stale; a lookup
     that really differs still does."""
     from dataclasses import asdict
-    from whoqa.reader.lookup import LookupConfig
-    from whoqa.reader.train import PrereadConfig, ReaderConfig, current_folds
+    from whoqa.reader.config import LookupConfig
+    from whoqa.reader.config import PrereadConfig, ReaderConfig
+    from whoqa.reader.train import current_folds
     model = tmp_path / "models" / "lookup"
     model.mkdir(parents=True)
     pre, look = asdict(PrereadConfig()), asdict(LookupConfig())
@@ -103,15 +107,17 @@ def test_folds_from_a_lookup_saved_before_a_lookup_field_existed_still_count(tmp
 
 
 def test_preread_and_lookup_together_is_refused_with_a_reason(tmp_path):
-    from whoqa.reader.train import ReaderConfig, start_path
+    from whoqa.reader.config import ReaderConfig
+    from whoqa.reader.train import start_model_path
     with pytest.raises(ValueError, match="drop --preread"):
-        start_path(tmp_path, ReaderConfig(preread=True, lookup=True))
+        start_model_path(tmp_path, ReaderConfig(preread=True, lookup=True))
     with pytest.raises(FileNotFoundError, match="whoqa pretrain --reader lookup"):
-        start_path(tmp_path, ReaderConfig(lookup=True))
+        start_model_path(tmp_path, ReaderConfig(lookup=True))
 
 
 def test_renaming_gives_each_character_one_random_name_in_question_passages_and_answer():
-    from whoqa.reader.lookup import LookupConfig, lookup_example
+    from whoqa.reader.config import LookupConfig
+    from whoqa.reader.lookup import lookup_example
     sents = FILLER[:10] + ["Tom walked to Mary .", "Mary waved at Tom .", "he sold the old horse ."] + FILLER[10:]
     book = _book(sents, {(10, 0): (1, "PROP"), (10, 3): (2, "PROP"), (11, 0): (2, "PROP"), (11, 3): (1, "PROP"),
                          (12, 0): (1, "PRON")})
@@ -144,8 +150,9 @@ def _artificial_workspace(root, monkeypatch, n_books: int):
 
 def _lookup_examples(root, **kw):
     from transformers import AutoTokenizer
-    from whoqa.minilm import bundled_minilm
-    from whoqa.reader.lookup import LookupConfig, lookup_examples
+    from whoqa.core.minilm import bundled_minilm
+    from whoqa.reader.config import LookupConfig
+    from whoqa.reader.lookup import lookup_examples
     cfg = LookupConfig(books="all", rename=False, **kw)
     return lookup_examples(root, cfg, AutoTokenizer.from_pretrained(bundled_minilm()), progress=False)
 

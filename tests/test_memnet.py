@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from whoqa.memdata import BookArrays, Example, collate
-from whoqa.memnet import NEG, KVMemNet, MemNetConfig, nll
-from whoqa.train import fit, predict
+from whoqa.memnet.data import BookArrays, Example, collate
+from whoqa.memnet.model import NEG, KVMemNet, MemNetConfig, nll
+from whoqa.memnet.train import fit, predict
 
 
 def model(vocab=50, d=16, hops=3, seed=0):

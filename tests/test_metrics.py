@@ -2,7 +2,7 @@
 (the code nlg-eval runs) on 200 random cases when this was written."""
 import pytest
 
-from whoqa.metrics import (corpus_bleu, exact_match, normalize_text, ranking_metrics, rouge_l, text_metrics,
+from whoqa.core.metrics import (corpus_bleu, exact_match, normalize_text, ranking_metrics, rouge_l, text_metrics,
                            token_f1)
 
 

@@ -2,7 +2,7 @@ import json
 
 from data_prep.prepare import PrepareConfig, prepare
 from tests.conftest import SHORT_BOOKS
-from whoqa.book import Book
+from whoqa.core.book import Book
 
 
 def test_prepare_parallel_resumes_and_reports_bad_books(mini_data, tmp_path):
@@ -48,7 +48,7 @@ def test_cli_prepare(mini_data, tmp_path):
 
 def test_bad_book_texts_fail_with_a_reason_and_c1_controls_never_reach_tokens(mini_data, tmp_path):
     import numpy as np
-    from whoqa.book import read_tokens
+    from whoqa.core.book import read_tokens
     books = mini_data / "books"
     (books / ("b" * 40 + ".txt")).write_bytes(np.random.default_rng(1).integers(0, 256, 40000, np.uint8).tobytes())
     (books / ("c" * 40 + ".txt")).write_bytes(b"Anna walked home. " * 40 + b"\x81" + b" Anna slept.\n")

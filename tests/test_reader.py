@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 @pytest.fixture(scope="module")
 def tiny_reader_path(tmp_path_factory):
     from transformers import (AutoTokenizer, BertConfig, EncoderDecoderConfig, EncoderDecoderModel)
-    from whoqa.minilm import bundled_minilm
+    from whoqa.core.minilm import bundled_minilm
     path = tmp_path_factory.mktemp("tiny_reader")
     tok = AutoTokenizer.from_pretrained(bundled_minilm())
     torch.manual_seed(0)
@@ -36,8 +36,8 @@ from whoqa.reader.model import Fused  # noqa: E402
 
 def _batcher(reader, **kw):
     from whoqa.reader.data import Batcher
-    from whoqa.reader.train import strip_start
-    return Batcher(reader.tokenizer, strip_start=strip_start(reader), **kw)
+    from whoqa.reader.steps import decoder_start_id
+    return Batcher(reader.tokenizer, strip_start=decoder_start_id(reader), **kw)
 
 
 def _ex(i, question, answer, passages, book="b"):
@@ -114,7 +114,8 @@ def test_span_masking_on_a_fixed_seed():
 
 
 def test_preread_pairs_keep_special_tokens_and_restore_the_passage(reader):
-    from whoqa.reader.train import PrereadConfig, preread_examples
+    from whoqa.reader.config import PrereadConfig
+    from whoqa.reader.preread import preread_examples
     text = " ".join(f"word{i}" for i in range(60))
     (src, tgt), = preread_examples(reader, [text], PrereadConfig(passage_tokens=64))
     tok = reader.tokenizer
@@ -126,7 +127,9 @@ def test_preread_pairs_keep_special_tokens_and_restore_the_passage(reader):
 
 
 def _overfit(reader, cache, bf16=False):
-    from whoqa.reader.train import ReaderConfig, StateCache, fit, predict
+    from whoqa.reader.cache import StateCache
+    from whoqa.reader.config import ReaderConfig
+    from whoqa.reader.train import fit, predict
     b = _batcher(reader, passage_tokens=40)
     examples = [_ex(0, "what does tom lose?", "his blue jacket", ["tom runs to the pond", "his jacket is blue"]),
                 _ex(1, "where does jemima go?", "to the farm", ["jemima flies away to the farm"]),
@@ -135,7 +138,7 @@ def _overfit(reader, cache, bf16=False):
     cfg = ReaderConfig(epochs=40, batch_size=1, lr=1e-2, num_beams=2, max_new_tokens=8, bf16=bf16)
     state = None
     if cache:
-        from whoqa.reader.train import encode_examples
+        from whoqa.reader.cache import encode_examples
         state = StateCache.in_memory({e.question_id: s for e, s in zip(examples, encode_examples(
             reader, b, examples, progress=False))})
     stats = fit(reader, b, examples, cfg, state, progress=False)
@@ -151,15 +154,17 @@ def test_a_tiny_reader_overfits_a_handful_of_examples(reader, bf16):
 
 
 def test_input_reliance_is_low_with_own_passages_and_high_with_another_questions(reader):
-    from whoqa.reader.train import _fused, input_reliance
+    from whoqa.reader.cache import fused_inputs
+    from whoqa.reader.steps import input_reliance
     examples, b, _, state, _, _ = _overfit(reader, cache=True)
-    rel = input_reliance(reader, lambda idx: _fused(reader, b, state, [examples[i] for i in idx], False),
+    rel = input_reliance(reader, lambda idx: fused_inputs(reader, b, state, [examples[i] for i in idx], False),
                          lambda idx: b.labels([examples[i].answers[0] for i in idx]), len(examples), batch=3)
     assert rel["examples"] == 4 and rel["loss_own_input"] < 0.2 and rel["loss_other_input"] > rel["loss_own_input"] + 0.5
 
 
 def test_training_the_encoder_too_updates_it(reader):
-    from whoqa.reader.train import ReaderConfig, fit
+    from whoqa.reader.config import ReaderConfig
+    from whoqa.reader.train import fit
     before = [p.detach().clone() for p in reader.encoder().parameters()]
     b = _batcher(reader, passage_tokens=40)
     ex = [_ex(0, "what does tom lose?", "his blue jacket", ["tom runs to the pond", "his jacket is blue"])]
@@ -315,7 +320,8 @@ def test_a_pointer_copies_names_it_was_never_trained_to_say(reader, tmp_path):
     """Trained on some names, a reader with a copy pointer answers with names it never produced (they appear only in
     its passages); the same reader without one cannot. After save and reload it answers the same."""
     from whoqa.reader.model import FiDReader
-    from whoqa.reader.train import ReaderConfig, fit, predict
+    from whoqa.reader.config import ReaderConfig
+    from whoqa.reader.train import fit, predict
     vocab = reader.tokenizer.get_vocab()
     pool = [w for w in ("harry sally tom jane peter mary john lucy henry alice frank emma george anne oliver kate "
                         "james rose paul grace simon clara victor ruth walter nora")
@@ -342,7 +348,7 @@ def test_a_pointer_copies_names_it_was_never_trained_to_say(reader, tmp_path):
 def test_cached_states_get_the_token_ids_fresh_encoding_gives(reader):
     """With a frozen encoder the states come from the cache; the pointer's token ids are re-derived by tokenising and
     must line up with them position by position."""
-    from whoqa.reader.train import StateCache, _fused, encode_examples
+    from whoqa.reader.cache import StateCache, encode_examples, fused_inputs
     reader.add_pointer()
     b = _batcher(reader, passage_tokens=40)
     examples = [_ex(0, "who bakes the pie?", "ribby", ["ribby the cat bakes a pie", "duchess eats it"]),
@@ -350,7 +356,7 @@ def test_cached_states_get_the_token_ids_fresh_encoding_gives(reader):
                 _ex(2, "where does jemima go?", "to the farm", ["jemima flies away to the farm"])]
     cache = StateCache.in_memory({e.question_id: s for e, s in zip(examples, encode_examples(
         reader, b, examples, progress=False))})
-    cached, fresh = _fused(reader, b, cache, examples, False), reader.encode(*b.inputs(examples))
+    cached, fresh = fused_inputs(reader, b, cache, examples, False), reader.encode(*b.inputs(examples))
     assert torch.equal(cached.ids, fresh.ids) and torch.equal(cached.mask, fresh.mask)
     assert torch.allclose(cached.states, fresh.states, atol=1e-2)  # the cache keeps float16
     words = reader.tokenizer.convert_ids_to_tokens(fresh.ids[0][fresh.mask[0].bool()].tolist())

@@ -28,7 +28,7 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     assert r.exit_code == 2 and "whoqa index" in r.output  # no contexts yet: says what to run
     for ranker in ("bm25f", "oracle"):
         assert run(app, ["index", "--workspace", str(ws), "--ranker", ranker, "--jobs", "1"]).exit_code == 0
-    from whoqa.book import Book
+    from whoqa.core.book import Book
     book = Book.load(ws / "books" / DYING_DETECTIVE, DYING_DETECTIVE)
 
     def first_box_window(ranker):  # question 1 asks for the box: the oracle query holds the answer
@@ -73,7 +73,7 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     assert json.loads(preread_fold.read_text())["preread"]["passages"] == 16
     assert run(app, ["pretrain", "--workspace", str(ws), "--reader", "preread", "--reader-base", tiny_reader_path,
                      "--preread-books", "all", "--preread-passages", "8"]).exit_code == 0
-    from whoqa.fulltask import reader_runs
+    from whoqa.evaluation.fulltask import reader_runs
     assert "fid[bm25f]+preread" not in reader_runs(ws) and "fid[bm25f]" in reader_runs(ws)  # stale start: left out
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--preread"])
     assert r.exit_code == 0 and json.loads(preread_fold.read_text())["preread"]["passages"] == 8  # new start: redone
@@ -116,7 +116,7 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa:
     routed = full["routing"]
     assert routed["reader"] == "fid[bm25f]+preread" and routed["memnet"] == "memnet[bm25f]"
     assert f"routed: memnet[bm25f] + fid[bm25f]+preread" in r.output
-    from whoqa.fulltask import memnet_answers
+    from whoqa.evaluation.fulltask import memnet_answers
     who = memnet_answers(ws, "memnet[bm25f]")
     preds = json.loads((ws / "results" / "full_task_predictions.json").read_text())
     assert who and all(preds[str(q)] == {"answer": a, "by": "memnet"} for q, a in who.items())

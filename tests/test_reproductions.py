@@ -5,7 +5,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cli import app
-from whoqa.reproduce import FOLDER, available, check, load
+from whoqa.evaluation.reproduce import FOLDER, available, check, load
 
 ROOT = Path(__file__).resolve().parents[1]
 

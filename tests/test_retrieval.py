@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from whoqa.book import Book, write_book_files
-from whoqa.retrieval import BM25FIndex, RetrievalConfig, context_sentences, question_fields, sentence_fields, windows
+from whoqa.core.book import Book, write_book_files
+from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, context_sentences, question_fields, sentence_fields, windows
 
 TEXT = ("Mr. Holmes met Dr. Watson.\n\nWatson was tired. Watson slept.\n\nHolmes sang a song loudly.\n\n"
         "The station was crowded with people.\n\nWatson left the station at noon.\n\nWatson ate.\n")
@@ -58,7 +58,7 @@ def test_windows_merge_and_clip_at_book_edges():
 def test_index_command_writes_contexts(mini_data, tmp_path):
     from data_prep.prepare import PrepareConfig, prepare
     from tests.conftest import DYING_DETECTIVE, write_qaps
-    from whoqa.contexts import build_contexts, load_contexts
+    from whoqa.retrieval.contexts import build_contexts, load_contexts
     write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes ask Watson to fetch?", "Culverton Smith",
                             "Mr. Culverton Smith")])
     ws = tmp_path / "ws"

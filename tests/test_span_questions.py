@@ -48,7 +48,8 @@ def test_skips_non_places_and_long_answers(made):
 
 
 def test_lookup_example_answer_is_the_renamed_span(made):
-    from whoqa.reader.lookup import LookupConfig, lookup_example
+    from whoqa.reader.config import LookupConfig
+    from whoqa.reader.lookup import lookup_example
     text = "Marriat gave Hermione Granger's old book to Holmes. " * 1 + "It rained. " * 8
     _, _, book, rows = made(text)
     q = next(r for r in rows if r["k"] == "what")

@@ -1,0 +1,10 @@
+"""whoqa: questions about whole books. Layers, each importing only those before it (tests/test_layers.py):
+
+    whoqa.core        book files, workspace layout and lock, run identity, seeds, folds, progress, aliases, metrics
+    data_prep         books -> workspace files: parses, characters, coreference, Who set, artificial questions,
+                      word vectors, adding a book
+    whoqa.retrieval   BM25F (Lucene), the BERT ranker, the contexts every model reads
+    whoqa.memnet      the key-value memory network (Who questions)   | whoqa.reader  the FiD reader (all questions)
+    whoqa.evaluation  tables, unseen books, the routed full task, benchmarks, reproductions
+    cli.py            `whoqa`, a thin mirror of the Python API
+"""

@@ -23,7 +23,7 @@ class ReaderAsker:
         top_k / num_beams are given."""
         from whoqa.reader.data import Batcher
         from whoqa.reader.model import READER_FILE, FiDReader
-        from whoqa.reader.train import strip_start
+        from whoqa.reader.steps import decoder_start_id
         self.ws = Path(workspace)
         root = self.ws / "models" / "reader"
         names = [model] if model else list(PREFERENCE)
@@ -35,19 +35,19 @@ class ReaderAsker:
         self.reader = FiDReader.load(str(path))
         self.reader.model.eval()
         from dataclasses import fields
-        from whoqa.reader.train import ReaderConfig
+        from whoqa.reader.config import ReaderConfig
         saved = json.loads((path / READER_FILE).read_text()).get("config", {})
         self.cfg = ReaderConfig(**{f.name: saved[f.name] for f in fields(ReaderConfig) if f.name in saved})
         self.batcher = Batcher(self.reader.tokenizer, self.cfg.passage_tokens, self.cfg.answer_tokens,
-                               strip_start=strip_start(self.reader), question_passage=self.cfg.question_passage)
+                               strip_start=decoder_start_id(self.reader), question_passage=self.cfg.question_passage)
         self.top_k = self.cfg.top_k if top_k is None else top_k
         self.num_beams = self.cfg.num_beams if num_beams is None else num_beams
         self.passages = self.cfg.context != "none"
         self._books: dict = {}
 
     def _book(self, book_id: str):
-        from whoqa.ask import open_book
-        from whoqa.retrieval import RetrievalConfig
+        from whoqa.retrieval.bm25f import open_book
+        from whoqa.retrieval.bm25f import RetrievalConfig
         if book_id not in self._books:
             self._books[book_id] = open_book(self.ws, book_id, RetrievalConfig())
         return self._books[book_id]
@@ -59,7 +59,7 @@ class ReaderAsker:
 
     def _ask(self, book_id: str, question: str) -> ReaderAnswer:
         from whoqa.reader.data import ReaderExample, window_text
-        from whoqa.retrieval import question_fields, windows
+        from whoqa.retrieval.bm25f import question_fields, windows
         passages = []
         book, aliases, index = self._book(book_id)  # prepared (and indexed) or a clear error
         if self.passages:

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from whoqa.book import Book, atomic_write
+from whoqa.core.book import Book, atomic_write
+from whoqa.core.folds import book_folds as by_book
 
 log = logging.getLogger(__name__)
 CONTEXTS = ("none", "bm25f", "bert", "oracle")
@@ -51,7 +52,8 @@ def build_examples(workspace: Path, context: str, top_k: int = 10, progress: boo
     """Every question of WS/questions.json with its top-k passages; written once to WS/reader/examples/ (the file is
     reused while it holds at least top_k passages per question). Books whose contexts are missing are skipped."""
     from tqdm.auto import tqdm
-    from whoqa.contexts import load_contexts, load_questions
+    from data_prep.who_set import load_questions
+    from whoqa.retrieval.contexts import load_contexts
     if context not in CONTEXTS:
         raise ValueError(f"unknown reader context {context!r}: use one of {CONTEXTS}")
     ws = Path(workspace)
@@ -137,8 +139,7 @@ def pad_labels(rows: list[list[int]]) -> torch.Tensor:
 
 
 def book_folds(examples: list[ReaderExample], folds: int, seed: int) -> list[list[str]]:
-    from whoqa.bert_ranker import book_folds as folds_of
-    return folds_of(sorted({e.document_id for e in examples}), folds, seed)
+    return by_book(sorted({e.document_id for e in examples}), folds, seed)
 
 
 def sample_passages(workspace: Path, book_ids: list[str], n: int, words: int, seed: int,

@@ -18,43 +18,23 @@ import logging
 import math
 import random
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 from data_prep.span_questions import span_questions
-from whoqa.book import Book, atomic_write
+from whoqa.core.book import Book, atomic_write
 from whoqa.reader.data import Batcher, ReaderExample, detokenize
 from whoqa.reader.model import FiDReader
-from whoqa.reader.train import (_bar, finish_pretraining, input_reliance, lookup_dir, preread_books, preread_dir,
-                                preread_record, pretrain_loop, resume, strip_start)
-from whoqa.train import set_seed
+from whoqa.reader.config import LookupConfig
+from whoqa.reader.pretraining import (finish_pretraining, lookup_dir, preread_books, preread_dir, preread_record,
+                                      pretrain_loop, resume)
+from whoqa.reader.steps import decoder_start_id, input_reliance, progress_bar
+from whoqa.core.seed import set_seed
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"[A-Z][A-Za-z'-]*\.?( [A-Z][A-Za-z'-]*\.?){0,3}")  # "Mrs. Etherege", not "Glendinning?--that"
-
-
-@dataclass
-class LookupConfig:
-    questions: int = 16000  # artificial questions trained on (once each)
-    passages: int = 4  # the answer's window + 3 distractor windows of the same book
-    window: int = 5  # sentences per passage (as the rankers' windows); the source sentence is the third
-    passage_tokens: int = 160  # "question [SEP] passage" tokens; questions whose answer would be cut off are skipped
-    answer_tokens: int = 16
-    batch_size: int = 8
-    lr: float = 3e-4
-    preread: bool = True  # start from WS/models/preread/ (else from base)
-    base: str | None = None  # as PrereadConfig.base, when not starting from the prereading
-    train_encoder: bool = False
-    bf16: bool = False
-    books: str = "unlabeled"  # unlabeled: books no question is asked about; all: every book with artificial questions
-    heldout: int = 256  # questions of held-out books (never trained on) for held-out accuracy and input reliance
-    rename: bool = True  # random names for the characters of each example, so answers must be copied (see below)
-    spans: float = 0.0  # share of span questions (What/Where/When/Why, data_prep.span_questions) among the questions
-    copy: bool = False  # train a copy pointer (whoqa.reader.pointer) with the reader -> WS/models/lookup+copy/
-    seed: int = 13
-    checkpoint_every: int = 100  # steps
 
 
 def lookup_example(book: Book, q: dict, cfg: LookupConfig, rng: random.Random, qid: int,
@@ -129,7 +109,7 @@ def lookup_example(book: Book, q: dict, cfg: LookupConfig, rng: random.Random, q
 
 def character_names(workspace: Path, books: list[str]) -> list[str]:
     """Every proper canonical character name of the books (renaming's pool), sorted and unique."""
-    from whoqa.book import read_characters
+    from whoqa.core.book import read_characters
     out = set()
     for b in books:
         try:
@@ -186,7 +166,7 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
     built: dict[tuple[str, int], ReaderExample] = {}
     spans: dict[str, list[ReaderExample]] = {}
     load = sorted(set(wanted) | {b for b, k in quota.items() if k})
-    bar = _bar(len(load), "lookup questions", "book", progress)
+    bar = progress_bar(len(load), "lookup questions", "book", progress)
     for b in load:
         try:
             book = Book.load(ws / "books" / b, b)
@@ -251,7 +231,7 @@ def start_of(workspace: Path, cfg: LookupConfig) -> tuple[str | None, dict | Non
 @torch.no_grad()
 def heldout_stats(reader: FiDReader, batcher: Batcher, held: list[ReaderExample], batch: int = 16) -> dict:
     """Greedy exact match (%) of the looked-up names and the input reliance on the held-out questions."""
-    from whoqa.metrics import exact_match
+    from whoqa.core.metrics import exact_match
     reader.model.eval()
     preds: list[str] = []
     for i in range(0, len(held), batch):
@@ -283,7 +263,7 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -
     reader, state = resume(out_dir, record, start)
     if cfg.copy:
         reader.add_pointer()
-    batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start(reader))
+    batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, decoder_start_id(reader))
     train, held, counts = lookup_examples(ws, cfg, reader.tokenizer, progress)
 
     def loss_of(idx):

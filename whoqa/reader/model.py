@@ -16,7 +16,7 @@ from typing import NamedTuple
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 
-from whoqa.minilm import bundled_minilm
+from whoqa.core.minilm import bundled_minilm
 from whoqa.reader.pointer import POINTER_FILE, CopyPointer, pointer_decode, previous_tokens
 
 log = logging.getLogger(__name__)

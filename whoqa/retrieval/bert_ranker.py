@@ -21,9 +21,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from whoqa.book import Book, atomic_write
-from whoqa.minilm import bundled_minilm
-from whoqa.retrieval import BM25FIndex, RetrievalConfig, question_fields, windows
+from whoqa.core.book import Book, atomic_write
+from whoqa.core.folds import book_folds
+from whoqa.core.minilm import bundled_minilm
+from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, question_fields, windows
 
 log = logging.getLogger(__name__)
 
@@ -150,17 +151,11 @@ class CrossEncoder:
         self.tok.save_pretrained(path)
 
 
-def book_folds(book_ids: list[str], folds: int, seed: int) -> list[list[str]]:
-    ids = sorted(book_ids)
-    random.Random(seed).shuffle(ids)
-    return [ids[k::folds] for k in range(max(1, folds))]
-
-
 def rank_book(ranker: CrossEncoder, book: Book, questions: list[dict], index_path: Path | None,
               cfg: RankerConfig, rcfg: RetrievalConfig) -> dict:
     texts = [" ".join(book.sentence_words(s)) for s in range(len(book.sentences))]
     idx = BM25FIndex(index_path, rcfg) if cfg.pool and index_path is not None else None
-    from data_prep.who_set import AliasIndex
+    from whoqa.core.aliases import AliasIndex
     aliases = AliasIndex(book.characters)
     out = {}
     for q in questions:
@@ -178,7 +173,7 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
                         progress: bool = True, cfg: RankerConfig | None = None) -> dict:
     """Train one ranker per book fold (on the other folds) and write contexts for the books still to do."""
     import torch
-    from whoqa.contexts import load_questions
+    from data_prep.who_set import load_questions
     cfg = cfg or RankerConfig()
     torch.manual_seed(cfg.seed)
     all_q = load_questions(ws)

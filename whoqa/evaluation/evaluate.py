@@ -2,7 +2,6 @@
 JSON (config and data fingerprint included) under WS/results/."""
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import statistics
@@ -10,9 +9,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from whoqa.baselines import book_frequency, context_frequency, random_ranking
-from whoqa.book import atomic_write
-from whoqa.metrics import ranking_metrics, text_metrics
+from whoqa.evaluation.baselines import book_frequency, context_frequency, random_ranking
+from whoqa.core.book import atomic_write
+from whoqa.core.metrics import ranking_metrics, text_metrics
+from data_prep.who_set import fingerprint, load_who_set
 
 log = logging.getLogger(__name__)
 RANKING_KEYS = ("p@1", "p@5", "mrr")
@@ -27,26 +27,6 @@ class EvalConfig:
     random_trials: int = 5
     jobs: int = 1
     context_sentences: int = 100  # context size for context-based systems and coverage
-
-
-class MissingStage(Exception):
-    """An earlier stage's artifacts are missing; the message says which command to run."""
-
-
-def load_who_set(workspace: Path) -> tuple[dict[str, list[dict]], list[dict]]:
-    who = Path(workspace) / "who"
-    paths = [who / "characters.json", who / "who_questions.json"]
-    for p in paths:
-        if not p.is_file():
-            raise MissingStage(f"{p} is missing: run `whoqa prepare --workspace {workspace}` first")
-    return json.loads(paths[0].read_text()), json.loads(paths[1].read_text())
-
-
-def fingerprint(workspace: Path) -> str:
-    h = hashlib.sha256()
-    for name in ("characters.json", "who_questions.json"):
-        h.update((Path(workspace) / "who" / name).read_bytes())
-    return h.hexdigest()[:16]
 
 
 Ranker = Callable[[dict, list[dict], int], list[int]]  # (question, book characters, trial) -> ranked ids
@@ -85,7 +65,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     ws = Path(cfg.workspace)
     target = ws
     if cfg.data:
-        from whoqa.unseen import prepare_other
+        from whoqa.evaluation.unseen import prepare_other
         target = prepare_other(ws, cfg.data, cfg.jobs)
     characters, questions = load_who_set(target)
     systems = baseline_systems(cfg.seed)
@@ -106,11 +86,11 @@ def evaluate(cfg: EvalConfig) -> dict:
     for name, (ranker, trials) in systems.items():
         results[name] = evaluate_system(name, ranker, trials or cfg.random_trials, characters, questions)
     if cfg.data:
-        from whoqa.unseen import final_results
+        from whoqa.evaluation.unseen import final_results
         results.update(final_results(ws, target, characters, questions))
     else:
         results.update(trained_results(ws, characters, questions))
-    from whoqa.runs import code_version
+    from whoqa.core.runs import code_version
     meta = {"config": asdict(cfg), "data_fingerprint": fingerprint(target), "who_set": str(target / "who"),
             "code": code_version(),
             "questions": len(questions), "books": len({q["document_id"] for q in questions}),
@@ -124,7 +104,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     atomic_write(ws / "results" / f"table{suffix}.txt", table + "\n")
     full = None
     if cfg.data:
-        from whoqa.unseen import full_task_results
+        from whoqa.evaluation.unseen import full_task_results
         full = full_task_results(ws, target, results)
     return {"meta": meta, "results": results, "table": table, "full_task": full}
 
@@ -184,7 +164,7 @@ def format_table(results: dict[str, dict], meta: dict) -> str:
 
 
 def available_rankers(workspace: Path) -> list[str]:
-    from whoqa.contexts import RANKERS
+    from whoqa.retrieval.contexts import RANKERS
     root = Path(workspace) / "contexts"
     return [r for r in RANKERS if (root / r).is_dir() and any((root / r).glob("*.json"))]
 
@@ -198,15 +178,15 @@ class ContextView:
         self._ctx: dict = {}
 
     def _load(self, book_id: str):
-        from whoqa.book import Book
-        from whoqa.contexts import load_contexts
+        from whoqa.core.book import Book
+        from whoqa.retrieval.contexts import load_contexts
         if book_id not in self._books:
             self._books[book_id] = Book.load(self.ws / "books" / book_id, book_id)
             self._ctx[book_id] = load_contexts(self.ws, self.ranker, book_id) or {}
         return self._books[book_id], self._ctx[book_id]
 
     def sentences(self, book_id: str, question_id: int) -> list[int]:
-        from whoqa.contexts import question_context
+        from whoqa.retrieval.contexts import question_context
         _, ctx = self._load(book_id)
         return question_context(ctx, question_id, self.limit)
 
@@ -215,7 +195,7 @@ class ContextView:
         return [m.char_id for s in self.sentences(book_id, question_id) for m in book.sentence_mentions(s)]
 
     def coverage(self, who_questions: list[dict]) -> dict:
-        from whoqa.contexts import load_questions
+        from data_prep.who_set import load_questions
         hit = sum(1 for q in who_questions if set(q["answers"]) & set(self.mentions(q["document_id"], q["question_id"])))
         scores = []
         for book_id, qs in load_questions(self.ws).items():
@@ -234,7 +214,7 @@ class ContextView:
 def span_recall(context_words: list[str], answers: list[str]) -> float:
     """Max ROUGE-L of any answer-length span of the context against the answers (Mou et al. Table 2): how much of
     an answer the context holds verbatim. Only spans sharing a word with the answer are scored."""
-    from whoqa.metrics import normalize_text, rouge_l
+    from whoqa.core.metrics import normalize_text, rouge_l
     text = normalize_text(" ".join(context_words)).split(" ")
     best = 0.0
     for ans in answers:

@@ -6,8 +6,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from whoqa.book import atomic_write
-from whoqa.train import PretrainConfig, TrainConfig, cross_validate, pretrain
+from whoqa.core.book import atomic_write
+from whoqa.memnet.train import PretrainConfig, TrainConfig, cross_validate, pretrain
 
 ABLATIONS = {
     "hops": ("memory hops", [1, 2, 3, 4, 5]),

@@ -3,7 +3,7 @@
 OTHER's books are prepared in their own workspace (WS/eval-data/<name>/: books, Who set, artificial questions,
 BM25F contexts), folded into WS's word vectors (existing rows never move), and every model trained with
 `whoqa train --final` (WS/models/memnet*/) ranks their characters twice: with the folded-in vectors alone, and after
-test-time adaptation (`whoqa.adapt`, label-free: the book's own artificial questions).
+test-time adaptation (`whoqa.memnet.adapt`, label-free: the book's own artificial questions).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from whoqa.metrics import ranking_metrics, text_metrics
+from whoqa.core.metrics import ranking_metrics, text_metrics
 
 log = logging.getLogger(__name__)
 
@@ -19,9 +19,9 @@ log = logging.getLogger(__name__)
 def prepare_other(workspace: Path, data: str, jobs: int = 1) -> Path:
     """Prepare, index and fold in another folder's books; returns its workspace."""
     from data_prep.prepare import PrepareConfig, prepare
-    from whoqa.addbook import fold_books
-    from whoqa.contexts import build_contexts
-    from whoqa.embeddings import read_state
+    from data_prep.addbook import fold_books
+    from whoqa.retrieval.contexts import build_contexts
+    from data_prep.embeddings import read_state
     target = Path(workspace) / "eval-data" / Path(data).resolve().name
     rep = prepare(PrepareConfig(data, str(target), jobs=jobs, unlabeled=False, artificial=True, embeddings=False),
                   progress=False)
@@ -44,10 +44,10 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
     Questions the model cannot take (answer not among its candidates) count as misses, so the denominator is the
     baselines' own."""
     import torch
-    from whoqa.adapt import AdaptConfig, adapt, patched
-    from whoqa.checkpoint import load_model, saved_config
-    from whoqa.memdata import Vocab, who_examples
-    from whoqa.train import load_books, predict
+    from whoqa.memnet.adapt import AdaptConfig, adapt, patched
+    from whoqa.memnet.checkpoint import load_model, saved_config
+    from whoqa.memnet.data import Vocab, who_examples
+    from whoqa.memnet.train import load_books, predict
     folders = final_models(workspace)
     if not folders:
         return {}
@@ -101,12 +101,14 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
     network with the best P@1 here, the rest to the reader) -> WS/results/full_task@<name>.{json,txt}. Readers that
     need contexts target cannot have (oracle: built from the answers; bert: a trained ranker) are left out."""
     from dataclasses import fields
-    from whoqa.book import atomic_write
-    from whoqa.contexts import load_questions
-    from whoqa.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
+    from whoqa.core.book import atomic_write
+    from data_prep.who_set import load_questions
+    from whoqa.evaluation.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
     from whoqa.reader.data import Batcher, build_examples
     from whoqa.reader.model import READER_FILE, FiDReader
-    from whoqa.reader.train import ReaderConfig, predict, strip_start
+    from whoqa.reader.config import ReaderConfig
+    from whoqa.reader.steps import decoder_start_id
+    from whoqa.reader.train import predict
     import json
     readers = final_readers(workspace)
     if not readers:
@@ -123,7 +125,7 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
                         cfg.context)
             continue
         reader = FiDReader.load(str(folder))
-        batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start=strip_start(reader),
+        batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start=decoder_start_id(reader),
                           question_passage=cfg.question_passage)
         examples = build_examples(target, cfg.context, cfg.top_k, progress)
         preds = dict(zip([e.question_id for e in examples], predict(reader, batcher, examples, cfg, None, progress)))

@@ -12,22 +12,13 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
-from whoqa.book import atomic_write
-from whoqa.retrieval import RetrievalConfig, context_sentences
+from data_prep.who_set import load_questions
+from whoqa.core.book import atomic_write
+from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences
 
 log = logging.getLogger(__name__)
 RANKERS = ("bm25f", "bert")
 ORACLE = "oracle"  # BM25F with the question and its answers: an upper bound for the reader, never a Who ranker
-
-
-def load_questions(workspace: Path) -> dict[str, list[dict]]:
-    path = Path(workspace) / "questions.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
-    by_book: dict[str, list[dict]] = {}
-    for q in json.loads(path.read_text()):
-        by_book.setdefault(q["document_id"], []).append(q)
-    return by_book
 
 
 def load_contexts(workspace: Path, ranker: str, book_id: str) -> dict[str, list[list]] | None:
@@ -50,7 +41,7 @@ def question_context(contexts: dict, question_id: int, limit: int) -> list[int]:
 
 
 def _bm25f_work(workspace: str, book_id: str, questions: list[dict], cfg: RetrievalConfig, oracle: bool = False):
-    from whoqa.retrieval import index_book
+    from whoqa.retrieval.bm25f import index_book
     try:
         t0 = time.perf_counter()
         stats = index_book(Path(workspace), book_id, questions, cfg, oracle)
@@ -69,7 +60,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: R
     by_book = load_questions(ws)
     want = asdict(cfg)
     if ranker == "bert":
-        from whoqa.bert_ranker import RankerConfig
+        from whoqa.retrieval.bert_ranker import RankerConfig
         want = {**want, "ranker": asdict(ranker_cfg or RankerConfig())}
     made = {b: contexts_config(ws, ranker, b) for b in by_book}
     todo = {b: qs for b, qs in by_book.items() if made[b] != want}
@@ -79,7 +70,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: R
     report = {"ranker": ranker, "books": len(by_book), "done": [], "skipped": len(by_book) - len(todo), "failed": {},
               "redone_config_changed": len(redone), "config": asdict(cfg)}
     if ranker == "bert":
-        from whoqa.bert_ranker import build_bert_contexts
+        from whoqa.retrieval.bert_ranker import build_bert_contexts
         return build_bert_contexts(ws, todo, cfg, report, progress, ranker_cfg)
     from tqdm.auto import tqdm
     bar = tqdm(total=len(todo), desc=f"index {ranker}", unit="book",

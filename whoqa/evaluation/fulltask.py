@@ -11,9 +11,9 @@ import json
 import logging
 from pathlib import Path
 
-from whoqa.book import atomic_write
-from whoqa.metrics import text_metrics
-from whoqa.runs import code_version
+from whoqa.core.book import atomic_write
+from whoqa.core.metrics import text_metrics
+from whoqa.core.runs import code_version
 
 log = logging.getLogger(__name__)
 # fixed preference (not the best score on these questions): the paper's best reader is ranker + FiD + prereading
@@ -94,7 +94,7 @@ def choose(available, preference, wanted: str | None, what: str) -> str | None:
 def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_run: str | None = None) -> dict | None:
     """Rows for every finished reader run and the routed system -> WS/results/full_task.{json,txt}; None when no
     reader run exists yet."""
-    from whoqa.contexts import load_questions
+    from data_prep.who_set import load_questions
     ws = Path(workspace)
     runs = reader_runs(ws)
     if not runs:

@@ -2,7 +2,7 @@
 
 Any book: one prepared with the workspace, one added later (`Asker.add_text` for a plain-text file, `Asker.add_book`
 for a NarrativeQA folder's book), whose vectors are folded in. A book the model was not trained with is adapted first
-(its new embedding rows tuned on its own artificial questions, see `whoqa.adapt`), once; later questions reuse it.
+(its new embedding rows tuned on its own artificial questions, see `whoqa.memnet.adapt`), once; later questions reuse it.
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import torch
 
-from whoqa.book import Book, is_done
+from whoqa.core.book import is_done
+from whoqa.retrieval.bm25f import open_book
 
 QUESTION_WORDS = {"who", "whom", "whose", "which", "what", "where", "when", "why", "how", "did", "does", "is", "was"}
 
@@ -24,23 +25,9 @@ class Answer:
     adapted: bool = False  # the book's new vectors were tuned on its artificial questions
 
 
-def open_book(workspace: Path, book_id: str, rcfg):
-    """(Book, AliasIndex, BM25FIndex) of a prepared book; its index is built the first time."""
-    from data_prep.who_set import AliasIndex
-    from whoqa.retrieval import BM25FIndex
-    folder = Path(workspace) / "books" / book_id
-    if not is_done(folder, book_id):
-        raise FileNotFoundError(f"book {book_id} is not prepared in {workspace}: run `whoqa prepare "
-                                f"--workspace {workspace} --book {book_id}` first (or ask with --text FILE)")
-    book = Book.load(folder, book_id)
-    index = Path(workspace) / "index" / "bm25f" / book_id
-    BM25FIndex.ensure(book, index)
-    return book, AliasIndex(book.characters), BM25FIndex(index, rcfg)
-
-
 def unknown_names(question: str, aliases) -> list[str]:
     """Capitalised spans of the question that name no character of the book (question words aside)."""
-    from whoqa.retrieval import CAP_SPAN
+    from whoqa.retrieval.bm25f import CAP_SPAN
     out = []
     for m in CAP_SPAN.finditer(question):
         span = m.group(0)
@@ -69,9 +56,9 @@ class Asker:
 
     def _load(self) -> None:
         """(Re)load vectors and model: after a book is folded in, the model extends its matrix with the new rows."""
-        from whoqa.checkpoint import load_model, saved_config
-        from whoqa.memdata import Vocab
-        from whoqa.retrieval import RetrievalConfig
+        from whoqa.memnet.checkpoint import load_model, saved_config
+        from whoqa.memnet.data import Vocab
+        from whoqa.retrieval.bm25f import RetrievalConfig
         self.vocab = Vocab(self.ws)
         self.model = load_model(self.model_dir, self.vocab)
         self.memories = saved_config(self.model_dir).get("config", {}).get("memories", 100)
@@ -80,31 +67,31 @@ class Asker:
 
     def add_text(self, path: str | Path) -> str:
         """Prepare a plain-text book into the workspace and fold it in; returns its id (derived from its text)."""
-        from whoqa.addbook import add_text
+        from data_prep.addbook import add_text
         book_id = add_text(self.ws, Path(path))
         self._load()
         return book_id
 
     def add_book(self, data: str | Path, book_id: str) -> str:
         """Prepare a NarrativeQA folder's book into the workspace (if not yet there) and fold it in."""
-        from whoqa.addbook import add_from_data
+        from data_prep.addbook import add_from_data
         if not is_done(self.ws / "books" / book_id, book_id) or book_id not in self.vocab.books:
             add_from_data(self.ws, Path(data), book_id)
             self._load()
         return book_id
 
     def _book(self, book_id: str):
-        from whoqa.memdata import book_arrays
+        from whoqa.memnet.data import book_arrays
         if book_id not in self._books:
             if is_done(self.ws / "books" / book_id, book_id) and book_id not in self.vocab.books:
-                from whoqa.addbook import fold_books
+                from data_prep.addbook import fold_books
                 fold_books(self.ws, [book_id])  # prepared without vectors (e.g. --no-embeddings): fold it in now
                 self._load()
             book, aliases, index = open_book(self.ws, book_id, self.rcfg)
             arrays = book_arrays(self.ws, book_id, self.vocab)
             patch = None
             if self.adapt:
-                from whoqa.adapt import book_rows, cached_adapt
+                from whoqa.memnet.adapt import book_rows, cached_adapt
                 if len(book_rows(self.model, arrays)):
                     rows, vectors, _ = cached_adapt(self.model, self.model_dir, self.ws, book_id, self.vocab,
                                                     {book_id: arrays})
@@ -114,9 +101,9 @@ class Asker:
 
     @torch.no_grad()
     def ask(self, book_id: str, question: str, top: int = 5, evidence: int = 3) -> Answer:
-        from whoqa.adapt import patched
-        from whoqa.memdata import Example, collate, question_tokens
-        from whoqa.retrieval import context_sentences, question_fields, windows
+        from whoqa.memnet.adapt import patched
+        from whoqa.memnet.data import Example, collate, question_tokens
+        from whoqa.retrieval.bm25f import context_sentences, question_fields, windows
         if not question.strip():
             raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
         book, aliases, index, arrays, patch = self._book(book_id)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from whoqa.memdata import BookArrays, artificial_examples
+from whoqa.memnet.data import BookArrays, artificial_examples
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,8 @@ def book_rows(model, arrays: BookArrays) -> torch.Tensor:
 def adapt(model, workspace: Path, book_id: str, vocab, books: dict[str, BookArrays],
           cfg: AdaptConfig | None = None) -> tuple[torch.Tensor, torch.Tensor, dict]:
     """(rows (n,), their tuned vectors (n, d), stats) for one book; the model itself is left as it was."""
-    from whoqa.train import fit, set_seed
+    from whoqa.core.seed import set_seed
+    from whoqa.memnet.train import fit
     cfg = cfg or AdaptConfig()
     rows = book_rows(model, books[book_id])
     examples = artificial_examples(workspace, [book_id], vocab, books, seed=cfg.seed)

@@ -10,8 +10,8 @@ import logging
 from pathlib import Path
 
 from data_prep.narrativeqa import DataError
-from whoqa.book import atomic_write, is_done
-from whoqa.workspace import locked
+from whoqa.core.book import atomic_write, is_done
+from whoqa.core.workspace import locked
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def fold_books(workspace: Path, book_ids: list[str], books_ws: Path | None = Non
     """Artificial questions and corpus of processed books (under books_ws, default the workspace), folded into the
     workspace's word vectors."""
     from data_prep.prepare import derive
-    from whoqa.embeddings import fold_in
+    from data_prep.embeddings import fold_in
     ws = Path(workspace)
     src = Path(books_ws or ws)
     with locked(ws):

@@ -16,6 +16,10 @@ class WorkspaceError(ValueError):
     """The workspace path cannot be used; the message says why and what to do."""
 
 
+class MissingStage(FileNotFoundError):
+    """An earlier stage's artifacts are missing; the message says which command to run."""
+
+
 def check_workspace(workspace: str | Path) -> Path:
     ws = Path(workspace)
     if ws.exists() and not ws.is_dir():

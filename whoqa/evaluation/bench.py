@@ -1,13 +1,12 @@
 """`whoqa bench --stage index`: context selection speed on a prepared book of about 100k words."""
 from __future__ import annotations
 
-import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from whoqa.book import Book
+from whoqa.core.book import Book
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -17,8 +16,8 @@ def _pct(xs: list[float], p: float) -> float:
 
 def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
     from data_prep.artificial import read_questions
-    from whoqa.bert_ranker import CrossEncoder, RankerConfig, base_model_path
-    from whoqa.retrieval import BM25FIndex, RetrievalConfig, question_fields
+    from whoqa.retrieval.bert_ranker import CrossEncoder, RankerConfig, base_model_path
+    from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, question_fields
     ws = Path(workspace)
     books = sorted(p.name for p in (ws / "books").iterdir() if (p / f"{p.name}.book").is_file())
     if not books:
@@ -40,7 +39,7 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
         if art.is_file():
             texts = [q["t"] for q in read_questions(art)][:queries]
         texts = texts or ["Who went to the house?"] * queries
-        from data_prep.who_set import AliasIndex
+        from whoqa.core.aliases import AliasIndex
         aliases = AliasIndex(book.characters)
         idx.search(*question_fields(texts[0], aliases), 1000)  # warm the JVM
         lat = []
@@ -73,8 +72,8 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
 
 def run_ask(workspace: str, n: int = 20) -> dict:
     """Latency of `ask` on a prepared book once the model is loaded (BM25F retrieval + one forward pass)."""
-    from whoqa.ask import Asker
-    from whoqa.contexts import load_questions
+    from whoqa.memnet.ask import Asker
+    from data_prep.who_set import load_questions
     ws = Path(workspace)
     t0 = time.perf_counter()
     asker = Asker(ws)
@@ -99,7 +98,7 @@ def run_new_book(workspace: str, text: str, questions: list[str] | None = None, 
     """Time to the first answer about a book the workspace has never seen (`ask --text`): load the model, process the
     text, fold it in, index, adapt, answer; then the latency of later questions. Run it on a copy of a workspace, or
     the book stays in it (a second run on the same text then measures reuse)."""
-    from whoqa.ask import Asker
+    from whoqa.memnet.ask import Asker
     questions = questions or ["Who is the hero of the story?", "Who dies at the end?", "Who does the narrator meet?",
                               "Who lives in the house?", "Who helps him escape?"]
     t0 = time.perf_counter()
@@ -132,11 +131,14 @@ def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | 
     import torch
     from whoqa.reader.data import Batcher, build_examples
     from whoqa.reader.model import FiDReader
-    from whoqa.reader.train import ReaderConfig, StateCache, encode_examples, fit, predict, strip_start
+    from whoqa.reader.cache import StateCache, encode_examples
+    from whoqa.reader.config import ReaderConfig
+    from whoqa.reader.steps import decoder_start_id
+    from whoqa.reader.train import fit, predict
     ws = Path(workspace)
     examples = build_examples(ws, context, 10, progress=False)[:n]
     reader = FiDReader.load(base)
-    batcher = Batcher(reader.tokenizer, 192, 32, strip_start(reader))
+    batcher = Batcher(reader.tokenizer, 192, 32, decoder_start_id(reader))
     t0 = time.perf_counter()
     states = encode_examples(reader, batcher, examples, progress=False)
     encode = (time.perf_counter() - t0) / len(examples)

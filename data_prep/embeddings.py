@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from whoqa.book import Book, atomic_write
+from whoqa.core.book import Book, atomic_write
 
 log = logging.getLogger(__name__)
 CHAR_PREFIX = "CHAR_"

@@ -1,6 +1,6 @@
 """`whoqa reproduce NAME [--check]`: a reported table, kept as data (as pyserini keeps its reproduction matrices).
 
-whoqa/reproductions/<name>.json lists the commands behind each reported condition, in order, and the metrics they
+whoqa/evaluation/reproductions/<name>.json lists the commands behind each reported condition, in order, and the metrics they
 should give: {"description", "hours", "steps": [[whoqa args...]], "expect": [{"file", "metric", "value",
 "tolerance"}]}. "{data}" and "{ws}" in the steps are the data folder and the workspace. Every step is one `whoqa`
 command, resumable on its own (a step already done with the same config is skipped by the stage itself), so an

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from whoqa.book import Book
-from whoqa.embeddings import scoped
-from whoqa.retrieval import CAP_SPAN
+from whoqa.core.book import Book
+from data_prep.embeddings import scoped
+from whoqa.retrieval.bm25f import CAP_SPAN
 
 log = logging.getLogger(__name__)
 MAX_SENTENCE = 60  # tokens kept per key sentence
@@ -26,7 +26,7 @@ class Vocab:
     """Token -> row of the embedding matrix; row 0 is padding, unknown tokens are dropped."""
 
     def __init__(self, workspace: Path):
-        from whoqa.embeddings import load, read_state
+        from data_prep.embeddings import load, read_state
         wv = load(workspace)
         self.index = {w: i + 1 for i, w in enumerate(wv.index_to_key)}
         self.matrix = torch.cat([torch.zeros(1, wv.vector_size), torch.from_numpy(wv.vectors.copy())])  # (V+1, d)
@@ -162,9 +162,9 @@ def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, book
 def who_examples(workspace: Path, ranker: str, vocab: Vocab, books: dict[str, BookArrays],
                  memories: int) -> tuple[list[Example], dict]:
     """Real Who questions with their ranker's contexts; questions whose answer is not a candidate are counted."""
-    from data_prep.who_set import AliasIndex
-    from whoqa.contexts import load_contexts, question_context
-    from whoqa.evaluate import load_who_set
+    from whoqa.core.aliases import AliasIndex
+    from whoqa.retrieval.contexts import load_contexts, question_context
+    from data_prep.who_set import load_who_set
     ws = Path(workspace)
     characters, questions = load_who_set(ws)
     out, skipped = [], {"no_contexts": 0, "answer_not_candidate": 0}
@@ -173,7 +173,7 @@ def who_examples(workspace: Path, ranker: str, vocab: Vocab, books: dict[str, Bo
         b = q["document_id"]
         if b not in contexts:
             contexts[b] = load_contexts(ws, ranker, b)
-            from whoqa.book import Character
+            from whoqa.core.book import Character
             aliases[b] = AliasIndex({c["id"]: Character(c["id"], c["name"], c["aliases"], c["count"], c["gender"])
                                      for c in characters.get(b, [])})
         if contexts[b] is None or b not in books:

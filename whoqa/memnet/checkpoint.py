@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-from whoqa.book import atomic_write
-from whoqa.memnet import KVMemNet, MemNetConfig
+from whoqa.core.book import atomic_write
+from whoqa.memnet.model import KVMemNet, MemNetConfig
 
 
 class StaleModel(Exception):
@@ -26,7 +26,7 @@ def save_model(model: KVMemNet, folder: Path, config: dict, stats: dict, vocab) 
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), folder / "model.tmp")
     os.replace(folder / "model.tmp", folder / "model.pt")
-    from whoqa.runs import code_version
+    from whoqa.core.runs import code_version
     atomic_write(folder / "config.json", json.dumps({"config": config, "stats": stats, "vectors": vocab.record(),
                                                      "code": code_version()}, indent=1))
 

@@ -19,7 +19,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from whoqa.book import Book, atomic_write
+from whoqa.core.book import Book, atomic_write, is_done
 
 log = logging.getLogger(__name__)
 CAP_SPAN = re.compile(  # a capitalised name-like span: "Mr. Sherlock Holmes's", "Comte de Gormas"
@@ -48,7 +48,7 @@ def sentence_fields(book: Book, sid: int) -> tuple[str, str]:
 
 def question_fields(question: str, characters) -> tuple[str, str]:
     """(words, character ids) of a question: capitalised spans that name a character of the book become its id."""
-    from data_prep.who_set import AliasIndex
+    from whoqa.core.aliases import AliasIndex
     index = characters if isinstance(characters, AliasIndex) else AliasIndex(characters)
     chars: list[str] = []
     words = question
@@ -96,7 +96,7 @@ class BM25FIndex:
     """A book's sentence index in Lucene."""
 
     def __init__(self, path: Path, cfg: RetrievalConfig):
-        from whoqa.lucene import java
+        from whoqa.retrieval.lucene import java
         self.cfg = cfg
         self.searcher = java("io.anserini.search.SimpleSearcher")(str(path))
         self.searcher.set_bm25(cfg.k1, cfg.b)
@@ -107,7 +107,7 @@ class BM25FIndex:
 
     @staticmethod
     def build(book: Book, path: Path, threads: int = 1) -> None:
-        from whoqa.lucene import java
+        from whoqa.retrieval.lucene import java
         tmp = path.with_name(path.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -130,7 +130,7 @@ class BM25FIndex:
             BM25FIndex.build(book, Path(path))
 
     def search(self, words: str, chars: str, k: int) -> list[tuple[int, float]]:
-        from whoqa.lucene import analyzer
+        from whoqa.retrieval.lucene import analyzer
         terms = list(dict.fromkeys(analyzer().analyze(words) + chars.lower().split()))
         if not terms:
             return []
@@ -148,7 +148,7 @@ class BM25FIndex:
 def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: RetrievalConfig, oracle: bool = False) -> dict:
     """Build (or reuse) a book's BM25F index and write its questions' contexts. `oracle`: the query is the question
     with both its answers (Mou et al.'s "BM25 w/ Q+A" upper bound), written under WS/contexts/oracle/."""
-    from data_prep.who_set import AliasIndex
+    from whoqa.core.aliases import AliasIndex
     ws = Path(workspace)
     book = Book.load(ws / "books" / book_id, book_id)
     path = ws / "index" / "bm25f" / book_id
@@ -164,3 +164,16 @@ def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: Retrie
     atomic_write(ws / "contexts" / ("oracle" if oracle else "bm25f") / f"{book_id}.json",
                  json.dumps({"config": asdict(cfg), "questions": out}))
     return {"questions": len(out), "sentences": len(book.sentences)}
+
+
+def open_book(workspace: Path, book_id: str, rcfg):
+    """(Book, AliasIndex, BM25FIndex) of a prepared book; its index is built the first time."""
+    from whoqa.core.aliases import AliasIndex
+    folder = Path(workspace) / "books" / book_id
+    if not is_done(folder, book_id):
+        raise FileNotFoundError(f"book {book_id} is not prepared in {workspace}: run `whoqa prepare "
+                                f"--workspace {workspace} --book {book_id}` first (or ask with --text FILE)")
+    book = Book.load(folder, book_id)
+    index = Path(workspace) / "index" / "bm25f" / book_id
+    BM25FIndex.ensure(book, index)
+    return book, AliasIndex(book.characters), BM25FIndex(index, rcfg)

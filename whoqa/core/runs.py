@@ -14,7 +14,7 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-from whoqa.book import atomic_write
+from whoqa.core.book import atomic_write
 
 log = logging.getLogger(__name__)
 RUN_FILE = "run.json"

@@ -10,16 +10,17 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from whoqa.book import atomic_write
-from whoqa.checkpoint import load_model, save_model
-from whoqa.memdata import (BookArrays, Example, MemoryCache, Vocab, artificial_examples, book_arrays, collate,
+from whoqa.core.book import atomic_write
+from whoqa.core.folds import index_folds
+from whoqa.core.seed import set_seed
+from whoqa.memnet.checkpoint import load_model, save_model
+from whoqa.memnet.data import (BookArrays, Example, MemoryCache, Vocab, artificial_examples, book_arrays, collate,
                            who_examples)
-from whoqa.memnet import KVMemNet, MemNetConfig, nll
-from whoqa.metrics import ranking_metrics
-from whoqa.runs import claim, digest, file_digest, provenance
+from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
+from whoqa.core.metrics import ranking_metrics
+from whoqa.core.runs import claim, digest, file_digest, provenance
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +55,6 @@ class TrainConfig:
     pretrained: str = "pretrain"  # which WS/models/<folder> to start from
     max_train_samples: int | None = None  # debug knob
     runs_dir: str | None = None  # where fold files go (default WS/runs/<name>)
-
-
-def set_seed(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 def load_books(workspace: Path, vocab: Vocab, book_ids: list[str], progress: bool = True) -> dict[str, BookArrays]:
@@ -161,12 +156,6 @@ def run_name(cfg: TrainConfig) -> str:
     return f"memnet{'+pretrain' if cfg.from_pretrained else ''}[{cfg.ranker}]"
 
 
-def folds_of(n: int, k: int, seed: int) -> list[list[int]]:
-    idx = list(range(n))
-    random.Random(seed).shuffle(idx)
-    return [sorted(idx[f::k]) for f in range(k)]
-
-
 def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
     if not cfg.from_pretrained:
         return KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False))
@@ -180,7 +169,7 @@ def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
 
 def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
     """What a memory-network run starts from: the Who set, the vectors, the contexts' config, the pretrained model."""
-    from whoqa.evaluate import fingerprint
+    from data_prep.who_set import fingerprint
     ws = Path(workspace)
     report = ws / "contexts" / cfg.ranker / "report.json"
     ctx = json.loads(report.read_text()) if report.is_file() else {}
@@ -193,7 +182,7 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
     """k folds x trials; each (fold, trial) is saved as it finishes, so an interrupted run resumes."""
     ws = Path(workspace)
     vocab = Vocab(ws)
-    from whoqa.evaluate import load_who_set
+    from data_prep.who_set import load_who_set
     characters, _ = load_who_set(ws)
     books = load_books(ws, vocab, sorted(characters), progress)
     examples, skipped = who_examples(ws, cfg.ranker, vocab, books, cfg.memories)
@@ -204,7 +193,7 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
     prov = provenance({k: v for k, v in asdict(cfg).items() if k != "runs_dir"}, run_inputs(ws, cfg, vocab))
     redone = claim(out, prov, ws / "runs-archive")
     atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1))
-    folds = folds_of(len(examples), cfg.folds, cfg.seed)
+    folds = index_folds(len(examples), cfg.folds, cfg.seed)
     from tqdm.auto import tqdm
     bar = tqdm(total=cfg.folds * cfg.trials, desc=run_name(cfg), unit="run",
                disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
@@ -261,7 +250,7 @@ def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dic
     ws = Path(workspace)
     set_seed(cfg.seed)
     vocab = Vocab(ws)
-    from whoqa.evaluate import load_who_set
+    from data_prep.who_set import load_who_set
     characters, _ = load_who_set(ws)
     books = load_books(ws, vocab, sorted(characters), progress)
     examples, skipped = who_examples(ws, cfg.ranker, vocab, books, cfg.memories)

@@ -1,0 +1,13 @@
+"""One seed fixes every random choice: Python's, NumPy's and torch's generators."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    import torch  # only the model stages need torch; data preparation imports this module without it
+    torch.manual_seed(seed)

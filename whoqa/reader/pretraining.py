@@ -1,0 +1,106 @@
+"""What the reader's two pretraining stages (prereading, answer lookup) share: where their models live, which books
+they read, and one resumable loop (seeded order, AdamW, bf16, checkpoints keyed by the config)."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from whoqa.core.book import atomic_write
+from whoqa.reader.model import FiDReader
+from whoqa.reader.steps import autocast, guarded_step, optimizer, progress_bar, trainable
+
+
+def preread_dir(workspace: Path) -> Path:
+    return Path(workspace) / "models" / "preread"
+
+
+def lookup_dir(workspace: Path, copy: bool = False) -> Path:
+    """The answer-lookup model, with or without a copy pointer (both can exist: each QA run names the one it uses)."""
+    return Path(workspace) / "models" / ("lookup+copy" if copy else "lookup")
+
+
+def preread_record(workspace: Path) -> dict | None:
+    """The config of the prereading under WS/models/preread/ (None when there is none)."""
+    meta = preread_dir(workspace) / "whoqa_reader.json"
+    return json.loads(meta.read_text()).get("config") if meta.is_file() else None
+
+
+def preread_books(workspace: Path, which: str) -> list[str]:
+    from data_prep.who_set import load_questions
+    ws = Path(workspace)
+    every = sorted(p.name for p in (ws / "books").iterdir() if p.is_dir() and any(p.glob("*.book"))) \
+        if (ws / "books").is_dir() else []
+    if which == "all":
+        return every
+    if which != "unlabeled":
+        raise ValueError(f"unknown prereading books {which!r}: use unlabeled or all")
+    asked = set(load_questions(ws)) if (ws / "questions.json").is_file() else set()
+    return [b for b in every if b not in asked]
+
+
+def checkpoint_dir(out_dir: Path) -> Path:
+    return out_dir.with_name(out_dir.name + ".checkpoint")
+
+
+def finish_pretraining(reader: FiDReader, out_dir: Path, meta: dict) -> None:
+    """Save a finished pretraining (meta -> whoqa_reader.json) and drop its checkpoint."""
+    import shutil
+    reader.save(out_dir, meta)
+    shutil.rmtree(checkpoint_dir(out_dir), ignore_errors=True)
+
+
+def resume(out_dir: Path, config: dict, base: str | None) -> tuple[FiDReader, dict | None]:
+    """The reader to pretrain: the checkpoint of an interrupted run of the same config, else a fresh one from base."""
+    ckpt = checkpoint_dir(out_dir)
+    state = json.loads((ckpt / "state.json").read_text()) if (ckpt / "state.json").is_file() else None
+    if state and state.get("config") != config:
+        state = None
+    return FiDReader.load(str(ckpt / "model") if state else base), state
+
+
+def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, record: dict, n: int, loss_of, desc: str,
+                  progress: bool) -> tuple[dict, list[float]]:
+    """The pretraining stages' shared loop: n examples once each in a seeded order, AdamW with linear decay, bf16
+    autocast, a checkpoint every cfg.checkpoint_every steps keyed by record (resumed by `resume` with the same
+    record). cfg: batch_size, lr, bf16, train_encoder, seed, checkpoint_every; loss_of(indices) -> scalar loss."""
+    ckpt = checkpoint_dir(out_dir)
+    params = trainable(reader, cfg.train_encoder)
+    steps = math.ceil(n / cfg.batch_size)
+    opt, sched = optimizer(params, cfg.lr, steps)
+    first = 0
+    if state:
+        opt.load_state_dict(torch.load(ckpt / "optimizer.pt"))
+        sched.load_state_dict(torch.load(ckpt / "scheduler.pt"))
+        first = state["step"]
+    losses = list(state["losses"]) if state else []
+    order = np.random.default_rng(cfg.seed + 1).permutation(n)
+    bar = progress_bar(steps, desc, "step", progress)
+    bar.update(first)
+    t0 = time.perf_counter()
+    reader.model.train()
+    trainable(reader, cfg.train_encoder)
+    for step in range(first, steps):
+        idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size].tolist()
+        with autocast(cfg.bf16):
+            loss = loss_of(idx)
+        losses.append(round(guarded_step(loss, params, opt, sched, f"{desc} step {step}"), 4))
+        bar.update(1)
+        bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
+        if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < steps:
+            reader.save(ckpt / "model")
+            torch.save(opt.state_dict(), ckpt / "optimizer.pt")
+            torch.save(sched.state_dict(), ckpt / "scheduler.pt")
+            atomic_write(ckpt / "state.json", json.dumps({"config": record, "step": step + 1, "losses": losses}))
+    bar.close()
+    secs = time.perf_counter() - t0
+    done = (steps - first) * cfg.batch_size
+    return {"steps": steps, "seconds": round(secs, 1),
+            "examples_per_second": round(done / secs, 2) if secs else None,
+            "loss_first": float(np.mean(losses[:20])) if losses else None,
+            "loss_last": float(np.mean(losses[-20:])) if losses else None}, losses
+

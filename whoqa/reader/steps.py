@@ -1,0 +1,68 @@
+"""One training step of the reader and what it needs: which parameters train, AdamW with warm-up and decay, bf16
+autocast, a guarded step (non-finite loss -> a clear error), and the input-reliance measurement."""
+from __future__ import annotations
+
+import torch
+
+from whoqa.core.progress import bar as _progress
+from whoqa.reader.config import ReaderConfig
+from whoqa.reader.data import Batcher
+from whoqa.reader.model import FiDReader
+
+
+def progress_bar(total, desc, unit, progress=True):
+    return _progress(total=total, desc=desc, unit=unit, progress=progress)
+
+
+def decoder_start_id(reader: FiDReader) -> int | None:
+    return reader.model.config.decoder_start_token_id if reader.model.config.model_type == "encoder-decoder" else None
+
+
+def batcher_of(reader: FiDReader, cfg: ReaderConfig) -> Batcher:
+    return Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, decoder_start_id(reader), cfg.question_passage)
+
+
+def trainable(reader: FiDReader, train_encoder: bool) -> list[torch.nn.Parameter]:
+    enc = reader.encoder()
+    enc.requires_grad_(train_encoder)
+    if not train_encoder:
+        enc.eval()  # frozen: no dropout, so cached states equal fresh ones
+    return [p for p in reader.parameters() if p.requires_grad]  # the model's and the copy pointer's
+
+
+def optimizer(params, lr: float, steps: int):
+    from transformers import get_linear_schedule_with_warmup
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01, foreach=True)  # multi-tensor: ~1.4x faster on CPU
+    return opt, get_linear_schedule_with_warmup(opt, max(1, steps // 20), max(1, steps))
+
+
+def autocast(bf16: bool):
+    """Mixed precision for training steps: matmuls in bfloat16, weights and optimizer state stay float32."""
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+
+
+def guarded_step(loss: torch.Tensor, params, opt, sched, what: str) -> float:
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"non-finite reader loss at {what}: lower --lr or check the inputs")
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.step()
+    sched.step()
+    opt.zero_grad(set_to_none=True)
+    return float(loss.detach())
+
+
+@torch.no_grad()
+def input_reliance(reader: FiDReader, states_of, targets_of, n: int, batch: int = 16) -> dict:
+    """Mean target loss given each example's own encoder input and given the next example's. The gap says how much
+    the decoder reads its input: a reader that answers from style alone loses nothing when handed the wrong one."""
+    reader.model.eval()
+    own = other = 0.0
+    for i in range(0, n, batch):
+        idx = list(range(i, min(n, i + batch)))
+        labels = targets_of(idx)  # (b, A)
+        own += float(reader.loss(states_of(idx), labels)) * len(idx)  # states_of -> Fused, states (b, T, H)
+        other += float(reader.loss(states_of([(j + 1) % n for j in idx]), labels)) * len(idx)
+    return {"loss_own_input": round(own / max(1, n), 4), "loss_other_input": round(other / max(1, n), 4),
+            "examples": n}
+
