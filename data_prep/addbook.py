@@ -12,6 +12,7 @@ from pathlib import Path
 from data_prep.narrativeqa import DataError
 from whoqa.core.book import atomic_write, is_done
 from whoqa.core.workspace import locked
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -34,18 +35,18 @@ def add_text(workspace: Path, path: Path, engine=None) -> str:
     fold it in; returns its id."""
     from data_prep.narrativeqa import extract_body
     from data_prep.prepare import process_text
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     body = extract_body(read_book_text(path))
     if not body.strip():
         raise DataError(f"{path} holds no story text once the Project Gutenberg header and licence are removed")
     book_id = text_book_id(body)
     with locked(ws):
-        if not is_done(ws / "books" / book_id, book_id):
+        if not is_done(ws.books / book_id, book_id):
             if engine is None:
                 from data_prep.engine_spacy import SpacyEngine
                 engine = SpacyEngine()
-            process_text(body, book_id, ws / "books", engine)
-        texts_path = ws / "texts.json"
+            process_text(body, book_id, ws.books, engine)
+        texts_path = ws.texts
         texts = json.loads(texts_path.read_text()) if texts_path.is_file() else {}
         if book_id not in texts:
             texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
@@ -68,7 +69,7 @@ def fold_books(workspace: Path, book_ids: list[str], books_ws: Path | None = Non
     workspace's word vectors."""
     from data_prep.prepare import derive
     from data_prep.embeddings import fold_in
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     src = Path(books_ws or ws)
     with locked(ws):
         rep = derive(src, book_ids, progress=False)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from whoqa.core.book import Book, Token, char_token, span_head
+from whoqa.core.workspace import Workspace
 
 INDEFINITE = {"a", "an", "another", "some", "any", "one", "each", "every", "either"}
 DEFINITE = {"the", "this", "that", "these", "those"}
@@ -265,7 +266,7 @@ def read_questions(path: Path) -> list[dict]:
 def sample(workspace: Path, n: int = 50, seed: int = 13) -> list[str]:
     """n random artificial questions, each with its answer's name and source sentence."""
     import random
-    folder = Path(workspace) / "artificial"
+    folder = Workspace(workspace).artificial
     files = sorted(folder.glob("*.jsonl.gz"))
     if not files:
         raise FileNotFoundError(f"no artificial questions in {folder}: run `whoqa prepare --workspace {workspace}`")
@@ -275,7 +276,7 @@ def sample(workspace: Path, n: int = 50, seed: int = 13) -> list[str]:
     books: dict[str, Book] = {}
     for bid, q in rng.sample(pool, min(n, len(pool))):
         if bid not in books:
-            books[bid] = Book.load(Path(workspace) / "books" / bid, bid)
+            books[bid] = Book.load(Workspace(workspace).books / bid, bid)
         b = books[bid]
         name = b.characters[q["a"]].name if q["a"] in b.characters else f"CHAR_{q['a']}"
         lines.append(f"{q['t']}  ->  {name}\n    source: {' '.join(b.sentence_words(q['s']))}")

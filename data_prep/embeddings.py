@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from whoqa.core.book import Book, atomic_write
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 CHAR_PREFIX = "CHAR_"
@@ -62,13 +63,13 @@ def _trim(word, count, min_count):
 def read_state(workspace: Path) -> dict | None:
     """WS/embeddings/state.json: {"lineage", "rows", "books", "history"}; None before the first training.
     lineage names one from-scratch training: rows made by it (and the rows folded in since) keep their place."""
-    path = Path(workspace) / "embeddings" / "state.json"
+    path = Workspace(workspace).embeddings / "state.json"
     if path.is_file():
         return json.loads(path.read_text())
-    if (Path(workspace) / "embeddings" / "word2vec.model").is_file():  # vectors made before state.json existed
+    if (Workspace(workspace).embeddings / "word2vec.model").is_file():  # vectors made before state.json existed
         import hashlib
-        vocab = (Path(workspace) / "embeddings" / "vocab.json").read_bytes()
-        corpus = sorted(p.stem for p in (Path(workspace) / "embeddings" / "corpus").glob("*.txt"))
+        vocab = (Workspace(workspace).embeddings / "vocab.json").read_bytes()
+        corpus = sorted(p.stem for p in (Workspace(workspace).embeddings / "corpus").glob("*.txt"))
         return {"lineage": "legacy-" + hashlib.sha256(vocab).hexdigest()[:12], "rows": len(json.loads(vocab)),
                 "books": corpus, "history": []}
     return None
@@ -89,7 +90,7 @@ def train(workspace: Path, cfg: EmbeddingConfig | None = None, book_ids: list[st
     every memory network trained on the old vectors is stale (`stale_models` names them)."""
     from gensim.models import Word2Vec
     cfg = cfg or EmbeddingConfig()
-    out = Path(workspace) / "embeddings"
+    out = Workspace(workspace).embeddings
     files = sorted((out / "corpus").glob("*.txt"))
     if book_ids is not None:
         files = [f for f in files if f.stem in set(book_ids)]
@@ -122,7 +123,7 @@ def fold_in(workspace: Path, corpus: dict[str, Path]) -> dict:
     with the new rows when it loads. corpus: book id -> its corpus file. One worker and a fixed seed: repeatable."""
     from gensim.models import Word2Vec
     from gensim.models.word2vec import LineSentence
-    out = Path(workspace) / "embeddings"
+    out = Workspace(workspace).embeddings
     state = read_state(workspace)
     if state is None:
         raise FileNotFoundError(f"no word vectors in {out}: run `whoqa prepare --workspace {workspace}` first")
@@ -155,7 +156,7 @@ def fold_in(workspace: Path, corpus: dict[str, Path]) -> dict:
 def update(workspace: Path, rebuild: bool = False, cfg: EmbeddingConfig | None = None) -> dict:
     """Vectors for every book with a corpus in the workspace: trained the first time (or with rebuild), else the
     books not yet in them folded in."""
-    corpus = {p.stem: p for p in sorted((Path(workspace) / "embeddings" / "corpus").glob("*.txt"))}
+    corpus = {p.stem: p for p in sorted((Workspace(workspace).embeddings / "corpus").glob("*.txt"))}
     if rebuild or read_state(workspace) is None:
         return train(workspace, cfg)
     return fold_in(workspace, corpus)
@@ -164,7 +165,7 @@ def update(workspace: Path, rebuild: bool = False, cfg: EmbeddingConfig | None =
 def load(workspace: Path):
     """The trained KeyedVectors."""
     from gensim.models import Word2Vec
-    path = Path(workspace) / "embeddings" / "word2vec.model"
+    path = Workspace(workspace).embeddings / "word2vec.model"
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
     return Word2Vec.load(str(path)).wv

@@ -13,6 +13,7 @@ from pathlib import Path
 from whoqa.core.book import atomic_write, is_done, write_book_files
 from whoqa.core.workspace import locked
 from data_prep.narrativeqa import DataError, NarrativeQA, file_sha1
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 SOURCE_FILE = "source.json"  # per prepared book: {"sha1" of its file, "encoding"}
@@ -50,7 +51,7 @@ class PrepareReport:
 
 
 def books_dir(workspace: str | Path) -> Path:
-    return Path(workspace) / "books"
+    return Workspace(workspace).books
 
 
 def make_engine(cfg: PrepareConfig):
@@ -203,7 +204,7 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
 
 
 def _write_report(cfg: PrepareConfig, report: PrepareReport) -> None:
-    atomic_write(Path(cfg.workspace) / "prepare_report.json",
+    atomic_write(Workspace(cfg.workspace).prepare_report,
                  json.dumps({"config": asdict(cfg), "report": asdict(report)}, indent=1))
 
 
@@ -262,11 +263,11 @@ def text_changed(folder: Path, path: Path | None) -> bool:
 def forget_derived(workspace: Path, book_id: str) -> None:
     """Remove what later stages made of a book, so its new text is not judged by its old artifacts."""
     import shutil
-    ws = Path(workspace)
-    for p in [ws / "artificial" / f"{book_id}.jsonl.gz", ws / "embeddings" / "corpus" / f"{book_id}.txt",
+    ws = Workspace(workspace)
+    for p in [ws.artificial / f"{book_id}.jsonl.gz", ws.embeddings / "corpus" / f"{book_id}.txt",
               *ws.glob(f"contexts/*/{book_id}.json"), *ws.glob(f"memdata/*/{book_id}.npz")]:
         p.unlink(missing_ok=True)
-    for d in [ws / "index" / "bm25f" / book_id, ws / "books" / book_id]:
+    for d in [ws.index / "bm25f" / book_id, ws.books / book_id]:
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -304,13 +305,13 @@ def _derive_work(workspace: str, book_id: str) -> tuple[str, dict | None, str | 
     from data_prep.artificial import generate, write_questions
     from whoqa.core.book import Book
     from data_prep.embeddings import write_corpus
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     try:
         t0 = time.perf_counter()
-        book = Book.load(ws / "books" / book_id, book_id)
+        book = Book.load(ws.books / book_id, book_id)
         qs, stats = generate(book)
-        write_corpus(book, ws / "embeddings" / "corpus")
-        write_questions(ws / "artificial" / f"{book_id}.jsonl.gz", qs)  # last: marks the book derived
+        write_corpus(book, ws.embeddings / "corpus")
+        write_questions(ws.artificial / f"{book_id}.jsonl.gz", qs)  # last: marks the book derived
         return book_id, {**stats, "seconds": round(time.perf_counter() - t0, 3)}, None
     except Exception as e:
         return book_id, None, f"{type(e).__name__}: {e}"
@@ -318,11 +319,11 @@ def _derive_work(workspace: str, book_id: str) -> tuple[str, dict | None, str | 
 
 def derive(workspace: Path, book_ids: list[str], jobs: int = 1, progress: bool = True) -> dict:
     """Per-book derived artifacts, resumable: books whose question file exists are not redone."""
-    report_path = workspace / "artificial" / "report.json"
+    report_path = Workspace(workspace).artificial / "report.json"
     old = json.loads(report_path.read_text()) if report_path.is_file() else {}
     per_book = old.get("per_book", {})
-    todo = [b for b in book_ids if not (workspace / "artificial" / f"{b}.jsonl.gz").is_file()
-            or not (workspace / "embeddings" / "corpus" / f"{b}.txt").is_file()]
+    todo = [b for b in book_ids if not (Workspace(workspace).artificial / f"{b}.jsonl.gz").is_file()
+            or not (Workspace(workspace).embeddings / "corpus" / f"{b}.txt").is_file()]
     failed = {}
     t0 = time.perf_counter()
     if todo:

@@ -18,6 +18,7 @@ from data_prep.narrativeqa import DataError, NarrativeQA, Question
 from whoqa.core.aliases import NO_ALIAS, NOT_CHARACTER, AliasIndex
 from whoqa.core.workspace import MissingStage
 from whoqa.core.book import Book, BookFormatError, atomic_write, is_done
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def is_who_question(q: str) -> bool:
 def build_who_set(data: NarrativeQA, workspace: Path) -> dict:
     """Build WS/who/ from qaps.csv and the processed books; returns the report."""
     workspace = Path(workspace)
-    books_dir = workspace / "books"
+    books_dir = Workspace(workspace).books
     questions = data.questions()
     by_book: dict[str, list[Question]] = {}
     for q in questions:
@@ -83,15 +84,15 @@ def build_who_set(data: NarrativeQA, workspace: Path) -> dict:
               if total["who_questions"] else 0.0,
               "per_book": {b: dict(s) for b, s in per_book.items()},
               "dropped": dropped_examples}
-    out = workspace / "who"
+    out = Workspace(workspace).who
     prepared = [{"question_id": q.question_id, "document_id": q.document_id, "question": q.question,
                  "answer1": q.answer1, "answer2": q.answer2} for q in questions if q.document_id in characters_out]
-    atomic_write(workspace / "questions.json", json.dumps(prepared, indent=0))  # every question of a prepared book
+    atomic_write(Workspace(workspace).questions, json.dumps(prepared, indent=0))  # every question of a prepared book
     try:  # the BERT ranker trains on summaries (of other folds' books only)
         summaries = {d: s for d, s in data.summaries().items() if d in characters_out}
     except DataError:
         summaries = {}
-    atomic_write(workspace / "summaries.json", json.dumps(summaries))
+    atomic_write(Workspace(workspace).summaries, json.dumps(summaries))
     atomic_write(out / "characters.json", json.dumps(characters_out, indent=0))
     atomic_write(out / "who_questions.json", json.dumps(kept, indent=1))
     atomic_write(out / "report.json", json.dumps(report, indent=1))
@@ -99,7 +100,7 @@ def build_who_set(data: NarrativeQA, workspace: Path) -> dict:
 
 
 def load_questions(workspace: Path) -> dict[str, list[dict]]:
-    path = Path(workspace) / "questions.json"
+    path = Workspace(workspace).questions
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
     by_book: dict[str, list[dict]] = {}
@@ -109,7 +110,7 @@ def load_questions(workspace: Path) -> dict[str, list[dict]]:
 
 
 def load_who_set(workspace: Path) -> tuple[dict[str, list[dict]], list[dict]]:
-    who = Path(workspace) / "who"
+    who = Workspace(workspace).who
     paths = [who / "characters.json", who / "who_questions.json"]
     for p in paths:
         if not p.is_file():
@@ -120,5 +121,5 @@ def load_who_set(workspace: Path) -> tuple[dict[str, list[dict]], list[dict]]:
 def fingerprint(workspace: Path) -> str:
     h = hashlib.sha256()
     for name in ("characters.json", "who_questions.json"):
-        h.update((Path(workspace) / "who" / name).read_bytes())
+        h.update((Workspace(workspace).who / name).read_bytes())
     return h.hexdigest()[:16]

@@ -1,5 +1,5 @@
-"""The workspace folder: one lock, so two commands that add books (prepare, ask --text, eval --data) never lose
-each other's work."""
+"""The workspace folder: its layout (`Workspace`, every path a stage reads or writes, named once) and one lock, so two
+commands that add books (prepare, ask --text, eval --data) never lose each other's work."""
 from __future__ import annotations
 
 import fcntl
@@ -7,6 +7,8 @@ import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
+
+_PathBase = type(Path())  # PosixPath or WindowsPath: pathlib is subclassed through the concrete class before 3.12
 
 log = logging.getLogger(__name__)
 _held: dict[str, int] = {}  # workspace -> depth of nested `locked` in this process (flock is not re-entrant)
@@ -18,6 +20,117 @@ class WorkspaceError(ValueError):
 
 class MissingStage(FileNotFoundError):
     """An earlier stage's artifacts are missing; the message says which command to run."""
+
+
+class Workspace(_PathBase):
+    """A workspace folder: a Path (so every Path use keeps working) that names its parts.
+
+    books/<id>/          processed books (<id>.tokens, .entities, .book, source.json)    data_prep.prepare
+    who/                 the Who set: characters.json, who_questions.json, report.json  data_prep.who_set
+    questions.json       every question of a prepared book; summaries.json, texts.json  data_prep.who_set
+    artificial/          artificial Who questions per book (<id>.jsonl.gz)               data_prep.artificial
+    embeddings/          word2vec vectors, corpus and state.json (lineage, books)        data_prep.embeddings
+    index/<ranker>/<id>  Lucene indexes                                                  whoqa.retrieval
+    contexts/<ranker>/   each question's selected windows per book                       whoqa.retrieval.contexts
+    memdata/<lineage>/   memory arrays per book, cached per word-vector lineage           whoqa.memnet.data
+    models/              pretrained and trained models (memnet, BERT ranker, reader)     whoqa.memnet, whoqa.reader
+    runs/, runs-archive/ memory-network cross-validation runs (and runs of other configs) whoqa.memnet.train
+    adapted/             per-book adapted rows of a model                                 whoqa.memnet.adapt
+    reader/              reader examples, state cache, runs (and their archive)           whoqa.reader
+    eval-data/<name>/    another data folder prepared for `eval --data`                   whoqa.evaluation.unseen
+    results/             results JSON and tables                                          whoqa.evaluation
+    """
+
+    @property
+    def books(self) -> Path:
+        return Path(self, "books")
+
+    def book(self, book_id: str) -> Path:
+        return Path(self, "books", book_id)
+
+    @property
+    def who(self) -> Path:
+        return Path(self, "who")
+
+    @property
+    def questions(self) -> Path:
+        return Path(self, "questions.json")
+
+    @property
+    def summaries(self) -> Path:
+        return Path(self, "summaries.json")
+
+    @property
+    def texts(self) -> Path:
+        return Path(self, "texts.json")
+
+    @property
+    def prepare_report(self) -> Path:
+        return Path(self, "prepare_report.json")
+
+    @property
+    def artificial(self) -> Path:
+        return Path(self, "artificial")
+
+    @property
+    def embeddings(self) -> Path:
+        return Path(self, "embeddings")
+
+    @property
+    def index(self) -> Path:
+        return Path(self, "index")
+
+    @property
+    def contexts(self) -> Path:
+        return Path(self, "contexts")
+
+    @property
+    def memdata(self) -> Path:
+        return Path(self, "memdata")
+
+    @property
+    def models(self) -> Path:
+        return Path(self, "models")
+
+    @property
+    def runs(self) -> Path:
+        return Path(self, "runs")
+
+    @property
+    def runs_archive(self) -> Path:
+        return Path(self, "runs-archive")
+
+    @property
+    def adapted(self) -> Path:
+        return Path(self, "adapted")
+
+    @property
+    def reader(self) -> Path:
+        return Path(self, "reader")
+
+    @property
+    def reader_runs(self) -> Path:
+        return Path(self, "reader", "runs")
+
+    @property
+    def reader_runs_archive(self) -> Path:
+        return Path(self, "reader", "runs-archive")
+
+    @property
+    def reader_models(self) -> Path:
+        return Path(self, "models", "reader")
+
+    @property
+    def eval_data(self) -> Path:
+        return Path(self, "eval-data")
+
+    @property
+    def results(self) -> Path:
+        return Path(self, "results")
+
+    @property
+    def lock(self) -> Path:
+        return Path(self, ".lock")
 
 
 def check_workspace(workspace: str | Path) -> Path:
@@ -40,7 +153,7 @@ def locked(workspace: str | Path):
         finally:
             _held[key] -= 1
         return
-    fd = os.open(ws / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+    fd = os.open(Workspace(ws).lock, os.O_CREAT | os.O_RDWR, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

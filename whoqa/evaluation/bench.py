@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from whoqa.core.book import Book
+from whoqa.core.workspace import Workspace
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -18,16 +19,16 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
     from data_prep.artificial import read_questions
     from whoqa.retrieval.bert_ranker import CrossEncoder, RankerConfig, base_model_path
     from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, question_fields
-    ws = Path(workspace)
-    books = sorted(p.name for p in (ws / "books").iterdir() if (p / f"{p.name}.book").is_file())
+    ws = Workspace(workspace)
+    books = sorted(p.name for p in (ws.books).iterdir() if (p / f"{p.name}.book").is_file())
     if not books:
         raise FileNotFoundError(f"no prepared books in {ws}/books: run `whoqa prepare` first")
     sizes = {}
     for b in books:
-        n = sum(1 for _ in open(ws / "books" / b / f"{b}.tokens", encoding="utf-8")) - 1
+        n = sum(1 for _ in open(ws.books / b / f"{b}.tokens", encoding="utf-8")) - 1
         sizes[b] = n
     book_id = min(books, key=lambda b: abs(sizes[b] - 120_000))  # ~100k words is ~120k tokens
-    book = Book.load(ws / "books" / book_id, book_id)
+    book = Book.load(ws.books / book_id, book_id)
     words = sum(1 for t in book.tokens if t.pos != "PUNCT")
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
@@ -35,7 +36,7 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
         build = time.perf_counter() - t0
         idx = BM25FIndex(Path(tmp) / "idx", RetrievalConfig())
         texts = []
-        art = ws / "artificial" / f"{book_id}.jsonl.gz"
+        art = ws.artificial / f"{book_id}.jsonl.gz"
         if art.is_file():
             texts = [q["t"] for q in read_questions(art)][:queries]
         texts = texts or ["Who went to the house?"] * queries
@@ -74,7 +75,7 @@ def run_ask(workspace: str, n: int = 20) -> dict:
     """Latency of `ask` on a prepared book once the model is loaded (BM25F retrieval + one forward pass)."""
     from whoqa.memnet.ask import Asker
     from data_prep.who_set import load_questions
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     t0 = time.perf_counter()
     asker = Asker(ws)
     load = time.perf_counter() - t0
@@ -135,7 +136,7 @@ def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | 
     from whoqa.reader.config import ReaderConfig
     from whoqa.reader.steps import decoder_start_id
     from whoqa.reader.train import fit, predict
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     examples = build_examples(ws, context, 10, progress=False)[:n]
     reader = FiDReader.load(base)
     batcher = Batcher(reader.tokenizer, 192, 32, decoder_start_id(reader))

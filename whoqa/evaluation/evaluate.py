@@ -13,6 +13,7 @@ from whoqa.evaluation.baselines import book_frequency, context_frequency, random
 from whoqa.core.book import atomic_write
 from whoqa.core.metrics import ranking_metrics, text_metrics
 from data_prep.who_set import fingerprint, load_who_set
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 RANKING_KEYS = ("p@1", "p@5", "mrr")
@@ -62,7 +63,7 @@ def evaluate_system(name: str, ranker: Ranker, trials: int, characters: dict[str
 
 
 def evaluate(cfg: EvalConfig) -> dict:
-    ws = Path(cfg.workspace)
+    ws = Workspace(cfg.workspace)
     target = ws
     if cfg.data:
         from whoqa.evaluation.unseen import prepare_other
@@ -72,7 +73,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     coverage = {}
     partial = {}
     for ranker in available_rankers(target):
-        have = {p.stem for p in (target / "contexts" / ranker).glob("*.json")}
+        have = {p.stem for p in (Workspace(target).contexts / ranker).glob("*.json")}
         need = {q["document_id"] for q in questions}
         if not need <= have:  # a half-built ranker would be judged on books it has not ranked
             partial[ranker] = f"contexts for {len(need & have)} of {len(need)} books"
@@ -91,17 +92,17 @@ def evaluate(cfg: EvalConfig) -> dict:
     else:
         results.update(trained_results(ws, characters, questions))
     from whoqa.core.runs import code_version
-    meta = {"config": asdict(cfg), "data_fingerprint": fingerprint(target), "who_set": str(target / "who"),
+    meta = {"config": asdict(cfg), "data_fingerprint": fingerprint(target), "who_set": str(Workspace(target).who),
             "code": code_version(),
             "questions": len(questions), "books": len({q["document_id"] for q in questions}),
             "coverage": coverage, "incomplete_rankers": partial}
     suffix = f"@{Path(cfg.data).name}" if cfg.data else ""
     for name, res in results.items():
-        atomic_write(ws / "results" / f"{name}{suffix}.json", json.dumps({**meta, **res}, indent=1))
+        atomic_write(ws.results / f"{name}{suffix}.json", json.dumps({**meta, **res}, indent=1))
     if coverage:
-        atomic_write(ws / "results" / f"coverage{suffix}.json", json.dumps({**meta}, indent=1))
+        atomic_write(ws.results / f"coverage{suffix}.json", json.dumps({**meta}, indent=1))
     table = format_table(results, meta)
-    atomic_write(ws / "results" / f"table{suffix}.txt", table + "\n")
+    atomic_write(ws.results / f"table{suffix}.txt", table + "\n")
     full = None
     if cfg.data:
         from whoqa.evaluation.unseen import full_task_results
@@ -115,7 +116,7 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
     out = {}
     qmap = {q["question_id"]: q for q in questions}
     names = {d: {c["id"]: c["name"] for c in cs} for d, cs in characters.items()}
-    for run in sorted((Path(workspace) / "runs").glob("*/")):
+    for run in sorted((Workspace(workspace).runs).glob("*/")):
         files = sorted(run.glob("fold*_trial*.json"))
         if not files:
             continue
@@ -165,7 +166,7 @@ def format_table(results: dict[str, dict], meta: dict) -> str:
 
 def available_rankers(workspace: Path) -> list[str]:
     from whoqa.retrieval.contexts import RANKERS
-    root = Path(workspace) / "contexts"
+    root = Workspace(workspace).contexts
     return [r for r in RANKERS if (root / r).is_dir() and any((root / r).glob("*.json"))]
 
 
@@ -173,7 +174,7 @@ class ContextView:
     """One ranker's contexts, with the character mentions and words of their sentences."""
 
     def __init__(self, workspace: Path, ranker: str, limit: int):
-        self.ws, self.ranker, self.limit = Path(workspace), ranker, limit
+        self.ws, self.ranker, self.limit = Workspace(workspace), ranker, limit
         self._books: dict = {}
         self._ctx: dict = {}
 
@@ -181,7 +182,7 @@ class ContextView:
         from whoqa.core.book import Book
         from whoqa.retrieval.contexts import load_contexts
         if book_id not in self._books:
-            self._books[book_id] = Book.load(self.ws / "books" / book_id, book_id)
+            self._books[book_id] = Book.load(self.ws.books / book_id, book_id)
             self._ctx[book_id] = load_contexts(self.ws, self.ranker, book_id) or {}
         return self._books[book_id], self._ctx[book_id]
 
@@ -199,7 +200,7 @@ class ContextView:
         hit = sum(1 for q in who_questions if set(q["answers"]) & set(self.mentions(q["document_id"], q["question_id"])))
         scores = []
         for book_id, qs in load_questions(self.ws).items():
-            if not (self.ws / "contexts" / self.ranker / f"{book_id}.json").is_file():
+            if not (self.ws.contexts / self.ranker / f"{book_id}.json").is_file():
                 continue
             book, _ = self._load(book_id)
             for q in qs:

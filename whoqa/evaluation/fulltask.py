@@ -14,6 +14,7 @@ from pathlib import Path
 from whoqa.core.book import atomic_write
 from whoqa.core.metrics import text_metrics
 from whoqa.core.runs import code_version
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 # fixed preference (not the best score on these questions): the paper's best reader is ranker + FiD + prereading
@@ -27,7 +28,7 @@ def reader_runs(workspace: Path) -> dict[str, dict[int, str]]:
     """run name -> {question_id: generated answer}, for runs whose every fold is finished."""
     from whoqa.reader.train import current_folds
     out = {}
-    for run in sorted((Path(workspace) / "reader" / "runs").glob("*/")):
+    for run in sorted((Workspace(workspace).reader_runs).glob("*/")):
         if not (run / "config.json").is_file():
             continue
         folds, done = current_folds(Path(workspace), run)
@@ -72,11 +73,11 @@ def reader_command(cfg: dict, lookup: dict | None = None) -> str:
 
 def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
     """question id -> canonical name of the top-ranked character (trial 0 of each fold)."""
-    ws = Path(workspace)
-    chars = json.loads((ws / "who" / "characters.json").read_text())
+    ws = Workspace(workspace)
+    chars = json.loads((ws.who / "characters.json").read_text())
     names = {d: {c["id"]: c["name"] for c in cs} for d, cs in chars.items()}
     out = {}
-    for f in sorted((ws / "runs" / run).glob("fold*_trial0.json")):
+    for f in sorted((ws.runs / run).glob("fold*_trial0.json")):
         for p in json.loads(f.read_text())["predictions"]:
             if p["ranking"]:
                 out[p["question_id"]] = names[p["book"]].get(p["ranking"][0], "")
@@ -95,23 +96,23 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     """Rows for every finished reader run and the routed system -> WS/results/full_task.{json,txt}; None when no
     reader run exists yet."""
     from data_prep.who_set import load_questions
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     runs = reader_runs(ws)
     if not runs:
         return None
     questions = [q for qs in load_questions(ws).values() for q in qs]
     refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
-    who_path = ws / "who" / "who_questions.json"
+    who_path = ws.who / "who_questions.json"
     who_ids = {q["question_id"] for q in json.loads(who_path.read_text())} if who_path.is_file() else set()
     rows = {}
     for name, preds in runs.items():
-        cfg = json.loads((ws / "reader" / "runs" / name / "config.json").read_text())
-        fold0 = ws / "reader" / "runs" / name / "fold0.json"
+        cfg = json.loads((ws.reader_runs / name / "config.json").read_text())
+        fold0 = ws.reader_runs / name / "fold0.json"
         lookup = json.loads(fold0.read_text()).get("lookup") if cfg.get("lookup") and fold0.is_file() else None
         rows[name] = _row(preds, refs, who_ids, {"command": reader_command(cfg, lookup), "config": cfg,
                                                  "lookup": lookup})
-    memnets = [p.name for p in (ws / "runs").glob("*/") if any(p.glob("fold*_trial0.json"))] \
-        if (ws / "runs").is_dir() else []
+    memnets = [p.name for p in (ws.runs).glob("*/") if any(p.glob("fold*_trial0.json"))] \
+        if (ws.runs).is_dir() else []
     base = choose(runs, READER_PREFERENCE, reader_run, "reader run")
     memnet = choose(memnets, MEMNET_PREFERENCE, memnet_run, "memory-network run")
     routing = None
@@ -121,14 +122,14 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         routing = {"reader": base, "memnet": memnet,
                    "who_questions_to_memnet": sum(1 for q in runs[base] if q in who_answers)}
         rows[f"routed: {memnet} + {base}"] = _row(routed, refs, who_ids, routing)
-        atomic_write(ws / "results" / "full_task_predictions.json", json.dumps(
+        atomic_write(ws.results / "full_task_predictions.json", json.dumps(
             {str(q): {"answer": a, "by": "memnet" if q in who_answers else "reader"} for q, a in routed.items()},
             indent=1))
     out = {"questions": len(questions), "who_questions": len(who_ids), "rows": rows, "routing": routing,
            "mou2021_test_rouge_l": MOU_TEST_ROUGE_L, "code": code_version()}
-    atomic_write(ws / "results" / "full_task.json", json.dumps(out, indent=1))
+    atomic_write(ws.results / "full_task.json", json.dumps(out, indent=1))
     table = format_full_task(out)
-    atomic_write(ws / "results" / "full_task.txt", table + "\n")
+    atomic_write(ws.results / "full_task.txt", table + "\n")
     out["table"] = table
     return out
 

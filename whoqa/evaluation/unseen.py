@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from whoqa.core.metrics import ranking_metrics, text_metrics
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -22,14 +23,14 @@ def prepare_other(workspace: Path, data: str, jobs: int = 1) -> Path:
     from data_prep.addbook import fold_books
     from whoqa.retrieval.contexts import build_contexts
     from data_prep.embeddings import read_state
-    target = Path(workspace) / "eval-data" / Path(data).resolve().name
+    target = Workspace(workspace).eval_data / Path(data).resolve().name
     rep = prepare(PrepareConfig(data, str(target), jobs=jobs, unlabeled=False, artificial=True, embeddings=False),
                   progress=False)
     if rep.failed:
         log.warning("%d book(s) of %s failed to prepare and are left out", len(rep.failed), data)
     build_contexts(target, "bm25f", jobs, progress=False)
     if read_state(workspace) is not None:  # a workspace with vectors: fold the books in for its models
-        books = sorted(p.name for p in (target / "books").iterdir() if p.is_dir())
+        books = sorted(p.name for p in (Workspace(target).books).iterdir() if p.is_dir())
         fold_books(Path(workspace), books, books_ws=target)
     return target
 
@@ -60,7 +61,7 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
     for folder in folders:
         cfg = saved_config(folder).get("config", {})
         ranker, memories = cfg.get("ranker", "bm25f"), cfg.get("memories", 100)
-        if not (target / "contexts" / ranker).is_dir():
+        if not (Workspace(target).contexts / ranker).is_dir():
             log.warning("%s left out: no %s contexts for %s", folder.name, ranker, target)
             continue
         model = load_model(folder, vocab)
@@ -115,7 +116,7 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
         return None
     questions = [q for qs in load_questions(target).values() for q in qs]
     refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
-    who_ids = {q["question_id"] for q in json.loads((target / "who" / "who_questions.json").read_text())}
+    who_ids = {q["question_id"] for q in json.loads((Workspace(target).who / "who_questions.json").read_text())}
     rows, answers = {}, {}
     for folder in readers:
         saved = json.loads((folder / READER_FILE).read_text()).get("config", {})
@@ -146,8 +147,8 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
     out = {"questions": len(questions), "who_questions": len(who_ids), "rows": rows, "routing": routing,
            "mou2021_test_rouge_l": MOU_TEST_ROUGE_L, "data": str(target)}
     suffix = f"@{target.name}"
-    atomic_write(Path(workspace) / "results" / f"full_task{suffix}.json", json.dumps(out, indent=1))
+    atomic_write(Workspace(workspace).results / f"full_task{suffix}.json", json.dumps(out, indent=1))
     table = format_full_task(out).replace("readers cross-validated over book folds", "unseen books, final models")
-    atomic_write(Path(workspace) / "results" / f"full_task{suffix}.txt", table + "\n")
+    atomic_write(Workspace(workspace).results / f"full_task{suffix}.txt", table + "\n")
     out["table"] = table
     return out

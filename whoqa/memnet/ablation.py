@@ -8,6 +8,7 @@ from pathlib import Path
 
 from whoqa.core.book import atomic_write
 from whoqa.memnet.train import PretrainConfig, TrainConfig, cross_validate, pretrain
+from whoqa.core.workspace import Workspace
 
 ABLATIONS = {
     "hops": ("memory hops", [1, 2, 3, 4, 5]),
@@ -21,14 +22,14 @@ def run_ablation(workspace: Path, kind: str, rankers: list[str], base: TrainConf
                  pretrain_cfg: PretrainConfig | None = None, progress: bool = True) -> dict:
     if kind not in ABLATIONS:
         raise ValueError(f"unknown ablation {kind!r}: use one of {sorted(ABLATIONS)}")
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     label, values = ABLATIONS[kind]
     pretrain_cfg = pretrain_cfg or PretrainConfig()
     series: dict[str, list[dict]] = {}
     for ranker in rankers:
         points = []
         for v in values:
-            cfg = replace(base, ranker=ranker, runs_dir=str(ws / "runs" / "ablation" / kind / ranker / str(v)))
+            cfg = replace(base, ranker=ranker, runs_dir=str(ws.runs / "ablation" / kind / ranker / str(v)))
             if kind == "hops":
                 cfg = replace(cfg, hops=v)
             elif kind == "context":
@@ -40,14 +41,14 @@ def run_ablation(workspace: Path, kind: str, rankers: list[str], base: TrainConf
                 pcfg = replace(pretrain_cfg, name=name, hops=cfg.hops,
                                fraction=v / 100 if kind == "pretrain-fraction" else pretrain_cfg.fraction,
                                epochs=v if kind == "pretrain-epochs" else pretrain_cfg.epochs)
-                if not (ws / "models" / name / "model.pt").is_file():
+                if not (ws.models / name / "model.pt").is_file():
                     pretrain(ws, pcfg, progress)
                 cfg = replace(cfg, from_pretrained=True, pretrained=name)
             s = cross_validate(ws, cfg, progress)
             points.append({"value": v, "p@1": s["p@1"], "p@1_std": s["p@1_std"], "runs": s["runs"]})
         series[ranker] = points
     result = {"ablation": kind, "x": label, "series": series, "base_config": base.__dict__}
-    out = ws / "results"
+    out = ws.results
     atomic_write(out / f"ablation-{kind}.json", json.dumps(result, indent=1))
     plot(result, out / f"ablation-{kind}.png")
     return result

@@ -13,6 +13,7 @@ import torch
 
 from whoqa.core.book import is_done
 from whoqa.retrieval.bm25f import open_book
+from whoqa.core.workspace import Workspace
 
 QUESTION_WORDS = {"who", "whom", "whose", "which", "what", "where", "when", "why", "how", "did", "does", "is", "was"}
 
@@ -42,8 +43,8 @@ class Asker:
     """Loads the word vectors and a trained memory network once; then answers questions about any book."""
 
     def __init__(self, workspace: str | Path, model: str | None = None, ranker: str = "bm25f", adapt: bool = True):
-        self.ws = Path(workspace)
-        models = self.ws / "models"
+        self.ws = Workspace(workspace)
+        models = self.ws.models
         candidates = [model] if model else [f"memnet+pretrain[{ranker}]", f"memnet[{ranker}]", "pretrain"]
         path = next((models / m / "model.pt" for m in candidates if (models / m / "model.pt").is_file()), None)
         if path is None:
@@ -75,7 +76,7 @@ class Asker:
     def add_book(self, data: str | Path, book_id: str) -> str:
         """Prepare a NarrativeQA folder's book into the workspace (if not yet there) and fold it in."""
         from data_prep.addbook import add_from_data
-        if not is_done(self.ws / "books" / book_id, book_id) or book_id not in self.vocab.books:
+        if not is_done(self.ws.books / book_id, book_id) or book_id not in self.vocab.books:
             add_from_data(self.ws, Path(data), book_id)
             self._load()
         return book_id
@@ -83,7 +84,7 @@ class Asker:
     def _book(self, book_id: str):
         from whoqa.memnet.data import book_arrays
         if book_id not in self._books:
-            if is_done(self.ws / "books" / book_id, book_id) and book_id not in self.vocab.books:
+            if is_done(self.ws.books / book_id, book_id) and book_id not in self.vocab.books:
                 from data_prep.addbook import fold_books
                 fold_books(self.ws, [book_id])  # prepared without vectors (e.g. --no-embeddings): fold it in now
                 self._load()

@@ -16,6 +16,7 @@ import torch
 from whoqa.core.book import Book
 from data_prep.embeddings import scoped
 from whoqa.retrieval.bm25f import CAP_SPAN
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 MAX_SENTENCE = 60  # tokens kept per key sentence
@@ -50,11 +51,11 @@ class BookArrays:
 
 
 def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
-    cache = Path(workspace) / "memdata" / vocab.lineage / f"{book_id}.npz"  # ids stay valid while the vectors grow
+    cache = Workspace(workspace).memdata / vocab.lineage / f"{book_id}.npz"  # ids stay valid while the vectors grow
     if cache.is_file():
         z = np.load(cache)
         return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"])
-    book = Book.load(Path(workspace) / "books" / book_id, book_id)
+    book = Book.load(Workspace(workspace).books / book_id, book_id)
     n = len(book.sentences)
     sent = np.zeros((n, MAX_SENTENCE), dtype=np.int32)
     vals = np.zeros((n, MAX_VALUES), dtype=np.int32)
@@ -145,7 +146,7 @@ def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, book
     rng = np.random.default_rng(seed)
     out = []
     for b in book_ids:
-        path = Path(workspace) / "artificial" / f"{b}.jsonl.gz"
+        path = Workspace(workspace).artificial / f"{b}.jsonl.gz"
         if not path.is_file() or b not in books:
             continue
         for q in read_questions(path):
@@ -165,7 +166,7 @@ def who_examples(workspace: Path, ranker: str, vocab: Vocab, books: dict[str, Bo
     from whoqa.core.aliases import AliasIndex
     from whoqa.retrieval.contexts import load_contexts, question_context
     from data_prep.who_set import load_who_set
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     characters, questions = load_who_set(ws)
     out, skipped = [], {"no_contexts": 0, "answer_not_candidate": 0}
     aliases, contexts = {}, {}

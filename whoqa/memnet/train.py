@@ -21,6 +21,7 @@ from whoqa.memnet.data import (BookArrays, Example, MemoryCache, Vocab, artifici
 from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
 from whoqa.core.metrics import ranking_metrics
 from whoqa.core.runs import claim, digest, file_digest, provenance
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -131,10 +132,10 @@ def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArray
 
 
 def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dict:
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     set_seed(cfg.seed)
     vocab = Vocab(ws)
-    book_ids = sorted(p.name[:-len(".jsonl.gz")] for p in (ws / "artificial").glob("*.jsonl.gz"))
+    book_ids = sorted(p.name[:-len(".jsonl.gz")] for p in (ws.artificial).glob("*.jsonl.gz"))
     if not book_ids:
         raise FileNotFoundError(f"no artificial questions in {ws}/artificial: run `whoqa prepare` first")
     books = load_books(ws, vocab, book_ids, progress)
@@ -148,7 +149,7 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     seconds = time.perf_counter() - t0
     stats = {"questions": len(examples), "books": len(books), "epoch_losses": losses, "seconds": round(seconds, 1),
              "questions_per_second": round(cfg.epochs * len(examples) / seconds, 1) if seconds else None}
-    save_model(model, ws / "models" / cfg.name, asdict(cfg), stats, vocab)
+    save_model(model, ws.models / cfg.name, asdict(cfg), stats, vocab)
     return stats
 
 
@@ -159,7 +160,7 @@ def run_name(cfg: TrainConfig) -> str:
 def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
     if not cfg.from_pretrained:
         return KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False))
-    folder = Path(workspace) / "models" / cfg.pretrained
+    folder = Workspace(workspace).models / cfg.pretrained
     if not (folder / "model.pt").is_file():
         raise FileNotFoundError(f"{folder / 'model.pt'} is missing: run `whoqa pretrain --workspace {workspace}` first")
     model = load_model(folder, vocab, cfg.hops)
@@ -170,17 +171,17 @@ def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
 def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
     """What a memory-network run starts from: the Who set, the vectors, the contexts' config, the pretrained model."""
     from data_prep.who_set import fingerprint
-    ws = Path(workspace)
-    report = ws / "contexts" / cfg.ranker / "report.json"
+    ws = Workspace(workspace)
+    report = ws.contexts / cfg.ranker / "report.json"
     ctx = json.loads(report.read_text()) if report.is_file() else {}
     return {"who_set": fingerprint(ws), "vectors": vocab.record(),
             "contexts": digest([ctx.get("config"), ctx.get("ranker_config")]),
-            "pretrained": file_digest(ws / "models" / cfg.pretrained / "config.json") if cfg.from_pretrained else None}
+            "pretrained": file_digest(ws.models / cfg.pretrained / "config.json") if cfg.from_pretrained else None}
 
 
 def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
     """k folds x trials; each (fold, trial) is saved as it finishes, so an interrupted run resumes."""
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     vocab = Vocab(ws)
     from data_prep.who_set import load_who_set
     characters, _ = load_who_set(ws)
@@ -189,9 +190,9 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
     if len(examples) < cfg.folds:
         raise ValueError(f"{len(examples)} usable Who questions for {cfg.folds} folds: run `whoqa index --ranker "
                          f"{cfg.ranker}` first, or use fewer folds")
-    out = Path(cfg.runs_dir) if cfg.runs_dir else ws / "runs" / run_name(cfg)
+    out = Path(cfg.runs_dir) if cfg.runs_dir else ws.runs / run_name(cfg)
     prov = provenance({k: v for k, v in asdict(cfg).items() if k != "runs_dir"}, run_inputs(ws, cfg, vocab))
-    redone = claim(out, prov, ws / "runs-archive")
+    redone = claim(out, prov, ws.runs_archive)
     atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1))
     folds = index_folds(len(examples), cfg.folds, cfg.seed)
     from tqdm.auto import tqdm
@@ -247,7 +248,7 @@ def summarize(run_dir: Path) -> dict:
 
 def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
     """One model on every usable Who question, for `whoqa ask` and for judging other folders' books."""
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     set_seed(cfg.seed)
     vocab = Vocab(ws)
     from data_prep.who_set import load_who_set
@@ -260,5 +261,5 @@ def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dic
     losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed, cfg.decay,
                  cfg.decay_every, progress)
     stats = {"questions": len(examples), "skipped": skipped, "losses": losses}
-    save_model(model, ws / "models" / run_name(cfg), asdict(cfg), stats, vocab)
+    save_model(model, ws.models / run_name(cfg), asdict(cfg), stats, vocab)
     return stats

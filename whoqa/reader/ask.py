@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from whoqa.core.workspace import Workspace
 
 
 PREFERENCE = ("fid[bm25f]+preread", "fid[bm25f]", "fid[bert]+preread", "fid[bert]", "fid[none]")
@@ -24,8 +25,8 @@ class ReaderAsker:
         from whoqa.reader.data import Batcher
         from whoqa.reader.model import READER_FILE, FiDReader
         from whoqa.reader.steps import decoder_start_id
-        self.ws = Path(workspace)
-        root = self.ws / "models" / "reader"
+        self.ws = Workspace(workspace)
+        root = self.ws.reader_models
         names = [model] if model else list(PREFERENCE)
         path = next((root / n / "final" for n in names if (root / n / "final" / READER_FILE).is_file()), None)
         if path is None:

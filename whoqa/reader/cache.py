@@ -13,6 +13,7 @@ from whoqa.reader.config import ReaderConfig
 from whoqa.reader.data import Batcher, ReaderExample
 from whoqa.reader.model import FiDReader, Fused, pad_states
 from whoqa.reader.steps import progress_bar
+from whoqa.core.workspace import Workspace
 
 
 def encoder_fingerprint(reader: FiDReader) -> str:
@@ -48,7 +49,7 @@ class StateCache:
     def __init__(self, workspace: Path, reader: FiDReader, cfg: ReaderConfig):
         key = (f"{cfg.context}-k{cfg.top_k}-L{cfg.passage_tokens}" + ("-q" if cfg.question_passage else "")
                + f"-{encoder_fingerprint(reader)}")
-        self.path = Path(workspace) / "reader" / "cache" / f"{key}.pt"
+        self.path = Workspace(workspace).reader / "cache" / f"{key}.pt"
         self.states: dict[int, torch.Tensor] = torch.load(self.path) if self.path.is_file() else {}
 
     @classmethod

@@ -18,6 +18,7 @@ import torch
 
 from whoqa.core.book import Book, atomic_write
 from whoqa.core.folds import book_folds as by_book
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 CONTEXTS = ("none", "bm25f", "bert", "oracle")
@@ -45,7 +46,7 @@ def window_text(book: Book, first: int, last: int) -> str:
 
 
 def examples_path(workspace: Path, context: str) -> Path:
-    return Path(workspace) / "reader" / "examples" / f"{context}.json"
+    return Workspace(workspace).reader / "examples" / f"{context}.json"
 
 
 def build_examples(workspace: Path, context: str, top_k: int = 10, progress: bool = True) -> list[ReaderExample]:
@@ -56,7 +57,7 @@ def build_examples(workspace: Path, context: str, top_k: int = 10, progress: boo
     from whoqa.retrieval.contexts import load_contexts
     if context not in CONTEXTS:
         raise ValueError(f"unknown reader context {context!r}: use one of {CONTEXTS}")
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     path = examples_path(ws, context)
     if path.is_file():
         data = json.loads(path.read_text())
@@ -73,7 +74,7 @@ def build_examples(workspace: Path, context: str, top_k: int = 10, progress: boo
             if ctx is None:
                 missing.append(book_id)
                 continue
-            book = Book.load(ws / "books" / book_id, book_id)
+            book = Book.load(ws.books / book_id, book_id)
         for q in qs:
             passages = [] if ctx is None else [window_text(book, a, b) for a, b, _ in ctx.get(str(q["question_id"]),
                                                                                                  [])[:top_k]]
@@ -152,7 +153,7 @@ def sample_passages(workspace: Path, book_ids: list[str], n: int, words: int, se
     for b in tqdm(book_ids, desc="preread books", unit="book",
                   disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
         try:
-            book = Book.load(Path(workspace) / "books" / b, b)
+            book = Book.load(Workspace(workspace).books / b, b)
         except Exception as e:  # one broken book is skipped, not fatal
             log.warning("prereading skips %s: %s", b, e)
             continue

@@ -32,6 +32,7 @@ from whoqa.reader.pretraining import (finish_pretraining, lookup_dir, preread_bo
                                       pretrain_loop, resume)
 from whoqa.reader.steps import decoder_start_id, input_reliance, progress_bar
 from whoqa.core.seed import set_seed
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"[A-Z][A-Za-z'-]*\.?( [A-Z][A-Za-z'-]*\.?){0,3}")  # "Mrs. Etherege", not "Glendinning?--that"
@@ -113,7 +114,7 @@ def character_names(workspace: Path, books: list[str]) -> list[str]:
     out = set()
     for b in books:
         try:
-            chars = read_characters(Path(workspace) / "books" / b / f"{b}.book")
+            chars = read_characters(Workspace(workspace).books / b / f"{b}.book")
         except Exception:  # a broken book is reported where it is loaded
             continue
         out |= {c.name for c in chars.values() if c.aliases and c.name in c.aliases and _NAME.fullmatch(c.name)}
@@ -134,8 +135,8 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
     """(training, held-out) examples drawn on the seed from the books' artificial questions, and counts of what was
     skipped. Held-out questions come from books never trained on (a tenth, at least one when there are two)."""
     from data_prep.artificial import read_questions
-    ws = Path(workspace)
-    books = [b for b in preread_books(ws, cfg.books) if (ws / "artificial" / f"{b}.jsonl.gz").is_file()]
+    ws = Workspace(workspace)
+    books = [b for b in preread_books(ws, cfg.books) if (ws.artificial / f"{b}.jsonl.gz").is_file()]
     if not books:
         raise FileNotFoundError(f"no artificial questions of {cfg.books} books under {ws}/artificial: run `whoqa "
                                 "prepare` first (or use --lookup-books all)")
@@ -147,7 +148,7 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
     rows_of: dict[str, list[dict]] = {}
     for b in books:
         try:
-            rows_of[b] = read_questions(ws / "artificial" / f"{b}.jsonl.gz")
+            rows_of[b] = read_questions(ws.artificial / f"{b}.jsonl.gz")
         except Exception as err:  # one broken file is skipped, not fatal
             log.warning("answer lookup skips %s: %s", b, err)
             counts["broken_books"] += 1
@@ -169,7 +170,7 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
     bar = progress_bar(len(load), "lookup questions", "book", progress)
     for b in load:
         try:
-            book = Book.load(ws / "books" / b, b)
+            book = Book.load(ws.books / b, b)
         except Exception as err:  # one broken book is skipped, not fatal
             log.warning("answer lookup skips %s: %s", b, err)
             counts["broken_books"] += 1
@@ -250,7 +251,7 @@ def heldout_stats(reader: FiDReader, batcher: Batcher, held: list[ReaderExample]
 
 def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -> dict:
     """Train the reader to answer artificial Who questions from passages -> WS/models/lookup/ (resumable)."""
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     out_dir = lookup_dir(ws, cfg.copy)
     start, preread = start_of(ws, cfg)
     meta = out_dir / "whoqa_reader.json"
@@ -278,6 +279,6 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -
     if before is not None:
         stats["heldout_before_64"] = {k: v for k, v in before.items() if k != "samples"}
     finish_pretraining(reader, out_dir, {"config": asdict(cfg), "preread": preread, "stats": stats, "losses": losses})
-    atomic_write(ws / "results" / f"{out_dir.name}.json", json.dumps({"config": asdict(cfg), "preread": preread,
+    atomic_write(ws.results / f"{out_dir.name}.json", json.dumps({"config": asdict(cfg), "preread": preread,
                                                               "stats": stats}, indent=1))
     return stats

@@ -17,6 +17,7 @@ from whoqa.reader.model import FiDReader, Fused
 from whoqa.reader.noise import mask_spans
 from whoqa.reader.pretraining import finish_pretraining, preread_books, preread_dir, pretrain_loop, resume
 from whoqa.reader.steps import decoder_start_id, input_reliance
+from whoqa.core.workspace import Workspace
 
 
 def preread_examples(reader: FiDReader, texts: list[str], cfg: PrereadConfig) -> list[tuple[list[int], list[int]]]:
@@ -57,7 +58,7 @@ def preread_reliance(workspace: Path, reader: FiDReader, cfg: PrereadConfig, boo
 
 def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
     """Train the reader to restore masked book passages -> WS/models/preread/ (checkpoints: resumable)."""
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     out_dir = preread_dir(ws)
     if (out_dir / "config.json").is_file() and (out_dir / "whoqa_reader.json").is_file():
         done = json.loads((out_dir / "whoqa_reader.json").read_text())

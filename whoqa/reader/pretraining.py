@@ -13,15 +13,16 @@ import torch
 from whoqa.core.book import atomic_write
 from whoqa.reader.model import FiDReader
 from whoqa.reader.steps import autocast, guarded_step, optimizer, progress_bar, trainable
+from whoqa.core.workspace import Workspace
 
 
 def preread_dir(workspace: Path) -> Path:
-    return Path(workspace) / "models" / "preread"
+    return Workspace(workspace).models / "preread"
 
 
 def lookup_dir(workspace: Path, copy: bool = False) -> Path:
     """The answer-lookup model, with or without a copy pointer (both can exist: each QA run names the one it uses)."""
-    return Path(workspace) / "models" / ("lookup+copy" if copy else "lookup")
+    return Workspace(workspace).models / ("lookup+copy" if copy else "lookup")
 
 
 def preread_record(workspace: Path) -> dict | None:
@@ -32,14 +33,14 @@ def preread_record(workspace: Path) -> dict | None:
 
 def preread_books(workspace: Path, which: str) -> list[str]:
     from data_prep.who_set import load_questions
-    ws = Path(workspace)
-    every = sorted(p.name for p in (ws / "books").iterdir() if p.is_dir() and any(p.glob("*.book"))) \
-        if (ws / "books").is_dir() else []
+    ws = Workspace(workspace)
+    every = sorted(p.name for p in (ws.books).iterdir() if p.is_dir() and any(p.glob("*.book"))) \
+        if (ws.books).is_dir() else []
     if which == "all":
         return every
     if which != "unlabeled":
         raise ValueError(f"unknown prereading books {which!r}: use unlabeled or all")
-    asked = set(load_questions(ws)) if (ws / "questions.json").is_file() else set()
+    asked = set(load_questions(ws)) if (ws.questions).is_file() else set()
     return [b for b in every if b not in asked]
 
 

@@ -24,6 +24,7 @@ from whoqa.reader.data import CONTEXTS, Batcher, ReaderExample, book_folds, buil
 from whoqa.reader.model import FiDReader
 from whoqa.reader.pretraining import lookup_dir, preread_dir, preread_record
 from whoqa.reader.steps import autocast, batcher_of, guarded_step, input_reliance, optimizer, progress_bar, trainable
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +115,9 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
     from whoqa.core.metrics import text_metrics
     if cfg.context not in CONTEXTS:
         raise ValueError(f"unknown reader context {cfg.context!r}: use one of {CONTEXTS}")
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     name = run_name(cfg)
-    run_dir = ws / "reader" / "runs" / name
+    run_dir = ws.reader_runs / name
     examples = build_examples(ws, cfg.context, cfg.top_k, progress)
     folds = book_folds(examples, cfg.folds, cfg.seed)
     start_model_path(ws, cfg)  # a missing pretraining fails before any work
@@ -145,7 +146,7 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
         t0 = time.perf_counter()
         preds = predict(reader, batcher, test, cfg, cache, progress)
         stats["generate_seconds_per_question"] = round((time.perf_counter() - t0) / max(1, len(test)), 3)
-        reader.save(ws / "models" / "reader" / name / f"fold{k}", {"config": asdict(cfg), "fold": k,
+        reader.save(ws.reader_models / name / f"fold{k}", {"config": asdict(cfg), "fold": k,
                                                                      "test_books": test_books})
         rows = [{"question_id": e.question_id, "document_id": e.document_id, "prediction": p}
                 for e, p in zip(test, preds)]
@@ -182,7 +183,7 @@ def archive_other_run(workspace: Path, run_dir: Path, cfg: ReaderConfig, start: 
     other = [d for d in folds if not same_run(d, asdict(cfg), start)]
     if not other:
         return None
-    dest = Path(workspace) / "reader" / "runs-archive" / f"{run_dir.name}@{digest(other[0].get('config'))}"
+    dest = Workspace(workspace).reader_runs_archive / f"{run_dir.name}@{digest(other[0].get('config'))}"
     if dest.exists():
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -216,7 +217,7 @@ def summarize(run_dir: Path, folds: list[dict], answers: dict[int, list[str]]) -
 
 def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True) -> dict:
     """One reader on every question of every book -> WS/models/reader/<name>/final (for `whoqa ask`)."""
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     examples = build_examples(ws, cfg.context, cfg.top_k, progress)[:cfg.max_train_samples]
     set_seed(cfg.seed)
     reader = load_start_model(ws, cfg)
@@ -226,6 +227,6 @@ def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True) -> di
         cache = StateCache(ws, reader, cfg)
         cache.ensure(reader, batcher, examples, progress)
     stats = fit(reader, batcher, examples, cfg, cache, f"{run_name(cfg)} final", progress)
-    reader.save(ws / "models" / "reader" / run_name(cfg) / "final", {"config": asdict(cfg), "stats": stats})
+    reader.save(ws.reader_models / run_name(cfg) / "final", {"config": asdict(cfg), "stats": stats})
     return {**stats, "name": run_name(cfg)}
 

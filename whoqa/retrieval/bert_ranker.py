@@ -23,6 +23,7 @@ from pathlib import Path
 
 from whoqa.core.book import Book, atomic_write
 from whoqa.core.folds import book_folds
+from whoqa.core.workspace import Workspace
 from whoqa.core.minilm import bundled_minilm
 from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, question_fields, windows
 
@@ -174,10 +175,10 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
     """Train one ranker per book fold (on the other folds) and write contexts for the books still to do."""
     import torch
     from data_prep.who_set import load_questions
-    cfg = cfg or RankerConfig()
+    ws, cfg = Workspace(ws), cfg or RankerConfig()
     torch.manual_seed(cfg.seed)
     all_q = load_questions(ws)
-    summaries_path = ws / "summaries.json"
+    summaries_path = ws.summaries
     if not summaries_path.is_file():
         raise FileNotFoundError(f"{summaries_path} is missing: run `whoqa prepare` (it copies summaries.csv)")
     summaries = json.loads(summaries_path.read_text())
@@ -189,7 +190,7 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
         mine = [b for b in fold if b in todo]
         if not mine:
             continue
-        model_dir = ws / "models" / "bert_ranker" / f"fold{k}"
+        model_dir = ws.models / "bert_ranker" / f"fold{k}"
         n_pairs = 0
         made_with = {"ranker": asdict(cfg), "test_books": sorted(fold)}  # a fold model is reused only if the same
         record = model_dir / "whoqa_ranker.json"
@@ -215,12 +216,12 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
         for b in tqdm(mine, desc=f"rank fold {k}", unit="book",
                       disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
             try:
-                book = Book.load(ws / "books" / b, b)
-                path = ws / "index" / "bm25f" / b
+                book = Book.load(ws.books / b, b)
+                path = ws.index / "bm25f" / b
                 if cfg.pool:
                     BM25FIndex.ensure(book, path)
                 out = rank_book(ranker, book, todo[b], path, cfg, rcfg)
-                atomic_write(ws / "contexts" / "bert" / f"{b}.json",
+                atomic_write(ws.contexts / "bert" / f"{b}.json",
                              json.dumps({"config": {**asdict(rcfg), "ranker": asdict(cfg), "fold": k},
                                          "questions": out}))
                 report["done"].append(b)
@@ -228,5 +229,5 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
                 report["failed"][b] = f"{type(e).__name__}: {e}"
                 log.error("BERT contexts for %s failed: %s", b, e)
     report["seconds"] = round(time.perf_counter() - t0, 1)
-    atomic_write(ws / "contexts" / "bert" / "report.json", json.dumps(report, indent=1))
+    atomic_write(ws.contexts / "bert" / "report.json", json.dumps(report, indent=1))
     return report

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from whoqa.core.book import Book, atomic_write, is_done
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 CAP_SPAN = re.compile(  # a capitalised name-like span: "Mr. Sherlock Holmes's", "Comte de Gormas"
@@ -149,9 +150,9 @@ def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: Retrie
     """Build (or reuse) a book's BM25F index and write its questions' contexts. `oracle`: the query is the question
     with both its answers (Mou et al.'s "BM25 w/ Q+A" upper bound), written under WS/contexts/oracle/."""
     from whoqa.core.aliases import AliasIndex
-    ws = Path(workspace)
-    book = Book.load(ws / "books" / book_id, book_id)
-    path = ws / "index" / "bm25f" / book_id
+    ws = Workspace(workspace)
+    book = Book.load(ws.books / book_id, book_id)
+    path = ws.index / "bm25f" / book_id
     BM25FIndex.ensure(book, path)
     idx = BM25FIndex(path, cfg)
     aliases = AliasIndex(book.characters)
@@ -161,7 +162,7 @@ def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: Retrie
         words, chars = question_fields(text, aliases)
         ranked = idx.search(words, chars, cfg.pool)
         out[str(q["question_id"])] = windows(ranked, cfg.context_sentences, len(book.sentences), cfg.window)
-    atomic_write(ws / "contexts" / ("oracle" if oracle else "bm25f") / f"{book_id}.json",
+    atomic_write(ws.contexts / ("oracle" if oracle else "bm25f") / f"{book_id}.json",
                  json.dumps({"config": asdict(cfg), "questions": out}))
     return {"questions": len(out), "sentences": len(book.sentences)}
 
@@ -169,11 +170,11 @@ def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: Retrie
 def open_book(workspace: Path, book_id: str, rcfg):
     """(Book, AliasIndex, BM25FIndex) of a prepared book; its index is built the first time."""
     from whoqa.core.aliases import AliasIndex
-    folder = Path(workspace) / "books" / book_id
+    folder = Workspace(workspace).books / book_id
     if not is_done(folder, book_id):
         raise FileNotFoundError(f"book {book_id} is not prepared in {workspace}: run `whoqa prepare "
                                 f"--workspace {workspace} --book {book_id}` first (or ask with --text FILE)")
     book = Book.load(folder, book_id)
-    index = Path(workspace) / "index" / "bm25f" / book_id
+    index = Workspace(workspace).index / "bm25f" / book_id
     BM25FIndex.ensure(book, index)
     return book, AliasIndex(book.characters), BM25FIndex(index, rcfg)

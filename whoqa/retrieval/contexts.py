@@ -15,6 +15,7 @@ from pathlib import Path
 from data_prep.who_set import load_questions
 from whoqa.core.book import atomic_write
 from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 RANKERS = ("bm25f", "bert")
@@ -22,13 +23,13 @@ ORACLE = "oracle"  # BM25F with the question and its answers: an upper bound for
 
 
 def load_contexts(workspace: Path, ranker: str, book_id: str) -> dict[str, list[list]] | None:
-    path = Path(workspace) / "contexts" / ranker / f"{book_id}.json"
+    path = Workspace(workspace).contexts / ranker / f"{book_id}.json"
     return json.loads(path.read_text())["questions"] if path.is_file() else None
 
 
 def contexts_config(workspace: Path, ranker: str, book_id: str) -> dict | None:
     """The config a book's contexts were made with (without the BERT fold), or None when there are none."""
-    path = Path(workspace) / "contexts" / ranker / f"{book_id}.json"
+    path = Workspace(workspace).contexts / ranker / f"{book_id}.json"
     if not path.is_file():
         return None
     cfg = dict(json.loads(path.read_text()).get("config", {}))
@@ -55,7 +56,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: R
     """Contexts of every question of every prepared book for one ranker; books already done are skipped."""
     if ranker not in RANKERS + (ORACLE,):
         raise ValueError(f"unknown ranker {ranker!r}: use one of {RANKERS + (ORACLE,)}")
-    ws = Path(workspace)
+    ws = Workspace(workspace)
     cfg = cfg or RetrievalConfig()
     by_book = load_questions(ws)
     want = asdict(cfg)
@@ -86,7 +87,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: R
             _collect((f.result() for f in as_completed(futs)), report, bar)
     bar.close()
     report["seconds"] = round(time.perf_counter() - t0, 1)
-    atomic_write(ws / "contexts" / ranker / "report.json", json.dumps(report, indent=1))
+    atomic_write(ws.contexts / ranker / "report.json", json.dumps(report, indent=1))
     return report
 
 
