@@ -3,11 +3,21 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from data_prep.download import DownloadConfig
+from data_prep.prepare import PrepareConfig
+from data_prep.split import HELDOUT
+from whoqa.core.jobs import default_jobs
+from whoqa.core.seed import SEED
+from whoqa.evaluation.evaluate import EvalConfig
+from whoqa.memnet.config import PretrainConfig, TrainConfig
+from whoqa.reader.config import LookupConfig, PrereadConfig, ReaderConfig
+from whoqa.retrieval.bert_ranker import RankerConfig
+from whoqa.retrieval.bm25f import RetrievalConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Question answering over full-length books (NarrativeQA full-story setting).")
@@ -15,17 +25,25 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 DEFAULT_DATA = "../shared/data"
 
 
+def default(cls, name: str):
+    """A config field's default, declared once in its dataclass: the CLI never restates it."""
+    f = cls.__dataclass_fields__[name]
+    return f.default_factory() if callable(f.default_factory) else f.default
+
+
 def _fail(msg: str) -> None:
     typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
     raise typer.Exit(2)
 
 
-def _stage(fn, *args):
-    """Run a reader stage; its expected errors (missing artifact, bad option, NaN loss) end the command with their
-    message instead of a traceback."""
+def _stage(fn, *args, **kwargs):
+    """Run a stage; its expected errors (missing file or earlier stage, bad data or option, stale model, NaN loss) end
+    the command with their one-line message and exit 2 instead of a traceback."""
+    from data_prep.narrativeqa import DataError
+    from whoqa.memnet.checkpoint import StaleModel
     try:
-        return fn(*args)
-    except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError) as e:
+        return fn(*args, **kwargs)
+    except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError, DataError, StaleModel) as e:
         _fail(str(e))
 
 
@@ -41,29 +59,31 @@ def prepare(
     data: Path = typer.Option(DEFAULT_DATA, help="NarrativeQA-layout folder (narrativeqa/*.csv, books/)."),
     workspace: Path = typer.Option(Path("ws"), help="Workspace folder for every stage's artifacts."),
     book: Optional[List[str]] = typer.Option(None, help="Only these document ids (repeatable)."),
-    engine: str = typer.Option("spacy", help="spacy (offline, default) or booknlp (needs BookNLP's models)."),
-    jobs: int = typer.Option(max(1, (os.cpu_count() or 1)), help="Books processed in parallel processes."),
-    unlabeled: bool = typer.Option(True, help="Also process books-unlabeled/ (artificial questions, word vectors)."),
-    artificial: bool = typer.Option(True, help="Generate artificial Who questions (WS/artificial/)."),
-    embeddings: bool = typer.Option(True, help="Word2vec with characters as words (WS/embeddings/): trained the first "
-                                               "time, later books folded in (existing vectors never move)."),
-    rebuild_vectors: bool = typer.Option(False, help="Train the word vectors from scratch over every prepared book "
-                                                     "(names the trained models this makes stale)."),
+    engine: str = typer.Option(default(PrepareConfig, "engine"), help="spacy (offline) or booknlp (needs BookNLP's "
+                                                                       "models)."),
+    jobs: int = typer.Option(default(PrepareConfig, "jobs"), help="Books processed in parallel processes."),
+    unlabeled: bool = typer.Option(default(PrepareConfig, "unlabeled"),
+                                   help="Also process books-unlabeled/ (artificial questions, word vectors)."),
+    artificial: bool = typer.Option(default(PrepareConfig, "artificial"),
+                                    help="Generate artificial Who questions (WS/artificial/)."),
+    embeddings: bool = typer.Option(default(PrepareConfig, "embeddings"),
+                                    help="Word2vec with characters as words (WS/embeddings/): trained the first time, "
+                                         "later books folded in (existing vectors never move)."),
+    rebuild_vectors: bool = typer.Option(default(PrepareConfig, "rebuild_vectors"),
+                                         help="Train the word vectors from scratch over every prepared book (names the "
+                                              "trained models this makes stale)."),
     booknlp_python: Optional[str] = typer.Option(None, help="Python of an environment with booknlp, transformers<=4.30."),
     booknlp_models: Optional[str] = typer.Option(None, help="Folder of BookNLP's model files (~/booknlp_models)."),
     max_books: Optional[int] = typer.Option(None, help="Debug: only the first N books."),
 ):
     """Books -> sentences, parses, characters and coreference, as BookNLP-format files under WS/books/<id>/."""
-    from data_prep.engine_booknlp import BookNLPUnavailable
-    from data_prep.narrativeqa import DataError
-    from data_prep.prepare import Interrupted, PrepareConfig, prepare as run
-    cfg = PrepareConfig(str(data), str(workspace), list(book or []), engine, jobs, unlabeled, booknlp_python,
-                        booknlp_models, max_books, artificial=artificial, embeddings=embeddings,
+    from data_prep.prepare import Interrupted, prepare as run
+    cfg = PrepareConfig(data=str(data), workspace=str(workspace), books=list(book or []), engine=engine, jobs=jobs,
+                        unlabeled=unlabeled, booknlp_python=booknlp_python, booknlp_models=booknlp_models,
+                        max_books=max_books, artificial=artificial, embeddings=embeddings,
                         rebuild_vectors=rebuild_vectors)
     try:
-        rep = run(cfg)
-    except (DataError, BookNLPUnavailable, ValueError) as e:
-        _fail(str(e))
+        rep = _stage(run, cfg)
     except Interrupted as e:
         typer.secho(str(e), fg=typer.colors.YELLOW, err=True)
         raise typer.Exit(130)
@@ -104,18 +124,14 @@ def download(
     data: Path = typer.Option(Path("narrativeqa-data"), help="Folder to build (NarrativeQA layout)."),
     csv_base_url: str = typer.Option(None, help="Where documents.csv and qaps.csv live (default: NarrativeQA's repository)."),
     book: Optional[List[str]] = typer.Option(None, help="Only these document ids."),
-    kind: str = typer.Option("gutenberg", help="gutenberg (books), movie, or all."),
+    kind: str = typer.Option(default(DownloadConfig, "kind"), help="gutenberg (books), movie, or all."),
     split: Optional[str] = typer.Option(None, help="Only this set: train, valid or test."),
     max_books: Optional[int] = typer.Option(None, help="Debug: only the first N books."),
 ):
     """Fetch NarrativeQA's csv files and books from their public sources (connected machines only). Resumable."""
-    from data_prep.download import DownloadConfig, download as run
-    from data_prep.narrativeqa import DataError
-    cfg = DownloadConfig(str(data), csv_base_url, list(book or []), kind, split, max_books)
-    try:
-        rep = run(cfg)
-    except DataError as e:
-        _fail(str(e))
+    from data_prep.download import download as run
+    rep = _stage(run, DownloadConfig(data=str(data), csv_base_url=csv_base_url, books=list(book or []), kind=kind,
+                                     split=split, max_books=max_books))
     typer.echo(json.dumps(rep, indent=1))
     if rep["failed"]:
         raise typer.Exit(1)
@@ -125,16 +141,12 @@ def download(
 def split(
     data: Path = typer.Option(DEFAULT_DATA, help="NarrativeQA-layout folder to split."),
     out: Path = typer.Option(Path("split"), help="Folder for OUT/seen and OUT/unseen (symbolic links)."),
-    heldout: int = typer.Option(10, help="Labelled books held out (never prepared in the training workspace)."),
-    seed: int = typer.Option(13, help="Seed of the held-out sample."),
+    heldout: int = typer.Option(HELDOUT, help="Labelled books held out (never prepared in the training workspace)."),
+    seed: int = typer.Option(SEED, help="Seed of the held-out sample."),
 ):
     """Hold out books: OUT/seen (the other labelled books + unlabeled) to train on, OUT/unseen to `whoqa eval --data`."""
-    from data_prep.narrativeqa import DataError
     from data_prep.split import split_books
-    try:
-        rec = split_books(data, out, heldout, seed)
-    except DataError as e:
-        _fail(str(e))
+    rec = _stage(split_books, data, out, heldout, seed)
     typer.echo(f"{len(rec['seen'])} labelled books -> {out}/seen, {len(rec['heldout'])} held out -> {out}/unseen "
                f"(list: {out}/split.json)")
 
@@ -144,32 +156,33 @@ def index(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
     ranker: str = typer.Option("bm25f", help="bm25f, bert, both, or oracle (BM25F with question + answers: the "
                                              "reader's upper bound)."),
-    jobs: int = typer.Option(max(1, (os.cpu_count() or 1)), help="Books indexed in parallel processes."),
-    k1: float = typer.Option(1.2, help="BM25 k1."),
-    b: float = typer.Option(0.75, help="BM25 b."),
-    words_weight: float = typer.Option(1.0, help="BM25F weight of the words field (>= 1)."),
-    characters_weight: float = typer.Option(1.0, help="BM25F weight of the characters field (>= 1)."),
-    context_sentences: int = typer.Option(150, help="Sentences stored per question's context (models read 100)."),
-    bert_base: Optional[str] = typer.Option(None, help="BERT ranker: base model path (default: bundled MiniLM)."),
-    bert_folds: int = typer.Option(2, help="BERT ranker: book folds (a book is ranked by a model trained on the others)."),
-    bert_pool: int = typer.Option(200, help="BERT ranker: BM25F candidates scored per question (0: all sentences)."),
-    bert_epochs: int = typer.Option(1, help="BERT ranker: training epochs."),
-    seed: int = typer.Option(13, help="BERT ranker: seed for pairs, folds and training."),
+    jobs: int = typer.Option(default_jobs(), help="Books indexed in parallel processes."),
+    k1: float = typer.Option(default(RetrievalConfig, "k1"), help="BM25 k1."),
+    b: float = typer.Option(default(RetrievalConfig, "b"), help="BM25 b."),
+    words_weight: float = typer.Option(default(RetrievalConfig, "words_weight"),
+                                       help="BM25F weight of the words field (>= 1)."),
+    characters_weight: float = typer.Option(default(RetrievalConfig, "characters_weight"),
+                                            help="BM25F weight of the characters field (>= 1)."),
+    context_sentences: int = typer.Option(default(RetrievalConfig, "context_sentences"),
+                                          help="Sentences stored per question's context (models read 100)."),
+    bert_base: Optional[str] = typer.Option(default(RankerConfig, "base"),
+                                            help="BERT ranker: base model path (default: bundled MiniLM)."),
+    bert_folds: int = typer.Option(default(RankerConfig, "folds"),
+                                   help="BERT ranker: book folds (a book is ranked by a model trained on the others)."),
+    bert_pool: int = typer.Option(default(RankerConfig, "pool"),
+                                  help="BERT ranker: BM25F candidates scored per question (0: all sentences)."),
+    bert_epochs: int = typer.Option(default(RankerConfig, "epochs"), help="BERT ranker: training epochs."),
+    seed: int = typer.Option(default(RankerConfig, "seed"), help="BERT ranker: seed for pairs, folds and training."),
 ):
     """Rank each question's 5-sentence windows (BM25F over Lucene, BERT ranker) -> WS/contexts/<ranker>/."""
     from whoqa.retrieval.contexts import build_contexts
-    from whoqa.retrieval.bm25f import RetrievalConfig
     if min(words_weight, characters_weight) < 1:
         _fail("BM25F field weights must be >= 1 (Lucene's CombinedFieldQuery)")
     cfg = RetrievalConfig(k1=k1, b=b, words_weight=words_weight, characters_weight=characters_weight,
                           context_sentences=context_sentences)
-    from whoqa.retrieval.bert_ranker import RankerConfig
     rcfg = RankerConfig(base=bert_base, folds=bert_folds, pool=bert_pool, epochs=bert_epochs, seed=seed)
     for r in (["bm25f", "bert"] if ranker == "both" else [ranker]):
-        try:
-            rep = build_contexts(workspace, r, jobs, cfg, ranker_cfg=rcfg)
-        except (FileNotFoundError, ValueError) as e:
-            _fail(str(e))
+        rep = _stage(build_contexts, workspace, r, jobs, cfg, ranker_cfg=rcfg)
         typer.echo(f"{r}: contexts for {len(rep['done'])} book(s), {rep['skipped']} already done with this config"
                    + (f" ({rep['redone_config_changed']} redone: made with another config)"
                       if rep.get("redone_config_changed") else "")
@@ -179,35 +192,45 @@ def index(
 @app.command("pretrain")
 def pretrain_cmd(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
-    epochs: int = typer.Option(1, help="Epochs over the artificial questions (paper: 1)."),
-    fraction: float = typer.Option(1.0, help="Share of the artificial questions used (Figure 5)."),
-    lr: float = typer.Option(1e-3, help="Adam learning rate."),
-    batch_size: int = typer.Option(64, help="Questions per batch."),
-    hops: int = typer.Option(3, help="Memory hops."),
-    seed: int = typer.Option(13, help="Seed."),
+    epochs: int = typer.Option(default(PretrainConfig, "epochs"), help="Epochs over the artificial questions "
+                                                                       "(paper: 1)."),
+    fraction: float = typer.Option(default(PretrainConfig, "fraction"),
+                                   help="Share of the artificial questions used (Figure 5)."),
+    lr: float = typer.Option(default(PretrainConfig, "lr"), help="Adam learning rate."),
+    batch_size: int = typer.Option(default(PretrainConfig, "batch_size"), help="Questions per batch."),
+    hops: int = typer.Option(default(PretrainConfig, "hops"), help="Memory hops."),
+    seed: int = typer.Option(SEED, help="Seed."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
     reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader; lookup: "
                                                    "then answer lookup on the artificial Who questions."),
     reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
-    preread_passages: int = typer.Option(30000, help="Prereading: passages restored."),
-    preread_books: str = typer.Option("unlabeled", help="Prereading: unlabeled (books without questions) or all."),
-    preread_lr: float = typer.Option(1e-3, help="Prereading: AdamW learning rate (linear decay)."),
-    lookup_questions: int = typer.Option(16000, help="Answer lookup: artificial questions trained on."),
-    lookup_books: str = typer.Option("unlabeled", help="Answer lookup: unlabeled (books without questions) or all."),
-    lookup_lr: float = typer.Option(3e-4, help="Answer lookup: AdamW learning rate (linear decay)."),
-    lookup_preread: bool = typer.Option(True, help="Answer lookup: start from the prereading (else --reader-base)."),
-    lookup_spans: float = typer.Option(0.0, help="Answer lookup: share of What/Where/When/Why questions whose answer "
-                                                 "is a span (the rest are Who questions)."),
-    train_encoder: bool = typer.Option(False, help="Reader: train the encoder too (default: decoder only)."),
-    bf16: bool = typer.Option(False, help="Reader: bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
-    copy: bool = typer.Option(False, help="Answer lookup: with a copy pointer over the passages -> "
-                                          "WS/models/lookup+copy/."),
+    preread_passages: int = typer.Option(default(PrereadConfig, "passages"), help="Prereading: passages restored."),
+    preread_books: str = typer.Option(default(PrereadConfig, "books"),
+                                      help="Prereading: unlabeled (books without questions) or all."),
+    preread_lr: float = typer.Option(default(PrereadConfig, "lr"), help="Prereading: AdamW learning rate (linear "
+                                                                         "decay)."),
+    lookup_questions: int = typer.Option(default(LookupConfig, "questions"),
+                                         help="Answer lookup: artificial questions trained on."),
+    lookup_books: str = typer.Option(default(LookupConfig, "books"),
+                                     help="Answer lookup: unlabeled (books without questions) or all."),
+    lookup_lr: float = typer.Option(default(LookupConfig, "lr"), help="Answer lookup: AdamW learning rate (linear "
+                                                                       "decay)."),
+    lookup_preread: bool = typer.Option(default(LookupConfig, "preread"),
+                                        help="Answer lookup: start from the prereading (else --reader-base)."),
+    lookup_spans: float = typer.Option(default(LookupConfig, "spans"),
+                                       help="Answer lookup: share of What/Where/When/Why questions whose answer is a "
+                                            "span (the rest are Who questions)."),
+    train_encoder: bool = typer.Option(default(PrereadConfig, "train_encoder"),
+                                       help="Reader: train the encoder too (default: decoder only)."),
+    bf16: bool = typer.Option(default(PrereadConfig, "bf16"),
+                              help="Reader: bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
+    copy: bool = typer.Option(default(LookupConfig, "copy"), help="Answer lookup: with a copy pointer over the "
+                                                                   "passages -> WS/models/lookup+copy/."),
 ):
     """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/;
     with --reader preread: the reader restores masked book passages -> WS/models/preread/; with --reader lookup: it
     answers artificial Who questions from passages -> WS/models/lookup/."""
     if reader == "lookup":
-        from whoqa.reader.config import LookupConfig
         from whoqa.reader.lookup import pretrain_lookup
         lcfg = LookupConfig(questions=lookup_questions, books=lookup_books, lr=lookup_lr, preread=lookup_preread,
                             base=reader_base, train_encoder=train_encoder, bf16=bf16, copy=copy, spans=lookup_spans,
@@ -226,7 +249,6 @@ def pretrain_cmd(
     if reader:
         if reader != "preread":
             _fail(f"unknown --reader {reader!r}: use preread or lookup")
-        from whoqa.reader.config import PrereadConfig
         from whoqa.reader.preread import preread
         pcfg = PrereadConfig(base=reader_base, passages=preread_passages, train_encoder=train_encoder,
                              books=preread_books, lr=preread_lr, bf16=bf16, seed=seed)
@@ -235,11 +257,9 @@ def pretrain_cmd(
                    f"({st['passages_per_second']} passages/s); loss {st['loss_first']:.3f} -> {st['loss_last']:.3f} "
                    f"-> {workspace}/models/preread")
         return
-    from whoqa.memnet.train import PretrainConfig, pretrain
-    try:
-        stats = pretrain(workspace, PretrainConfig(epochs, fraction, lr, batch_size, 20, hops, seed, max_train_samples))
-    except (FileNotFoundError, FloatingPointError) as e:
-        _fail(str(e))
+    from whoqa.memnet.train import pretrain
+    stats = _stage(pretrain, workspace, PretrainConfig(epochs=epochs, fraction=fraction, lr=lr, batch_size=batch_size,
+                                                       hops=hops, seed=seed, max_train_samples=max_train_samples))
     typer.echo(f"pretrained on {stats['questions']:,} artificial questions from {stats['books']} books in "
                f"{stats['seconds']}s ({stats['questions_per_second']} q/s); losses {stats['epoch_losses']}")
 
@@ -247,23 +267,31 @@ def pretrain_cmd(
 @app.command("train")
 def train_cmd(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare` and `whoqa index`."),
-    folds: Optional[int] = typer.Option(None, help="Cross-validation folds (memory network: 10 over the Who "
-                                                    "questions; reader: 2 over the books)."),
-    trials: int = typer.Option(5, help="Trials (seeds) per fold."),
-    ranker: str = typer.Option("bm25f", help="Contexts from bm25f or bert."),
-    from_pretrained: bool = typer.Option(False, help="Start from `whoqa pretrain`'s model."),
-    epochs: Optional[int] = typer.Option(None, help="Epochs (memory network: 60 as in the paper; reader: 3)."),
-    lr: Optional[float] = typer.Option(None, help="Learning rate (memory network: Adam 1e-3, x0.9 every 2 epochs; "
-                                                  "reader: AdamW 3e-4, linear decay)."),
-    batch_size: Optional[int] = typer.Option(None, help="Questions per batch (memory network: 32; reader: 8)."),
-    memories: int = typer.Option(100, help="Context sentences (memory slots)."),
-    hops: int = typer.Option(3, help="Memory hops."),
-    seed: int = typer.Option(13, help="Seed of folds and trials."),
+    folds: Optional[int] = typer.Option(None, help=f"Cross-validation folds (memory network: "
+                                                    f"{default(TrainConfig, 'folds')} over the Who questions; reader: "
+                                                    f"{default(ReaderConfig, 'folds')} over the books)."),
+    trials: int = typer.Option(default(TrainConfig, "trials"), help="Trials (seeds) per fold."),
+    ranker: str = typer.Option(default(TrainConfig, "ranker"), help="Contexts from bm25f or bert."),
+    from_pretrained: bool = typer.Option(default(TrainConfig, "from_pretrained"),
+                                         help="Start from `whoqa pretrain`'s model."),
+    epochs: Optional[int] = typer.Option(None, help=f"Epochs (memory network: {default(TrainConfig, 'epochs')} as in "
+                                                    f"the paper; reader: {default(ReaderConfig, 'epochs')})."),
+    lr: Optional[float] = typer.Option(None, help=f"Learning rate (memory network: Adam {default(TrainConfig, 'lr')}, "
+                                                  f"x{default(TrainConfig, 'decay')} every "
+                                                  f"{default(TrainConfig, 'decay_every')} epochs; reader: AdamW "
+                                                  f"{default(ReaderConfig, 'lr')}, linear decay)."),
+    batch_size: Optional[int] = typer.Option(None, help=f"Questions per batch (memory network: "
+                                                        f"{default(TrainConfig, 'batch_size')}; reader: "
+                                                        f"{default(ReaderConfig, 'batch_size')})."),
+    memories: int = typer.Option(default(TrainConfig, "memories"), help="Context sentences (memory slots)."),
+    hops: int = typer.Option(default(TrainConfig, "hops"), help="Memory hops."),
+    seed: int = typer.Option(SEED, help="Seed of folds and trials."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
     final: bool = typer.Option(False, help="Instead: one model on all Who questions (reader: all questions) for "
                                            "`whoqa ask`."),
     reader: Optional[str] = typer.Option(None, help="fid: instead, the FiD reader on all questions (book folds)."),
-    context: str = typer.Option("bm25f", help="Reader: passages from none, bm25f, bert or oracle."),
+    context: str = typer.Option(default(ReaderConfig, "context"), help="Reader: passages from none, bm25f, bert or "
+                                                                        "oracle."),
     preread: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader preread`."),
     lookup: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader lookup`."),
     copy: bool = typer.Option(False, help="Reader: a copy pointer over the passages' tokens (with --lookup: from "
@@ -271,10 +299,11 @@ def train_cmd(
     question_passage: bool = typer.Option(False, help="Reader: the question alone as one more passage, first (so "
                                                       "the reader sees all the no-context reader sees)."),
     reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
-    top_k: int = typer.Option(10, help="Reader: passages per question."),
+    top_k: int = typer.Option(default(ReaderConfig, "top_k"), help="Reader: passages per question."),
     train_encoder: bool = typer.Option(False, help="Reader: fine-tune the encoder too (default: decoder only)."),
-    beams: int = typer.Option(4, help="Reader: beam size (1 = greedy)."),
-    no_repeat_ngram: int = typer.Option(0, help="Reader: answers never write an n-gram of this size twice (0 = off)."),
+    beams: int = typer.Option(default(ReaderConfig, "num_beams"), help="Reader: beam size (1 = greedy)."),
+    no_repeat_ngram: int = typer.Option(default(ReaderConfig, "no_repeat_ngram"),
+                                        help="Reader: answers never write an n-gram of this size twice (0 = off)."),
     bf16: bool = typer.Option(False, help="Reader: bfloat16 autocast in training (~1.8x faster with AVX512-BF16)."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Reader debug: answer the first N questions of a fold."),
 ):
@@ -283,7 +312,6 @@ def train_cmd(
     if reader:
         if reader != "fid":
             _fail(f"unknown --reader {reader!r}: use fid")
-        from whoqa.reader.config import ReaderConfig
         from whoqa.reader.train import cross_validate as cv_reader, train_final as final_reader
         given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
                  if v is not None}
@@ -302,21 +330,16 @@ def train_cmd(
                    f"BLEU-1 {m.get('bleu_1', 0):.2f}, BLEU-4 {m.get('bleu_4', 0):.2f}, EM {m.get('em', 0):.2f}, "
                    f"F1 {m.get('f1', 0):.2f} -> {workspace}/reader/runs/{s['run']}")
         return
-    from whoqa.memnet.train import TrainConfig, cross_validate, run_name, train_final
+    from whoqa.memnet.config import run_name
+    from whoqa.memnet.train import cross_validate, train_final
     given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
     cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
     if final:
-        try:
-            st = train_final(workspace, cfg)
-        except (FileNotFoundError, ValueError, FloatingPointError) as e:
-            _fail(str(e))
+        st = _stage(train_final, workspace, cfg)
         typer.echo(f"{run_name(cfg)}: trained on {st['questions']} questions -> {workspace}/models/{run_name(cfg)}")
         return
-    try:
-        s = cross_validate(workspace, cfg)
-    except (FileNotFoundError, ValueError, FloatingPointError) as e:
-        _fail(str(e))
+    s = _stage(cross_validate, workspace, cfg)
     if s.get("redone"):
         typer.secho(s["redone"], fg=typer.colors.YELLOW, err=True)
     typer.echo(f"{run_name(cfg)}: {s['runs']} runs on {s['questions']} questions: P@1 {s['p@1']:.2f} ± "
@@ -332,12 +355,14 @@ def ask(
     data: Optional[Path] = typer.Option(None, help="With --book: a NarrativeQA folder holding that book, prepared into "
                                                    "the workspace the first time."),
     workspace: Path = typer.Option(Path("ws"), help="Workspace with a trained model."),
-    model: Optional[str] = typer.Option(None, help="Memory network under WS/models (default: the best trained)."),
+    model: Optional[str] = typer.Option(None, help="Memory network under WS/models (default: the one whose "
+                                                   "cross-validated run has the best P@1)."),
     top: int = typer.Option(5, help="Characters to show."),
     adapt: bool = typer.Option(True, help="Tune a new book's vectors on its own artificial questions first (once)."),
     using: str = typer.Option("auto", "--with", help="auto (Who questions -> memory network, the rest -> reader), "
                                                      "memnet or reader."),
-    reader_model: Optional[str] = typer.Option(None, help="Reader run under WS/models/reader (default: the best)."),
+    reader_model: Optional[str] = typer.Option(None, help="Reader under WS/models/reader (default: the one whose "
+                                                          "cross-validated run has the best ROUGE-L)."),
 ):
     """Ask a book a question: a prepared book (--book), any text file (--text) or a NarrativeQA folder's book (--data
     --book). Who questions: ranked characters with probabilities and the sentences attended to; other questions: the
@@ -348,31 +373,25 @@ def ask(
         _fail("the question is empty: ask e.g. \"Who helps Emily escape?\"")
     if (text is None) == (book is None):
         _fail("name the book: --book ID (prepared, or with --data DIR) or --text FILE")
-    from data_prep.narrativeqa import DataError
-    from whoqa.memnet.checkpoint import StaleModel
-    errors = (FileNotFoundError, ValueError, DataError, StaleModel)
+    from data_prep.who_set import is_who_question  # the Who set's own rule: routing sends what it would keep
     if using == "reader" or (using == "auto" and not is_who_question(question)):
         from whoqa.reader.ask import ReaderAsker
-        try:
-            book = _add_book(workspace, text, data, book)
-            ra = ReaderAsker(workspace, reader_model).ask(book, question)
-        except errors as e:
-            _fail(str(e))
+        asker = _stage(ReaderAsker, workspace, reader_model)
+        ra = _stage(asker.ask, _stage(_add_book, workspace, text, data, book), question)
+        typer.echo(f"({asker.choice.why})", err=True)
         typer.echo(ra.answer)
         for p in ra.passages[:3]:
             typer.echo(f"  | {p[:300]}")
         return
     from whoqa.memnet.ask import Asker
-    try:
-        asker = Asker(workspace, model, adapt=adapt)
-        if text is not None:
-            book = asker.add_text(text)
-            typer.echo(f"book {book} ({text})", err=True)
-        elif data is not None:
-            asker.add_book(data, book)
-        ans = asker.ask(book, question, top)
-    except errors as e:
-        _fail(str(e))
+    asker = _stage(Asker, workspace, model, adapt=adapt)
+    if text is not None:
+        book = _stage(asker.add_text, text)
+        typer.echo(f"book {book} ({text})", err=True)
+    elif data is not None:
+        _stage(asker.add_book, data, book)
+    ans = _stage(asker.ask, book, question, top)
+    typer.echo(f"({asker.choice.why})", err=True)
     for w in ans.warnings:
         typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
     for name, p in ans.characters:
@@ -391,76 +410,58 @@ def _add_book(workspace: Path, text: Optional[Path], data: Optional[Path], book:
     return book
 
 
-def is_who_question(question: str) -> bool:
-    return question.strip().lower().split(" ", 1)[0].strip("?,") in ("who", "whom", "whose", "who's")
-
-
 @app.command("sample-questions")
 def sample_questions(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
     n: int = typer.Option(50, help="How many questions."),
-    seed: int = typer.Option(13, help="Sampling seed."),
+    seed: int = typer.Option(SEED, help="Sampling seed."),
 ):
     """Print a random sample of artificial questions with their source sentence, for a person to judge."""
     from data_prep.artificial import sample
-    try:
-        for line in sample(workspace, n, seed):
-            typer.echo(line)
-    except FileNotFoundError as e:
-        _fail(str(e))
+    for line in _stage(sample, workspace, n, seed):
+        typer.echo(line)
 
 
 @app.command("eval")
 def eval_(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
     data: Optional[Path] = typer.Option(None, help="Evaluate on another NarrativeQA-layout folder's books instead."),
-    seed: int = typer.Option(13, help="Seed of the random baseline (trial t uses seed + t)."),
-    random_trials: int = typer.Option(5, help="Trials of the random baseline."),
-    jobs: int = typer.Option(max(1, (os.cpu_count() or 1)), help="Processes for preparing --data books."),
+    seed: int = typer.Option(default(EvalConfig, "seed"), help="Seed of the random baseline (trial t uses seed + t)."),
+    random_trials: int = typer.Option(default(EvalConfig, "random_trials"), help="Trials of the random baseline."),
+    jobs: int = typer.Option(default(EvalConfig, "jobs"), help="Processes for preparing --data books."),
     ablation: Optional[str] = typer.Option(None, help="Instead: hops, context, pretrain-fraction or pretrain-epochs."),
     ablation_ranker: Optional[List[str]] = typer.Option(None, help="Rankers for --ablation (default: all indexed)."),
     ablation_trials: int = typer.Option(1, help="Trials per fold for --ablation (paper: 5)."),
-    ablation_folds: int = typer.Option(10, help="Folds for --ablation."),
-    ablation_epochs: int = typer.Option(60, help="Training epochs for --ablation."),
-    reader_run: Optional[str] = typer.Option(None, help="Full task: reader run for non-Who questions (default: "
-                                                        "fid[bm25f]+preread, else fid[bm25f], ...)."),
-    memnet_run: Optional[str] = typer.Option(None, help="Full task: memory-network run for Who questions."),
+    ablation_folds: int = typer.Option(default(TrainConfig, "folds"), help="Folds for --ablation."),
+    ablation_epochs: int = typer.Option(default(TrainConfig, "epochs"), help="Training epochs for --ablation."),
+    reader_run: Optional[str] = typer.Option(None, help="Full task: reader run for non-Who questions (default: the "
+                                                        "best cross-validated ROUGE-L)."),
+    memnet_run: Optional[str] = typer.Option(None, help="Full task: memory-network run for Who questions (default: "
+                                                        "the best cross-validated P@1)."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
     reader is trained, the full task (all questions; Who questions routed to the memory network)."""
-    from whoqa.core.workspace import MissingStage
-    from whoqa.evaluation.evaluate import EvalConfig, available_rankers, evaluate
-    from data_prep.narrativeqa import DataError
+    from whoqa.evaluation.evaluate import available_rankers, evaluate
     if ablation:
         from whoqa.memnet.ablation import run_ablation
-        from whoqa.memnet.train import TrainConfig
         rankers = list(ablation_ranker or available_rankers(workspace))
         if not rankers:
             _fail(f"no contexts in {workspace}/contexts: run `whoqa index --workspace {workspace}` first")
         base = TrainConfig(folds=ablation_folds, trials=ablation_trials, epochs=ablation_epochs, seed=seed,
                            from_pretrained=ablation not in ("hops", "context"))
-        try:
-            res = run_ablation(workspace, ablation, rankers, base)
-        except (FileNotFoundError, ValueError, FloatingPointError) as e:
-            _fail(str(e))
+        res = _stage(run_ablation, workspace, ablation, rankers, base)
         for ranker, pts in res["series"].items():
             typer.echo(f"{ranker}: " + ", ".join(f"{p['value']}: {p['p@1']:.2f}" for p in pts))
         typer.echo(f"plot: {workspace}/results/ablation-{ablation}.png")
         return
-    from whoqa.memnet.checkpoint import StaleModel
-    try:
-        res = evaluate(EvalConfig(str(workspace), str(data) if data else None, seed, random_trials, jobs))
-    except (MissingStage, DataError, StaleModel, ValueError, FileNotFoundError) as e:
-        _fail(str(e))
+    res = _stage(evaluate, EvalConfig(workspace=str(workspace), data=str(data) if data else None, seed=seed,
+                                      random_trials=random_trials, jobs=jobs))
     typer.echo(res["table"])
     if res.get("full_task"):
         typer.echo("\n" + res["full_task"]["table"])
     if not data:
         from whoqa.evaluation.fulltask import evaluate_full_task
-        try:
-            full = evaluate_full_task(workspace, reader_run, memnet_run)
-        except ValueError as e:
-            _fail(str(e))
+        full = _stage(evaluate_full_task, workspace, reader_run, memnet_run)
         typer.echo("\n" + full["table"] if full else "full task: no reader run yet (`whoqa train --reader fid`)")
     typer.echo(f"results: {workspace}/results/")
 
@@ -476,10 +477,7 @@ def reproduce(
     """Run the commands behind a reported table (resumable, step by step) and, with --check, compare its metrics."""
     from whoqa.evaluation import reproduce as rp
     ws = str(workspace or Path(f"ws-{name}"))
-    try:
-        spec = rp.load(name)
-    except ValueError as e:
-        _fail(str(e))
+    spec = _stage(rp.load, name)
     if dry_run:
         for args in rp.commands(spec, str(data), ws):
             typer.echo("whoqa " + " ".join(args))
@@ -492,10 +490,7 @@ def reproduce(
         except typer.Exit as e:
             return e.exit_code
         return 0
-    try:
-        out = rp.run(name, str(data), ws, invoke, typer.echo, check)
-    except RuntimeError as e:
-        _fail(str(e))
+    out = _stage(rp.run, name, str(data), ws, invoke, typer.echo, check)
     typer.echo(f"reproduction {name}: {out['seconds']:.0f}s -> {ws}")
     if check:
         bad = [r for r in out["check"] if not r["ok"]]
@@ -536,11 +531,7 @@ def eval_coref(
 ):
     """Score the offline engine's characters and pronouns against LitBank's gold coreference (PER, names + pronouns)."""
     from data_prep.litbank import evaluate
-    from data_prep.narrativeqa import DataError
-    try:
-        res = evaluate(litbank, max_docs=max_docs)
-    except DataError as e:
-        _fail(str(e))
+    res = _stage(evaluate, litbank, max_docs=max_docs)
     text = json.dumps(res, indent=1)
     typer.echo(text)
     if out:
@@ -571,10 +562,7 @@ def bench(
     if stage in ("index", "ask", "reader"):
         from whoqa.evaluation import bench as wb
         fn = {"index": wb.run, "ask": wb.run_ask, "reader": wb.run_reader}[stage]
-        try:
-            typer.echo(json.dumps(fn(str(workspace)), indent=1))
-        except FileNotFoundError as e:
-            _fail(str(e))
+        typer.echo(json.dumps(_stage(fn, str(workspace)), indent=1))
         return
     from data_prep.bench import run
     typer.echo(json.dumps(run(str(data), books, min_words, repeats), indent=1))

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from whoqa.core.book import Book, Token, char_token, span_head
 from whoqa.core.workspace import Workspace
+from whoqa.core.seed import SEED
 
 INDEFINITE = {"a", "an", "another", "some", "any", "one", "each", "every", "either"}
 DEFINITE = {"the", "this", "that", "these", "those"}
@@ -263,7 +264,7 @@ def read_questions(path: Path) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
-def sample(workspace: Path, n: int = 50, seed: int = 13) -> list[str]:
+def sample(workspace: Path, n: int = 50, seed: int = SEED) -> list[str]:
     """n random artificial questions, each with its answer's name and source sentence."""
     import random
     folder = Workspace(workspace).artificial

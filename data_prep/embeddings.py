@@ -22,6 +22,7 @@ import numpy as np
 
 from whoqa.core.book import Book, atomic_write
 from whoqa.core.workspace import Workspace
+from whoqa.core.seed import SEED
 
 log = logging.getLogger(__name__)
 CHAR_PREFIX = "CHAR_"
@@ -35,7 +36,7 @@ class EmbeddingConfig:
     epochs: int = 5
     sg: int = 0  # CBOW (gensim's default); 1 for skip-gram
     workers: int = 1  # seeded and bit-for-bit repeatable; 2 is ~1.5x faster but threads race (vectors differ by up to ~2)
-    seed: int = 13
+    seed: int = SEED
 
 
 def scoped(token: str, book_id: str) -> str:

@@ -10,6 +10,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from whoqa.core.jobs import default_jobs
 from whoqa.core.book import atomic_write, is_done, write_book_files
 from whoqa.core.workspace import locked
 from data_prep.narrativeqa import DataError, NarrativeQA, file_sha1
@@ -25,8 +26,8 @@ class PrepareConfig:
     workspace: str
     books: list[str] = field(default_factory=list)  # empty: every book of books/ (and books-unlabeled/ if unlabeled)
     engine: str = "spacy"  # spacy | booknlp
-    jobs: int = 1
-    unlabeled: bool = False
+    jobs: int = field(default_factory=default_jobs)  # books processed in parallel processes
+    unlabeled: bool = True  # also books-unlabeled/ (artificial questions and word vectors only)
     booknlp_python: str | None = None  # BookNLP engine: the Python of an environment with booknlp + transformers<=4.30
     booknlp_models: str | None = None  # BookNLP engine: folder of its model files (default ~/booknlp_models)
     max_books: int | None = None  # debug knob: only the first N books

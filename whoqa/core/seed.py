@@ -5,6 +5,8 @@ import random
 
 import numpy as np
 
+SEED = 13  # the default seed of every stage (folds, trials, samples, training)
+
 
 def set_seed(seed: int) -> None:
     random.seed(seed)

@@ -17,9 +17,6 @@ from whoqa.core.runs import code_version
 from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
-# fixed preference (not the best score on these questions): the paper's best reader is ranker + FiD + prereading
-READER_PREFERENCE = ("fid[bm25f]+preread", "fid[bert]+preread", "fid[bm25f]", "fid[bert]")
-MEMNET_PREFERENCE = ("memnet+pretrain[bm25f]", "memnet+pretrain[bert]", "memnet[bm25f]", "memnet[bert]")
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
                     "oracle IR (BM25 w/ Q+A) + BART": 39.32}
 
@@ -84,14 +81,6 @@ def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
     return out
 
 
-def choose(available, preference, wanted: str | None, what: str) -> str | None:
-    if wanted:
-        if wanted not in available:
-            raise ValueError(f"{what} {wanted!r} not found; have: {', '.join(sorted(available)) or 'none'}")
-        return wanted
-    return next((p for p in preference if p in available), None)
-
-
 def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_run: str | None = None) -> dict | None:
     """Rows for every finished reader run and the routed system -> WS/results/full_task.{json,txt}; None when no
     reader run exists yet."""
@@ -111,16 +100,19 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         lookup = json.loads(fold0.read_text()).get("lookup") if cfg.get("lookup") and fold0.is_file() else None
         rows[name] = _row(preds, refs, who_ids, {"command": reader_command(cfg, lookup), "config": cfg,
                                                  "lookup": lookup})
-    memnets = [p.name for p in (ws.runs).glob("*/") if any(p.glob("fold*_trial0.json"))] \
-        if (ws.runs).is_dir() else []
-    base = choose(runs, READER_PREFERENCE, reader_run, "reader run")
-    memnet = choose(memnets, MEMNET_PREFERENCE, memnet_run, "memory-network run")
+    from whoqa.memnet.choose import choose_run as choose_memnet
+    from whoqa.reader.choose import choose_run as choose_reader
+    routable = {n: r["metrics"]["rouge_l"] for n, r in rows.items() if r["config"].get("context") != "oracle"}
+    reader_choice = choose_reader(ws, routable, reader_run)  # the oracle reads passages made from the answers
+    memnet_choice = choose_memnet(ws, memnet_run)
     routing = None
-    if base and memnet:
+    if reader_choice and memnet_choice:
+        base, memnet = reader_choice.name, memnet_choice.name
         who_answers = memnet_answers(ws, memnet)
         routed = {qid: who_answers.get(qid, text) for qid, text in runs[base].items()}
         routing = {"reader": base, "memnet": memnet,
-                   "who_questions_to_memnet": sum(1 for q in runs[base] if q in who_answers)}
+                   "who_questions_to_memnet": sum(1 for q in runs[base] if q in who_answers),
+                   "chosen_by": [reader_choice.why, memnet_choice.why]}
         rows[f"routed: {memnet} + {base}"] = _row(routed, refs, who_ids, routing)
         atomic_write(ws.results / "full_task_predictions.json", json.dumps(
             {str(q): {"answer": a, "by": "memnet" if q in who_answers else "reader"} for q, a in routed.items()},
@@ -150,6 +142,8 @@ def format_full_task(out: dict) -> str:
         m = r["metrics"]
         lines.append(f"{name:<52}{m['rouge_l']:>8.2f}{m['bleu_1']:>8.2f}{m['bleu_4']:>8.2f}{m['em']:>7.2f}"
                      f"{m['f1']:>7.2f}{m['rouge_l_f1_rouge_score']:>8.2f}{r['who_rouge_l']:>8.2f}")
+    if out.get("routing") and out["routing"].get("chosen_by"):
+        lines.append("routed: " + "; ".join(out["routing"]["chosen_by"]))
     lines.append("RL(rs) = rouge-score's ROUGE-L F1; RL Who = ROUGE-L on the Who-set questions alone. Mou et al. "
                  "(test ROUGE-L): " + ", ".join(f"{k} {v}" for k, v in out["mou2021_test_rouge_l"].items()))
     return "\n".join(lines)

@@ -45,7 +45,8 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
     Questions the model cannot take (answer not among its candidates) count as misses, so the denominator is the
     baselines' own."""
     import torch
-    from whoqa.memnet.adapt import AdaptConfig, adapt, patched
+    from whoqa.memnet.adapt import adapt, patched
+    from whoqa.memnet.config import AdaptConfig
     from whoqa.memnet.checkpoint import load_model, saved_config
     from whoqa.memnet.data import Vocab, who_examples
     from whoqa.memnet.train import load_books, predict
@@ -101,7 +102,6 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
     """Every final reader on all of target's questions, and the routed system (Who-set questions to the final memory
     network with the best P@1 here, the rest to the reader) -> WS/results/full_task@<name>.{json,txt}. Readers that
     need contexts target cannot have (oracle: built from the answers; bert: a trained ranker) are left out."""
-    from dataclasses import fields
     from whoqa.core.book import atomic_write
     from data_prep.who_set import load_questions
     from whoqa.evaluation.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
@@ -120,7 +120,7 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
     rows, answers = {}, {}
     for folder in readers:
         saved = json.loads((folder / READER_FILE).read_text()).get("config", {})
-        cfg = ReaderConfig(**{f.name: saved[f.name] for f in fields(ReaderConfig) if f.name in saved})
+        cfg = ReaderConfig.from_record(saved)
         if cfg.context not in ("none", "bm25f"):
             log.warning("reader %s left out: its %s passages cannot be made for unseen books", folder.parent.name,
                         cfg.context)
@@ -136,13 +136,18 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
                                                  "config": asdict(cfg)})
     routing = None
     memnets = {n: r for n, r in who.items() if n.startswith("final:memnet")}
-    if rows and memnets:
-        base = max(rows, key=lambda n: rows[n]["metrics"]["rouge_l"])
-        memnet = max(memnets, key=lambda n: memnets[n]["p@1"])
+    if rows and memnets:  # chosen as `ask` chooses: by the training workspace's cross-validated runs, not these books
+        from whoqa.memnet.choose import choose_model as choose_memnet
+        from whoqa.reader.choose import choose_model as choose_reader
+        reader_choice = choose_reader(workspace, contexts=("none", "bm25f"))
+        memnet_choice = choose_memnet(workspace)
+        base = f"final:{reader_choice.name}"
+        memnet = next((m for m in (f"final:{memnet_choice.name}+adapt", f"final:{memnet_choice.name}") if m in memnets),
+                      max(memnets, key=lambda n: memnets[n]["p@1"]))
         who_answers = {int(q): a for q, a in memnets[memnet]["answers"].items()}
         routed = {q: who_answers.get(q, a) for q, a in answers[base].items()}
         routing = {"reader": base, "memnet": memnet, "who_questions_to_memnet": sum(1 for q in routed if q in who_answers),
-                   "chosen_by": "the best ROUGE-L reader and P@1 memory network on these books"}
+                   "chosen_by": [reader_choice.why, memnet_choice.why]}
         rows[f"routed: {memnet} + {base}"] = _row(routed, refs, who_ids, routing)
     out = {"questions": len(questions), "who_questions": len(who_ids), "rows": rows, "routing": routing,
            "mou2021_test_rouge_l": MOU_TEST_ROUGE_L, "data": str(target)}

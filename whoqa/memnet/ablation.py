@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from whoqa.core.book import atomic_write
-from whoqa.memnet.train import PretrainConfig, TrainConfig, cross_validate, pretrain
+from whoqa.memnet.config import PretrainConfig, TrainConfig
+from whoqa.memnet.train import cross_validate, pretrain
 from whoqa.core.workspace import Workspace
 
 ABLATIONS = {

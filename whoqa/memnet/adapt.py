@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -18,18 +18,9 @@ import torch
 from torch import nn
 
 from whoqa.memnet.data import BookArrays, artificial_examples
+from whoqa.memnet.config import AdaptConfig
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class AdaptConfig:
-    epochs: int = 10
-    lr: float = 1e-2  # 10 x 1e-2: the one setting that beat folded-in vectors on P@5 and MRR on two vector trainings (docs/results.md)
-    batch_size: int = 64
-    memories: int = 20  # as pretraining: the 20 sentences up to the source sentence
-    max_questions: int = 4000  # a book's artificial questions used (a seeded sample when it has more)
-    seed: int = 13
 
 
 class RowPatch(nn.Module):

@@ -42,16 +42,14 @@ def unknown_names(question: str, aliases) -> list[str]:
 class Asker:
     """Loads the word vectors and a trained memory network once; then answers questions about any book."""
 
-    def __init__(self, workspace: str | Path, model: str | None = None, ranker: str = "bm25f", adapt: bool = True):
+    def __init__(self, workspace: str | Path, model: str | None = None, adapt: bool = True):
+        """model: a folder of WS/models/; by default the trained model whose cross-validated run has the best P@1
+        (`self.choice` says which and why)."""
+        from whoqa.memnet.choose import choose_model
         self.ws = Workspace(workspace)
-        models = self.ws.models
-        candidates = [model] if model else [f"memnet+pretrain[{ranker}]", f"memnet[{ranker}]", "pretrain"]
-        path = next((models / m / "model.pt" for m in candidates if (models / m / "model.pt").is_file()), None)
-        if path is None:
-            raise FileNotFoundError(f"no trained model under {models} ({', '.join(candidates)}): run "
-                                    f"`whoqa train --final --workspace {self.ws}` (or `whoqa pretrain`) first")
-        self.model_dir = path.parent
-        self.model_name = self.model_dir.name
+        self.choice = choose_model(self.ws, model)
+        self.model_dir = self.ws.models / self.choice.name
+        self.model_name = self.choice.name
         self.adapt = adapt
         self._load()
 

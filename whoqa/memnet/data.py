@@ -17,6 +17,7 @@ from whoqa.core.book import Book
 from data_prep.embeddings import scoped
 from whoqa.retrieval.bm25f import CAP_SPAN
 from whoqa.core.workspace import Workspace
+from whoqa.core.seed import SEED
 
 log = logging.getLogger(__name__)
 MAX_SENTENCE = 60  # tokens kept per key sentence
@@ -141,7 +142,7 @@ def collate(batch: list[Example], books: dict[str, BookArrays], memories: int):
 
 
 def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, books: dict[str, BookArrays],
-                        fraction: float = 1.0, seed: int = 13) -> list[Example]:
+                        fraction: float = 1.0, seed: int = SEED) -> list[Example]:
     from data_prep.artificial import read_questions
     rng = np.random.default_rng(seed)
     out = []

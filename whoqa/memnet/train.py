@@ -7,7 +7,7 @@ import logging
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -22,40 +22,9 @@ from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
 from whoqa.core.metrics import ranking_metrics
 from whoqa.core.runs import claim, digest, file_digest, provenance
 from whoqa.core.workspace import Workspace
+from whoqa.memnet.config import PretrainConfig, TrainConfig, run_name
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class PretrainConfig:
-    epochs: int = 1  # the paper's best
-    fraction: float = 1.0  # share of the artificial questions used (Figure 5)
-    lr: float = 1e-3
-    batch_size: int = 64
-    memories: int = 20  # the 20 sentences up to the source sentence
-    hops: int = 3
-    seed: int = 13
-    max_train_samples: int | None = None  # debug knob
-    name: str = "pretrain"  # output folder under WS/models/
-
-
-@dataclass
-class TrainConfig:
-    ranker: str = "bm25f"  # bm25f | bert
-    folds: int = 10
-    trials: int = 5
-    epochs: int = 60
-    lr: float = 1e-3
-    decay: float = 0.9  # learning rate x0.9 ...
-    decay_every: int = 2  # ... every 2 epochs
-    batch_size: int = 32
-    memories: int = 100  # context sentences (top 20 windows of 5)
-    hops: int = 3
-    seed: int = 13
-    from_pretrained: bool = False
-    pretrained: str = "pretrain"  # which WS/models/<folder> to start from
-    max_train_samples: int | None = None  # debug knob
-    runs_dir: str | None = None  # where fold files go (default WS/runs/<name>)
 
 
 def load_books(workspace: Path, vocab: Vocab, book_ids: list[str], progress: bool = True) -> dict[str, BookArrays]:
@@ -151,10 +120,6 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
              "questions_per_second": round(cfg.epochs * len(examples) / seconds, 1) if seconds else None}
     save_model(model, ws.models / cfg.name, asdict(cfg), stats, vocab)
     return stats
-
-
-def run_name(cfg: TrainConfig) -> str:
-    return f"memnet{'+pretrain' if cfg.from_pretrained else ''}[{cfg.ranker}]"
 
 
 def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:

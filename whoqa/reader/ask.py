@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
 from whoqa.core.workspace import Workspace
 
-
-PREFERENCE = ("fid[bm25f]+preread", "fid[bm25f]", "fid[bert]+preread", "fid[bert]", "fid[none]")
+SERVABLE = ("none", "bm25f")  # passages ask can make for a new question (BERT's need its trained ranker, oracle's the answer)
 
 
 @dataclass
@@ -24,21 +24,16 @@ class ReaderAsker:
         top_k / num_beams are given."""
         from whoqa.reader.data import Batcher
         from whoqa.reader.model import READER_FILE, FiDReader
+        from whoqa.reader.choose import choose_model
+        from whoqa.reader.config import ReaderConfig
         from whoqa.reader.steps import decoder_start_id
         self.ws = Workspace(workspace)
-        root = self.ws.reader_models
-        names = [model] if model else list(PREFERENCE)
-        path = next((root / n / "final" for n in names if (root / n / "final" / READER_FILE).is_file()), None)
-        if path is None:
-            raise FileNotFoundError(f"no trained reader under {root} ({', '.join(names)}): run `whoqa train --reader "
-                                    f"fid --final --workspace {self.ws}` first")
-        self.model_name = path.parent.name
+        self.choice = choose_model(self.ws, model, contexts=None if model else SERVABLE)
+        path = self.ws.reader_models / self.choice.name / "final"
+        self.model_name = self.choice.name
         self.reader = FiDReader.load(str(path))
         self.reader.model.eval()
-        from dataclasses import fields
-        from whoqa.reader.config import ReaderConfig
-        saved = json.loads((path / READER_FILE).read_text()).get("config", {})
-        self.cfg = ReaderConfig(**{f.name: saved[f.name] for f in fields(ReaderConfig) if f.name in saved})
+        self.cfg = ReaderConfig.from_record(json.loads((path / READER_FILE).read_text()).get("config", {}))
         self.batcher = Batcher(self.reader.tokenizer, self.cfg.passage_tokens, self.cfg.answer_tokens,
                                strip_start=decoder_start_id(self.reader), question_passage=self.cfg.question_passage)
         self.top_k = self.cfg.top_k if top_k is None else top_k

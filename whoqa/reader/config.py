@@ -3,6 +3,7 @@ option defaults from these dataclasses)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from whoqa.core.seed import SEED
 
 
 @dataclass
@@ -18,7 +19,7 @@ class PrereadConfig:
     train_encoder: bool = False
     bf16: bool = False  # bfloat16 autocast for training (~1.8x faster on CPUs with AVX512-BF16 or AMX)
     books: str = "unlabeled"  # unlabeled: books no question is asked about (never a held-out book); all: every book
-    seed: int = 13
+    seed: int = SEED
     checkpoint_every: int = 100  # steps
 
 
@@ -41,7 +42,7 @@ class LookupConfig:
     rename: bool = True  # random names for the characters of each example, so answers must be copied (see below)
     spans: float = 0.0  # share of span questions (What/Where/When/Why, data_prep.span_questions) among the questions
     copy: bool = False  # train a copy pointer (whoqa.reader.pointer) with the reader -> WS/models/lookup+copy/
-    seed: int = 13
+    seed: int = SEED
     checkpoint_every: int = 100  # steps
 
 
@@ -66,10 +67,15 @@ class ReaderConfig:
     num_beams: int = 4
     max_new_tokens: int = 32
     no_repeat_ngram: int = 0  # > 0: answers never write an n-gram twice (a copy pointer can loop: "kragullullull")
-    seed: int = 13
+    seed: int = SEED
     max_train_samples: int | None = None  # debug: train on the first N questions of a fold
     max_eval_samples: int | None = None  # debug: answer the first N questions of a fold
     extra: dict = field(default_factory=dict)  # free-form notes saved with the results
+
+    @classmethod
+    def from_record(cls, saved: dict) -> "ReaderConfig":
+        """The config a saved record holds; fields added since it was saved take their defaults."""
+        return cls(**{f.name: saved[f.name] for f in fields(cls) if f.name in saved})
 
 
 def run_name(cfg: ReaderConfig) -> str:

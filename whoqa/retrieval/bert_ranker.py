@@ -26,6 +26,7 @@ from whoqa.core.folds import book_folds
 from whoqa.core.workspace import Workspace
 from whoqa.core.minilm import bundled_minilm
 from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, question_fields, windows
+from whoqa.core.seed import SEED
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class RankerConfig:
     batch_size: int = 16
     max_length: int = 128
     pool: int = 200  # BM25F candidates scored per question (0: every sentence of the book)
-    seed: int = 13
+    seed: int = SEED
     max_train_questions: int | None = None  # debug knob
 
 

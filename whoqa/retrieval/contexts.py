@@ -14,6 +14,7 @@ from pathlib import Path
 
 from data_prep.who_set import load_questions
 from whoqa.core.book import atomic_write
+from whoqa.core.jobs import default_jobs
 from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences
 from whoqa.core.workspace import Workspace
 
@@ -51,7 +52,7 @@ def _bm25f_work(workspace: str, book_id: str, questions: list[dict], cfg: Retrie
         return book_id, None, f"{type(e).__name__}: {e}"
 
 
-def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: RetrievalConfig | None = None,
+def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = None, cfg: RetrievalConfig | None = None,
                    progress: bool = True, ranker_cfg=None) -> dict:
     """Contexts of every question of every prepared book for one ranker; books already done are skipped."""
     if ranker not in RANKERS + (ORACLE,):
@@ -77,6 +78,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int = 1, cfg: R
     bar = tqdm(total=len(todo), desc=f"index {ranker}", unit="book",
                disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
     t0 = time.perf_counter()
+    jobs = jobs or default_jobs()
     if jobs <= 1 or len(todo) <= 1:
         results = (_bm25f_work(str(ws), b, qs, cfg, ranker == ORACLE) for b, qs in todo.items())
         _collect(results, report, bar)

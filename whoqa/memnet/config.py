@@ -1,0 +1,53 @@
+"""The memory network's configs, each default declared once (the paper's, Angelidis et al. §4, unless said): the CLI
+reads its option defaults from here. No torch import, so `whoqa --help` stays fast."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from whoqa.core.seed import SEED
+
+
+@dataclass
+class PretrainConfig:
+    epochs: int = 1  # the paper's best
+    fraction: float = 1.0  # share of the artificial questions used (Figure 5)
+    lr: float = 1e-3
+    batch_size: int = 64
+    memories: int = 20  # the 20 sentences up to the source sentence
+    hops: int = 3
+    seed: int = SEED
+    max_train_samples: int | None = None  # debug knob
+    name: str = "pretrain"  # output folder under WS/models/
+
+
+@dataclass
+class TrainConfig:
+    ranker: str = "bm25f"  # bm25f | bert
+    folds: int = 10
+    trials: int = 5
+    epochs: int = 60
+    lr: float = 1e-3
+    decay: float = 0.9  # learning rate x0.9 ...
+    decay_every: int = 2  # ... every 2 epochs
+    batch_size: int = 32
+    memories: int = 100  # context sentences (top 20 windows of 5)
+    hops: int = 3
+    seed: int = SEED
+    from_pretrained: bool = False
+    pretrained: str = "pretrain"  # which WS/models/<folder> to start from
+    max_train_samples: int | None = None  # debug knob
+    runs_dir: str | None = None  # where fold files go (default WS/runs/<name>)
+
+
+@dataclass
+class AdaptConfig:
+    epochs: int = 10
+    lr: float = 1e-2  # 10 x 1e-2: the one setting that beat folded-in vectors on P@5 and MRR on two vector trainings (docs/results.md)
+    batch_size: int = 64
+    memories: int = 20  # as pretraining: the 20 sentences up to the source sentence
+    max_questions: int = 4000  # a book's artificial questions used (a seeded sample when it has more)
+    seed: int = SEED
+
+
+def run_name(cfg: TrainConfig) -> str:
+    return f"memnet{'+pretrain' if cfg.from_pretrained else ''}[{cfg.ranker}]"

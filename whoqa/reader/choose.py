@@ -1,0 +1,47 @@
+"""The reader that serves: by the cross-validated ROUGE-L of its run (WS/reader/runs/<name>/summary.json)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from whoqa.core.choice import Choice, choose, same_recipe
+from whoqa.core.workspace import Workspace
+from whoqa.reader.model import READER_FILE
+
+METRIC = "rouge_l"
+NOT_RECIPE = ("folds", "max_train_samples", "max_eval_samples", "extra")
+
+
+def run_score(workspace: Path, name: str, config: dict | None = None) -> float | None:
+    run = Workspace(workspace).reader_runs / name
+    if not (run / "summary.json").is_file():
+        return None
+    if config is not None and (run / "config.json").is_file():
+        if not same_recipe(json.loads((run / "config.json").read_text()), config, NOT_RECIPE):
+            return None
+    return json.loads((run / "summary.json").read_text()).get("metrics", {}).get(METRIC)
+
+
+def final_config(workspace: Path, name: str) -> dict:
+    meta = Workspace(workspace).reader_models / name / "final" / READER_FILE
+    return json.loads(meta.read_text()).get("config", {}) if meta.is_file() else {}
+
+
+def choose_model(workspace: Path, wanted: str | None = None, contexts: tuple[str, ...] | None = None) -> Choice:
+    """A final reader (`train --reader fid --final`), optionally only those reading one of `contexts`."""
+    ws = Workspace(workspace)
+    names = sorted(p.parent.parent.name for p in ws.reader_models.glob(f"*/final/{READER_FILE}"))
+    if contexts is not None:
+        names = [n for n in names if final_config(ws, n).get("context", "bm25f") in contexts]
+    try:
+        return choose(names, {n: run_score(ws, n, final_config(ws, n)) for n in names}, METRIC, "reader", wanted)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no trained reader under {ws.reader_models}: run `whoqa train --reader fid --final "
+                                f"--workspace {ws}` first") from None
+
+
+def choose_run(workspace: Path, runs: dict[str, float], wanted: str | None = None) -> Choice | None:
+    """Of finished cross-validated runs {name: ROUGE-L over its folds}, the one routing uses; None without runs."""
+    if not runs and not wanted:
+        return None
+    return choose(sorted(runs), runs, METRIC, "reader run", wanted)
