@@ -11,10 +11,21 @@ DYING_DETECTIVE = "09333c7d604bd412e6aef5d3e56b046ed301c5e5"
 SHORT_BOOKS = ["2c5f448df18172babaac38806e1fb699a8baf65b", "2dd593d19e201c9cf4edb0703cad0f525c1038a2"]  # Beatrix Potter
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests that read ../shared (directly or through a fixture) are marked `integration` (`-m "not integration"`
+    runs the rest)."""
+    for item in items:
+        if "shared_data" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     if not (SHARED / "narrativeqa" / "documents.csv").is_file():
-        pytest.skip(f"shared data not found at {SHARED}")
+        msg = f"shared data not found at {SHARED} (the repository's sibling ../shared)"
+        if os.environ.get("CI", "").lower() in ("1", "true"):
+            pytest.fail(msg + ": in CI it must be there", pytrace=False)
+        pytest.skip(msg)
     return SHARED
 
 
@@ -40,7 +51,29 @@ def parsed(engine, tmp_path_factory):
 @pytest.fixture
 def mini_data(tmp_path, shared_data) -> Path:
     """A NarrativeQA-layout folder with two short real books, the Dying Detective, and an empty book."""
-    root = tmp_path / "data"
+    return build_mini_data(tmp_path / "data", shared_data)
+
+
+@pytest.fixture(scope="session")
+def _prepared_dd(tmp_path_factory, shared_data) -> Path:
+    from data_prep.prepare import PrepareConfig, prepare
+    data = build_mini_data(tmp_path_factory.mktemp("dd") / "data", shared_data)
+    ws = data.parent / "ws"
+    rep = prepare(PrepareConfig(str(data), str(ws), books=[DYING_DETECTIVE], jobs=1), progress=False)
+    assert rep.done == [DYING_DETECTIVE]
+    return ws
+
+
+@pytest.fixture
+def dd_ws(_prepared_dd, tmp_path) -> Path:
+    """A workspace holding the Dying Detective already prepared (parsed once per session, copied for each test): the
+    test's own `prepare` skips the book and rebuilds only the Who set from the test's questions."""
+    ws = tmp_path / "ws"
+    shutil.copytree(_prepared_dd, ws, symlinks=True)
+    return ws
+
+
+def build_mini_data(root: Path, shared_data: Path) -> Path:
     (root / "books").mkdir(parents=True)
     (root / "narrativeqa").mkdir()
     ids = SHORT_BOOKS + [DYING_DETECTIVE]
@@ -65,3 +98,21 @@ def write_qaps(data_root: Path, rows: list[tuple[str, str, str, str]]) -> None:
     for doc, q, a1, a2 in rows:
         w.writerow([doc, "test", q, a1, a2])
     (data_root / "narrativeqa" / "qaps.csv").write_text(buf.getvalue())
+
+
+@pytest.fixture(scope="session")
+def tiny_reader_path(tmp_path_factory):
+    """A tiny bert2bert built from a config on the bundled MiniLM's tokenizer (a real model, seconds to train)."""
+    import torch
+    from transformers import (AutoTokenizer, BertConfig, EncoderDecoderConfig, EncoderDecoderModel)
+    from whoqa.core.minilm import bundled_minilm
+    path = tmp_path_factory.mktemp("tiny_reader")
+    tok = AutoTokenizer.from_pretrained(bundled_minilm())
+    torch.manual_seed(0)
+    kw = dict(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+              intermediate_size=64, max_position_embeddings=256)
+    cfg = EncoderDecoderConfig.from_encoder_decoder_configs(
+        BertConfig(**kw), BertConfig(**kw, is_decoder=True, add_cross_attention=True))
+    EncoderDecoderModel(config=cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)

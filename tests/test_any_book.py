@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 from cli import app
 from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, write_qaps
 from tests.test_pipeline import QUESTIONS
-from tests.test_reader import tiny_reader_path  # noqa: F401  (fixture)
 
 run = CliRunner().invoke
 STORY = """The Lighthouse
@@ -159,7 +158,7 @@ def test_bad_input_is_refused_and_nothing_is_lost(ws, tmp_path):
     Vocab(ws)  # the vectors still load
 
 
-def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path, tiny_reader_path):  # noqa: F811
+def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path, tiny_reader_path):
     _, ws = ws
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", "--context", "bm25f", "--epochs", "1",
                   "--beams", "1", "--reader-base", tiny_reader_path])
@@ -185,7 +184,7 @@ def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path
         (ws / "results" / "book_frequency@other.json").read_text())["questions"]
 
 
-def test_the_reader_is_served_as_it_was_trained(ws, tiny_reader_path):  # noqa: F811
+def test_the_reader_is_served_as_it_was_trained(ws, tiny_reader_path):
     from whoqa.reader.ask import ReaderAsker
     _, ws = ws
     for context, top_k in (("bm25f", "3"), ("none", "10")):

@@ -71,14 +71,14 @@ def test_span_recall():
     assert span_recall(ctx, ["Smith"]) == 0.0
 
 
-def test_eval_reports_coverage_and_context_frequency(mini_data, tmp_path):
+def test_eval_reports_coverage_and_context_frequency(mini_data, dd_ws):
     from data_prep.prepare import PrepareConfig, prepare
     from tests.conftest import DYING_DETECTIVE, write_qaps
     from whoqa.retrieval.contexts import build_contexts
     write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes send Watson to fetch?", "Culverton Smith",
                             "Mr. Culverton Smith"),
                            (DYING_DETECTIVE, "What did Smith send to Holmes?", "a small ivory box", "an ivory box")])
-    ws = tmp_path / "ws"
+    ws = dd_ws
     prepare(PrepareConfig(str(mini_data), str(ws), books=[DYING_DETECTIVE], artificial=False, embeddings=False),
             progress=False)
     build_contexts(ws, "bm25f", progress=False)

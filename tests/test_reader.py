@@ -6,22 +6,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(scope="module")
-def tiny_reader_path(tmp_path_factory):
-    from transformers import (AutoTokenizer, BertConfig, EncoderDecoderConfig, EncoderDecoderModel)
-    from whoqa.core.minilm import bundled_minilm
-    path = tmp_path_factory.mktemp("tiny_reader")
-    tok = AutoTokenizer.from_pretrained(bundled_minilm())
-    torch.manual_seed(0)
-    kw = dict(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-              intermediate_size=64, max_position_embeddings=256)
-    cfg = EncoderDecoderConfig.from_encoder_decoder_configs(
-        BertConfig(**kw), BertConfig(**kw, is_decoder=True, add_cross_attention=True))
-    EncoderDecoderModel(config=cfg).save_pretrained(path)
-    tok.save_pretrained(path)
-    return str(path)
-
-
 @pytest.fixture
 def reader(tiny_reader_path):
     from whoqa.reader.model import FiDReader

@@ -6,7 +6,6 @@ from typer.testing import CliRunner
 
 from cli import app
 from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, write_qaps
-from tests.test_reader import tiny_reader_path  # noqa: F401  (fixture)
 
 ROWS = [(DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?", "Watson", "Dr. Watson"),
         (DYING_DETECTIVE, "What does Holmes ask Watson to bring from the mantelpiece?", "a small box", "the box"),
@@ -16,7 +15,7 @@ ROWS = [(DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?", "Watson", "Dr
         (SHORT_BOOKS[1], "Where does the story take place?", "in a garden", "the garden")]
 
 
-def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):  # noqa: F811
+def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):
     write_qaps(mini_data, ROWS)
     ws = tmp_path / "ws"
     run = CliRunner().invoke

@@ -1,5 +1,4 @@
 """BM25F over Lucene on tiny books parsed for real, and window construction."""
-import json
 
 import pytest
 
@@ -55,13 +54,13 @@ def test_windows_merge_and_clip_at_book_edges():
     assert context_sentences(w, 8) == [48, 49, 50, 51, 52, 58, 59, 60]
 
 
-def test_index_command_writes_contexts(mini_data, tmp_path):
+def test_index_command_writes_contexts(mini_data, dd_ws):
     from data_prep.prepare import PrepareConfig, prepare
     from tests.conftest import DYING_DETECTIVE, write_qaps
     from whoqa.retrieval.contexts import build_contexts, load_contexts
     write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes ask Watson to fetch?", "Culverton Smith",
                             "Mr. Culverton Smith")])
-    ws = tmp_path / "ws"
+    ws = dd_ws
     prepare(PrepareConfig(str(mini_data), str(ws), books=[DYING_DETECTIVE], artificial=False, embeddings=False),
             progress=False)
     rep = build_contexts(ws, "bm25f", jobs=1, progress=False)

@@ -6,14 +6,13 @@ from typer.testing import CliRunner
 from cli import app
 from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, write_qaps
 from tests.test_pipeline import QUESTIONS
-from tests.test_reader import tiny_reader_path  # noqa: F401  (fixture)
 
 run = CliRunner().invoke
 
 
-def test_changed_configs_redo_the_work(mini_data, tmp_path):
+def test_changed_configs_redo_the_work(mini_data, dd_ws):
     write_qaps(mini_data, [(DYING_DETECTIVE, *q) for q in QUESTIONS])
-    ws = tmp_path / "ws"
+    ws = dd_ws
     assert run(app, ["prepare", "--data", str(mini_data), "--workspace", str(ws), "--book", DYING_DETECTIVE,
                      "--jobs", "1"]).exit_code == 0
     assert run(app, ["index", "--workspace", str(ws), "--jobs", "1"]).exit_code == 0
@@ -49,10 +48,10 @@ def test_changed_configs_redo_the_work(mini_data, tmp_path):
     assert res["code"]["packages"]["torch"] and "git" in res["code"]
 
 
-def test_a_reader_run_with_another_config_is_archived_not_overwritten(mini_data, tmp_path, tiny_reader_path):  # noqa: F811
+def test_a_reader_run_with_another_config_is_archived_not_overwritten(mini_data, dd_ws, tiny_reader_path):
     write_qaps(mini_data, [(DYING_DETECTIVE, *q) for q in QUESTIONS] + [(SHORT_BOOKS[0], "Who is the naughty kitten?",
                                                                           "Tom Kitten", "Tom")])
-    ws = tmp_path / "ws"
+    ws = dd_ws
     assert run(app, ["prepare", "--data", str(mini_data), "--workspace", str(ws), "--book", DYING_DETECTIVE,
                      "--book", SHORT_BOOKS[0], "--jobs", "1"]).exit_code == 0
     base = ["train", "--workspace", str(ws), "--reader", "fid", "--context", "none", "--folds", "2", "--beams", "1",
@@ -65,3 +64,28 @@ def test_a_reader_run_with_another_config_is_archived_not_overwritten(mini_data,
     assert all(json.loads((run_dir / f"fold{k}.json").read_text())["config"]["epochs"] == 2 for k in range(2))
     kept = list((ws / "reader" / "runs-archive").glob("fid[[]none]@*/fold0.json"))
     assert len(kept) == 1 and json.loads(kept[0].read_text())["config"]["epochs"] == 1
+
+
+def test_pretraining_is_done_once_per_identity(mini_data, dd_ws):
+    write_qaps(mini_data, [(DYING_DETECTIVE, *q) for q in QUESTIONS])
+    ws = dd_ws
+    model = ws / "models" / "pretrain" / "model.pt"
+    cmd = ["pretrain", "--workspace", str(ws), "--max-train-samples", "64"]
+    r = run(app, cmd)
+    assert r.exit_code == 0 and "already done" not in r.output, r.output
+    made = model.stat().st_mtime_ns
+    r = run(app, cmd)  # same config, vectors and artificial questions: reused
+    assert r.exit_code == 0 and r.output.startswith("already done") and model.stat().st_mtime_ns == made
+    r = run(app, cmd + ["--hops", "1"])  # another config: redone, and the model says so
+    assert r.exit_code == 0 and "already done" not in r.output and model.stat().st_mtime_ns != made
+    assert json.loads((ws / "models" / "pretrain" / "config.json").read_text())["config"]["hops"] == 1
+    made = model.stat().st_mtime_ns
+    for f in (ws / "artificial").glob("*.jsonl.gz"):  # rewritten with the same content: still the same input
+        f.write_bytes(f.read_bytes())
+    assert run(app, cmd + ["--hops", "1"]).output.startswith("already done")
+    import gzip
+    for f in (ws / "artificial").glob("*.jsonl.gz"):
+        lines = gzip.decompress(f.read_bytes()).splitlines(keepends=True)
+        f.write_bytes(gzip.compress(b"".join(lines[: len(lines) // 2])))  # other questions: redone
+    r = run(app, cmd + ["--hops", "1"])
+    assert r.exit_code == 0 and "already done" not in r.output and model.stat().st_mtime_ns != made

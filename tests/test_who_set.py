@@ -42,7 +42,6 @@ def test_possessive_phrases_and_non_names_are_dropped_with_reasons():
 
 
 def test_build_who_set_on_prepared_books(mini_data, tmp_path):
-    from data_prep.narrativeqa import NarrativeQA
     from data_prep.prepare import PrepareConfig, prepare
     from tests.conftest import DYING_DETECTIVE
     (mini_data / "narrativeqa" / "qaps.csv").write_text(

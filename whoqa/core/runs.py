@@ -31,6 +31,14 @@ def file_digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.is_file() else None
 
 
+def files_digest(paths) -> str:
+    """Hash of the contents of several files (named by their file name), e.g. every book's artificial questions."""
+    h = hashlib.sha256()
+    for p in sorted(Path(p) for p in paths):
+        h.update(p.name.encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()[:12]
+
+
 @lru_cache(maxsize=1)
 def code_version() -> dict:
     """The git commit of the code (with "+dirty" for uncommitted changes) and the main packages' versions."""

@@ -21,14 +21,17 @@ class StaleModel(Exception):
     """A saved model does not fit the workspace's word vectors; the message says what to retrain."""
 
 
-def save_model(model: KVMemNet, folder: Path, config: dict, stats: dict, vocab) -> None:
+def save_model(model: KVMemNet, folder: Path, config: dict, stats: dict, vocab, prov: dict | None = None) -> None:
+    """model.pt and config.json (config, stats, vectors, code version and, given a provenance, the run identity and
+    inputs that say when the model is already done)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), folder / "model.tmp")
     os.replace(folder / "model.tmp", folder / "model.pt")
     from whoqa.core.runs import code_version
+    extra = {"identity": prov["identity"], "inputs": prov["inputs"]} if prov else {}
     atomic_write(folder / "config.json", json.dumps({"config": config, "stats": stats, "vectors": vocab.record(),
-                                                     "code": code_version()}, indent=1))
+                                                     "code": code_version(), **extra}, indent=1))
 
 
 def saved_config(folder: Path) -> dict:

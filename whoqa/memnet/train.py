@@ -15,12 +15,12 @@ import torch
 from whoqa.core.book import atomic_write
 from whoqa.core.folds import index_folds
 from whoqa.core.seed import set_seed
-from whoqa.memnet.checkpoint import load_model, save_model
+from whoqa.memnet.checkpoint import load_model, save_model, saved_config
 from whoqa.memnet.data import (BookArrays, Example, MemoryCache, Vocab, artificial_examples, book_arrays, collate,
                            who_examples)
 from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
 from whoqa.core.metrics import ranking_metrics
-from whoqa.core.runs import claim, digest, file_digest, provenance
+from whoqa.core.runs import claim, digest, file_digest, files_digest, provenance
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.config import PretrainConfig, TrainConfig, run_name
 
@@ -101,12 +101,22 @@ def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArray
 
 
 def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dict:
+    """Pretrain on every book's artificial questions -> WS/models/<cfg.name>/. Already done when the model there has
+    the same identity (config + vectors + artificial questions); otherwise it is redone, never reused."""
     ws = Workspace(workspace)
     set_seed(cfg.seed)
     vocab = Vocab(ws)
-    book_ids = sorted(p.name[:-len(".jsonl.gz")] for p in (ws.artificial).glob("*.jsonl.gz"))
+    files = sorted(ws.artificial.glob("*.jsonl.gz"))
+    book_ids = [p.name[:-len(".jsonl.gz")] for p in files]
     if not book_ids:
         raise FileNotFoundError(f"no artificial questions in {ws}/artificial: run `whoqa prepare` first")
+    prov = provenance(asdict(cfg), {"vectors": vocab.record(), "artificial": files_digest(files)})
+    done = saved_config(ws.models / cfg.name)
+    if (ws.models / cfg.name / "model.pt").is_file() and done.get("identity") == prov["identity"]:
+        return {**done["stats"], "skipped": True}
+    if done:
+        log.warning("%s: redone, the saved model was made with another config or inputs (%s)", cfg.name,
+                    ", ".join(k for k in ("config", "inputs") if done.get(k) != prov[k]) or "unrecorded")
     books = load_books(ws, vocab, book_ids, progress)
     examples = artificial_examples(ws, book_ids, vocab, books, cfg.fraction, cfg.seed)
     if cfg.max_train_samples:
@@ -118,7 +128,7 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     seconds = time.perf_counter() - t0
     stats = {"questions": len(examples), "books": len(books), "epoch_losses": losses, "seconds": round(seconds, 1),
              "questions_per_second": round(cfg.epochs * len(examples) / seconds, 1) if seconds else None}
-    save_model(model, ws.models / cfg.name, asdict(cfg), stats, vocab)
+    save_model(model, ws.models / cfg.name, asdict(cfg), stats, vocab, prov)
     return stats
 
 

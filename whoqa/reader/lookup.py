@@ -25,6 +25,7 @@ import torch
 
 from data_prep.span_questions import span_questions
 from whoqa.core.book import Book, atomic_write
+from whoqa.core.runs import digest
 from whoqa.reader.data import Batcher, ReaderExample, detokenize
 from whoqa.reader.model import FiDReader
 from whoqa.reader.config import LookupConfig
@@ -255,9 +256,12 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -
     out_dir = lookup_dir(ws, cfg.copy)
     start, preread = start_of(ws, cfg)
     meta = out_dir / "whoqa_reader.json"
+    books = [b for b in preread_books(ws, cfg.books) if (ws.artificial / f"{b}.jsonl.gz").is_file()]
+    inputs = {"books": digest(books)}  # books added since: redone (records made before inputs were kept: trusted)
     if (out_dir / "config.json").is_file() and meta.is_file():
         done = json.loads(meta.read_text())
-        if done.get("config") == asdict(cfg) and done.get("preread") == preread:
+        if (done.get("config") == asdict(cfg) and done.get("preread") == preread
+                and done.get("inputs", inputs) == inputs):
             return {**done["stats"], "skipped": True}
     set_seed(cfg.seed)
     record = {**asdict(cfg), "preread_config": preread}  # a new prereading restarts an interrupted lookup
@@ -278,7 +282,8 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -
     stats = {"questions": len(train), **counts, **stats, "heldout": heldout_stats(reader, batcher, held)}
     if before is not None:
         stats["heldout_before_64"] = {k: v for k, v in before.items() if k != "samples"}
-    finish_pretraining(reader, out_dir, {"config": asdict(cfg), "preread": preread, "stats": stats, "losses": losses})
+    finish_pretraining(reader, out_dir, {"config": asdict(cfg), "preread": preread, "inputs": inputs, "stats": stats,
+                                         "losses": losses})
     atomic_write(ws.results / f"{out_dir.name}.json", json.dumps({"config": asdict(cfg), "preread": preread,
                                                               "stats": stats}, indent=1))
     return stats

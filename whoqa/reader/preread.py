@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from whoqa.core.book import atomic_write
+from whoqa.core.runs import digest
 from whoqa.core.seed import set_seed
 from whoqa.reader.config import PrereadConfig
 from whoqa.reader.data import pad_labels, sample_passages
@@ -60,9 +61,10 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
     """Train the reader to restore masked book passages -> WS/models/preread/ (checkpoints: resumable)."""
     ws = Workspace(workspace)
     out_dir = preread_dir(ws)
+    inputs = {"books": digest(preread_books(ws, cfg.books))}  # books added since: redone (older records: trusted)
     if (out_dir / "config.json").is_file() and (out_dir / "whoqa_reader.json").is_file():
         done = json.loads((out_dir / "whoqa_reader.json").read_text())
-        if done.get("config") == asdict(cfg):
+        if done.get("config") == asdict(cfg) and done.get("inputs", inputs) == inputs:
             if "heldout" not in done["stats"]:  # made before this measurement existed: add it
                 done["stats"]["heldout"] = preread_reliance(ws, FiDReader.load(str(out_dir)), cfg,
                                                             preread_books(ws, cfg.books), progress)
@@ -86,6 +88,6 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
     stats = {"books": len(books), "passages": len(pairs), **stats,
              "passages_per_second": stats.pop("examples_per_second")}
     stats["heldout"] = preread_reliance(ws, reader, cfg, books, progress)
-    finish_pretraining(reader, out_dir, {"config": asdict(cfg), "stats": stats, "losses": losses})
+    finish_pretraining(reader, out_dir, {"config": asdict(cfg), "inputs": inputs, "stats": stats, "losses": losses})
     return stats
 
