@@ -1,11 +1,16 @@
 """The full task on three real short books from the CLI: oracle contexts, prereading, book-fold reader training with a
-tiny bert2bert, and `whoqa eval` routing Who questions to the memory network."""
+tiny bert2bert, answer lookup, and `whoqa eval` routing Who questions to the memory network.
+
+One workspace goes through the stages in order, a test per stage (each builds on the ones before it, as the commands
+do)."""
 import json
+
+import pytest
 
 from typer.testing import CliRunner
 
 from cli import app
-from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, write_qaps
+from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, build_mini_data, write_qaps
 
 ROWS = [(DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?", "Watson", "Dr. Watson"),
         (DYING_DETECTIVE, "What does Holmes ask Watson to bring from the mantelpiece?", "a small box", "the box"),
@@ -15,13 +20,22 @@ ROWS = [(DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?", "Watson", "Dr
         (SHORT_BOOKS[1], "Where does the story take place?", "in a garden", "the garden")]
 
 
-def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):
+run = CliRunner().invoke
+SMALL = ["--folds", "2", "--epochs", "2", "--beams", "1"]
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory, shared_data):
+    mini_data = build_mini_data(tmp_path_factory.mktemp("reader_pipeline") / "data", shared_data)
+    ws = mini_data.parent / "ws"
     write_qaps(mini_data, ROWS)
-    ws = tmp_path / "ws"
-    run = CliRunner().invoke
     books = [x for b in [DYING_DETECTIVE, *SHORT_BOOKS] for x in ("--book", b)]
     r = run(app, ["prepare", "--data", str(mini_data), "--workspace", str(ws), "--jobs", "1", *books])
     assert r.exit_code == 0, r.output
+    return ws
+
+
+def test_index_with_oracle_contexts(ws, tiny_reader_path):
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--context", "bm25f", "--reader-base",
                   tiny_reader_path])
     assert r.exit_code == 2 and "whoqa index" in r.output  # no contexts yet: says what to run
@@ -36,6 +50,9 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):
                     if "box" in " ".join(w for s in range(a, b + 1) for w in book.sentence_words(s)).lower())
     assert first_box_window("oracle") < first_box_window("bm25f")
 
+
+
+def test_prereading(ws, tiny_reader_path):
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?"])
     assert r.exit_code == 2 and "whoqa train --reader fid --final" in r.output  # no reader yet: says what to run
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--preread", "--reader-base", tiny_reader_path])
@@ -46,7 +63,10 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):
     assert (ws / "models" / "preread" / "config.json").is_file()
     heldout = json.loads((ws / "models" / "preread" / "whoqa_reader.json").read_text())["stats"]["heldout"]
     assert heldout["examples"] > 0 and heldout["loss_own_input"] > 0 and heldout["loss_other_input"] > 0
-    small = ["--folds", "2", "--epochs", "2", "--beams", "1"]
+
+
+def test_reader_cross_validation_over_book_folds(ws, tiny_reader_path):
+    small = SMALL
     for extra in (["--context", "none", "--reader-base", tiny_reader_path],
                   ["--context", "bm25f", "--reader-base", tiny_reader_path],
                   ["--context", "bm25f", "--preread"],
@@ -68,6 +88,10 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--reader-base",
                   tiny_reader_path])
     assert r.exit_code == 0 and (run_dir / "fold0.json").read_text() == before  # resumed: nothing redone
+
+
+def test_a_new_prereading_redoes_the_runs_that_started_from_the_old(ws, tiny_reader_path):
+    small = SMALL
     preread_fold = ws / "reader" / "runs" / "fid[bm25f]+preread" / "fold0.json"
     assert json.loads(preread_fold.read_text())["preread"]["passages"] == 16
     assert run(app, ["pretrain", "--workspace", str(ws), "--reader", "preread", "--reader-base", tiny_reader_path,
@@ -77,6 +101,10 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--preread"])
     assert r.exit_code == 0 and json.loads(preread_fold.read_text())["preread"]["passages"] == 8  # new start: redone
 
+
+
+def test_answer_lookup_with_and_without_a_copy_pointer(ws, tiny_reader_path):
+    small = SMALL
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup"])
     assert r.exit_code == 2 and "whoqa pretrain --reader lookup" in r.output
     r = run(app, ["pretrain", "--workspace", str(ws), "--reader", "lookup", "--lookup-books", "all",
@@ -103,6 +131,9 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):
     assert fold["lookup"]["copy"] is True and fold["lookup"]["spans"] == 0.5
     assert (ws / "models" / "reader" / "fid[bm25f]+lookup+copy" / "fold0" / "copy_pointer.pt").is_file()
 
+
+
+def test_full_task_rows_and_routing(ws):
     assert run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "1", "--epochs", "2"]).exit_code == 0
     r = run(app, ["eval", "--workspace", str(ws)])
     assert r.exit_code == 0, r.output
@@ -125,6 +156,10 @@ def test_full_task_from_the_cli(mini_data, tmp_path, tiny_reader_path):
     for row in full["rows"].values():
         assert 0 <= row["metrics"]["rouge_l"] <= 100 and row["metrics"]["n"] == len(ROWS)
 
+
+
+def test_ask_serves_the_final_reader(ws, tiny_reader_path):
+    small = SMALL
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", *small, "--context", "bm25f",
                   "--reader-base", tiny_reader_path])
     assert r.exit_code == 0 and "trained on 6 questions" in r.output, r.output

@@ -8,9 +8,15 @@ def test_readme_opens_with_the_commands_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     first_blocks = readme.split("```")[1:4:2]
     assert ci in first_blocks[1], "the README's test command must be the one .ci/run runs"
-    assert first_blocks[0].split("\n", 1)[1].startswith("bash install.sh") and "whoqa split --data ../shared/data" in first_blocks[0]
-    for stage in ("prepare", "index", "pretrain", "train", "eval", "ask"):
-        assert f"whoqa {stage} " in first_blocks[0]
+    main = first_blocks[0].split("\n", 1)[1]
+    assert main.startswith("bash install.sh") and "whoqa reproduce main" in main and "--check" in main
+    from whoqa.evaluation.reproduce import commands, load
+    steps = commands(load("main"), "../shared/data", "ws")
+    shown = readme.split("```")[5]  # the main job's commands, spelled out
+    for args in steps:  # the README shows exactly what `reproduce main` runs
+        assert f"whoqa {' '.join(args[:2])}" in shown, args
+    for stage in ("split", "prepare", "index", "pretrain", "train", "eval", "ask"):
+        assert any(a[0] == stage for a in steps)
 
 
 def test_readme_links_resolve():

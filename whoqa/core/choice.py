@@ -6,7 +6,9 @@ the fold and debug settings), so a score never vouches for a model it did not me
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass
@@ -38,3 +40,17 @@ def choose(candidates: list[str], scores: dict[str, float | None], metric: str, 
 def same_recipe(a: dict, b: dict, ignore: tuple[str, ...]) -> bool:
     keys = (set(a) | set(b)) - set(ignore)
     return all(a.get(k) == b.get(k) for k in keys)
+
+
+def recorded_score(run: Path, key: str, config: dict | None = None, not_recipe: tuple[str, ...] = ()) -> float | None:
+    """A finished run's score (`key` of its summary.json, dotted for nested values); None without a summary or, with
+    `config`, when the run (its config.json) trained another recipe than `config`."""
+    if not (run / "summary.json").is_file():
+        return None
+    if config is not None and (run / "config.json").is_file():
+        if not same_recipe(json.loads((run / "config.json").read_text()), config, not_recipe):
+            return None
+    value = json.loads((run / "summary.json").read_text())
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value

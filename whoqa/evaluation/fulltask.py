@@ -15,6 +15,9 @@ from whoqa.core.book import atomic_write
 from whoqa.core.metrics import text_metrics
 from whoqa.core.runs import code_version
 from whoqa.core.workspace import Workspace
+from whoqa.reader.config import LookupConfig
+
+LOOKUP_QUESTIONS = LookupConfig.questions
 
 log = logging.getLogger(__name__)
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
@@ -43,21 +46,11 @@ def reader_command(cfg: dict, lookup: dict | None = None) -> str:
     if lookup:
         parts.append("whoqa pretrain --reader lookup" + (" --copy" if lookup.get("copy") else "")
                      + (f" --lookup-spans {lookup['spans']}" if lookup.get("spans") else "")
-                     + (f" --lookup-questions {lookup['questions']}" if lookup.get("questions", 16000) != 16000
+                     + (f" --lookup-questions {lookup['questions']}" if lookup.get("questions", LOOKUP_QUESTIONS) != LOOKUP_QUESTIONS
                         else "") + (" --bf16" if lookup.get("bf16") else "") + " &&")
     parts.append(f"whoqa train --reader fid --context {cfg['context']}")
-    if cfg.get("preread"):
-        parts.append("--preread")
-    if cfg.get("lookup"):
-        parts.append("--lookup")
-    if cfg.get("copy"):
-        parts.append("--copy")
-    if cfg.get("question_passage"):
-        parts.append("--question-passage")
-    if cfg.get("train_encoder"):
-        parts.append("--train-encoder")
-    if cfg.get("bf16"):
-        parts.append("--bf16")
+    parts += [f"--{flag.replace('_', '-')}" for flag in ("preread", "lookup", "copy", "question_passage",
+                                                           "train_encoder", "bf16") if cfg.get(flag)]
     if cfg.get("no_repeat_ngram"):
         parts.append(f"--no-repeat-ngram {cfg['no_repeat_ngram']}")
     for key, flag in (("folds", "--folds"), ("epochs", "--epochs"), ("top_k", "--top-k"), ("num_beams", "--beams"),

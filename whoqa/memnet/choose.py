@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from whoqa.core.choice import Choice, choose, same_recipe
+from whoqa.core.choice import Choice, choose, recorded_score
 from whoqa.core.workspace import Workspace
 
 METRIC = "p@1"
@@ -14,13 +14,7 @@ NOT_RECIPE = ("folds", "trials", "runs_dir", "max_train_samples")  # how a run i
 def run_score(workspace: Path, name: str, config: dict | None = None) -> float | None:
     """The run's cross-validated P@1; None without a finished run or (config given) when the run trained another
     recipe."""
-    run = Workspace(workspace).runs / name
-    if not (run / "summary.json").is_file():
-        return None
-    if config is not None and (run / "config.json").is_file():
-        if not same_recipe(json.loads((run / "config.json").read_text()), config, NOT_RECIPE):
-            return None
-    return json.loads((run / "summary.json").read_text()).get(METRIC)
+    return recorded_score(Workspace(workspace).runs / name, METRIC, config, NOT_RECIPE)
 
 
 def choose_model(workspace: Path, wanted: str | None = None) -> Choice:

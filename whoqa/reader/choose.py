@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from whoqa.core.choice import Choice, choose, same_recipe
+from whoqa.core.choice import Choice, choose, recorded_score
 from whoqa.core.workspace import Workspace
 from whoqa.reader.model import READER_FILE
 
@@ -13,13 +13,7 @@ NOT_RECIPE = ("folds", "max_train_samples", "max_eval_samples", "extra")
 
 
 def run_score(workspace: Path, name: str, config: dict | None = None) -> float | None:
-    run = Workspace(workspace).reader_runs / name
-    if not (run / "summary.json").is_file():
-        return None
-    if config is not None and (run / "config.json").is_file():
-        if not same_recipe(json.loads((run / "config.json").read_text()), config, NOT_RECIPE):
-            return None
-    return json.loads((run / "summary.json").read_text()).get("metrics", {}).get(METRIC)
+    return recorded_score(Workspace(workspace).reader_runs / name, f"metrics.{METRIC}", config, NOT_RECIPE)
 
 
 def final_config(workspace: Path, name: str) -> dict:
