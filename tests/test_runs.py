@@ -80,9 +80,6 @@ def test_pretraining_is_done_once_per_identity(mini_data, dd_ws):
     assert r.exit_code == 0 and "already done" not in r.output and model.stat().st_mtime_ns != made
     assert json.loads((ws / "models" / "pretrain" / "config.json").read_text())["config"]["hops"] == 1
     made = model.stat().st_mtime_ns
-    for f in (ws / "artificial").glob("*.jsonl.gz"):  # rewritten with the same content: still the same input
-        f.write_bytes(f.read_bytes())
-    assert run(app, cmd + ["--hops", "1"]).output.startswith("already done")
     import gzip
     for f in (ws / "artificial").glob("*.jsonl.gz"):
         lines = gzip.decompress(f.read_bytes()).splitlines(keepends=True)

@@ -41,7 +41,7 @@ def test_possessive_phrases_and_non_names_are_dropped_with_reasons():
     assert ix.match("The War Office") == (set(), DROP_NO_ALIAS)
 
 
-def test_build_who_set_on_prepared_books(mini_data, tmp_path):
+def test_build_who_set_on_prepared_books(mini_data, dd_ws):
     from data_prep.prepare import PrepareConfig, prepare
     from tests.conftest import DYING_DETECTIVE
     (mini_data / "narrativeqa" / "qaps.csv").write_text(
@@ -52,7 +52,7 @@ def test_build_who_set_on_prepared_books(mini_data, tmp_path):
         f"{DYING_DETECTIVE},test,Who is Smith's nephew?,Victor Savage,Victor\n"
         f"{DYING_DETECTIVE},test,Who hides behind the bed?,his friend,the doctor\n"
         f"{'f' * 40},test,Who is it?,Nobody,Nobody\n")
-    ws = tmp_path / "ws"
+    ws = dd_ws  # prepared once per session; the Who set is rebuilt from these questions
     rep = prepare(PrepareConfig(str(mini_data), str(ws), books=[DYING_DETECTIVE]), progress=False)
     assert rep.who_set["kept"] == 3 and rep.who_set["not a Who question"] == 1
     assert rep.who_set["answer is not a character"] == 1 and rep.who_set["book not prepared"] == 1
