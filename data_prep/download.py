@@ -82,8 +82,8 @@ def download(cfg: DownloadConfig) -> dict:
         chosen = chosen[:cfg.max_books]
     report = {"folder": str(root), "requested": len(chosen), "fetched": [], "already_there": [], "failed": {},
               "size_mismatch": {}}
-    from tqdm.auto import tqdm
-    for d in tqdm(chosen, desc="download", unit="book", disable=os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+    from whoqa.core.progress import bar as progress_bar
+    for d in progress_bar(chosen, desc="download", unit="book"):
         dest = root / "books" / f"{d.document_id}.txt"
         if dest.is_file():
             report["already_there"].append(d.document_id)

@@ -133,13 +133,13 @@ def align(pred: dict[Span, tuple[int, str]], gold: dict[Span, tuple[str, str]]) 
 def evaluate(folder: Path, max_docs: int | None = None, engine=None) -> dict:
     from data_prep.engine_spacy import SpacyEngine
     from data_prep.parse import parse_sentences
-    from tqdm.auto import tqdm
+    from whoqa.core.progress import bar as progress_bar
     engine = engine or SpacyEngine()
     docs = load_litbank(folder, max_docs)
     sums = {k: np.zeros(4) for k in ("muc", "b3", "ceafe", "names_b3")}
     pron_ok = pron_total = pron_named_total = 0
     mention_hits = mention_pred = mention_gold = 0
-    for doc in tqdm(docs, desc="litbank", unit="doc"):
+    for doc in progress_bar(docs, desc="litbank", unit="doc"):
         parsed = parse_sentences(engine.nlp, doc.sentences)
         out = engine.process_parsed(parsed)
         pred = {(r[1], r[2]): (r[0], r[3]) for r in out.entity_rows if r[4] == "PER"}

@@ -297,8 +297,8 @@ def _collect(results, report: PrepareReport, bar) -> None:
 
 
 def _bar(total: int, enabled: bool):
-    from tqdm.auto import tqdm
-    return tqdm(total=total, desc="prepare", unit="book", disable=not enabled or os.environ.get("WHOQA_NO_PROGRESS") == "1")
+    from whoqa.core.progress import bar as progress_bar
+    return progress_bar(total=total, desc="prepare", unit="book", progress=enabled)
 
 
 def _derive_work(workspace: str, book_id: str) -> tuple[str, dict | None, str | None]:
@@ -328,9 +328,8 @@ def derive(workspace: Path, book_ids: list[str], jobs: int = 1, progress: bool =
     failed = {}
     t0 = time.perf_counter()
     if todo:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=len(todo), desc="questions+corpus", unit="book",
-                   disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
+        from whoqa.core.progress import bar as progress_bar
+        bar = progress_bar(total=len(todo), desc="questions+corpus", unit="book", progress=progress)
         if jobs <= 1 or len(todo) == 1:
             results = (_derive_work(str(workspace), b) for b in todo)
         else:

@@ -17,7 +17,7 @@ from whoqa.core.book import atomic_write
 from whoqa.memnet.model import KVMemNet, MemNetConfig
 
 
-class StaleModel(Exception):
+class StaleModel(ValueError):
     """A saved model does not fit the workspace's word vectors; the message says what to retrain."""
 
 

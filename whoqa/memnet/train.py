@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import time
 from dataclasses import asdict
@@ -28,10 +27,9 @@ log = logging.getLogger(__name__)
 
 
 def load_books(workspace: Path, vocab: Vocab, book_ids: list[str], progress: bool = True) -> dict[str, BookArrays]:
-    from tqdm.auto import tqdm
+    from whoqa.core.progress import bar as progress_bar
     out = {}
-    for b in tqdm(book_ids, desc="memory arrays", unit="book",
-                  disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+    for b in progress_bar(book_ids, desc="memory arrays", unit="book", progress=progress):
         try:
             out[b] = book_arrays(workspace, b, vocab)
         except Exception as e:  # a bad book is left out, not fatal
@@ -52,14 +50,13 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
     rng = random.Random(seed)
     order = list(range(len(examples)))
     history = []
-    from tqdm.auto import tqdm
+    from whoqa.core.progress import bar as progress_bar
     model.train()
     for epoch in range(epochs):
         rng.shuffle(order)
         total, n = 0.0, 0
         steps = range(0, len(order), batch_size)
-        for i in tqdm(steps, desc=f"epoch {epoch + 1}", unit="batch",
-                      disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+        for i in progress_bar(steps, desc=f"epoch {epoch + 1}", unit="batch", progress=progress):
             batch = [examples[j] for j in order[i:i + batch_size]]
             if cache is None:
                 q, k, v, c, correct, _ = collate(batch, books, memories)
@@ -170,9 +167,8 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
     redone = claim(out, prov, ws.runs_archive)
     atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1))
     folds = index_folds(len(examples), cfg.folds, cfg.seed)
-    from tqdm.auto import tqdm
-    bar = tqdm(total=cfg.folds * cfg.trials, desc=run_name(cfg), unit="run",
-               disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
+    from whoqa.core.progress import bar as progress_bar
+    bar = progress_bar(total=cfg.folds * cfg.trials, desc=run_name(cfg), unit="run", progress=progress)
     t0 = time.perf_counter()
     done_now = 0
     cache = None

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import re
 from dataclasses import dataclass
@@ -52,7 +51,7 @@ def examples_path(workspace: Path, context: str) -> Path:
 def build_examples(workspace: Path, context: str, top_k: int = 10, progress: bool = True) -> list[ReaderExample]:
     """Every question of WS/questions.json with its top-k passages; written once to WS/reader/examples/ (the file is
     reused while it holds at least top_k passages per question). Books whose contexts are missing are skipped."""
-    from tqdm.auto import tqdm
+    from whoqa.core.progress import bar as progress_bar
     from data_prep.who_set import load_questions
     from whoqa.retrieval.contexts import load_contexts
     if context not in CONTEXTS:
@@ -66,8 +65,8 @@ def build_examples(workspace: Path, context: str, top_k: int = 10, progress: boo
     out: list[ReaderExample] = []
     missing = []
     by_book = load_questions(ws)
-    for book_id, qs in tqdm(sorted(by_book.items()), desc=f"reader examples [{context}]", unit="book",
-                            disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+    for book_id, qs in progress_bar(sorted(by_book.items()), desc=f"reader examples [{context}]", unit="book",
+                                    progress=progress):
         ctx = None
         if context != "none":
             ctx = load_contexts(ws, context, book_id)
@@ -147,11 +146,10 @@ def sample_passages(workspace: Path, book_ids: list[str], n: int, words: int, se
                     progress: bool = True) -> list[str]:
     """n passages of about `words` words (whole sentences from a random start), spread over the books in proportion
     to their length."""
-    from tqdm.auto import tqdm
+    from whoqa.core.progress import bar as progress_bar
     rng = random.Random(seed)
     books = []
-    for b in tqdm(book_ids, desc="preread books", unit="book",
-                  disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+    for b in progress_bar(book_ids, desc="preread books", unit="book", progress=progress):
         try:
             book = Book.load(Workspace(workspace).books / b, b)
         except Exception as e:  # one broken book is skipped, not fatal

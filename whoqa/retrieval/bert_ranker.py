@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import re
 import time
@@ -117,14 +116,13 @@ class CrossEncoder:
         opt = torch.optim.AdamW(self.model.parameters(), lr=lr)
         self.model.train()
         losses = []
-        from tqdm.auto import tqdm
+        from whoqa.core.progress import bar as progress_bar
         order = list(range(len(pairs)))
         batches = []
         for _ in range(epochs):
             rng.shuffle(order)
             batches += [[pairs[j] for j in order[i:i + batch_size]] for i in range(0, len(order), batch_size)]
-        for batch in tqdm(batches, desc="train ranker", unit="batch",
-                          disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+        for batch in progress_bar(batches, desc="train ranker", unit="batch", progress=progress):
             enc = self._enc([p[0] for p in batch], [p[1] for p in batch])
             logits = self.model(**enc).logits.squeeze(-1)  # (batch,)
             labels = torch.tensor([p[2] for p in batch])  # (batch,)
@@ -213,9 +211,8 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
         report["folds"].append({"fold": k, "books": mine, "train_pairs": n_pairs, "train_steps": len(losses),
                                 "first_loss": losses[0] if losses else None,
                                 "last_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None})
-        from tqdm.auto import tqdm
-        for b in tqdm(mine, desc=f"rank fold {k}", unit="book",
-                      disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1"):
+        from whoqa.core.progress import bar as progress_bar
+        for b in progress_bar(mine, desc=f"rank fold {k}", unit="book", progress=progress):
             try:
                 book = Book.load(ws.books / b, b)
                 path = ws.index / "bm25f" / b

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
@@ -74,9 +73,8 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
     if ranker == "bert":
         from whoqa.retrieval.bert_ranker import build_bert_contexts
         return build_bert_contexts(ws, todo, cfg, report, progress, ranker_cfg)
-    from tqdm.auto import tqdm
-    bar = tqdm(total=len(todo), desc=f"index {ranker}", unit="book",
-               disable=not progress or os.environ.get("WHOQA_NO_PROGRESS") == "1")
+    from whoqa.core.progress import bar as progress_bar
+    bar = progress_bar(total=len(todo), desc=f"index {ranker}", unit="book", progress=progress)
     t0 = time.perf_counter()
     jobs = jobs or default_jobs()
     if jobs <= 1 or len(todo) <= 1:
