@@ -13,8 +13,8 @@ from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _start(data: Path, ws: Path) -> subprocess.Popen:
-    books = [x for b in [DYING_DETECTIVE, *SHORT_BOOKS] for x in ("--book", b)]
+def _start(data: Path, ws: Path, extra: tuple[str, ...] = ()) -> subprocess.Popen:
+    books = [x for b in [DYING_DETECTIVE, *SHORT_BOOKS, *extra] for x in ("--book", b)]
     return subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "prepare", "--data", str(data), "--workspace",
                              str(ws), "--jobs", "2", "--no-artificial", "--no-embeddings", *books], cwd=ROOT,
                             env={**os.environ, "WHOQA_NO_PROGRESS": "1"}, stdout=subprocess.PIPE,
@@ -77,9 +77,18 @@ def test_workers_die_with_their_parent(mini_data, tmp_path):
     assert not any(_alive(w) for w in workers)
 
 
-def test_ctrl_c_stops_with_one_line_and_keeps_finished_books(mini_data, tmp_path):
+LONG_BOOK = "0d0bc01441afbec48663e3b38827e1529a287765"  # The Spoilers, 88k words: still running when Ctrl-C comes
+
+
+def test_ctrl_c_stops_with_one_line_and_keeps_finished_books(mini_data, shared_data, tmp_path):
+    import shutil
+    shutil.copy(shared_data / "books" / f"{LONG_BOOK}.txt", mini_data / "books" / f"{LONG_BOOK}.txt")
+    row = next(l for l in (shared_data / "narrativeqa" / "documents.csv").read_text().splitlines()
+               if l.startswith(LONG_BOOK))
+    with open(mini_data / "narrativeqa" / "documents.csv", "a") as f:
+        f.write(row + "\n")
     ws = tmp_path / "ws"
-    proc = _start(mini_data, ws)
+    proc = _start(mini_data, ws, (LONG_BOOK,))
     _wait_for_workers(proc, 2)
     end = time.monotonic() + 300
     while time.monotonic() < end and not any((ws / "books").glob("*/*.book")):  # one book finished
