@@ -18,7 +18,9 @@ def _start(data: Path, ws: Path, extra: tuple[str, ...] = ()) -> subprocess.Pope
     return subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "prepare", "--data", str(data), "--workspace",
                              str(ws), "--jobs", "2", "--no-artificial", "--no-embeddings", *books], cwd=ROOT,
                             env={**os.environ, "WHOQA_NO_PROGRESS": "1"}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True,
+                            # a shell's background job (`.ci/run &`) inherits SIGINT ignored, and so would whoqa
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _workers(pid: int) -> list[int]:
