@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from whoqa.core.jobs import default_jobs
+from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write, is_done, write_book_files
 from whoqa.core.workspace import locked
 from data_prep.narrativeqa import DataError, NarrativeQA, file_sha1
@@ -166,7 +167,7 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
     if todo:
         if cfg.engine == "booknlp":
             make_engine(cfg).check()  # fail fast, with the install hint, before any worker starts
-        bar = _bar(len(todo), progress)
+        bar = progress_bar(total=len(todo), desc="prepare", unit="book", progress=progress)
         jobs = max(1, min(cfg.jobs, len(todo)))
         try:
             if jobs == 1:
@@ -296,11 +297,6 @@ def _collect(results, report: PrepareReport, bar) -> None:
         bar.update(1)
 
 
-def _bar(total: int, enabled: bool):
-    from whoqa.core.progress import bar as progress_bar
-    return progress_bar(total=total, desc="prepare", unit="book", progress=enabled)
-
-
 def _derive_work(workspace: str, book_id: str) -> tuple[str, dict | None, str | None]:
     """Artificial questions and the word2vec corpus of one processed book (one read of its saved parses)."""
     from data_prep.artificial import generate, write_questions
@@ -320,15 +316,15 @@ def _derive_work(workspace: str, book_id: str) -> tuple[str, dict | None, str | 
 
 def derive(workspace: Path, book_ids: list[str], jobs: int = 1, progress: bool = True) -> dict:
     """Per-book derived artifacts, resumable: books whose question file exists are not redone."""
-    report_path = Workspace(workspace).artificial / "report.json"
+    ws = Workspace(workspace)
+    report_path = ws.artificial / "report.json"
     old = json.loads(report_path.read_text()) if report_path.is_file() else {}
     per_book = old.get("per_book", {})
-    todo = [b for b in book_ids if not (Workspace(workspace).artificial / f"{b}.jsonl.gz").is_file()
-            or not (Workspace(workspace).embeddings / "corpus" / f"{b}.txt").is_file()]
+    todo = [b for b in book_ids if not (ws.artificial / f"{b}.jsonl.gz").is_file()
+            or not (ws.embeddings / "corpus" / f"{b}.txt").is_file()]
     failed = {}
     t0 = time.perf_counter()
     if todo:
-        from whoqa.core.progress import bar as progress_bar
         bar = progress_bar(total=len(todo), desc="questions+corpus", unit="book", progress=progress)
         if jobs <= 1 or len(todo) == 1:
             results = (_derive_work(str(workspace), b) for b in todo)

@@ -17,8 +17,6 @@ from whoqa.core.runs import code_version
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LookupConfig
 
-LOOKUP_QUESTIONS = LookupConfig.questions
-
 log = logging.getLogger(__name__)
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
                     "oracle IR (BM25 w/ Q+A) + BART": 39.32}
@@ -46,7 +44,7 @@ def reader_command(cfg: dict, lookup: dict | None = None) -> str:
     if lookup:
         parts.append("whoqa pretrain --reader lookup" + (" --copy" if lookup.get("copy") else "")
                      + (f" --lookup-spans {lookup['spans']}" if lookup.get("spans") else "")
-                     + (f" --lookup-questions {lookup['questions']}" if lookup.get("questions", LOOKUP_QUESTIONS) != LOOKUP_QUESTIONS
+                     + (f" --lookup-questions {lookup['questions']}" if lookup.get("questions", LookupConfig.questions) != LookupConfig.questions
                         else "") + (" --bf16" if lookup.get("bf16") else "") + " &&")
     parts.append(f"whoqa train --reader fid --context {cfg['context']}")
     parts += [f"--{flag.replace('_', '-')}" for flag in ("preread", "lookup", "copy", "question_passage",

@@ -143,7 +143,7 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
         memnet_choice = choose_memnet(workspace)
         base = f"final:{reader_choice.name}"
         memnet = next((m for m in (f"final:{memnet_choice.name}+adapt", f"final:{memnet_choice.name}") if m in memnets),
-                      max(memnets, key=lambda n: memnets[n]["p@1"]))
+                      sorted(memnets)[0])  # (chosen: every final model is scored here, so this is only a guard)
         who_answers = {int(q): a for q, a in memnets[memnet]["answers"].items()}
         routed = {q: who_answers.get(q, a) for q, a in answers[base].items()}
         routing = {"reader": base, "memnet": memnet, "who_questions_to_memnet": sum(1 for q in routed if q in who_answers),

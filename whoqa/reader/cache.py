@@ -9,10 +9,10 @@ from pathlib import Path
 
 import torch
 
+from whoqa.core.progress import bar as progress_bar
 from whoqa.reader.config import ReaderConfig
 from whoqa.reader.data import Batcher, ReaderExample
 from whoqa.reader.model import FiDReader, Fused, pad_states
-from whoqa.reader.steps import progress_bar
 from whoqa.core.workspace import Workspace
 
 
@@ -30,7 +30,7 @@ def encode_examples(reader: FiDReader, batcher: Batcher, examples: list[ReaderEx
     """Fused encoder states of each example, (T_i, H) in float16: what the decoder reads when the encoder is frozen."""
     reader.encoder().eval()
     out: list[torch.Tensor] = []
-    bar = progress_bar(len(examples), "encode passages", "q", progress)
+    bar = progress_bar(total=len(examples), desc="encode passages", unit="q", progress=progress)
     for i in range(0, len(examples), batch):
         chunk = examples[i:i + batch]
         ids, mask, counts = batcher.inputs(chunk)

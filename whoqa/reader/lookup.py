@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from whoqa.core.progress import bar as progress_bar
 from data_prep.span_questions import span_questions
 from whoqa.core.book import Book, atomic_write
 from whoqa.core.runs import digest
@@ -31,7 +32,7 @@ from whoqa.reader.model import FiDReader
 from whoqa.reader.config import LookupConfig
 from whoqa.reader.pretraining import (finish_pretraining, lookup_dir, preread_books, preread_dir, preread_record,
                                       pretrain_loop, resume)
-from whoqa.reader.steps import decoder_start_id, input_reliance, progress_bar
+from whoqa.reader.steps import decoder_start_id, input_reliance
 from whoqa.core.seed import set_seed
 from whoqa.core.workspace import Workspace
 
@@ -168,7 +169,7 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
     built: dict[tuple[str, int], ReaderExample] = {}
     spans: dict[str, list[ReaderExample]] = {}
     load = sorted(set(wanted) | {b for b, k in quota.items() if k})
-    bar = progress_bar(len(load), "lookup questions", "book", progress)
+    bar = progress_bar(total=len(load), desc="lookup questions", unit="book", progress=progress)
     for b in load:
         try:
             book = Book.load(ws.books / b, b)

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write
 from whoqa.reader.model import FiDReader
-from whoqa.reader.steps import autocast, guarded_step, optimizer, progress_bar, trainable
+from whoqa.reader.steps import autocast, guarded_step, optimizer, trainable
 from whoqa.core.workspace import Workspace
 
 
@@ -80,7 +81,7 @@ def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, rec
         first = state["step"]
     losses = list(state["losses"]) if state else []
     order = np.random.default_rng(cfg.seed + 1).permutation(n)
-    bar = progress_bar(steps, desc, "step", progress)
+    bar = progress_bar(total=steps, desc=desc, unit="step", progress=progress)
     bar.update(first)
     t0 = time.perf_counter()
     reader.model.train()

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from whoqa.core.progress import bar as _progress
 from whoqa.reader.config import ReaderConfig
 from whoqa.reader.data import Batcher
 from whoqa.reader.model import FiDReader
-
-
-def progress_bar(total, desc, unit, progress=True):
-    return _progress(total=total, desc=desc, unit=unit, progress=progress)
 
 
 def decoder_start_id(reader: FiDReader) -> int | None:

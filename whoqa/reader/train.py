@@ -16,6 +16,7 @@ import math
 import numpy as np
 import torch
 
+from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write
 from whoqa.core.seed import set_seed
 from whoqa.reader.cache import StateCache, fused_inputs
@@ -23,7 +24,7 @@ from whoqa.reader.config import ReaderConfig, run_name, with_defaults
 from whoqa.reader.data import CONTEXTS, Batcher, ReaderExample, book_folds, build_examples
 from whoqa.reader.model import FiDReader
 from whoqa.reader.pretraining import lookup_dir, preread_dir, preread_record
-from whoqa.reader.steps import autocast, batcher_of, guarded_step, input_reliance, optimizer, progress_bar, trainable
+from whoqa.reader.steps import autocast, batcher_of, guarded_step, input_reliance, optimizer, trainable
 from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg:
     opt, sched = optimizer(params, cfg.lr, steps)
     rng = random.Random(cfg.seed)
     losses = []
-    bar = progress_bar(steps, desc, "step", progress)
+    bar = progress_bar(total=steps, desc=desc, unit="step", progress=progress)
     t0 = time.perf_counter()
     for epoch in range(cfg.epochs):
         order = list(range(len(examples)))
@@ -64,7 +65,7 @@ def predict(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], 
             cache: StateCache | None, progress: bool = True, batch: int = 8) -> list[str]:
     reader.model.eval()
     out: list[str] = []
-    bar = progress_bar(len(examples), "generate", "q", progress)
+    bar = progress_bar(total=len(examples), desc="generate", unit="q", progress=progress)
     for i in range(0, len(examples), batch):
         chunk = examples[i:i + batch]
         with torch.no_grad():
