@@ -290,6 +290,9 @@ def train_cmd(
                                                         f"{default(ReaderConfig, 'batch_size')})."),
     memories: int = typer.Option(default(TrainConfig, "memories"), help="Context sentences (memory slots)."),
     hops: int = typer.Option(default(TrainConfig, "hops"), help="Memory hops."),
+    salience: bool = typer.Option(default(TrainConfig, "salience"),
+                                  help="Memory network: learned salience features (mentions in the book and the "
+                                       "context, recency, attention, named in the question) in the output layer."),
     seed: int = typer.Option(SEED, help="Seed of folds and trials."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
     final: bool = typer.Option(False, help="Instead: one model on all Who questions (reader: all questions) for "
@@ -338,7 +341,7 @@ def train_cmd(
     from whoqa.memnet.config import run_name
     from whoqa.memnet.train import cross_validate, train_final
     given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
-    cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed,
+    cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
     if final:
         st = _stage(train_final, workspace, cfg)

@@ -52,9 +52,11 @@ def test_dynamic_candidates_across_a_batch():
              "b": BookArrays(np.array([[1, 2]]), np.array([[20, 0]]), np.array([20, 21, 22, 23]),
                              np.array([1, 2, 3, 4]))}
     batch = [Example("a", [1], [0, 1], [7]), Example("b", [2], [0], [3, 4])]
-    q, k, v, c, correct, chars = collate(batch, books, memories=3)
-    assert c.shape == (2, 4) and chars[0].tolist() == [5, 7, -1, -1]
-    assert correct.tolist() == [[False, True, False, False], [False, False, True, True]]
+    b = collate(batch, books, memories=3)
+    assert b.candidates.shape == (2, 4) and b.cand_chars[0].tolist() == [5, 7, -1, -1]
+    assert b.correct.tolist() == [[False, True, False, False], [False, False, True, True]]
+    assert b.mentions.shape == (2, 3, 4)  # memory m of question i mentions candidate c
+    assert b.mentions[0, :2, :2].tolist() == [[True, False], [False, True]] and not b.mentions[0, 2].any()
     m = model()
     ranked = predict(m, batch, books, memories=3)
     assert sorted(ranked[0]) == [5, 7] and sorted(ranked[1]) == [1, 2, 3, 4]

@@ -113,10 +113,12 @@ class Asker:
         ranked = index.search(*question_fields(question, aliases), self.rcfg.pool)
         ctx = context_sentences(windows(ranked, self.memories, len(book.sentences)), self.memories)
         ex = Example(book_id, self.vocab.ids(question_tokens(question, book_id, aliases)), ctx, [])
-        q, k, v, c, _, chars = collate([ex], {book_id: arrays}, self.memories)
+        b = collate([ex], {book_id: arrays}, self.memories)
+        chars = b.cand_chars
         rows, vectors = patch if patch else (torch.zeros(0, dtype=torch.long), torch.zeros(0, self.vocab.matrix.shape[1]))
         with patched(self.model, rows, vectors):
-            scores, att = self.model(q, k, v, c, return_attention=True)  # (1, C), (1, hops, M)
+            scores, att = self.model(b.question, b.keys, b.values, b.candidates, return_attention=True,
+                                     salience=b.salience)  # (1, C), (1, hops, M)
         probs = torch.softmax(scores[0], -1)
         order = probs.argsort(descending=True)[:top]
         names = [(book.characters[int(chars[0, i])].name, float(probs[i])) for i in order]

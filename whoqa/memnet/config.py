@@ -15,6 +15,8 @@ class PretrainConfig:
     batch_size: int = 64
     memories: int = 20  # the 20 sentences up to the source sentence
     hops: int = 3
+    salience: bool = False  # learned salience features in the output layer (model.SALIENCE; not in the paper)
+    salience_lr: float = 1e-2
     seed: int = SEED
     max_train_samples: int | None = None  # debug knob
     name: str = "pretrain"  # output folder under WS/models/
@@ -32,6 +34,8 @@ class TrainConfig:
     batch_size: int = 32
     memories: int = 100  # context sentences (top 20 windows of 5)
     hops: int = 3
+    salience: bool = False  # learned salience features in the output layer (model.SALIENCE; not in the paper)
+    salience_lr: float = 1e-2  # their learning rate: a few scalars that must reach the logits' scale in ~400 steps
     seed: int = SEED
     from_pretrained: bool = False
     pretrained: str = "pretrain"  # which WS/models/<folder> to start from
@@ -50,4 +54,4 @@ class AdaptConfig:
 
 
 def run_name(cfg: TrainConfig) -> str:
-    return f"memnet{'+pretrain' if cfg.from_pretrained else ''}[{cfg.ranker}]"
+    return f"memnet{'+pretrain' if cfg.from_pretrained else ''}{'+salience' if cfg.salience else ''}[{cfg.ranker}]"

@@ -49,13 +49,22 @@ class BookArrays:
     values: np.ndarray  # (n_sentences, MAX_VALUES) character token ids, 0-padded
     candidates: np.ndarray  # (n_characters,) token ids of the book's characters
     char_ids: np.ndarray  # (n_characters,) the characters' ids in the book
+    counts: np.ndarray | None = None  # (n_characters,) their mentions in the book (None: unknown, all equal)
+
+    def salience(self) -> np.ndarray:
+        """(n_characters,) log mentions relative to the book's most mentioned character: 0 for it, < 0 for the rest."""
+        if self.counts is None or not len(self.counts):
+            return np.zeros(len(self.candidates), dtype=np.float32)
+        logc = np.log1p(self.counts.astype(np.float32))
+        return logc - logc.max()
 
 
 def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     cache = Workspace(workspace).memdata / vocab.lineage / f"{book_id}.npz"  # ids stay valid while the vectors grow
     if cache.is_file():
         z = np.load(cache)
-        return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"])
+        if "counts" in z:  # caches written before mention counts were kept are rebuilt
+            return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"], z["counts"])
     book = Book.load(Workspace(workspace).books / book_id, book_id)
     n = len(book.sentences)
     sent = np.zeros((n, MAX_SENTENCE), dtype=np.int32)
@@ -70,14 +79,15 @@ def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     toks = [vocab.index.get(scoped(f"CHAR_{c}", book_id), 0) for c in chars]
     keep = [k for k, t in enumerate(toks) if t]
     arrays = BookArrays(sent, vals, np.array([toks[k] for k in keep], dtype=np.int32),
-                        np.array([chars[k] for k in keep], dtype=np.int32))
+                        np.array([chars[k] for k in keep], dtype=np.int32),
+                        np.array([book.characters[chars[k]].count for k in keep], dtype=np.int32))
     if book_id not in vocab.books:  # not folded into the vectors yet: its characters have no rows, do not keep
         log.warning("book %s is not in the word vectors: run `whoqa prepare` to fold it in", book_id)
         return arrays
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_name(cache.stem + ".tmp.npz")
     np.savez(tmp, sentences=arrays.sentences, values=arrays.values, candidates=arrays.candidates,
-             char_ids=arrays.char_ids)
+             char_ids=arrays.char_ids, counts=arrays.counts)
     tmp.replace(cache)
     return arrays
 
@@ -112,10 +122,26 @@ class Example:
     qid: int | str = -1
 
 
-def collate(batch: list[Example], books: dict[str, BookArrays], memories: int):
-    """Padded tensors for a batch of questions from any books.
-    Returns question (B, Lq), keys (B, M, Lk), values (B, M, Lv), candidates (B, C), correct (B, C) bool,
-    cand_chars (B, C) book-local character ids (-1 padding)."""
+@dataclass
+class Batch:
+    """A batch of questions from any books as padded tensors (token ids, 0 = padding)."""
+    question: torch.Tensor  # (B, Lq)
+    keys: torch.Tensor  # (B, M, Lk) the context sentences
+    values: torch.Tensor  # (B, M, Lv) their characters
+    candidates: torch.Tensor  # (B, C) the book's characters
+    correct: torch.Tensor  # (B, C) bool
+    cand_chars: torch.Tensor  # (B, C) book-local character ids (-1 padding)
+    mentions: torch.Tensor  # (B, M, C) bool: memory m mentions candidate c
+    book_salience: torch.Tensor  # (B, C) log mentions in the book relative to its most mentioned character
+
+    @property
+    def salience(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """What the model's salience features are computed from (see model.salience_features)."""
+        return self.mentions, self.book_salience
+
+
+def collate(batch: list[Example], books: dict[str, BookArrays], memories: int) -> Batch:
+    """Padded tensors for a batch of questions from any books, each with its first `memories` context sentences."""
     B = len(batch)
     Lq = max(1, max(len(e.question) for e in batch))
     C = max(1, max(len(books[e.book].candidates) for e in batch))
@@ -127,6 +153,7 @@ def collate(batch: list[Example], books: dict[str, BookArrays], memories: int):
     cands = torch.zeros(B, C, dtype=torch.long)
     correct = torch.zeros(B, C, dtype=torch.bool)
     cand_chars = torch.full((B, C), -1, dtype=torch.long)
+    book_sal = torch.zeros(B, C)
     for i, e in enumerate(batch):
         arr = books[e.book]
         q[i, :len(e.question)] = torch.tensor(e.question, dtype=torch.long)
@@ -138,7 +165,9 @@ def collate(batch: list[Example], books: dict[str, BookArrays], memories: int):
         cands[i, :n] = torch.from_numpy(arr.candidates.astype(np.int64))
         cand_chars[i, :n] = torch.from_numpy(arr.char_ids.astype(np.int64))
         correct[i, :n] = torch.from_numpy(np.isin(arr.char_ids, e.answers))
-    return q, keys, vals, cands, correct, cand_chars
+        book_sal[i, :n] = torch.from_numpy(arr.salience())
+    mentions = (vals.unsqueeze(-1) == cands[:, None, None, :]).any(2) & (cands > 0)[:, None, :]  # (B, M, C)
+    return Batch(q, keys, vals, cands, correct, cand_chars, mentions, book_sal)
 
 
 def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, books: dict[str, BookArrays],

@@ -5,6 +5,7 @@
     values  = mean vector of the characters each sentence mentions (a learned padding vector when it has none)
     hop t:    q't = R_t q_t ;  a_t = sparsemax(keys . q't) ;  o_t = sum_i a_t,i values_i ;  q_t+1 = q't + o_t
     scores  = candidates . C q_h      over the characters of the question's own book (the dynamic output layer)
+            + w . salience(candidate)   (optional, not in the paper: evidence the vectors do not carry, see SALIENCE)
 All parameters but the candidate set are shared across books. Trained with the negative log-likelihood of the
 correct characters (summed probability when a question has several).
 
@@ -21,10 +22,33 @@ from torch import nn
 NEG = -1e4  # masked score: finite, far below any real score
 
 
+SALIENCE = (
+    "book",  # log mentions in the book, relative to its most mentioned character (book frequency's evidence)
+    "context",  # log(1 + context sentences mentioning it)
+    "first",  # 1 / (1 + rank of the first context sentence mentioning it); 0 when none does (recency, for artificial)
+    "attended",  # attention (mean over hops) on the sentences mentioning it
+    "named",  # the question names it (a character is rarely the answer to a question about them)
+)
+
+
 @dataclass
 class MemNetConfig:
     hops: int = 3
     train_embeddings: bool = False  # fixed in fine-tuning (paper); trainable during pretraining
+    salience: bool = False  # add learned weights on SALIENCE features to the output layer
+
+
+def salience_features(question: torch.Tensor, candidates: torch.Tensor, mentions: torch.Tensor,
+                      book_salience: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+    """The SALIENCE features of every candidate.
+    question (B, Lq), candidates (B, C), mentions (B, M, C) bool, book_salience (B, C), attention (B, hops, M)
+    -> (B, C, len(SALIENCE))."""
+    m = mentions.to(book_salience.dtype)  # (B, M, C)
+    rank = torch.arange(m.shape[1], dtype=m.dtype, device=m.device)  # (M,)
+    first = (m / (1 + rank)[None, :, None]).amax(1) if m.shape[1] else torch.zeros_like(book_salience)  # (B, C)
+    attended = torch.einsum("bm,bmc->bc", attention.mean(1), m)  # (B, C)
+    named = ((candidates.unsqueeze(-1) == question.unsqueeze(1)).any(-1) & (candidates > 0)).to(m.dtype)  # (B, C)
+    return torch.stack([book_salience, torch.log1p(m.sum(1)), first, attended, named], -1)  # (B, C, F)
 
 
 def masked_mean(vectors: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -49,6 +73,14 @@ class KVMemNet(nn.Module):
         self.value_pad = nn.Parameter(torch.zeros(d))
         for lin in list(self.R) + [self.C]:
             nn.init.eye_(lin.weight)  # start as the identity: hop 0 compares question and keys directly
+        if self.cfg.salience:
+            self.enable_salience()
+
+    def enable_salience(self) -> None:
+        """Add the salience weights (zero: scores unchanged until trained), e.g. to a model pretrained without."""
+        if not hasattr(self, "salience_w"):
+            self.salience_w = nn.Parameter(torch.zeros(len(SALIENCE), device=self.C.weight.device))
+        self.cfg.salience = True
 
     def set_train_embeddings(self, flag: bool) -> None:
         self.embed.weight.requires_grad_(flag)
@@ -64,9 +96,11 @@ class KVMemNet(nn.Module):
         return k, v, v_mask.any(-1), (keys > 0).any(-1)
 
     def forward(self, question: torch.Tensor, keys: torch.Tensor | None, values: torch.Tensor | None,
-                candidates: torch.Tensor, return_attention: bool = False, memories: tuple | None = None):
+                candidates: torch.Tensor, return_attention: bool = False, memories: tuple | None = None,
+                salience: tuple[torch.Tensor, torch.Tensor] | None = None):
         """question (B, Lq), keys (B, M, Lk), values (B, M, Lv), candidates (B, C): token ids, 0 = padding; or
-        memories = encode_memories(...) already computed (then keys/values are unused).
+        memories = encode_memories(...) already computed (then keys/values are unused); salience = (mentions
+        (B, M, C) bool, book_salience (B, C)) as `data.Batch.salience`, required when the model has salience weights.
         Returns scores (B, C) (masked candidates at NEG) and, if asked, attention (B, hops, M)."""
         q = masked_mean(self.embed(question), question > 0)  # (B, d)
         k, v, has_char, mem_mask = memories if memories is not None else self.encode_memories(keys, values)
@@ -82,9 +116,16 @@ class KVMemNet(nn.Module):
             q = q + torch.einsum("bm,bmd->bd", a, v)  # (B, d)
         out = self.C(q)  # (B, d)
         c = self.embed(candidates)  # (B, C, d)
-        scores = torch.einsum("bcd,bd->bc", c, out).masked_fill(candidates == 0, NEG)  # (B, C)
+        scores = torch.einsum("bcd,bd->bc", c, out)  # (B, C)
+        attention = torch.stack(attn, 1)  # (B, hops, M)
+        if self.cfg.salience:
+            if salience is None:
+                raise ValueError("this model weighs salience features: pass salience=batch.salience")
+            feats = salience_features(question, candidates, *salience, attention)  # (B, C, F)
+            scores = scores + feats @ self.salience_w  # (B, C)
+        scores = scores.masked_fill(candidates == 0, NEG)  # (B, C)
         if return_attention:
-            return scores, torch.stack(attn, 1)  # (B, hops, M)
+            return scores, attention
         return scores
 
 

@@ -39,13 +39,16 @@ def load_books(workspace: Path, vocab: Vocab, book_ids: list[str], progress: boo
 
 def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], memories: int, epochs: int,
         lr: float, batch_size: int, seed: int, decay: float = 1.0, decay_every: int = 1,
-        progress: bool = False, cache: MemoryCache | None = None) -> list[float]:
+        progress: bool = False, cache: MemoryCache | None = None, salience_lr: float | None = None) -> list[float]:
     """Adam on the NLL of the correct characters; returns the mean loss of each epoch. With frozen embeddings the
-    memories are encoded once (`cache`, which runs sharing the same embeddings may share too)."""
-    params = [p for p in model.parameters() if p.requires_grad]
+    memories are encoded once (`cache`, which runs sharing the same embeddings may share too). The salience weights
+    learn at their own rate (salience_lr, default lr): a handful of scalars that must grow to logits' scale."""
+    sal = [p for n, p in model.named_parameters() if p.requires_grad and n == "salience_w"]
+    params = [p for n, p in model.named_parameters() if p.requires_grad and n != "salience_w"]
     if cache is None and not any(p.requires_grad for p in model.embed.parameters()):
         cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
-    opt = torch.optim.Adam(params, lr=lr)
+    groups = [{"params": params}] + ([{"params": sal, "lr": salience_lr or lr}] if sal else [])
+    opt = torch.optim.Adam(groups, lr=lr)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=decay_every, gamma=decay)
     rng = random.Random(seed)
     order = list(range(len(examples)))
@@ -58,13 +61,10 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
         steps = range(0, len(order), batch_size)
         for i in progress_bar(steps, desc=f"epoch {epoch + 1}", unit="batch", progress=progress):
             batch = [examples[j] for j in order[i:i + batch_size]]
-            if cache is None:
-                q, k, v, c, correct, _ = collate(batch, books, memories)
-                scores = model(q, k, v, c)  # (B, C)
-            else:
-                q, _, _, c, correct, _ = collate(batch, books, 0)
-                scores = model(q, None, None, c, memories=cache.batch(batch, memories))  # (B, C)
-            loss = nll(scores, correct)
+            b = collate(batch, books, memories)
+            mem = cache.batch(batch, memories) if cache is not None else None
+            scores = model(b.question, b.keys, b.values, b.candidates, memories=mem, salience=b.salience)  # (B, C)
+            loss = nll(scores, b.correct)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"loss is {float(loss)} at epoch {epoch + 1}: check the inputs "
                                          f"(empty candidate sets?) or lower the learning rate")
@@ -88,11 +88,12 @@ def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArray
     cache = cache or MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
     for i in range(0, len(examples), batch_size):
         batch = examples[i:i + batch_size]
-        q, _, _, c, _, chars = collate(batch, books, 0)
-        scores = model(q, None, None, c, memories=cache.batch(batch, memories))  # (B, C)
+        b = collate(batch, books, memories)
+        scores = model(b.question, None, None, b.candidates, memories=cache.batch(batch, memories),
+                       salience=b.salience)  # (B, C)
         order = scores.argsort(dim=-1, descending=True)  # (B, C)
         for row, o in enumerate(order):
-            ranked = chars[row][o]
+            ranked = b.cand_chars[row][o]
             out.append([int(x) for x in ranked if x >= 0])
     return out
 
@@ -118,10 +119,10 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     examples = artificial_examples(ws, book_ids, vocab, books, cfg.fraction, cfg.seed)
     if cfg.max_train_samples:
         examples = examples[:cfg.max_train_samples]
-    model = KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=True))
+    model = KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=True, salience=cfg.salience))
     t0 = time.perf_counter()
     losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed,
-                 progress=progress)
+                 progress=progress, salience_lr=cfg.salience_lr)
     seconds = time.perf_counter() - t0
     stats = {"questions": len(examples), "books": len(books), "epoch_losses": losses, "seconds": round(seconds, 1),
              "questions_per_second": round(cfg.epochs * len(examples) / seconds, 1) if seconds else None}
@@ -131,12 +132,14 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
 
 def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
     if not cfg.from_pretrained:
-        return KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False))
+        return KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False, salience=cfg.salience))
     folder = Workspace(workspace).models / cfg.pretrained
     if not (folder / "model.pt").is_file():
         raise FileNotFoundError(f"{folder / 'model.pt'} is missing: run `whoqa pretrain --workspace {workspace}` first")
     model = load_model(folder, vocab, cfg.hops)
     model.set_train_embeddings(False)
+    if cfg.salience:
+        model.enable_salience()
     return model
 
 
@@ -188,7 +191,7 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
             if cache is None:  # embeddings are frozen and the same in every run: encode the memories once
                 cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
             losses = fit(model, train_set, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed,
-                         cfg.decay, cfg.decay_every, cache=cache)
+                         cfg.decay, cfg.decay_every, cache=cache, salience_lr=cfg.salience_lr)
             rankings = predict(model, test, books, cfg.memories, cache=cache)
             metrics = ranking_metrics(rankings, [e.answers for e in test])
             atomic_write(path, json.dumps({"fold": k, "trial": t, "seed": seed, "metrics": metrics,
@@ -230,7 +233,7 @@ def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dic
         raise ValueError(f"no usable Who questions: run `whoqa index --ranker {cfg.ranker}` first")
     model = new_model(vocab, cfg, ws)
     losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed, cfg.decay,
-                 cfg.decay_every, progress)
+                 cfg.decay_every, progress, salience_lr=cfg.salience_lr)
     stats = {"questions": len(examples), "skipped": skipped, "losses": losses}
     save_model(model, ws.models / run_name(cfg), asdict(cfg), stats, vocab)
     return stats
