@@ -143,7 +143,33 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
                     refs.append([q["answer1"], q["answer2"]])
         res["text"] = text_metrics(preds, refs) if preds else {"n": 0}
         out[run.name] = res
+        if len({r["trial"] for r in runs}) > 1 and all("probs" in p for r in runs for p in r["predictions"]):
+            out[f"ensemble:{run.name}"] = ensemble_result(run.name, runs, qmap, names, res)
     return out
+
+
+def ensemble_result(name: str, runs: list[dict], qmap: dict, names: dict, single: dict) -> dict:
+    """The trials of each fold as one system: every question ranked by its characters' probability averaged over
+    the trials (a character outside a trial's saved top counts 0 there)."""
+    from collections import defaultdict
+    summed: dict = defaultdict(lambda: defaultdict(float))
+    meta = {}
+    for r in runs:
+        for p in r["predictions"]:
+            key = (r["fold"], p["question_id"])
+            meta[key] = p
+            for c, pr in zip(p["ranking"], p["probs"]):
+                summed[key][c] += pr
+    keys = sorted(summed, key=str)
+    rankings = [sorted(summed[k], key=lambda c: -summed[k][c]) for k in keys]
+    res = {"system": f"ensemble:{name}", "trials": 1, "questions": len(keys), "skipped_no_candidates": 0,
+           "members": len({r["trial"] for r in runs}), "config": single["config"], "provenance": single["provenance"]}
+    res.update({k: v for k, v in ranking_metrics(rankings, [meta[k]["answers"] for k in keys]).items() if k != "n"})
+    res.update({f"{k}_std": 0.0 for k in RANKING_KEYS})
+    preds = [names[meta[k]["book"]].get(r[0], "") for k, r in zip(keys, rankings)]
+    refs = [[qmap[k[1]]["answer1"], qmap[k[1]]["answer2"]] if k[1] in qmap else [""] for k in keys]
+    res["text"] = text_metrics(preds, refs) if preds else {"n": 0}
+    return res
 
 
 def format_table(results: dict[str, dict], meta: dict) -> str:

@@ -38,12 +38,11 @@ def run_ablation(workspace: Path, kind: str, rankers: list[str], base: TrainConf
             elif v == 0:
                 cfg = replace(cfg, from_pretrained=False)
             else:
-                name = f"pretrain-{kind}-{v}"
-                pcfg = replace(pretrain_cfg, name=name, hops=cfg.hops,
+                pcfg = replace(pretrain_cfg, hops=cfg.hops,
                                fraction=v / 100 if kind == "pretrain-fraction" else pretrain_cfg.fraction,
                                epochs=v if kind == "pretrain-epochs" else pretrain_cfg.epochs)
-                if not (ws.models / name / "model.pt").is_file():
-                    pretrain(ws, pcfg, progress)
+                name = pretrain_cfg.name if pcfg == pretrain_cfg else f"pretrain-{kind}-{v}"  # the default: reused
+                pretrain(ws, replace(pcfg, name=name), progress)  # done once per identity
                 cfg = replace(cfg, from_pretrained=True, pretrained=name)
             s = cross_validate(ws, cfg, progress)
             points.append({"value": v, "p@1": s["p@1"], "p@1_std": s["p@1_std"], "runs": s["runs"]})

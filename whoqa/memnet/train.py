@@ -24,6 +24,7 @@ from whoqa.core.workspace import Workspace
 from whoqa.memnet.config import PretrainConfig, TrainConfig, run_name
 
 log = logging.getLogger(__name__)
+TOP_SAVED = 20  # ranked characters (and probabilities) kept per question in a run's fold files
 
 
 def load_books(workspace: Path, vocab: Vocab, book_ids: list[str], progress: bool = True) -> dict[str, BookArrays]:
@@ -81,21 +82,24 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
 
 @torch.no_grad()
 def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], memories: int,
-            batch_size: int = 64, cache: MemoryCache | None = None) -> list[list[int]]:
-    """Ranked book-local character ids per question."""
+            batch_size: int = 64, cache: MemoryCache | None = None, probabilities: bool = False):
+    """Ranked book-local character ids per question; with probabilities, also each ranked character's probability
+    (softmax over the book's characters) as a second list."""
     model.eval()
-    out = []
+    out, probs = [], []
     cache = cache or MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
     for i in range(0, len(examples), batch_size):
         batch = examples[i:i + batch_size]
         b = collate(batch, books, memories)
         scores = model(b.question, None, None, b.candidates, memories=cache.batch(batch, memories),
                        salience=b.salience)  # (B, C)
+        p = torch.softmax(scores, -1)  # (B, C)
         order = scores.argsort(dim=-1, descending=True)  # (B, C)
         for row, o in enumerate(order):
-            ranked = b.cand_chars[row][o]
-            out.append([int(x) for x in ranked if x >= 0])
-    return out
+            keep = b.cand_chars[row][o] >= 0
+            out.append([int(x) for x in b.cand_chars[row][o][keep]])
+            probs.append([float(x) for x in p[row][o][keep]])
+    return (out, probs) if probabilities else out
 
 
 def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dict:
@@ -192,12 +196,14 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
                 cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
             losses = fit(model, train_set, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed,
                          cfg.decay, cfg.decay_every, cache=cache, salience_lr=cfg.salience_lr)
-            rankings = predict(model, test, books, cfg.memories, cache=cache)
+            rankings, probs = predict(model, test, books, cfg.memories, cache=cache, probabilities=True)
             metrics = ranking_metrics(rankings, [e.answers for e in test])
+            weights = {"salience_weights": [round(float(w), 4) for w in model.salience_w]} if cfg.salience else {}
             atomic_write(path, json.dumps({"fold": k, "trial": t, "seed": seed, "metrics": metrics,
-                                           "losses": losses, "predictions": [
-                                               {"question_id": e.qid, "book": e.book, "ranking": r[:20],
-                                                "answers": e.answers} for e, r in zip(test, rankings)]}))
+                                           "losses": losses, **weights, "predictions": [
+                                               {"question_id": e.qid, "book": e.book, "ranking": r[:TOP_SAVED],
+                                                "probs": [round(x, 5) for x in pr[:TOP_SAVED]], "answers": e.answers}
+                                               for e, r, pr in zip(test, rankings, probs)]}))
             done_now += 1
             bar.update(1)
     bar.close()
