@@ -293,6 +293,9 @@ def train_cmd(
     salience: bool = typer.Option(default(TrainConfig, "salience"),
                                   help="Memory network: learned salience features (mentions in the book and the "
                                        "context, recency, attention, named in the question) in the output layer."),
+    roles: bool = typer.Option(default(TrainConfig, "roles"),
+                               help="Memory network: values weigh each character by its role in the sentence (agent, "
+                                    "patient, possessor) as the question asks."),
     seed: int = typer.Option(SEED, help="Seed of folds and trials."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
     final: bool = typer.Option(False, help="Instead: one model on all Who questions (reader: all questions) for "
@@ -341,7 +344,7 @@ def train_cmd(
     from whoqa.memnet.config import run_name
     from whoqa.memnet.train import cross_validate, train_final
     given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
-    cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience,
+    cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience, roles=roles,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
     if final:
         st = _stage(train_final, workspace, cfg)
@@ -446,10 +449,16 @@ def eval_(
                                                         "best cross-validated ROUGE-L)."),
     memnet_run: Optional[str] = typer.Option(None, help="Full task: memory-network run for Who questions (default: "
                                                         "the best cross-validated P@1)."),
+    failures: Optional[str] = typer.Option(None, help="Instead: why a memory-network run (WS/runs/<name>, or "
+                                                      "ensemble:<name>) misses what it misses, with examples."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
     reader is trained, the full task (all questions; Who questions routed to the memory network)."""
     from whoqa.evaluation.evaluate import available_rankers, evaluate
+    if failures:
+        from whoqa.evaluation.failures import failure_report, format_report
+        typer.echo(format_report(_stage(failure_report, workspace, failures)))
+        return
     if ablation:
         from whoqa.memnet.ablation import run_ablation
         rankers = list(ablation_ranker or available_rankers(workspace))

@@ -98,3 +98,21 @@ def test_half_built_ranker_is_left_out(tmp_path):
     assert "context_frequency[bert]" not in res["results"]
     assert res["meta"]["incomplete_rankers"] == {"bert": "contexts for 1 of 2 books"}
     assert "whoqa index --ranker bert" in res["table"]
+
+
+def test_ensemble_averages_each_folds_trials():
+    """Two trials that disagree: the ensemble ranks by their summed probabilities, so a character both put second
+    with much mass can beat each trial's narrow favourite."""
+    from whoqa.evaluation.evaluate import ensemble_result
+    p = lambda qid, ranking, probs, ans: {"question_id": qid, "book": "b", "ranking": ranking, "probs": probs,  # noqa: E731
+                                          "answers": ans}
+    runs = [{"fold": 0, "trial": 0, "predictions": [p(1, [1, 2, 3], [0.5, 0.45, 0.05], [2]),
+                                                    p(2, [3, 1], [0.9, 0.1], [3])]},
+            {"fold": 0, "trial": 1, "predictions": [p(1, [3, 2, 1], [0.5, 0.45, 0.05], [2]),
+                                                    p(2, [1, 3], [0.6, 0.4], [3])]}]
+    qmap = {1: {"answer1": "Bo", "answer2": "Bo"}, 2: {"answer1": "Cy", "answer2": "Cy"}}
+    names = {"b": {1: "Al", 2: "Bo", 3: "Cy"}}
+    res = ensemble_result("memnet[bm25f]", runs, qmap, names, {"config": {}, "provenance": None})
+    assert res["system"] == "ensemble:memnet[bm25f]" and res["members"] == 2 and res["questions"] == 2
+    assert res["p@1"] == 100.0  # q1: 2 has 0.9 vs 0.55; q2: 3 has 1.3 vs 0.7 (each trial alone: 50)
+    assert res["text"]["em"] == 100.0

@@ -148,7 +148,8 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
     return out
 
 
-def ensemble_result(name: str, runs: list[dict], qmap: dict, names: dict, single: dict) -> dict:
+def ensemble_result(name: str, runs: list[dict], qmap: dict, names: dict, single: dict,
+                    keep_rankings: bool = False) -> dict:
     """The trials of each fold as one system: every question ranked by its characters' probability averaged over
     the trials (a character outside a trial's saved top counts 0 there)."""
     from collections import defaultdict
@@ -166,9 +167,11 @@ def ensemble_result(name: str, runs: list[dict], qmap: dict, names: dict, single
            "members": len({r["trial"] for r in runs}), "config": single["config"], "provenance": single["provenance"]}
     res.update({k: v for k, v in ranking_metrics(rankings, [meta[k]["answers"] for k in keys]).items() if k != "n"})
     res.update({f"{k}_std": 0.0 for k in RANKING_KEYS})
-    preds = [names[meta[k]["book"]].get(r[0], "") for k, r in zip(keys, rankings)]
+    preds = [names.get(meta[k]["book"], {}).get(r[0], "") for k, r in zip(keys, rankings)]
     refs = [[qmap[k[1]]["answer1"], qmap[k[1]]["answer2"]] if k[1] in qmap else [""] for k in keys]
     res["text"] = text_metrics(preds, refs) if preds else {"n": 0}
+    if keep_rankings:
+        res["rankings"] = {k[1]: r for k, r in zip(keys, rankings)}
     return res
 
 

@@ -118,7 +118,7 @@ class Asker:
         rows, vectors = patch if patch else (torch.zeros(0, dtype=torch.long), torch.zeros(0, self.vocab.matrix.shape[1]))
         with patched(self.model, rows, vectors):
             scores, att = self.model(b.question, b.keys, b.values, b.candidates, return_attention=True,
-                                     salience=b.salience)  # (1, C), (1, hops, M)
+                                     salience=b.salience, roles=b.roles)  # (1, C), (1, hops, M)
         probs = torch.softmax(scores[0], -1)
         order = probs.argsort(descending=True)[:top]
         names = [(book.characters[int(chars[0, i])].name, float(probs[i])) for i in order]

@@ -61,7 +61,8 @@ def load_model(folder: Path, vocab, hops: int | None = None) -> KVMemNet:
                          f"{vocab.matrix.shape[0] - 1} of size {vocab.matrix.shape[1]}: retrain it")
     state["embed.weight"] = torch.cat([w, vocab.matrix[w.shape[0]:].to(w.dtype)])  # (rows now, d)
     hops = hops or saved.get("config", {}).get("hops", 3)
-    model = KVMemNet(vocab.matrix, MemNetConfig(hops=hops, salience="salience_w" in state))
+    model = KVMemNet(vocab.matrix, MemNetConfig(hops=hops, salience="salience_w" in state,
+                                                roles="role_gate.weight" in state))
     model.load_state_dict(state)
     model.trained_rows = int(w.shape[0])
     model.eval()

@@ -17,6 +17,7 @@ class PretrainConfig:
     hops: int = 3
     salience: bool = False  # learned salience features in the output layer (model.SALIENCE; not in the paper)
     salience_lr: float = 1e-2
+    roles: bool = False  # values weigh characters by their role in the sentence, as the question asks (not in the paper)
     seed: int = SEED
     max_train_samples: int | None = None  # debug knob
     name: str = "pretrain"  # output folder under WS/models/
@@ -36,6 +37,7 @@ class TrainConfig:
     hops: int = 3
     salience: bool = False  # learned salience features in the output layer (model.SALIENCE; not in the paper)
     salience_lr: float = 1e-2  # their learning rate: a few scalars that must reach the logits' scale in ~400 steps
+    roles: bool = False  # values weigh characters by their role in the sentence, as the question asks (not in the paper)
     seed: int = SEED
     from_pretrained: bool = False
     pretrained: str = "pretrain"  # which WS/models/<folder> to start from
@@ -54,4 +56,4 @@ class AdaptConfig:
 
 
 def run_name(cfg: TrainConfig) -> str:
-    return f"memnet{'+pretrain' if cfg.from_pretrained else ''}{'+salience' if cfg.salience else ''}[{cfg.ranker}]"
+    return f"memnet{'+pretrain' if cfg.from_pretrained else ''}{'+salience' if cfg.salience else ''}{'+roles' if cfg.roles else ''}[{cfg.ranker}]"

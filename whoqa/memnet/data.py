@@ -50,6 +50,7 @@ class BookArrays:
     candidates: np.ndarray  # (n_characters,) token ids of the book's characters
     char_ids: np.ndarray  # (n_characters,) the characters' ids in the book
     counts: np.ndarray | None = None  # (n_characters,) their mentions in the book (None: unknown, all equal)
+    roles: np.ndarray | None = None  # (n_sentences, MAX_VALUES) each value's ROLES code in its sentence, 0 padding
 
     def salience(self) -> np.ndarray:
         """(n_characters,) log mentions relative to the book's most mentioned character: 0 for it, < 0 for the rest."""
@@ -59,35 +60,58 @@ class BookArrays:
         return logc - logc.max()
 
 
+ROLES = ("agent", "patient", "possessor", "other")  # codes 1..4 (0: padding)
+AGENT_DEPS = {"nsubj", "csubj"}
+PATIENT_DEPS = {"dobj", "nsubjpass", "dative", "iobj", "oprd"}
+
+
+def mention_role(book: Book, m) -> int:
+    """ROLES code of a mention from its head word's dependency: subject (or the object of a passive's "by") ->
+    agent; object or passive subject -> patient; possessive -> possessor."""
+    from whoqa.core.book import POSSESSIVE_TAGS, span_head
+    tok = book.tokens[span_head(book.tokens, m.start, m.end)]
+    if tok.dep in AGENT_DEPS or (tok.dep == "pobj" and book.tokens[tok.head].dep == "agent"):
+        return 1
+    if tok.dep in PATIENT_DEPS:
+        return 2
+    if tok.dep == "poss" or tok.tag in POSSESSIVE_TAGS:
+        return 3
+    return 4
+
+
 def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     cache = Workspace(workspace).memdata / vocab.lineage / f"{book_id}.npz"  # ids stay valid while the vectors grow
     if cache.is_file():
         z = np.load(cache)
-        if "counts" in z:  # caches written before mention counts were kept are rebuilt
-            return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"], z["counts"])
+        if "roles" in z:  # caches written before counts and roles were kept are rebuilt
+            return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"], z["counts"], z["roles"])
     book = Book.load(Workspace(workspace).books / book_id, book_id)
     n = len(book.sentences)
     sent = np.zeros((n, MAX_SENTENCE), dtype=np.int32)
     vals = np.zeros((n, MAX_VALUES), dtype=np.int32)
+    roles = np.zeros((n, MAX_VALUES), dtype=np.int8)
     for s in range(n):
         ids = vocab.ids([scoped(t, book_id) for t in book.replaced_sentence(s)])[:MAX_SENTENCE]
         sent[s, :len(ids)] = ids
-        chars = list(dict.fromkeys(m.char_id for m in book.sentence_mentions(s)))
-        cids = vocab.ids([scoped(f"CHAR_{c}", book_id) for c in chars])[:MAX_VALUES]
-        vals[s, :len(cids)] = cids
+        role: dict[int, int] = {}
+        for m in book.sentence_mentions(s):  # a character's strongest role in the sentence (agent first)
+            role[m.char_id] = min(role.get(m.char_id, len(ROLES)), mention_role(book, m))
+        kept = [(t, role[c]) for c in role for t in vocab.ids([scoped(f"CHAR_{c}", book_id)])][:MAX_VALUES]
+        vals[s, :len(kept)] = [t for t, _ in kept]
+        roles[s, :len(kept)] = [r for _, r in kept]
     chars = sorted(book.characters)
     toks = [vocab.index.get(scoped(f"CHAR_{c}", book_id), 0) for c in chars]
     keep = [k for k, t in enumerate(toks) if t]
     arrays = BookArrays(sent, vals, np.array([toks[k] for k in keep], dtype=np.int32),
                         np.array([chars[k] for k in keep], dtype=np.int32),
-                        np.array([book.characters[chars[k]].count for k in keep], dtype=np.int32))
+                        np.array([book.characters[chars[k]].count for k in keep], dtype=np.int32), roles)
     if book_id not in vocab.books:  # not folded into the vectors yet: its characters have no rows, do not keep
         log.warning("book %s is not in the word vectors: run `whoqa prepare` to fold it in", book_id)
         return arrays
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_name(cache.stem + ".tmp.npz")
     np.savez(tmp, sentences=arrays.sentences, values=arrays.values, candidates=arrays.candidates,
-             char_ids=arrays.char_ids, counts=arrays.counts)
+             char_ids=arrays.char_ids, counts=arrays.counts, roles=arrays.roles)
     tmp.replace(cache)
     return arrays
 
@@ -133,6 +157,7 @@ class Batch:
     cand_chars: torch.Tensor  # (B, C) book-local character ids (-1 padding)
     mentions: torch.Tensor  # (B, M, C) bool: memory m mentions candidate c
     book_salience: torch.Tensor  # (B, C) log mentions in the book relative to its most mentioned character
+    roles: torch.Tensor  # (B, M, Lv) each value's ROLES code (0 padding)
 
     @property
     def salience(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -150,6 +175,7 @@ def collate(batch: list[Example], books: dict[str, BookArrays], memories: int) -
     Lv = max(books[e.book].values.shape[1] for e in batch)
     keys = torch.zeros(B, memories, Lk, dtype=torch.long)
     vals = torch.zeros(B, memories, Lv, dtype=torch.long)
+    roles = torch.zeros(B, memories, Lv, dtype=torch.long)
     cands = torch.zeros(B, C, dtype=torch.long)
     correct = torch.zeros(B, C, dtype=torch.bool)
     cand_chars = torch.full((B, C), -1, dtype=torch.long)
@@ -161,13 +187,17 @@ def collate(batch: list[Example], books: dict[str, BookArrays], memories: int) -
         if ctx:
             keys[i, :len(ctx), :arr.sentences.shape[1]] = torch.from_numpy(arr.sentences[ctx].astype(np.int64))
             vals[i, :len(ctx), :arr.values.shape[1]] = torch.from_numpy(arr.values[ctx].astype(np.int64))
+            if arr.roles is not None:
+                roles[i, :len(ctx), :arr.roles.shape[1]] = torch.from_numpy(arr.roles[ctx].astype(np.int64))
+            else:  # unknown roles: every value "other"
+                roles[i, :len(ctx)] = torch.where(vals[i, :len(ctx)] > 0, len(ROLES), 0)
         n = len(arr.candidates)
         cands[i, :n] = torch.from_numpy(arr.candidates.astype(np.int64))
         cand_chars[i, :n] = torch.from_numpy(arr.char_ids.astype(np.int64))
         correct[i, :n] = torch.from_numpy(np.isin(arr.char_ids, e.answers))
         book_sal[i, :n] = torch.from_numpy(arr.salience())
     mentions = (vals.unsqueeze(-1) == cands[:, None, None, :]).any(2) & (cands > 0)[:, None, :]  # (B, M, C)
-    return Batch(q, keys, vals, cands, correct, cand_chars, mentions, book_sal)
+    return Batch(q, keys, vals, cands, correct, cand_chars, mentions, book_sal, roles)
 
 
 def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, books: dict[str, BookArrays],

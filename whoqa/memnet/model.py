@@ -6,6 +6,9 @@
     hop t:    q't = R_t q_t ;  a_t = sparsemax(keys . q't) ;  o_t = sum_i a_t,i values_i ;  q_t+1 = q't + o_t
     scores  = candidates . C q_h      over the characters of the question's own book (the dynamic output layer)
             + w . salience(candidate)   (optional, not in the paper: evidence the vectors do not carry, see SALIENCE)
+With roles, a memory's value is not the plain mean of its characters' vectors: each is weighted by
+    g_t = 1 + tanh(G q't)[role]   (role: agent, patient, possessor, other in that sentence; G starts at 0, so g = 1)
+so "who did X" can draw on the sentences' agents and "who was X'd" on their patients.
 All parameters but the candidate set are shared across books. Trained with the negative log-likelihood of the
 correct characters (summed probability when a question has several).
 
@@ -20,6 +23,7 @@ import torch
 from torch import nn
 
 NEG = -1e4  # masked score: finite, far below any real score
+N_ROLES = 4  # agent, patient, possessor, other (data.ROLES); code 0 is padding
 
 
 SALIENCE = (
@@ -36,6 +40,7 @@ class MemNetConfig:
     hops: int = 3
     train_embeddings: bool = False  # fixed in fine-tuning (paper); trainable during pretraining
     salience: bool = False  # add learned weights on SALIENCE features to the output layer
+    roles: bool = False  # values weigh each character by its role in the sentence, as the question asks (ROLE_GATE)
 
 
 def salience_features(question: torch.Tensor, candidates: torch.Tensor, mentions: torch.Tensor,
@@ -75,6 +80,23 @@ class KVMemNet(nn.Module):
             nn.init.eye_(lin.weight)  # start as the identity: hop 0 compares question and keys directly
         if self.cfg.salience:
             self.enable_salience()
+        if self.cfg.roles:
+            self.enable_roles()
+
+    def enable_roles(self) -> None:
+        """Add the question-conditioned role gate (zero: values unchanged until trained)."""
+        if not hasattr(self, "role_gate"):
+            self.role_gate = nn.Linear(self.C.weight.shape[0], N_ROLES + 1, bias=False).to(self.C.weight.device)
+            nn.init.zeros_(self.role_gate.weight)
+        self.cfg.roles = True
+
+    def role_values(self, q: torch.Tensor, values: torch.Tensor, roles: torch.Tensor) -> torch.Tensor:
+        """Values as role-weighted means of their characters' vectors.
+        q (B, d), values (B, M, Lv) ids, roles (B, M, Lv) codes -> (B, M, d)."""
+        g = 1 + torch.tanh(self.role_gate(q))  # (B, R+1)
+        w = torch.gather(g, 1, roles.flatten(1)).view_as(roles).to(q.dtype) * (values > 0)  # (B, M, Lv)
+        n = (values > 0).sum(-1, keepdim=True).clamp(min=1)  # (B, M, 1)
+        return torch.einsum("bml,bmld->bmd", w, self.embed(values)) / n  # (B, M, d)
 
     def enable_salience(self) -> None:
         """Add the salience weights (zero: scores unchanged until trained), e.g. to a model pretrained without."""
@@ -97,10 +119,11 @@ class KVMemNet(nn.Module):
 
     def forward(self, question: torch.Tensor, keys: torch.Tensor | None, values: torch.Tensor | None,
                 candidates: torch.Tensor, return_attention: bool = False, memories: tuple | None = None,
-                salience: tuple[torch.Tensor, torch.Tensor] | None = None):
+                salience: tuple[torch.Tensor, torch.Tensor] | None = None, roles: torch.Tensor | None = None):
         """question (B, Lq), keys (B, M, Lk), values (B, M, Lv), candidates (B, C): token ids, 0 = padding; or
         memories = encode_memories(...) already computed (then keys/values are unused); salience = (mentions
-        (B, M, C) bool, book_salience (B, C)) as `data.Batch.salience`, required when the model has salience weights.
+        (B, M, C) bool, book_salience (B, C)) as `data.Batch.salience`, required when the model has salience weights;
+        roles (B, M, Lv) the values' role codes, required (with values) when it has a role gate.
         Returns scores (B, C) (masked candidates at NEG) and, if asked, attention (B, hops, M)."""
         q = masked_mean(self.embed(question), question > 0)  # (B, d)
         k, v, has_char, mem_mask = memories if memories is not None else self.encode_memories(keys, values)
@@ -113,6 +136,10 @@ class KVMemNet(nn.Module):
             s = s.masked_fill(~mem_mask, NEG)
             a = self.sparsemax(s, dim=-1) * any_mem  # (B, M); all-masked rows -> zeros
             attn.append(a)
+            if self.cfg.roles:
+                if roles is None or values is None:
+                    raise ValueError("this model weighs characters by role: pass values and roles=batch.roles")
+                v = torch.where(has_char.unsqueeze(-1), self.role_values(q, values, roles), v)  # (B, M, d)
             q = q + torch.einsum("bm,bmd->bd", a, v)  # (B, d)
         out = self.C(q)  # (B, d)
         c = self.embed(candidates)  # (B, C, d)

@@ -64,7 +64,8 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
             batch = [examples[j] for j in order[i:i + batch_size]]
             b = collate(batch, books, memories)
             mem = cache.batch(batch, memories) if cache is not None else None
-            scores = model(b.question, b.keys, b.values, b.candidates, memories=mem, salience=b.salience)  # (B, C)
+            scores = model(b.question, b.keys, b.values, b.candidates, memories=mem, salience=b.salience,
+                           roles=b.roles)  # (B, C)
             loss = nll(scores, b.correct)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"loss is {float(loss)} at epoch {epoch + 1}: check the inputs "
@@ -91,8 +92,8 @@ def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArray
     for i in range(0, len(examples), batch_size):
         batch = examples[i:i + batch_size]
         b = collate(batch, books, memories)
-        scores = model(b.question, None, None, b.candidates, memories=cache.batch(batch, memories),
-                       salience=b.salience)  # (B, C)
+        scores = model(b.question, None, b.values, b.candidates, memories=cache.batch(batch, memories),
+                       salience=b.salience, roles=b.roles)  # (B, C)
         p = torch.softmax(scores, -1)  # (B, C)
         order = scores.argsort(dim=-1, descending=True)  # (B, C)
         for row, o in enumerate(order):
@@ -123,7 +124,8 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     examples = artificial_examples(ws, book_ids, vocab, books, cfg.fraction, cfg.seed)
     if cfg.max_train_samples:
         examples = examples[:cfg.max_train_samples]
-    model = KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=True, salience=cfg.salience))
+    model = KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=True, salience=cfg.salience,
+                                                roles=cfg.roles))
     t0 = time.perf_counter()
     losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed,
                  progress=progress, salience_lr=cfg.salience_lr)
@@ -136,7 +138,8 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
 
 def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
     if not cfg.from_pretrained:
-        return KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False, salience=cfg.salience))
+        return KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False, salience=cfg.salience,
+                                                   roles=cfg.roles))
     folder = Workspace(workspace).models / cfg.pretrained
     if not (folder / "model.pt").is_file():
         raise FileNotFoundError(f"{folder / 'model.pt'} is missing: run `whoqa pretrain --workspace {workspace}` first")
@@ -144,6 +147,8 @@ def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
     model.set_train_embeddings(False)
     if cfg.salience:
         model.enable_salience()
+    if cfg.roles:
+        model.enable_roles()
     return model
 
 
