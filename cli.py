@@ -203,6 +203,10 @@ def pretrain_cmd(
     lr: float = typer.Option(default(PretrainConfig, "lr"), help="Adam learning rate."),
     batch_size: int = typer.Option(default(PretrainConfig, "batch_size"), help="Questions per batch."),
     hops: int = typer.Option(default(PretrainConfig, "hops"), help="Memory hops."),
+    salience: bool = typer.Option(default(PretrainConfig, "salience"), help="Learned salience features (see train)."),
+    roles: bool = typer.Option(default(PretrainConfig, "roles"), help="Role-weighted values (see train)."),
+    name: str = typer.Option(default(PretrainConfig, "name"), help="Output folder under WS/models/ (train picks it "
+                                                                   "with --pretrained)."),
     seed: int = typer.Option(SEED, help="Seed."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
     reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader; lookup: "
@@ -263,7 +267,8 @@ def pretrain_cmd(
         return
     from whoqa.memnet.train import pretrain
     stats = _stage(pretrain, workspace, PretrainConfig(epochs=epochs, fraction=fraction, lr=lr, batch_size=batch_size,
-                                                       hops=hops, seed=seed, max_train_samples=max_train_samples))
+                                                       hops=hops, salience=salience, roles=roles, name=name, seed=seed,
+                                                       max_train_samples=max_train_samples))
     typer.echo(("already done with this config and inputs: " if stats.get("skipped") else "")
                + f"pretrained on {stats['questions']:,} artificial questions from {stats['books']} books in "
                f"{stats['seconds']}s ({stats['questions_per_second']} q/s); losses {stats['epoch_losses']}")
@@ -279,6 +284,7 @@ def train_cmd(
     ranker: str = typer.Option(default(TrainConfig, "ranker"), help="Contexts from bm25f or bert."),
     from_pretrained: bool = typer.Option(default(TrainConfig, "from_pretrained"),
                                          help="Start from `whoqa pretrain`'s model."),
+    pretrained: str = typer.Option(default(TrainConfig, "pretrained"), help="Which pretrained model (WS/models/NAME)."),
     epochs: Optional[int] = typer.Option(None, help=f"Epochs (memory network: {default(TrainConfig, 'epochs')} as in "
                                                     f"the paper; reader: {default(ReaderConfig, 'epochs')})."),
     lr: Optional[float] = typer.Option(None, help=f"Learning rate (memory network: Adam {default(TrainConfig, 'lr')}, "
@@ -345,6 +351,7 @@ def train_cmd(
     from whoqa.memnet.train import cross_validate, train_final
     given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
     cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience, roles=roles,
+                      pretrained=pretrained,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
     if final:
         st = _stage(train_final, workspace, cfg)

@@ -78,17 +78,21 @@ class KVMemNet(nn.Module):
         self.value_pad = nn.Parameter(torch.zeros(d))
         for lin in list(self.R) + [self.C]:
             nn.init.eye_(lin.weight)  # start as the identity: hop 0 compares question and keys directly
-        if self.cfg.salience:
-            self.enable_salience()
-        if self.cfg.roles:
-            self.enable_roles()
+        self.extend(self.cfg.salience, self.cfg.roles)
 
-    def enable_roles(self) -> None:
-        """Add the question-conditioned role gate (zero: values unchanged until trained)."""
-        if not hasattr(self, "role_gate"):
-            self.role_gate = nn.Linear(self.C.weight.shape[0], N_ROLES + 1, bias=False).to(self.C.weight.device)
+    def extend(self, salience: bool, roles: bool) -> None:
+        """Add (or drop) the salience weights and the role gate, e.g. on a model pretrained without them. Added at
+        zero, so the scores are unchanged until trained."""
+        d = self.C.weight.shape[0]
+        if salience and not hasattr(self, "salience_w"):
+            self.salience_w = nn.Parameter(torch.zeros(len(SALIENCE), device=self.C.weight.device))
+        if roles and not hasattr(self, "role_gate"):
+            self.role_gate = nn.Linear(d, N_ROLES + 1, bias=False).to(self.C.weight.device)
             nn.init.zeros_(self.role_gate.weight)
-        self.cfg.roles = True
+        for flag, attr in ((salience, "salience_w"), (roles, "role_gate")):
+            if not flag and hasattr(self, attr):
+                delattr(self, attr)
+        self.cfg.salience, self.cfg.roles = salience, roles
 
     def role_values(self, q: torch.Tensor, values: torch.Tensor, roles: torch.Tensor) -> torch.Tensor:
         """Values as role-weighted means of their characters' vectors.
@@ -97,12 +101,6 @@ class KVMemNet(nn.Module):
         w = torch.gather(g, 1, roles.flatten(1)).view_as(roles).to(q.dtype) * (values > 0)  # (B, M, Lv)
         n = (values > 0).sum(-1, keepdim=True).clamp(min=1)  # (B, M, 1)
         return torch.einsum("bml,bmld->bmd", w, self.embed(values)) / n  # (B, M, d)
-
-    def enable_salience(self) -> None:
-        """Add the salience weights (zero: scores unchanged until trained), e.g. to a model pretrained without."""
-        if not hasattr(self, "salience_w"):
-            self.salience_w = nn.Parameter(torch.zeros(len(SALIENCE), device=self.C.weight.device))
-        self.cfg.salience = True
 
     def set_train_embeddings(self, flag: bool) -> None:
         self.embed.weight.requires_grad_(flag)

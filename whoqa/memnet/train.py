@@ -145,10 +145,7 @@ def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
         raise FileNotFoundError(f"{folder / 'model.pt'} is missing: run `whoqa pretrain --workspace {workspace}` first")
     model = load_model(folder, vocab, cfg.hops)
     model.set_train_embeddings(False)
-    if cfg.salience:
-        model.enable_salience()
-    if cfg.roles:
-        model.enable_roles()
+    model.extend(cfg.salience, cfg.roles)  # the run's recipe, whatever the pretrained model had
     return model
 
 
@@ -203,7 +200,7 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
                          cfg.decay, cfg.decay_every, cache=cache, salience_lr=cfg.salience_lr)
             rankings, probs = predict(model, test, books, cfg.memories, cache=cache, probabilities=True)
             metrics = ranking_metrics(rankings, [e.answers for e in test])
-            weights = {"salience_weights": [round(float(w), 4) for w in model.salience_w]} if cfg.salience else {}
+            weights = {"salience_weights": [round(w, 4) for w in model.salience_w.detach().tolist()]} if cfg.salience else {}
             atomic_write(path, json.dumps({"fold": k, "trial": t, "seed": seed, "metrics": metrics,
                                            "losses": losses, **weights, "predictions": [
                                                {"question_id": e.qid, "book": e.book, "ranking": r[:TOP_SAVED],
