@@ -16,7 +16,7 @@ class PretrainConfig:
     memories: int = 20  # the 20 sentences up to the source sentence
     hops: int = 3
     salience: bool = False  # learned salience features in the output layer (model.SALIENCE; not in the paper)
-    salience_lr: float = 1e-2
+    salience_lr: float = 0.1
     roles: bool = False  # values weigh characters by their role in the sentence, as the question asks (not in the paper)
     seed: int = SEED
     max_train_samples: int | None = None  # debug knob
@@ -36,7 +36,8 @@ class TrainConfig:
     memories: int = 100  # context sentences (top 20 windows of 5)
     hops: int = 3
     salience: bool = False  # learned salience features in the output layer (model.SALIENCE; not in the paper)
-    salience_lr: float = 1e-2  # their learning rate: a few scalars that must reach the logits' scale in ~400 steps
+    salience_lr: float = 0.1  # their own rate: a few scalars that must reach the logits' scale in ~400 steps (0.01
+    # and 0.3 did worse, docs/who-ranker.md)
     roles: bool = False  # values weigh characters by their role in the sentence, as the question asks (not in the paper)
     seed: int = SEED
     from_pretrained: bool = False
@@ -56,4 +57,5 @@ class AdaptConfig:
 
 
 def run_name(cfg: TrainConfig) -> str:
-    return f"memnet{'+pretrain' if cfg.from_pretrained else ''}{'+salience' if cfg.salience else ''}{'+roles' if cfg.roles else ''}[{cfg.ranker}]"
+    parts = [p for p, on in (("pretrain", cfg.from_pretrained), ("salience", cfg.salience), ("roles", cfg.roles)) if on]
+    return "+".join(["memnet"] + parts) + f"[{cfg.ranker}]"
