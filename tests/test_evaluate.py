@@ -116,3 +116,35 @@ def test_ensemble_averages_each_folds_trials():
     assert res["system"] == "ensemble:memnet[bm25f]" and res["members"] == 2 and res["questions"] == 2
     assert res["p@1"] == 100.0  # q1: 2 has 0.9 vs 0.55; q2: 3 has 1.3 vs 0.7 (each trial alone: 50)
     assert res["text"]["em"] == 100.0
+
+
+def test_failure_report_says_why_a_question_was_missed(mini_data, dd_ws):
+    """A run that answers "Who does Holmes send Watson to fetch?" with Holmes: the report counts it as picking a
+    character the question names, with the answer (Culverton Smith) in the context, and shows it as an example."""
+    import json
+    from data_prep.prepare import PrepareConfig, prepare
+    from data_prep.who_set import load_who_set
+    from tests.conftest import DYING_DETECTIVE, write_qaps
+    from whoqa.evaluation.failures import failure_report
+    from whoqa.retrieval.contexts import build_contexts
+    write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes send Watson to fetch?", "Culverton Smith",
+                            "Mr. Culverton Smith")])
+    prepare(PrepareConfig(str(mini_data), str(dd_ws), books=[DYING_DETECTIVE], artificial=False, embeddings=False),
+            progress=False)
+    build_contexts(dd_ws, "bm25f", progress=False)
+    characters, questions = load_who_set(dd_ws)
+    ids = {c["name"]: c["id"] for c in characters[DYING_DETECTIVE]}
+    holmes = next(i for n, i in ids.items() if "Holmes" in n)
+    q = questions[0]
+    run = dd_ws / "runs" / "memnet[bm25f]"
+    run.mkdir(parents=True)
+    (run / "fold0_trial0.json").write_text(json.dumps({"fold": 0, "trial": 0, "predictions": [
+        {"question_id": q["question_id"], "book": DYING_DETECTIVE, "ranking": [holmes] + q["answers"],
+         "answers": q["answers"]}]}))
+    rep = failure_report(dd_ws, "memnet[bm25f]")
+    f = rep["facts"]
+    assert rep["questions"] == 1 and rep["p@1"] == 0.0
+    assert f["picked a character the question names"]["questions"] == 1
+    assert f["answer not in context"]["questions"] == 0 and f["answer named in the question"]["questions"] == 0
+    assert f["picked a character the question names"]["missed"][0]["gold"] == "Culverton Smith"
+    assert (dd_ws / "results" / "failures-memnet[bm25f].txt").is_file()
