@@ -162,3 +162,22 @@ def test_role_gate_tells_the_agent_from_the_patient():
 
     assert accuracy(True) >= 0.9
     assert accuracy(False) <= 0.7
+
+
+def test_a_fine_tuned_model_keeps_only_its_pretrained_rows(tmp_path):
+    """Fine-tuned with frozen embeddings after a book was folded into the vectors, the model must still treat that
+    book's rows as new (word2vec's, to adapt), not as rows it was trained with."""
+    from types import SimpleNamespace
+    from whoqa.memnet.adapt import book_rows
+    from whoqa.memnet.checkpoint import load_model, save_model
+    torch.manual_seed(0)
+    vectors = torch.randn(12, 4)
+    vectors[0] = 0
+    vocab = SimpleNamespace(lineage="v1", matrix=vectors, record=lambda: {"lineage": "v1", "rows": 12})
+    m = KVMemNet(vectors, MemNetConfig(hops=1))  # frozen embeddings
+    m.trained_rows = 8  # pretrained on rows 0..7; rows 8..11 folded in afterwards
+    save_model(m, tmp_path / "m", {"hops": 1}, {}, vocab)
+    loaded = load_model(tmp_path / "m", vocab)
+    assert loaded.trained_rows == 8 and torch.equal(loaded.embed.weight, vectors)
+    book = BookArrays(np.array([[1, 9]]), np.array([[10, 0]]), np.array([10, 3]), np.array([0, 1]))
+    assert book_rows(loaded, book).tolist() == [9, 10]

@@ -1,5 +1,9 @@
 """Saved memory networks and the word vectors they were trained on.
 
+A model keeps only the embedding rows it was trained with: a model fine-tuned with frozen embeddings on a pretrained
+one keeps the pretrained rows, so a book folded into the vectors after pretraining stays new to it (and is adapted)
+even when the fine-tuning ran after the fold-in.
+
 A model folder (WS/models/<name>/) holds model.pt and config.json {"config", "stats", "vectors": {"lineage", "rows"}}.
 The workspace's vectors only grow (books are folded in, see `embeddings.fold_in`), so a model loads onto a larger
 vocabulary by keeping its own rows and taking the new ones from word2vec; vectors rebuilt from scratch (another
@@ -26,7 +30,11 @@ def save_model(model: KVMemNet, folder: Path, config: dict, stats: dict, vocab, 
     inputs that say when the model is already done)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), folder / "model.tmp")
+    state = model.state_dict()
+    rows = getattr(model, "trained_rows", None)
+    if rows is not None and not model.embed.weight.requires_grad:  # frozen rows past the pretrained ones are word2vec's
+        state["embed.weight"] = state["embed.weight"][:rows]  # (rows, d): loading takes the rest from the vectors
+    torch.save(state, folder / "model.tmp")
     os.replace(folder / "model.tmp", folder / "model.pt")
     from whoqa.core.runs import code_version
     extra = {"identity": prov["identity"], "inputs": prov["inputs"]} if prov else {}
