@@ -82,11 +82,11 @@ def test_workspace_grows_and_the_model_still_answers(ws):
     other = run(app, ["ask", "--workspace", str(ws), "--book", SHORT_BOOKS[0], "Who is the naughty kitten?"])
     assert other.exit_code == 0, other.output
     assert len(_ranking(other.output)) >= 2
-    assert list((ws / "adapted" / "memnet[bm25f]").glob(f"{SHORT_BOOKS[0]}.pt"))  # adapted once, kept
-    first = json.loads((ws / "models" / "memnet[bm25f]" / "config.json").read_text())["stats"]["questions"]
+    assert list((ws / "adapted" / "memnet+salience[bm25f]").glob(f"{SHORT_BOOKS[0]}.pt"))  # adapted once, kept
+    first = json.loads((ws / "models" / "memnet+salience[bm25f]" / "config.json").read_text())["stats"]["questions"]
     r = run(app, ["train", "--workspace", str(ws), "--final", "--epochs", "3"])
     assert r.exit_code == 0, r.output
-    again = json.loads((ws / "models" / "memnet[bm25f]" / "config.json").read_text())["stats"]
+    again = json.loads((ws / "models" / "memnet+salience[bm25f]" / "config.json").read_text())["stats"]
     assert again["questions"] == first and again["skipped"]["answer_not_candidate"] == 0  # A's questions kept
 
 
@@ -95,7 +95,7 @@ def test_rebuilding_the_vectors_names_the_stale_models(ws):
     r = run(app, ["prepare", "--data", str(data), "--workspace", str(ws), "--book", DYING_DETECTIVE, "--jobs", "1",
                   "--rebuild-vectors"])
     assert r.exit_code == 0, r.output
-    assert "stale" in r.output and "memnet[bm25f]" in r.output
+    assert "stale" in r.output and "memnet+salience[bm25f]" in r.output
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "Who poisons Holmes?"])
     assert r.exit_code == 2 and "rebuilt" in r.output and "retrain" in r.output
 
@@ -132,7 +132,7 @@ def test_ask_a_gutenberg_file_and_a_folder_book(ws, shared_data, tmp_path):
 
 def test_bad_input_is_refused_and_nothing_is_lost(ws, tmp_path):
     _, ws = ws
-    model = ws / "models" / "memnet[bm25f]" / "model.pt"
+    model = ws / "models" / "memnet+salience[bm25f]" / "model.pt"
     digest, vocab = _digest(model), json.loads((ws / "embeddings" / "vocab.json").read_text())
     books = sorted(p.name for p in (ws / "books").iterdir())
     empty, binary, undecodable, nobody = (tmp_path / n for n in ("empty.txt", "bin.txt", "bad.txt", "nobody.txt"))
@@ -171,15 +171,15 @@ def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path
         shutil.copy(shared_data / "narrativeqa" / name, other / "narrativeqa" / name)
     r = run(app, ["eval", "--workspace", str(ws), "--data", str(other), "--jobs", "1"])
     assert r.exit_code == 0, r.output
-    assert "final:memnet[bm25f] " in r.output and "final:memnet[bm25f]+adapt" in r.output
+    assert "final:memnet+salience[bm25f] " in r.output and "final:memnet+salience[bm25f]+adapt" in r.output
     assert "book_frequency" in r.output
-    res = json.loads((ws / "results" / "final:memnet[bm25f]+adapt@other.json").read_text())
+    res = json.loads((ws / "results" / "final:memnet+salience[bm25f]+adapt@other.json").read_text())
     assert res["questions"] >= 3 and 0 <= res["p@1"] <= 100 and res["adaptation"]["per_book"][SHORT_BOOKS[0]]["rows"] > 0
     full = json.loads((ws / "results" / "full_task@other.json").read_text())
-    assert "final:fid[bm25f]" in full["rows"] and full["routing"]["memnet"].startswith("final:memnet[bm25f]")
+    assert "final:fid[bm25f]" in full["rows"] and full["routing"]["memnet"].startswith("final:memnet+salience[bm25f]")
     assert full["routing"]["who_questions_to_memnet"] == res["questions"] and full["questions"] >= 10
     assert "routed: final:memnet" in r.output
-    plain = json.loads((ws / "results" / "final:memnet[bm25f]@other.json").read_text())
+    plain = json.loads((ws / "results" / "final:memnet+salience[bm25f]@other.json").read_text())
     assert plain["questions"] == res["questions"] == json.loads(
         (ws / "results" / "book_frequency@other.json").read_text())["questions"]
 

@@ -32,8 +32,8 @@ def test_who_chain_from_the_cli(mini_data, tmp_path):
         assert r.exit_code == 0, r.output
     r = run(app, ["eval", "--workspace", ws])
     assert r.exit_code == 0, r.output
-    assert "memnet[bm25f]" in r.output and "memnet+pretrain[bm25f]" in r.output
-    saved = json.loads((tmp_path / "ws" / "results" / "memnet+pretrain[bm25f].json").read_text())
+    assert "memnet+salience[bm25f]" in r.output and "memnet+pretrain+salience[bm25f]" in r.output
+    saved = json.loads((tmp_path / "ws" / "results" / "memnet+pretrain+salience[bm25f].json").read_text())
     assert saved["trials"] == 4 and 0 <= saved["p@1"] <= 100 and saved["config"]["from_pretrained"] is True
     # resuming: nothing left to do, same numbers
     r2 = run(app, ["train", "--workspace", ws, "--folds", "2", "--trials", "2", "--epochs", "3"])

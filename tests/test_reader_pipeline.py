@@ -146,10 +146,10 @@ def test_full_task_rows_and_routing(ws):
     routed = full["routing"]  # the reader with the best ROUGE-L over its own folds, never the oracle
     best = max(sorted(n for n in full["rows"] if not n.startswith(("routed", "fid[oracle]"))),
                key=lambda n: full["rows"][n]["metrics"]["rouge_l"])
-    assert routed["reader"] == best and routed["memnet"] == "memnet[bm25f]"
-    assert f"routed: memnet[bm25f] + {best}" in r.output and "the best cross-validated rouge_l" in r.output
+    assert routed["reader"] == best and routed["memnet"] == "memnet+salience[bm25f]"
+    assert f"routed: memnet+salience[bm25f] + {best}" in r.output and "the best cross-validated rouge_l" in r.output
     from whoqa.evaluation.fulltask import memnet_answers
-    who = memnet_answers(ws, "memnet[bm25f]")
+    who = memnet_answers(ws, "memnet+salience[bm25f]")
     preds = json.loads((ws / "results" / "full_task_predictions.json").read_text())
     assert who and all(preds[str(q)] == {"answer": a, "by": "memnet"} for q, a in who.items())
     assert any(p["by"] == "reader" for p in preds.values()) and len(preds) == len(ROWS)

@@ -27,7 +27,7 @@ def test_changed_configs_redo_the_work(mini_data, dd_ws):
     assert all(sum(b - a + 1 for a, b, _ in w) <= 14 for w in json.loads(ctx.read_text())["questions"].values())
     assert run(app, ["index", "--workspace", str(ws), "--jobs", "1"]).exit_code == 0  # back to the defaults
 
-    run_dir = ws / "runs" / "memnet[bm25f]"
+    run_dir = ws / "runs" / "memnet+salience[bm25f]"
     r = run(app, ["train", "--workspace", str(ws), "--folds", "3", "--trials", "1", "--epochs", "2"])
     assert r.exit_code == 0 and "3 runs" in r.output
     first = json.loads((run_dir / "run.json").read_text())
@@ -38,12 +38,12 @@ def test_changed_configs_redo_the_work(mini_data, dd_ws):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["runs_this_run"] == 3 and summary["provenance"]["config"]["epochs"] == 4
     assert all(len(json.loads(f.read_text())["losses"]) == 4 for f in run_dir.glob("fold*_trial*.json"))
-    assert (ws / "runs-archive" / f"memnet[bm25f]@{first['identity']}" / "fold0_trial0.json").is_file()  # kept
+    assert (ws / "runs-archive" / f"memnet+salience[bm25f]@{first['identity']}" / "fold0_trial0.json").is_file()  # kept
     r = run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "1", "--epochs", "4", "--hops", "1"])
     assert r.exit_code == 0 and "2 runs" in r.output and "folds" in r.output  # no leftover fold files mixed in
     assert sorted(f.name for f in run_dir.glob("fold*_trial*.json")) == ["fold0_trial0.json", "fold1_trial0.json"]
     r = run(app, ["eval", "--workspace", str(ws)])
-    res = json.loads((ws / "results" / "memnet[bm25f].json").read_text())
+    res = json.loads((ws / "results" / "memnet+salience[bm25f].json").read_text())
     assert res["trials"] == 2 and res["provenance"]["config"]["folds"] == 2
     assert res["code"]["packages"]["torch"] and "git" in res["code"]
 
