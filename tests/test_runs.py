@@ -86,3 +86,23 @@ def test_pretraining_is_done_once_per_identity(mini_data, dd_ws):
         f.write_bytes(gzip.compress(b"".join(lines[: len(lines) // 2])))  # other questions: redone
     r = run(app, cmd + ["--hops", "1"])
     assert r.exit_code == 0 and "already done" not in r.output and model.stat().st_mtime_ns != made
+
+
+def test_a_run_recorded_before_a_new_config_field_stays_valid(tmp_path):
+    """Runs and models recorded before salience/roles existed did what --no-salience does: they are that run, not
+    stale (not redone, not archived); the new default (salience) is another run."""
+    from dataclasses import asdict
+    from whoqa.core.runs import claim, provenance, same_run
+    from whoqa.memnet.config import ADDED, TrainConfig, upgrade
+    inputs = {"who_set": "abc"}
+    old_config = {k: v for k, v in asdict(TrainConfig(salience=False)).items() if k not in ADDED}
+    old = provenance(old_config, inputs)
+    run_dir = tmp_path / "runs" / "memnet[bm25f]"
+    claim(run_dir, old, tmp_path / "archive")
+    (run_dir / "fold0_trial0.json").write_text("{}")
+    paper = provenance(asdict(TrainConfig(salience=False)), inputs)
+    assert paper["identity"] != old["identity"] and same_run(old, paper, upgrade)
+    assert not same_run(old, paper)  # without reading the old record as today's, it would look stale
+    assert claim(run_dir, paper, tmp_path / "archive", upgrade) is None and (run_dir / "fold0_trial0.json").is_file()
+    assert json.loads((run_dir / "run.json").read_text())["identity"] == paper["identity"]  # recorded as today's
+    assert not same_run(old, provenance(asdict(TrainConfig()), inputs), upgrade)  # salience: another run

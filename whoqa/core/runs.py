@@ -67,13 +67,25 @@ def provenance(config: dict, inputs: dict) -> dict:
             "code": code_version()}
 
 
-def claim(run_dir: Path, prov: dict, archive: Path) -> str | None:
+def same_run(old: dict, prov: dict, upgrade=None) -> bool:
+    """Whether a recorded provenance (or model config record with "identity", "config", "inputs") is the run `prov`;
+    upgrade(config) reads an older record's config as it would be recorded today (fields added since, at the value
+    that does what the old code did)."""
+    if old.get("identity") == prov["identity"]:
+        return True
+    return bool(upgrade and isinstance(old.get("config"), dict) and "inputs" in old
+                and digest({"config": upgrade(old["config"]), "inputs": old["inputs"]}) == prov["identity"])
+
+
+def claim(run_dir: Path, prov: dict, archive: Path, upgrade=None) -> str | None:
     """Make run_dir the home of the run `prov`; returns why an earlier run was moved away (None if nothing was)."""
     run_dir = Path(run_dir)
     path = run_dir / RUN_FILE
     if run_dir.is_dir() and any(run_dir.iterdir()):
         old = json.loads(path.read_text()) if path.is_file() else {}
-        if old.get("identity") == prov["identity"]:
+        if same_run(old, prov, upgrade):
+            if old.get("identity") != prov["identity"]:
+                atomic_write(path, json.dumps(prov, indent=1))  # the same run, recorded as today's code records it
             return None
         changed = sorted(k for k in set(old.get("config", {})) | set(prov["config"])
                          if old.get("config", {}).get(k) != prov["config"].get(k))

@@ -56,6 +56,16 @@ class AdaptConfig:
     seed: int = SEED
 
 
+# Fields added after runs were recorded, at the value that does what those runs did: a record without them is read
+# with these, so a new field never makes earlier runs and models stale (and they are not redone).
+ADDED = {"salience": False, "salience_lr": 0.1, "roles": False}
+
+
+def upgrade(record: dict) -> dict:
+    """A recorded PretrainConfig/TrainConfig as it reads today (ADDED fields filled in where missing)."""
+    return {**ADDED, **record}
+
+
 def run_name(cfg: TrainConfig) -> str:
     parts = [p for p, on in (("pretrain", cfg.from_pretrained), ("salience", cfg.salience), ("roles", cfg.roles)) if on]
     return "+".join(["memnet"] + parts) + f"[{cfg.ranker}]"
