@@ -104,25 +104,13 @@ def test_salience_features_say_what_the_context_and_question_hold():
                               [True, False, False, False]]])  # memory 2 mentions 20
     book = torch.tensor([[0.0, -1.0, -2.0, 0.0]])
     attention = torch.tensor([[[0.0, 0.5, 0.5]]])  # (1, hops=1, M=3): all on the memories of 20
-    overlap = torch.tensor([[0.0, 1.0, 1.0, 0.0]])
-    f = salience_features(question, candidates, mentions, book, overlap, attention)  # (1, 4, F)
+    f = salience_features(question, candidates, mentions, book, attention)  # (1, 4, F)
     col = {k: f[0, :, i].tolist() for i, k in enumerate(SALIENCE)}
     assert col["book"] == [0.0, -1.0, -2.0, 0.0]
     assert col["context"] == pytest.approx([np.log(3), np.log(2), 0.0, 0.0])
     assert col["first"] == pytest.approx([0.5, 1.0, 0.0, 0.0])
     assert col["attended"] == pytest.approx([1.0, 0.0, 0.0, 0.0])
-    assert col["named"] == [0.0, 1.0, 0.0, 0.0] and col["name_word"] == [0.0, 1.0, 1.0, 0.0]
-
-
-def test_name_overlap_catches_the_names_the_engine_kept_apart():
-    """"Who proposes to Mary Masters?" names character 20 (Mary Masters); character 21, "Mary", shares a word with
-    her names, as does 22 whose name is in the question's plain words; 23 shares nothing."""
-    from whoqa.memnet.data import name_overlap
-    MARY, MASTERS, SEATON, CRANE = 5, 6, 7, 8
-    arr = BookArrays(np.zeros((1, 2)), np.zeros((1, 1)), np.array([20, 21, 22, 23]), np.arange(4),
-                     names=np.array([[MARY, MASTERS], [MARY, 0], [SEATON, 0], [CRANE, 0]]))
-    assert name_overlap([1, 20, 9], arr).tolist() == [1.0, 1.0, 0.0, 0.0]
-    assert name_overlap([1, SEATON, 9], arr).tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert col["named"] == [0.0, 1.0, 0.0, 0.0]
 
 
 def test_salience_weights_learn_what_the_vectors_cannot_say():

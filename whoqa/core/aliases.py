@@ -29,12 +29,6 @@ def _words(text: str) -> list[str]:
     return [re.sub(r"'s?$", "", w) for w in _WORD.findall(text)]
 
 
-def name_words(text: str) -> tuple[str, ...]:
-    """The lowercased words of a name that identify someone (titles and function words out): "Mrs. Fainall" ->
-    ("fainall",)."""
-    return _key(_words(text))
-
-
 def _key(words: list[str]) -> tuple[str, ...]:
     return tuple(w.lower() for w in words if w.lower() not in TITLES and w.lower().rstrip(".") not in
                  {t.rstrip(".") for t in TITLES} and w.lower() not in STOP)

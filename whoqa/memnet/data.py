@@ -22,7 +22,6 @@ from whoqa.core.seed import SEED
 log = logging.getLogger(__name__)
 MAX_SENTENCE = 60  # tokens kept per key sentence
 MAX_VALUES = 8  # characters kept per sentence
-MAX_NAME_WORDS = 8  # words kept of a character's names
 
 
 class Vocab:
@@ -52,7 +51,6 @@ class BookArrays:
     char_ids: np.ndarray  # (n_characters,) the characters' ids in the book
     counts: np.ndarray | None = None  # (n_characters,) their mentions in the book (None: unknown, all equal)
     roles: np.ndarray | None = None  # (n_sentences, MAX_VALUES) each value's ROLES code in its sentence, 0 padding
-    names: np.ndarray | None = None  # (n_characters, MAX_NAME_WORDS) token ids of the words of their names, 0 padding
 
     def salience(self) -> np.ndarray:
         """(n_characters,) log mentions relative to the book's most mentioned character: 0 for it, < 0 for the rest."""
@@ -85,9 +83,8 @@ def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     cache = Workspace(workspace).memdata / vocab.lineage / f"{book_id}.npz"  # ids stay valid while the vectors grow
     if cache.is_file():
         z = np.load(cache)
-        if "names" in z:  # caches written before counts, roles and names were kept are rebuilt
-            return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"], z["counts"], z["roles"],
-                              z["names"])
+        if "roles" in z:  # caches written before counts and roles were kept are rebuilt
+            return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"], z["counts"], z["roles"])
     book = Book.load(Workspace(workspace).books / book_id, book_id)
     n = len(book.sentences)
     sent = np.zeros((n, MAX_SENTENCE), dtype=np.int32)
@@ -105,22 +102,16 @@ def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     chars = sorted(book.characters)
     toks = [vocab.index.get(scoped(f"CHAR_{c}", book_id), 0) for c in chars]
     keep = [k for k, t in enumerate(toks) if t]
-    from whoqa.core.aliases import name_words
-    names = np.zeros((len(keep), MAX_NAME_WORDS), dtype=np.int32)
-    for row, k in enumerate(keep):
-        c = book.characters[chars[k]]
-        ids = list(dict.fromkeys(vocab.ids([w for n in [c.name, *c.aliases] for w in name_words(n)])))[:MAX_NAME_WORDS]
-        names[row, :len(ids)] = ids
     arrays = BookArrays(sent, vals, np.array([toks[k] for k in keep], dtype=np.int32),
                         np.array([chars[k] for k in keep], dtype=np.int32),
-                        np.array([book.characters[chars[k]].count for k in keep], dtype=np.int32), roles, names)
+                        np.array([book.characters[chars[k]].count for k in keep], dtype=np.int32), roles)
     if book_id not in vocab.books:  # not folded into the vectors yet: its characters have no rows, do not keep
         log.warning("book %s is not in the word vectors: run `whoqa prepare` to fold it in", book_id)
         return arrays
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_name(cache.stem + ".tmp.npz")
     np.savez(tmp, sentences=arrays.sentences, values=arrays.values, candidates=arrays.candidates,
-             char_ids=arrays.char_ids, counts=arrays.counts, roles=arrays.roles, names=arrays.names)
+             char_ids=arrays.char_ids, counts=arrays.counts, roles=arrays.roles)
     tmp.replace(cache)
     return arrays
 
@@ -167,13 +158,11 @@ class Batch:
     mentions: torch.Tensor  # (B, M, C) bool: memory m mentions candidate c
     book_salience: torch.Tensor  # (B, C) log mentions in the book relative to its most mentioned character
     roles: torch.Tensor  # (B, M, Lv) each value's ROLES code (0 padding)
-    name_overlap: torch.Tensor  # (B, C) 1 where a word of the candidate's names is in the question or in the names
-    # of a character it names ("Mary" for "Who proposes to Mary Masters?" when the engine kept them apart)
 
     @property
-    def salience(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def salience(self) -> tuple[torch.Tensor, torch.Tensor]:
         """What the model's salience features are computed from (see model.salience_features)."""
-        return self.mentions, self.book_salience, self.name_overlap
+        return self.mentions, self.book_salience
 
 
 def collate(batch: list[Example], books: dict[str, BookArrays], memories: int) -> Batch:
@@ -191,7 +180,6 @@ def collate(batch: list[Example], books: dict[str, BookArrays], memories: int) -
     correct = torch.zeros(B, C, dtype=torch.bool)
     cand_chars = torch.full((B, C), -1, dtype=torch.long)
     book_sal = torch.zeros(B, C)
-    overlap = torch.zeros(B, C)
     for i, e in enumerate(batch):
         arr = books[e.book]
         q[i, :len(e.question)] = torch.tensor(e.question, dtype=torch.long)
@@ -208,20 +196,8 @@ def collate(batch: list[Example], books: dict[str, BookArrays], memories: int) -
         cand_chars[i, :n] = torch.from_numpy(arr.char_ids.astype(np.int64))
         correct[i, :n] = torch.from_numpy(np.isin(arr.char_ids, e.answers))
         book_sal[i, :n] = torch.from_numpy(arr.salience())
-        if arr.names is not None:
-            overlap[i, :n] = torch.from_numpy(name_overlap(e.question, arr))
     mentions = (vals.unsqueeze(-1) == cands[:, None, None, :]).any(2) & (cands > 0)[:, None, :]  # (B, M, C)
-    return Batch(q, keys, vals, cands, correct, cand_chars, mentions, book_sal, roles, overlap)
-
-
-def name_overlap(question: list[int], arr: BookArrays) -> np.ndarray:
-    """(n_characters,) 1.0 where a character's name words meet the question's words or the name words of the
-    characters the question names."""
-    words = set(question)
-    named = np.isin(arr.candidates, question)  # (n_characters,)
-    words |= set(arr.names[named].ravel().tolist())
-    words.discard(0)
-    return np.isin(arr.names, list(words)).any(1).astype(np.float32)
+    return Batch(q, keys, vals, cands, correct, cand_chars, mentions, book_sal, roles)
 
 
 def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, books: dict[str, BookArrays],

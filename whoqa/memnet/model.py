@@ -32,7 +32,6 @@ SALIENCE = (
     "first",  # 1 / (1 + rank of the first context sentence mentioning it); 0 when none does (recency, for artificial)
     "attended",  # attention (mean over hops) on the sentences mentioning it
     "named",  # the question names it (a character is rarely the answer to a question about them)
-    "name_word",  # a word of its names is in the question or in the names of a character it names
 )
 
 
@@ -45,16 +44,16 @@ class MemNetConfig:
 
 
 def salience_features(question: torch.Tensor, candidates: torch.Tensor, mentions: torch.Tensor,
-                      book_salience: torch.Tensor, name_overlap: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
+                      book_salience: torch.Tensor, attention: torch.Tensor) -> torch.Tensor:
     """The SALIENCE features of every candidate.
-    question (B, Lq), candidates (B, C), mentions (B, M, C) bool, book_salience (B, C), name_overlap (B, C),
-    attention (B, hops, M) -> (B, C, len(SALIENCE))."""
+    question (B, Lq), candidates (B, C), mentions (B, M, C) bool, book_salience (B, C), attention (B, hops, M)
+    -> (B, C, len(SALIENCE))."""
     m = mentions.to(book_salience.dtype)  # (B, M, C)
     rank = torch.arange(m.shape[1], dtype=m.dtype, device=m.device)  # (M,)
     first = (m / (1 + rank)[None, :, None]).amax(1) if m.shape[1] else torch.zeros_like(book_salience)  # (B, C)
     attended = torch.einsum("bm,bmc->bc", attention.mean(1), m)  # (B, C)
     named = ((candidates.unsqueeze(-1) == question.unsqueeze(1)).any(-1) & (candidates > 0)).to(m.dtype)  # (B, C)
-    return torch.stack([book_salience, torch.log1p(m.sum(1)), first, attended, named, name_overlap], -1)  # (B, C, F)
+    return torch.stack([book_salience, torch.log1p(m.sum(1)), first, attended, named], -1)  # (B, C, F)
 
 
 def masked_mean(vectors: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -118,10 +117,10 @@ class KVMemNet(nn.Module):
 
     def forward(self, question: torch.Tensor, keys: torch.Tensor | None, values: torch.Tensor | None,
                 candidates: torch.Tensor, return_attention: bool = False, memories: tuple | None = None,
-                salience: tuple[torch.Tensor, ...] | None = None, roles: torch.Tensor | None = None):
+                salience: tuple[torch.Tensor, torch.Tensor] | None = None, roles: torch.Tensor | None = None):
         """question (B, Lq), keys (B, M, Lk), values (B, M, Lv), candidates (B, C): token ids, 0 = padding; or
         memories = encode_memories(...) already computed (then keys/values are unused); salience = (mentions
-        (B, M, C) bool, book_salience (B, C), name_overlap (B, C)) as `data.Batch.salience`, required when the model has salience weights;
+        (B, M, C) bool, book_salience (B, C)) as `data.Batch.salience`, required when the model has salience weights;
         roles (B, M, Lv) the values' role codes, required (with values) when it has a role gate.
         Returns scores (B, C) (masked candidates at NEG) and, if asked, attention (B, hops, M)."""
         q = masked_mean(self.embed(question), question > 0)  # (B, d)

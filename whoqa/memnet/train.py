@@ -155,11 +155,9 @@ def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
     ws = Workspace(workspace)
     report = ws.contexts / cfg.ranker / "report.json"
     ctx = json.loads(report.read_text()) if report.is_file() else {}
-    from whoqa.memnet.model import SALIENCE
     return {"who_set": fingerprint(ws), "vectors": vocab.record(),
             "contexts": digest([ctx.get("config"), ctx.get("ranker_config")]),
-            "pretrained": file_digest(ws.models / cfg.pretrained / "config.json") if cfg.from_pretrained else None,
-            **({"salience_features": list(SALIENCE)} if cfg.salience else {})}  # a new feature is a new run
+            "pretrained": file_digest(ws.models / cfg.pretrained / "config.json") if cfg.from_pretrained else None}
 
 
 def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
