@@ -76,6 +76,13 @@ def test_pretraining_is_done_once_per_identity(mini_data, dd_ws):
     made = model.stat().st_mtime_ns
     r = run(app, cmd)  # same config, vectors and artificial questions: reused
     assert r.exit_code == 0 and r.output.startswith("already done") and model.stat().st_mtime_ns == made
+    from data_prep.addbook import add_text
+    story = ws.parent / "story.txt"
+    story.write_text("Anna met Peter Brown in the garden. Peter gave Anna a rose, and she thanked him.\n" * 30)
+    new = add_text(ws, story)  # a book folded into the vectors after pretraining: rows grow, none moves
+    (ws / "artificial" / f"{new}.jsonl.gz").unlink()  # as `eval --data` does it: its questions live elsewhere
+    r = run(app, cmd)
+    assert r.exit_code == 0 and r.output.startswith("already done") and model.stat().st_mtime_ns == made, r.output
     r = run(app, cmd + ["--hops", "1"])  # another config: redone, and the model says so
     assert r.exit_code == 0 and "already done" not in r.output and model.stat().st_mtime_ns != made
     assert json.loads((ws / "models" / "pretrain" / "config.json").read_text())["config"]["hops"] == 1
@@ -89,14 +96,15 @@ def test_pretraining_is_done_once_per_identity(mini_data, dd_ws):
 
 
 def test_a_run_recorded_before_a_new_config_field_stays_valid(tmp_path):
-    """Runs and models recorded before salience/roles existed did what --no-salience does: they are that run, not
-    stale (not redone, not archived); the new default (salience) is another run."""
+    """Runs and models recorded before salience/roles existed did what --no-salience does, and recorded the vectors'
+    row count, which folding in a book grows: they are still that run (not redone, not archived); the new default
+    (salience) and other vectors are other runs."""
     from dataclasses import asdict
     from whoqa.core.runs import claim, provenance, same_run
     from whoqa.memnet.config import ADDED, TrainConfig, upgrade
-    inputs = {"who_set": "abc"}
+    inputs = {"who_set": "abc", "vectors": {"lineage": "v1"}}
     old_config = {k: v for k, v in asdict(TrainConfig(salience=False)).items() if k not in ADDED}
-    old = provenance(old_config, inputs)
+    old = provenance(old_config, {**inputs, "vectors": {"lineage": "v1", "rows": 100}})  # rows: grown since
     run_dir = tmp_path / "runs" / "memnet[bm25f]"
     claim(run_dir, old, tmp_path / "archive")
     (run_dir / "fold0_trial0.json").write_text("{}")
@@ -106,3 +114,5 @@ def test_a_run_recorded_before_a_new_config_field_stays_valid(tmp_path):
     assert claim(run_dir, paper, tmp_path / "archive", upgrade) is None and (run_dir / "fold0_trial0.json").is_file()
     assert json.loads((run_dir / "run.json").read_text())["identity"] == paper["identity"]  # recorded as today's
     assert not same_run(old, provenance(asdict(TrainConfig()), inputs), upgrade)  # salience: another run
+    rebuilt = provenance(asdict(TrainConfig(salience=False)), {**inputs, "vectors": {"lineage": "v2"}})
+    assert not same_run(old, rebuilt, upgrade)  # vectors rebuilt from scratch: another run

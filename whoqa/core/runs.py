@@ -69,12 +69,12 @@ def provenance(config: dict, inputs: dict) -> dict:
 
 def same_run(old: dict, prov: dict, upgrade=None) -> bool:
     """Whether a recorded provenance (or model config record with "identity", "config", "inputs") is the run `prov`;
-    upgrade(config) reads an older record's config as it would be recorded today (fields added since, at the value
-    that does what the old code did)."""
+    upgrade({"config", "inputs"}) reads an older record as today's code would record the same run (e.g. fields added
+    since, at the value that does what the old code did)."""
     if old.get("identity") == prov["identity"]:
         return True
-    return bool(upgrade and isinstance(old.get("config"), dict) and "inputs" in old
-                and digest({"config": upgrade(old["config"]), "inputs": old["inputs"]}) == prov["identity"])
+    return bool(upgrade and isinstance(old.get("config"), dict) and isinstance(old.get("inputs"), dict)
+                and digest(upgrade({"config": old["config"], "inputs": old["inputs"]})) == prov["identity"])
 
 
 def claim(run_dir: Path, prov: dict, archive: Path, upgrade=None) -> str | None:

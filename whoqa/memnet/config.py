@@ -62,8 +62,12 @@ ADDED = {"salience": False, "salience_lr": 0.1, "roles": False}
 
 
 def upgrade(record: dict) -> dict:
-    """A recorded PretrainConfig/TrainConfig as it reads today (ADDED fields filled in where missing)."""
-    return {**ADDED, **record}
+    """A recorded run {"config", "inputs"} as today's code records it: ADDED fields filled in where missing, the
+    vectors known by their lineage alone (runs recorded their row count too, which folding in a book changes)."""
+    inputs = dict(record["inputs"])
+    if isinstance(inputs.get("vectors"), dict):
+        inputs["vectors"] = {"lineage": inputs["vectors"].get("lineage")}
+    return {"config": {**ADDED, **record["config"]}, "inputs": inputs}
 
 
 def run_name(cfg: TrainConfig) -> str:

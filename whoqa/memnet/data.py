@@ -39,6 +39,11 @@ class Vocab:
         """What a model saves of the vectors it was trained on."""
         return {"lineage": self.lineage, "rows": int(self.matrix.shape[0])}
 
+    def identity(self) -> dict:
+        """What a run depends on of the vectors: their lineage. Books folded in later add rows but never move one, so
+        they leave a pretraining or a cross-validation run what it was."""
+        return {"lineage": self.lineage}
+
     def ids(self, tokens: list[str]) -> list[int]:
         return [self.index[t] for t in tokens if t in self.index]
 

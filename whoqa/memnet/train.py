@@ -113,7 +113,7 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     book_ids = [p.name[:-len(".jsonl.gz")] for p in files]
     if not book_ids:
         raise FileNotFoundError(f"no artificial questions in {ws}/artificial: run `whoqa prepare` first")
-    prov = provenance(asdict(cfg), {"vectors": vocab.record(), "artificial": files_digest(files)})
+    prov = provenance(asdict(cfg), {"vectors": vocab.identity(), "artificial": files_digest(files)})
     done = saved_config(ws.models / cfg.name)
     if (ws.models / cfg.name / "model.pt").is_file() and same_run(done, prov, upgrade):
         return {**done["stats"], "skipped": True}
@@ -155,7 +155,7 @@ def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
     ws = Workspace(workspace)
     report = ws.contexts / cfg.ranker / "report.json"
     ctx = json.loads(report.read_text()) if report.is_file() else {}
-    return {"who_set": fingerprint(ws), "vectors": vocab.record(),
+    return {"who_set": fingerprint(ws), "vectors": vocab.identity(),
             "contexts": digest([ctx.get("config"), ctx.get("ranker_config")]),
             "pretrained": file_digest(ws.models / cfg.pretrained / "config.json") if cfg.from_pretrained else None}
 
