@@ -509,11 +509,10 @@ def reproduce(
     command = typer.main.get_command(app)
 
     def invoke(args):
-        try:
-            command.main(args, standalone_mode=False)
+        try:  # without standalone mode, click returns a stage's exit code (typer.Exit) instead of raising it
+            return command.main(args, standalone_mode=False) or 0
         except typer.Exit as e:
             return e.exit_code
-        return 0
     out = _stage(rp.run, name, str(data), ws, invoke, typer.echo, check)
     typer.echo(f"reproduction {name}: {out['seconds']:.0f}s -> {ws}")
     if check:

@@ -42,3 +42,12 @@ def test_every_reproduction_parses_and_the_readme_shows_main_s_numbers():
     for e in load("reader")["expect"]:  # the full-task table of docs/results.md
         assert f"{e['value']:.2f}" in results, e["metric"]
     assert (FOLDER / "main.json").is_file()
+
+
+def test_a_failing_step_stops_the_reproduction(tmp_path):
+    """The main job's first step on a data folder that does not exist: it stops there, says which step failed, and
+    never goes on to prepare."""
+    r = CliRunner().invoke(app, ["reproduce", "main", "--data", str(tmp_path / "nowhere"), "--workspace",
+                                 str(tmp_path / "ws")])
+    assert r.exit_code != 0
+    assert "step 1 of reproduction main failed" in r.output and "[2/" not in r.output

@@ -101,18 +101,20 @@ def test_a_run_recorded_before_a_new_config_field_stays_valid(tmp_path):
     (salience) and other vectors are other runs."""
     from dataclasses import asdict
     from whoqa.core.runs import claim, provenance, same_run
-    from whoqa.memnet.config import ADDED, TrainConfig, upgrade
+    from whoqa.memnet.config import ADDED, TrainConfig, effective, upgrade
     inputs = {"who_set": "abc", "vectors": {"lineage": "v1"}}
     old_config = {k: v for k, v in asdict(TrainConfig(salience=False)).items() if k not in ADDED}
     old = provenance(old_config, {**inputs, "vectors": {"lineage": "v1", "rows": 100}})  # rows: grown since
     run_dir = tmp_path / "runs" / "memnet[bm25f]"
     claim(run_dir, old, tmp_path / "archive")
     (run_dir / "fold0_trial0.json").write_text("{}")
-    paper = provenance(asdict(TrainConfig(salience=False)), inputs)
+    paper = provenance(effective(asdict(TrainConfig(salience=False))), inputs)
     assert paper["identity"] != old["identity"] and same_run(old, paper, upgrade)
     assert not same_run(old, paper)  # without reading the old record as today's, it would look stale
     assert claim(run_dir, paper, tmp_path / "archive", upgrade) is None and (run_dir / "fold0_trial0.json").is_file()
     assert json.loads((run_dir / "run.json").read_text())["identity"] == paper["identity"]  # recorded as today's
-    assert not same_run(old, provenance(asdict(TrainConfig()), inputs), upgrade)  # salience: another run
-    rebuilt = provenance(asdict(TrainConfig(salience=False)), {**inputs, "vectors": {"lineage": "v2"}})
+    assert not same_run(old, provenance(effective(asdict(TrainConfig())), inputs), upgrade)  # salience: another run
+    off = provenance(effective(asdict(TrainConfig(salience=False, salience_lr=0.5))), inputs)
+    assert same_run(old, off, upgrade)  # a salience rate without salience changes nothing
+    rebuilt = provenance(effective(asdict(TrainConfig(salience=False))), {**inputs, "vectors": {"lineage": "v2"}})
     assert not same_run(old, rebuilt, upgrade)  # vectors rebuilt from scratch: another run

@@ -61,13 +61,20 @@ class AdaptConfig:
 ADDED = {"salience": False, "salience_lr": 0.1, "roles": False}
 
 
+def effective(config: dict) -> dict:
+    """The fields of a PretrainConfig/TrainConfig record that change what a run does (a run's identity): the
+    salience learning rate only matters with salience on."""
+    return {k: v for k, v in config.items() if not (k == "salience_lr" and not config.get("salience"))}
+
+
 def upgrade(record: dict) -> dict:
-    """A recorded run {"config", "inputs"} as today's code records it: ADDED fields filled in where missing, the
-    vectors known by their lineage alone (runs recorded their row count too, which folding in a book changes)."""
+    """A recorded run {"config", "inputs"} as today's code records it: ADDED fields filled in where missing, only the
+    effective fields, the vectors known by their lineage alone (runs recorded their row count too, which folding in
+    a book changes)."""
     inputs = dict(record["inputs"])
     if isinstance(inputs.get("vectors"), dict):
         inputs["vectors"] = {"lineage": inputs["vectors"].get("lineage")}
-    return {"config": {**ADDED, **record["config"]}, "inputs": inputs}
+    return {"config": effective({**ADDED, **record["config"]}), "inputs": inputs}
 
 
 def run_name(cfg: TrainConfig) -> str:

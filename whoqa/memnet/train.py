@@ -21,7 +21,7 @@ from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
 from whoqa.core.metrics import ranking_metrics
 from whoqa.core.runs import claim, digest, file_digest, files_digest, provenance, same_run
 from whoqa.core.workspace import Workspace
-from whoqa.memnet.config import PretrainConfig, TrainConfig, run_name, upgrade
+from whoqa.memnet.config import PretrainConfig, TrainConfig, effective, run_name, upgrade
 
 log = logging.getLogger(__name__)
 TOP_SAVED = 20  # ranked characters (and probabilities) kept per question in a run's fold files
@@ -113,7 +113,7 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     book_ids = [p.name[:-len(".jsonl.gz")] for p in files]
     if not book_ids:
         raise FileNotFoundError(f"no artificial questions in {ws}/artificial: run `whoqa prepare` first")
-    prov = provenance(asdict(cfg), {"vectors": vocab.identity(), "artificial": files_digest(files)})
+    prov = provenance(effective(asdict(cfg)), {"vectors": vocab.identity(), "artificial": files_digest(files)})
     done = saved_config(ws.models / cfg.name)
     if (ws.models / cfg.name / "model.pt").is_file() and same_run(done, prov, upgrade):
         return {**done["stats"], "skipped": True}
@@ -172,7 +172,7 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
         raise ValueError(f"{len(examples)} usable Who questions for {cfg.folds} folds: run `whoqa index --ranker "
                          f"{cfg.ranker}` first, or use fewer folds")
     out = Path(cfg.runs_dir) if cfg.runs_dir else ws.runs / run_name(cfg)
-    prov = provenance({k: v for k, v in asdict(cfg).items() if k != "runs_dir"}, run_inputs(ws, cfg, vocab))
+    prov = provenance(effective({k: v for k, v in asdict(cfg).items() if k != "runs_dir"}), run_inputs(ws, cfg, vocab))
     redone = claim(out, prov, ws.runs_archive, upgrade)
     atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1))
     folds = index_folds(len(examples), cfg.folds, cfg.seed)
