@@ -124,18 +124,20 @@ def test_salience_weights_learn_what_the_vectors_cannot_say():
         books[f"b{b}"] = BookArrays(np.array([[1, 2]]), np.array([[0]]), chars, np.arange(5), counts)
         examples += [Example(f"b{b}", [3], [0], [int(np.argmax(counts))]) for _ in range(4)]
     train, test = examples[:80], examples[80:]
-
-    def trained(salience):
-        torch.manual_seed(0)
-        emb = torch.randn(50, 8)
-        emb[0] = 0
-        m = KVMemNet(emb, MemNetConfig(hops=1, salience=salience))
-        fit(m, train, books, memories=1, epochs=30, lr=0.01, batch_size=16, seed=0, salience_lr=0.05)
-        return m, np.mean([r[0] == e.answers[0] for r, e in zip(predict(m, test, books, 1), test)])
-
-    with_salience, acc = trained(True)
+    fit_args = dict(epochs=30, lr=0.01, batch_size=16, salience_lr=0.05)
+    with_salience, acc = _trained_on(books, train, test, 50, 8, MemNetConfig(hops=1, salience=True), **fit_args)
     assert acc == 1.0 and float(with_salience.salience_w[0]) > 0  # the book-mention weight grew
-    assert trained(False)[1] < 0.6
+    assert _trained_on(books, train, test, 50, 8, MemNetConfig(hops=1), **fit_args)[1] < 0.6
+
+
+def _trained_on(books, train, test, vocab, d, cfg, **fit_args):
+    """A memory network on random vectors trained on `train`; (model, P@1 on `test`)."""
+    torch.manual_seed(0)
+    emb = torch.randn(vocab, d)
+    emb[0] = 0
+    m = KVMemNet(emb, cfg)
+    fit(m, train, books, memories=1, seed=0, **fit_args)
+    return m, np.mean([r[0] == e.answers[0] for r, e in zip(predict(m, test, books, 1), test)])
 
 
 def test_role_gate_tells_the_agent_from_the_patient():
@@ -151,17 +153,9 @@ def test_role_gate_tells_the_agent_from_the_patient():
                                     np.ones(4, dtype=int), np.array([[1, 2][k] for k in order])[None])
         examples += [Example(f"b{b}", [3], [0], [0]), Example(f"b{b}", [4], [0], [1])]
     train, test = examples[:60], examples[60:]
-
-    def accuracy(roles):
-        torch.manual_seed(0)
-        emb = torch.randn(60, 16)
-        emb[0] = 0
-        m = KVMemNet(emb, MemNetConfig(hops=1, roles=roles))
-        fit(m, train, books, memories=1, epochs=40, lr=0.05, batch_size=8, seed=0)
-        return np.mean([r[0] == e.answers[0] for r, e in zip(predict(m, test, books, 1), test)])
-
-    assert accuracy(True) >= 0.9
-    assert accuracy(False) <= 0.7
+    fit_args = dict(epochs=40, lr=0.05, batch_size=8)
+    assert _trained_on(books, train, test, 60, 16, MemNetConfig(hops=1, roles=True), **fit_args)[1] >= 0.9
+    assert _trained_on(books, train, test, 60, 16, MemNetConfig(hops=1), **fit_args)[1] <= 0.7
 
 
 def test_a_fine_tuned_model_keeps_only_its_pretrained_rows(tmp_path):
