@@ -447,7 +447,8 @@ def eval_(
     seed: int = typer.Option(default(EvalConfig, "seed"), help="Seed of the random baseline (trial t uses seed + t)."),
     random_trials: int = typer.Option(default(EvalConfig, "random_trials"), help="Trials of the random baseline."),
     jobs: int = typer.Option(default(EvalConfig, "jobs"), help="Processes for preparing --data books."),
-    ablation: Optional[str] = typer.Option(None, help="Instead: hops, context, pretrain-fraction or pretrain-epochs."),
+    ablation: Optional[str] = typer.Option(None, help="Instead: P@1 against hops, context, pretrain-fraction or "
+                                                      "pretrain-epochs, in the paper's configuration (Figures 3-6)."),
     ablation_ranker: Optional[List[str]] = typer.Option(None, help="Rankers for --ablation (default: all indexed)."),
     ablation_trials: int = typer.Option(1, help="Trials per fold for --ablation (paper: 5)."),
     ablation_folds: int = typer.Option(default(TrainConfig, "folds"), help="Folds for --ablation."),
@@ -472,7 +473,8 @@ def eval_(
         if not rankers:
             _fail(f"no contexts in {workspace}/contexts: run `whoqa index --workspace {workspace}` first")
         base = TrainConfig(folds=ablation_folds, trials=ablation_trials, epochs=ablation_epochs, seed=seed,
-                           from_pretrained=ablation not in ("hops", "context"))
+                           from_pretrained=ablation not in ("hops", "context"),
+                           salience=False)  # the paper's figures, so its configuration
         res = _stage(run_ablation, workspace, ablation, rankers, base)
         for ranker, pts in res["series"].items():
             typer.echo(f"{ranker}: " + ", ".join(f"{p['value']}: {p['p@1']:.2f}" for p in pts))
