@@ -207,6 +207,8 @@ def pretrain_cmd(
     roles: bool = typer.Option(default(PretrainConfig, "roles"), help="Role-weighted values (see train)."),
     name: str = typer.Option(default(PretrainConfig, "name"), help="Output folder under WS/models/ (train picks it "
                                                                    "with --pretrained)."),
+    device: str = typer.Option(default(PretrainConfig, "device"), help="Memory network: auto (a GPU when there is "
+                                                                       "one), cpu, cuda or cuda:N."),
     seed: int = typer.Option(SEED, help="Seed."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
     reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader; lookup: "
@@ -268,6 +270,7 @@ def pretrain_cmd(
     from whoqa.memnet.train import pretrain
     stats = _stage(pretrain, workspace, PretrainConfig(epochs=epochs, fraction=fraction, lr=lr, batch_size=batch_size,
                                                        hops=hops, salience=salience, roles=roles, name=name, seed=seed,
+                                                       device=device,
                                                        max_train_samples=max_train_samples))
     typer.echo(("already done with this config and inputs: " if stats.get("skipped") else "")
                + f"pretrained on {stats['questions']:,} artificial questions from {stats['books']} books in "
@@ -285,6 +288,8 @@ def train_cmd(
     from_pretrained: bool = typer.Option(default(TrainConfig, "from_pretrained"),
                                          help="Start from `whoqa pretrain`'s model."),
     pretrained: str = typer.Option(default(TrainConfig, "pretrained"), help="Which pretrained model (WS/models/NAME)."),
+    device: str = typer.Option(default(TrainConfig, "device"), help="Memory network: auto (a GPU when there is one), "
+                                                                    "cpu, cuda or cuda:N."),
     epochs: Optional[int] = typer.Option(None, help=f"Epochs (memory network: {default(TrainConfig, 'epochs')} as in "
                                                     f"the paper; reader: {default(ReaderConfig, 'epochs')})."),
     lr: Optional[float] = typer.Option(None, help=f"Learning rate (memory network: Adam {default(TrainConfig, 'lr')}, "
@@ -351,7 +356,7 @@ def train_cmd(
     from whoqa.memnet.train import cross_validate, train_final
     given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
     cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience, roles=roles,
-                      pretrained=pretrained,
+                      pretrained=pretrained, device=device,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
     if final:
         st = _stage(train_final, workspace, cfg)
@@ -377,6 +382,7 @@ def ask(
                                                    "cross-validated run has the best P@1)."),
     top: int = typer.Option(5, help="Characters to show."),
     adapt: bool = typer.Option(True, help="Tune a new book's vectors on its own artificial questions first (once)."),
+    device: str = typer.Option("auto", help="Memory network: auto (a GPU when there is one), cpu, cuda or cuda:N."),
     using: str = typer.Option("auto", "--with", help="auto (Who questions -> memory network, the rest -> reader), "
                                                      "memnet or reader."),
     reader_model: Optional[str] = typer.Option(None, help="Reader under WS/models/reader (default: the one whose "
@@ -402,7 +408,7 @@ def ask(
             typer.echo(f"  | {p[:300]}")
         return
     from whoqa.memnet.ask import Asker
-    asker = _stage(Asker, workspace, model, adapt=adapt)
+    asker = _stage(Asker, workspace, model, adapt=adapt, device=device)
     if text is not None:
         book = _stage(asker.add_text, text)
         typer.echo(f"book {book} ({text})", err=True)

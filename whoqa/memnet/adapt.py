@@ -30,10 +30,11 @@ class RowPatch(nn.Module):
     def __init__(self, weight: torch.Tensor, rows: torch.Tensor):
         super().__init__()
         self.register_buffer("weight", weight)  # (V, d) frozen
-        slot = torch.full((weight.shape[0],), -1, dtype=torch.long)  # (V,) row -> its index in delta, or -1
-        slot[rows] = torch.arange(len(rows))
+        rows = rows.to(weight.device)
+        slot = torch.full((weight.shape[0],), -1, dtype=torch.long, device=weight.device)  # (V,) row -> delta index
+        slot[rows] = torch.arange(len(rows), device=weight.device)
         self.register_buffer("slot", slot)
-        self.delta = nn.Parameter(torch.zeros(len(rows), weight.shape[1]))  # (n, d)
+        self.delta = nn.Parameter(torch.zeros(len(rows), weight.shape[1], device=weight.device))  # (n, d)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         out = self.weight[ids]  # (..., d)
@@ -62,7 +63,7 @@ def adapt(model, workspace: Path, book_id: str, vocab, books: dict[str, BookArra
     if not len(rows) or not examples:
         if not examples:
             log.warning("book %s has no artificial questions to adapt on: its folded-in vectors are used", book_id)
-        return rows, model.embed.weight.data[rows].clone(), stats
+        return rows, model.embed.weight.data[rows.to(model.embed.weight.device)].cpu(), stats
     set_seed(cfg.seed)
     embed, grads = model.embed, {n: p.requires_grad for n, p in model.named_parameters()}
     for p in model.parameters():
@@ -71,7 +72,7 @@ def adapt(model, workspace: Path, book_id: str, vocab, books: dict[str, BookArra
     try:
         with torch.enable_grad():  # callers may be answering under no_grad
             losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed)
-        tuned = (embed.weight.data[rows] + model.embed.delta.data).clone()  # (n, d)
+        tuned = (embed.weight.data[rows.to(embed.weight.device)] + model.embed.delta.data).cpu()  # (n, d), kept on host
     finally:
         model.embed = embed
         for n, p in model.named_parameters():
@@ -85,6 +86,7 @@ def adapt(model, workspace: Path, book_id: str, vocab, books: dict[str, BookArra
 def patched(model, rows: torch.Tensor, vectors: torch.Tensor):
     """The model with rows set to vectors, restored on exit."""
     w = model.embed.weight.data
+    rows, vectors = rows.to(w.device), vectors.to(w.device)
     old = w[rows].clone()
     w[rows] = vectors
     try:

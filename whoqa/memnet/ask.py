@@ -42,9 +42,11 @@ def unknown_names(question: str, aliases) -> list[str]:
 class Asker:
     """Loads the word vectors and a trained memory network once; then answers questions about any book."""
 
-    def __init__(self, workspace: str | Path, model: str | None = None, adapt: bool = True):
+    def __init__(self, workspace: str | Path, model: str | None = None, adapt: bool = True, device: str = "auto"):
         """model: a folder of WS/models/; by default the trained model whose cross-validated run has the best P@1
-        (`self.choice` says which and why)."""
+        (`self.choice` says which and why). device: auto | cpu | cuda[:N]."""
+        from whoqa.core.device import resolve_device
+        self.device = resolve_device(device)
         from whoqa.memnet.choose import choose_model
         self.ws = Workspace(workspace)
         self.choice = choose_model(self.ws, model)
@@ -59,7 +61,7 @@ class Asker:
         from whoqa.memnet.data import Vocab
         from whoqa.retrieval.bm25f import RetrievalConfig
         self.vocab = Vocab(self.ws)
-        self.model = load_model(self.model_dir, self.vocab)
+        self.model = load_model(self.model_dir, self.vocab, device=self.device)
         self.memories = saved_config(self.model_dir).get("config", {}).get("memories", 100)
         self.rcfg = RetrievalConfig(context_sentences=self.memories)
         self._books: dict[str, tuple] = {}
@@ -115,10 +117,12 @@ class Asker:
         ex = Example(book_id, self.vocab.ids(question_tokens(question, book_id, aliases)), ctx, [])
         b = collate([ex], {book_id: arrays}, self.memories)
         chars = b.cand_chars
+        b = b.to(self.device)
         rows, vectors = patch if patch else (torch.zeros(0, dtype=torch.long), torch.zeros(0, self.vocab.matrix.shape[1]))
         with patched(self.model, rows, vectors):
             scores, att = self.model(b.question, b.keys, b.values, b.candidates, return_attention=True,
                                      salience=b.salience, roles=b.roles)  # (1, C), (1, hops, M)
+        scores, att = scores.cpu(), att.cpu()
         probs = torch.softmax(scores[0], -1)
         order = probs.argsort(descending=True)[:top]
         names = [(book.characters[int(chars[0, i])].name, float(probs[i])) for i in order]

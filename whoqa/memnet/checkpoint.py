@@ -47,7 +47,7 @@ def saved_config(folder: Path) -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def load_model(folder: Path, vocab, hops: int | None = None) -> KVMemNet:
+def load_model(folder: Path, vocab, hops: int | None = None, device=None) -> KVMemNet:
     """The model of folder on vocab's embedding matrix: rows it was trained with are its own, rows folded in since
     come from word2vec. `model.trained_rows` is how many embedding rows (padding included) it was trained with."""
     folder = Path(folder)
@@ -60,7 +60,7 @@ def load_model(folder: Path, vocab, hops: int | None = None) -> KVMemNet:
         raise StaleModel(f"model {folder} was trained on word vectors {rec['lineage']} but the workspace's were "
                          f"rebuilt ({vocab.lineage}): retrain it (`whoqa pretrain` / `whoqa train ...`)")
     try:
-        state = torch.load(path, map_location="cpu")
+        state = torch.load(path, map_location="cpu")  # host memory first: the vectors are joined there, then moved
     except Exception as e:
         raise StaleModel(f"{path} cannot be read ({type(e).__name__}): retrain it") from e
     w = state["embed.weight"]  # (trained rows, d)
@@ -74,4 +74,4 @@ def load_model(folder: Path, vocab, hops: int | None = None) -> KVMemNet:
     model.load_state_dict(state)
     model.trained_rows = int(w.shape[0])
     model.eval()
-    return model
+    return model.to(device) if device is not None else model

@@ -19,6 +19,7 @@ class PretrainConfig:
     salience_lr: float = 0.1
     roles: bool = False  # values weigh characters by their role in the sentence, as the question asks (not in the paper)
     seed: int = SEED
+    device: str = "auto"  # auto | cpu | cuda[:N] (whoqa.core.device); not part of a run's identity
     max_train_samples: int | None = None  # debug knob
     name: str = "pretrain"  # output folder under WS/models/
 
@@ -40,6 +41,7 @@ class TrainConfig:
     # and 0.3 did worse, docs/who-ranker.md)
     roles: bool = False  # values weigh characters by their role in the sentence, as the question asks (not in the paper)
     seed: int = SEED
+    device: str = "auto"  # auto | cpu | cuda[:N] (whoqa.core.device); not part of a run's identity
     from_pretrained: bool = False
     pretrained: str = "pretrain"  # which WS/models/<folder> to start from
     max_train_samples: int | None = None  # debug knob
@@ -63,8 +65,9 @@ ADDED = {"salience": False, "salience_lr": 0.1, "roles": False}
 
 def effective(config: dict) -> dict:
     """The fields of a PretrainConfig/TrainConfig record that change what a run does (a run's identity): the
-    salience learning rate only matters with salience on."""
-    return {k: v for k, v in config.items() if not (k == "salience_lr" and not config.get("salience"))}
+    salience learning rate only matters with salience on; the device is where, not what."""
+    return {k: v for k, v in config.items()
+            if k != "device" and not (k == "salience_lr" and not config.get("salience"))}
 
 
 def upgrade(record: dict) -> dict:

@@ -164,6 +164,11 @@ class Batch:
     book_salience: torch.Tensor  # (B, C) log mentions in the book relative to its most mentioned character
     roles: torch.Tensor  # (B, M, Lv) each value's ROLES code (0 padding)
 
+    def to(self, device) -> "Batch":
+        """The batch on a model's device."""
+        from dataclasses import fields
+        return Batch(*(getattr(self, f.name).to(device) for f in fields(self)))
+
     @property
     def salience(self) -> tuple[torch.Tensor, torch.Tensor]:
         """What the model's salience features are computed from (see model.salience_features)."""
@@ -261,21 +266,23 @@ class MemoryCache:
 
     def __init__(self, model, books: dict[str, BookArrays], chunk: int = 2048):
         self.vectors = {}
+        self.device = model.C.weight.device
         with torch.no_grad():
             for b, arr in books.items():
-                parts = [model.encode_memories(torch.from_numpy(arr.sentences[i:i + chunk].astype(np.int64)),
-                                               torch.from_numpy(arr.values[i:i + chunk].astype(np.int64)))
+                ids = lambda a, i: torch.from_numpy(a[i:i + chunk].astype(np.int64)).to(self.device)  # noqa: E731
+                parts = [model.encode_memories(ids(arr.sentences, i), ids(arr.values, i))
                          for i in range(0, len(arr.sentences), chunk)]
                 self.vectors[b] = tuple(torch.cat(x) for x in zip(*parts))  # (n, d), (n, d), (n,), (n,)
 
     def batch(self, batch: list[Example], memories: int):
         """k (B, M, d), v (B, M, d), has_char (B, M), real (B, M) for the batch's contexts (padding: not real)."""
         d = next(iter(self.vectors.values()))[0].shape[1]
-        B = len(batch)
-        k, v = torch.zeros(B, memories, d), torch.zeros(B, memories, d)
-        has, real = torch.zeros(B, memories, dtype=torch.bool), torch.zeros(B, memories, dtype=torch.bool)
+        B, dev = len(batch), self.device
+        k, v = torch.zeros(B, memories, d, device=dev), torch.zeros(B, memories, d, device=dev)
+        has = torch.zeros(B, memories, dtype=torch.bool, device=dev)
+        real = torch.zeros(B, memories, dtype=torch.bool, device=dev)
         for i, e in enumerate(batch):
-            ctx = torch.tensor(e.context[:memories], dtype=torch.long)
+            ctx = torch.tensor(e.context[:memories], dtype=torch.long, device=dev)
             if len(ctx):
                 bk, bv, bh, br = self.vectors[e.book]
                 n = len(ctx)

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from whoqa.core.book import atomic_write
+from whoqa.core.device import resolve_device
 from whoqa.core.folds import index_folds
 from whoqa.core.seed import set_seed
 from whoqa.memnet.checkpoint import load_model, save_model, saved_config
@@ -55,6 +56,7 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
     order = list(range(len(examples)))
     history = []
     from whoqa.core.progress import bar as progress_bar
+    device = model.C.weight.device
     model.train()
     for epoch in range(epochs):
         rng.shuffle(order)
@@ -62,7 +64,7 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
         steps = range(0, len(order), batch_size)
         for i in progress_bar(steps, desc=f"epoch {epoch + 1}", unit="batch", progress=progress):
             batch = [examples[j] for j in order[i:i + batch_size]]
-            b = collate(batch, books, memories)
+            b = collate(batch, books, memories).to(device)
             mem = cache.batch(batch, memories) if cache is not None else None
             scores = model(b.question, b.keys, b.values, b.candidates, memories=mem, salience=b.salience,
                            roles=b.roles)  # (B, C)
@@ -91,9 +93,10 @@ def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArray
     cache = cache or MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
     for i in range(0, len(examples), batch_size):
         batch = examples[i:i + batch_size]
-        b = collate(batch, books, memories)
+        b = collate(batch, books, memories).to(model.C.weight.device)
         scores = model(b.question, None, b.values, b.candidates, memories=cache.batch(batch, memories),
-                       salience=b.salience, roles=b.roles)  # (B, C)
+                       salience=b.salience, roles=b.roles).cpu()  # (B, C)
+        b = b.to("cpu")
         p = torch.softmax(scores, -1)  # (B, C)
         order = scores.argsort(dim=-1, descending=True)  # (B, C)
         for row, o in enumerate(order):
@@ -125,7 +128,7 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     if cfg.max_train_samples:
         examples = examples[:cfg.max_train_samples]
     model = KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=True, salience=cfg.salience,
-                                                roles=cfg.roles))
+                                                roles=cfg.roles)).to(resolve_device(cfg.device))
     t0 = time.perf_counter()
     losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed,
                  progress=progress, salience_lr=cfg.salience_lr)
@@ -137,13 +140,14 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
 
 
 def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
+    device = resolve_device(cfg.device)
     if not cfg.from_pretrained:
         return KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False, salience=cfg.salience,
-                                                   roles=cfg.roles))
+                                                   roles=cfg.roles)).to(device)
     folder = Workspace(workspace).models / cfg.pretrained
     if not (folder / "model.pt").is_file():
         raise FileNotFoundError(f"{folder / 'model.pt'} is missing: run `whoqa pretrain --workspace {workspace}` first")
-    model = load_model(folder, vocab, cfg.hops)
+    model = load_model(folder, vocab, cfg.hops, device)
     model.set_train_embeddings(False)
     model.extend(cfg.salience, cfg.roles)  # the run's recipe, whatever the pretrained model had
     return model

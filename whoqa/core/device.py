@@ -1,0 +1,31 @@
+"""Where models run: `--device auto|cpu|cuda[:N]` on every stage that runs one. auto is the first CUDA GPU when one is
+visible, else the CPU. Tensors are then made on the model's device (never a hard-coded "cpu"), and mixed precision is
+chosen per device: bfloat16 where the hardware has it (CPUs, Ampere and later GPUs), float16 with a loss scaler on
+older GPUs."""
+from __future__ import annotations
+
+DEVICES = "auto, cpu, cuda or cuda:N"
+
+
+def resolve_device(name: str = "auto"):
+    """The torch.device for a --device value; a clear error for a GPU that is not there."""
+    import torch
+    if name in (None, "", "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as e:
+        raise ValueError(f"--device {name!r} is not a device: use {DEVICES}") from e
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {name} asks for a CUDA GPU but none is visible: use --device cpu (or auto)")
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"--device {name}: only {DEVICES} are supported")
+    return device
+
+
+def mixed_precision(device) -> tuple:
+    """(autocast dtype, whether a loss scaler is needed) for training on device."""
+    import torch
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        return torch.float16, True
+    return torch.bfloat16, False
