@@ -177,6 +177,7 @@ def index(
                                   help="BERT ranker: BM25F candidates scored per question (0: all sentences)."),
     bert_epochs: int = typer.Option(default(RankerConfig, "epochs"), help="BERT ranker: training epochs."),
     seed: int = typer.Option(default(RankerConfig, "seed"), help="BERT ranker: seed for pairs, folds and training."),
+    device: str = typer.Option("auto", help="BERT ranker: auto (a GPU when there is one), cpu, cuda or cuda:N."),
 ):
     """Rank each question's 5-sentence windows (BM25F over Lucene, BERT ranker) -> WS/contexts/<ranker>/."""
     from whoqa.retrieval.contexts import build_contexts
@@ -186,7 +187,7 @@ def index(
                           context_sentences=context_sentences)
     rcfg = RankerConfig(base=bert_base, folds=bert_folds, pool=bert_pool, epochs=bert_epochs, seed=seed)
     for r in (["bm25f", "bert"] if ranker == "both" else [ranker]):
-        rep = _stage(build_contexts, workspace, r, jobs, cfg, ranker_cfg=rcfg)
+        rep = _stage(build_contexts, workspace, r, jobs, cfg, ranker_cfg=rcfg, device=device)
         typer.echo(f"{r}: contexts for {len(rep['done'])} book(s), {rep['skipped']} already done with this config"
                    + (f" ({rep['redone_config_changed']} redone: made with another config)"
                       if rep.get("redone_config_changed") else "")

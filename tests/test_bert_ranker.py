@@ -24,7 +24,7 @@ def test_training_on_a_few_pairs_moves_the_loss(tiny_model, tmp_path):
              ("Who killed the dragon?", "The weather was fine in spring.", 0.0),
              ("Who married the queen?", "The king married the queen at midsummer.", 1.0),
              ("Who married the queen?", "Bread was baked every morning.", 0.0)] * 4
-    ranker = CrossEncoder(tiny_model)
+    ranker = CrossEncoder(tiny_model, device="cpu")  # the --device path; auto would pick a GPU when there is one
     losses = ranker.train(pairs, epochs=15, lr=3e-3, batch_size=8, seed=0, progress=False)
     assert sum(losses[-4:]) / 4 < 0.7 * sum(losses[:4]) / 4
     s = ranker.score("Who killed the dragon?", ["The weather was fine in spring.", "Sigurd killed the dragon with his sword."])

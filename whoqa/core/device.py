@@ -23,6 +23,12 @@ def resolve_device(name: str = "auto"):
     return device
 
 
+def as_device(device=None):
+    """A torch.device as given, or resolved from a --device value (None: auto)."""
+    import torch
+    return device if isinstance(device, torch.device) else resolve_device(device or "auto")
+
+
 def mixed_precision(device) -> tuple:
     """(autocast dtype, whether a loss scaler is needed) for training on device."""
     import torch

@@ -54,25 +54,28 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z\"'])", text) if len(s.split()) >= 3]
 
 
-def embed(texts: list[str], model_path: str, batch_size: int = 64):
-    """Mean-pooled, normalised MiniLM sentence embeddings. shape: (len(texts), hidden)."""
+def embed(texts: list[str], model_path: str, batch_size: int = 64, device=None):
+    """Mean-pooled, normalised MiniLM sentence embeddings, on the host. shape: (len(texts), hidden)."""
     import torch
     from transformers import AutoModel, AutoTokenizer
     tok = AutoTokenizer.from_pretrained(model_path)
-    model = AutoModel.from_pretrained(model_path).eval()
+    from whoqa.core.device import as_device
+    model = AutoModel.from_pretrained(model_path).eval().to(as_device(device))
+    dev = model.device
     out = []
     with torch.no_grad():
         for i in range(0, len(texts), batch_size):
-            enc = tok(texts[i:i + batch_size], padding=True, truncation=True, max_length=128, return_tensors="pt")
+            enc = tok(texts[i:i + batch_size], padding=True, truncation=True, max_length=128,
+                      return_tensors="pt").to(dev)
             hidden = model(**enc).last_hidden_state  # (batch, seq, hidden)
             mask = enc["attention_mask"].unsqueeze(-1).float()  # (batch, seq, 1)
             vec = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # (batch, hidden)
-            out.append(torch.nn.functional.normalize(vec, dim=-1))
+            out.append(torch.nn.functional.normalize(vec, dim=-1).cpu())
     return torch.cat(out) if out else torch.zeros(0, model.config.hidden_size)
 
 
 def training_pairs(questions: list[dict], summaries: dict[str, str], model_path: str, negatives: int,
-                   seed: int) -> list[tuple[str, str, float]]:
+                   seed: int, device=None) -> list[tuple[str, str, float]]:
     """(question, sentence, label) pairs: the summary sentence closest to question + answers is positive."""
     rng = random.Random(seed)
     pairs = []
@@ -84,8 +87,9 @@ def training_pairs(questions: list[dict], summaries: dict[str, str], model_path:
         sents = split_sentences(summaries[book_id])
         if len(sents) < 2:
             continue
-        s_vec = embed(sents, model_path)  # (n_sentences, hidden)
-        q_vec = embed([f"{q['question']} {q['answer1']} {q['answer2']}" for q in qs], model_path)  # (n_q, hidden)
+        s_vec = embed(sents, model_path, device=device)  # (n_sentences, hidden)
+        q_vec = embed([f"{q['question']} {q['answer1']} {q['answer2']}" for q in qs], model_path,
+                      device=device)  # (n_q, hidden)
         best = (q_vec @ s_vec.T).argmax(dim=1).tolist()
         for q, b in zip(qs, best):
             pairs.append((q["question"], sents[b], 1.0))
@@ -96,16 +100,18 @@ def training_pairs(questions: list[dict], summaries: dict[str, str], model_path:
 
 
 class CrossEncoder:
-    def __init__(self, path: str, max_length: int = 128):
+    def __init__(self, path: str, max_length: int = 128, device=None):
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
         self.torch = torch
         self.tok = AutoTokenizer.from_pretrained(path)
-        self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+        from whoqa.core.device import as_device
+        self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1).to(as_device(device))
         self.max_length = max_length
 
     def _enc(self, qs: list[str], ss: list[str]):
-        return self.tok(qs, ss, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
+        return self.tok(qs, ss, truncation=True, max_length=self.max_length, padding=True,
+                        return_tensors="pt").to(self.model.device)
 
     def train(self, pairs: list[tuple[str, str, float]], epochs: int, lr: float, batch_size: int, seed: int,
               progress: bool = True) -> list[float]:
@@ -125,7 +131,7 @@ class CrossEncoder:
         for batch in progress_bar(batches, desc="train ranker", unit="batch", progress=progress):
             enc = self._enc([p[0] for p in batch], [p[1] for p in batch])
             logits = self.model(**enc).logits.squeeze(-1)  # (batch,)
-            labels = torch.tensor([p[2] for p in batch])  # (batch,)
+            labels = torch.tensor([p[2] for p in batch], device=logits.device)  # (batch,)
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
             if not torch.isfinite(loss):
                 raise FloatingPointError("ranker loss is NaN/inf: lower --lr or check the training pairs")
@@ -142,7 +148,7 @@ class CrossEncoder:
         with torch.no_grad():
             for i in range(0, len(sentences), batch_size):
                 chunk = sentences[i:i + batch_size]
-                out += self.model(**self._enc([question] * len(chunk), chunk)).logits.squeeze(-1).tolist()
+                out += self.model(**self._enc([question] * len(chunk), chunk)).logits.squeeze(-1).cpu().tolist()
         return out
 
     def save(self, path: Path) -> None:
@@ -170,9 +176,12 @@ def rank_book(ranker: CrossEncoder, book: Book, questions: list[dict], index_pat
 
 
 def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalConfig, report: dict,
-                        progress: bool = True, cfg: RankerConfig | None = None) -> dict:
-    """Train one ranker per book fold (on the other folds) and write contexts for the books still to do."""
+                        progress: bool = True, cfg: RankerConfig | None = None, device: str = "auto") -> dict:
+    """Train one ranker per book fold (on the other folds) and write contexts for the books still to do. device
+    (auto | cpu | cuda[:N]) is where, not what: it is not in the records that say a fold model or context is done."""
     import torch
+    from whoqa.core.device import as_device
+    device = as_device(device)
     from data_prep.who_set import load_questions
     ws, cfg = Workspace(ws), cfg or RankerConfig()
     torch.manual_seed(cfg.seed)
@@ -194,17 +203,17 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
         made_with = {"ranker": asdict(cfg), "test_books": sorted(fold)}  # a fold model is reused only if the same
         record = model_dir / "whoqa_ranker.json"
         if (model_dir / "config.json").is_file() and record.is_file() and json.loads(record.read_text()) == made_with:
-            ranker = CrossEncoder(str(model_dir), cfg.max_length)
+            ranker = CrossEncoder(str(model_dir), cfg.max_length, device)
             losses = []
         else:
             train_q = [q for b, qs in all_q.items() if b not in fold for q in qs]
             if cfg.max_train_questions:
                 train_q = train_q[:cfg.max_train_questions]
-            pairs = training_pairs(train_q, summaries, base, cfg.negatives, cfg.seed)
+            pairs = training_pairs(train_q, summaries, base, cfg.negatives, cfg.seed, device)
             if not pairs:
                 raise ValueError("no training pairs for the BERT ranker: no summaries for the other folds' books")
             n_pairs = len(pairs)
-            ranker = CrossEncoder(base, cfg.max_length)
+            ranker = CrossEncoder(base, cfg.max_length, device)
             losses = ranker.train(pairs, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed, progress)
             ranker.save(model_dir)
             atomic_write(record, json.dumps(made_with, indent=1))

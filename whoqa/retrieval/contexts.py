@@ -52,7 +52,7 @@ def _bm25f_work(workspace: str, book_id: str, questions: list[dict], cfg: Retrie
 
 
 def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = None, cfg: RetrievalConfig | None = None,
-                   progress: bool = True, ranker_cfg=None) -> dict:
+                   progress: bool = True, ranker_cfg=None, device: str = "auto") -> dict:
     """Contexts of every question of every prepared book for one ranker; books already done are skipped."""
     if ranker not in RANKERS + (ORACLE,):
         raise ValueError(f"unknown ranker {ranker!r}: use one of {RANKERS + (ORACLE,)}")
@@ -72,7 +72,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
               "redone_config_changed": len(redone), "config": asdict(cfg)}
     if ranker == "bert":
         from whoqa.retrieval.bert_ranker import build_bert_contexts
-        return build_bert_contexts(ws, todo, cfg, report, progress, ranker_cfg)
+        return build_bert_contexts(ws, todo, cfg, report, progress, ranker_cfg, device)
     from whoqa.core.progress import bar as progress_bar
     bar = progress_bar(total=len(todo), desc=f"index {ranker}", unit="book", progress=progress)
     t0 = time.perf_counter()
