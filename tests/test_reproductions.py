@@ -51,3 +51,33 @@ def test_a_failing_step_stops_the_reproduction(tmp_path):
                                  str(tmp_path / "ws")])
     assert r.exit_code != 0
     assert "step 1 of reproduction main failed" in r.output and "[2/" not in r.output
+
+
+def test_whoqa_runs_with_a_fixed_string_hash_seed(monkeypatch):
+    """String hashing decides how BookNLP's name clustering iterates its sets: `whoqa` fixes it, re-executing itself
+    once with PYTHONHASHSEED set, and runs in place when it is set."""
+    import os
+    import sys
+    import cli
+    seen = {}
+
+    def execv(exe, args):
+        seen.update(exe=exe, args=args, seed=os.environ.get("PYTHONHASHSEED"))
+        raise SystemExit(0)
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    monkeypatch.setattr(os, "execv", execv)
+    monkeypatch.setattr(sys, "argv", ["/bin/whoqa", "eval", "--workspace", "ws"])
+    try:
+        cli.entry()
+    except SystemExit:
+        pass
+    assert seen == {"exe": sys.executable, "args": [sys.executable, "/bin/whoqa", "eval", "--workspace", "ws"],
+                    "seed": cli.HASH_SEED}
+    monkeypatch.setenv("PYTHONHASHSEED", "7")
+    monkeypatch.setattr(sys, "argv", ["/bin/whoqa", "--help"])
+    seen.clear()
+    try:
+        cli.entry()
+    except SystemExit:
+        pass
+    assert not seen  # set by the user: respected, no re-execution
