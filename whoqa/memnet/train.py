@@ -93,16 +93,16 @@ def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArray
     cache = cache or MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
     for i in range(0, len(examples), batch_size):
         batch = examples[i:i + batch_size]
-        b = collate(batch, books, memories).to(model.C.weight.device)
+        host = collate(batch, books, memories)
+        b = host.to(model.C.weight.device)
         scores = model(b.question, None, b.values, b.candidates, memories=cache.batch(batch, memories),
-                       salience=b.salience, roles=b.roles).cpu()  # (B, C)
-        b = b.to("cpu")
+                       salience=b.salience, roles=b.roles).cpu()  # (B, C), back on the host with the ids
         p = torch.softmax(scores, -1)  # (B, C)
         order = scores.argsort(dim=-1, descending=True)  # (B, C)
         for row, o in enumerate(order):
-            keep = b.cand_chars[row][o] >= 0
-            out.append([int(x) for x in b.cand_chars[row][o][keep]])
-            probs.append([float(x) for x in p[row][o][keep]])
+            ranked = host.cand_chars[row][o]  # (C,)
+            out.append([int(x) for x in ranked[ranked >= 0]])
+            probs.append([float(x) for x in p[row][o][ranked >= 0]])
     return (out, probs) if probabilities else out
 
 
