@@ -61,6 +61,11 @@ class AliasIndex:
     """Characters of one book, indexed by their normalised names."""
     characters: dict[int, Character]
 
+    @classmethod
+    def from_records(cls, records: list[dict]) -> "AliasIndex":
+        """From a book's characters as the Who set stores them (WS/who/characters.json)."""
+        return cls({c["id"]: Character(c["id"], c["name"], c["aliases"], c["count"], c["gender"]) for c in records})
+
     def __post_init__(self):
         self.full: dict[tuple, set[int]] = {}
         self.parts: dict[str, set[int]] = {}

@@ -26,7 +26,6 @@ FACTS = {
 def question_facts(workspace: Path, run: str, ranker: str = "bm25f", memories: int = 100) -> list[dict]:
     """One row per question of the run: question, answers, top 3, and the facts above."""
     from whoqa.core.aliases import AliasIndex
-    from whoqa.core.book import Character
     from data_prep.who_set import load_who_set
     from whoqa.evaluation.evaluate import ContextView, ensemble_result
     from whoqa.memnet.data import question_tokens
@@ -43,16 +42,17 @@ def question_facts(workspace: Path, run: str, ranker: str = "bm25f", memories: i
     cfg = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
     ctx = ContextView(ws, cfg.get("ranker", ranker), cfg.get("memories", memories))
     qmap = {q["question_id"]: q for q in questions}
+    aliases: dict[str, AliasIndex] = {}  # per book, built once
     rows = []
     for qid, ranking in preds.items():
         q = qmap.get(qid)
         if q is None or not ranking:
             continue
         b = q["document_id"]
+        if b not in aliases:
+            aliases[b] = AliasIndex.from_records(characters[b])
         chars = {c["id"]: c for c in characters[b]}
-        aliases = AliasIndex({c["id"]: Character(c["id"], c["name"], c["aliases"], c["count"], c["gender"])
-                              for c in characters[b]})
-        named = {int(t.split("_")[1].split("@")[0]) for t in question_tokens(q["question"], b, aliases)
+        named = {int(t.split("_")[1].split("@")[0]) for t in question_tokens(q["question"], b, aliases[b])
                  if t.startswith("CHAR_")}
         top_book = max(chars, key=lambda c: chars[c]["count"])
         mentioned = set(ctx.mentions(b, qid))

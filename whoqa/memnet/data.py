@@ -244,9 +244,7 @@ def who_examples(workspace: Path, ranker: str, vocab: Vocab, books: dict[str, Bo
         b = q["document_id"]
         if b not in contexts:
             contexts[b] = load_contexts(ws, ranker, b)
-            from whoqa.core.book import Character
-            aliases[b] = AliasIndex({c["id"]: Character(c["id"], c["name"], c["aliases"], c["count"], c["gender"])
-                                     for c in characters.get(b, [])})
+            aliases[b] = AliasIndex.from_records(characters.get(b, []))
         if contexts[b] is None or b not in books:
             skipped["no_contexts"] += 1
             continue
