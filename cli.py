@@ -16,6 +16,7 @@ import typer
 from data_prep.download import DownloadConfig
 from data_prep.prepare import PrepareConfig
 from data_prep.split import HELDOUT
+from whoqa.core.device import DEVICES
 from whoqa.core.jobs import default_jobs
 from whoqa.core.seed import SEED
 from whoqa.evaluation.evaluate import EvalConfig
@@ -24,6 +25,7 @@ from whoqa.reader.config import LookupConfig, PrereadConfig, ReaderConfig
 from whoqa.retrieval.bert_ranker import RankerConfig
 from whoqa.retrieval.bm25f import RetrievalConfig
 
+DEVICE_HELP = f"{DEVICES} (auto: a GPU when there is one)"
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Question answering over full-length books (NarrativeQA full-story setting).")
 
@@ -177,7 +179,7 @@ def index(
                                   help="BERT ranker: BM25F candidates scored per question (0: all sentences)."),
     bert_epochs: int = typer.Option(default(RankerConfig, "epochs"), help="BERT ranker: training epochs."),
     seed: int = typer.Option(default(RankerConfig, "seed"), help="BERT ranker: seed for pairs, folds and training."),
-    device: str = typer.Option("auto", help="BERT ranker: auto (a GPU when there is one), cpu, cuda or cuda:N."),
+    device: str = typer.Option("auto", help=f"BERT ranker: {DEVICE_HELP}."),
 ):
     """Rank each question's 5-sentence windows (BM25F over Lucene, BERT ranker) -> WS/contexts/<ranker>/."""
     from whoqa.retrieval.contexts import build_contexts
@@ -208,8 +210,7 @@ def pretrain_cmd(
     roles: bool = typer.Option(default(PretrainConfig, "roles"), help="Role-weighted values (see train)."),
     name: str = typer.Option(default(PretrainConfig, "name"), help="Output folder under WS/models/ (train picks it "
                                                                    "with --pretrained)."),
-    device: str = typer.Option(default(PretrainConfig, "device"), help="Memory network: auto (a GPU when there is "
-                                                                       "one), cpu, cuda or cuda:N."),
+    device: str = typer.Option(default(PretrainConfig, "device"), help=f"Memory network: {DEVICE_HELP}."),
     seed: int = typer.Option(SEED, help="Seed."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
     reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader; lookup: "
@@ -289,8 +290,7 @@ def train_cmd(
     from_pretrained: bool = typer.Option(default(TrainConfig, "from_pretrained"),
                                          help="Start from `whoqa pretrain`'s model."),
     pretrained: str = typer.Option(default(TrainConfig, "pretrained"), help="Which pretrained model (WS/models/NAME)."),
-    device: str = typer.Option(default(TrainConfig, "device"), help="Memory network: auto (a GPU when there is one), "
-                                                                    "cpu, cuda or cuda:N."),
+    device: str = typer.Option(default(TrainConfig, "device"), help=f"Memory network: {DEVICE_HELP}."),
     epochs: Optional[int] = typer.Option(None, help=f"Epochs (memory network: {default(TrainConfig, 'epochs')} as in "
                                                     f"the paper; reader: {default(ReaderConfig, 'epochs')})."),
     lr: Optional[float] = typer.Option(None, help=f"Learning rate (memory network: Adam {default(TrainConfig, 'lr')}, "
@@ -356,8 +356,8 @@ def train_cmd(
     from whoqa.memnet.config import run_name
     from whoqa.memnet.train import cross_validate, train_final
     given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
-    cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience, roles=roles,
-                      pretrained=pretrained, device=device,
+    cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience,
+                      roles=roles, pretrained=pretrained, device=device,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
     if final:
         st = _stage(train_final, workspace, cfg)
@@ -383,7 +383,7 @@ def ask(
                                                    "cross-validated run has the best P@1)."),
     top: int = typer.Option(5, help="Characters to show."),
     adapt: bool = typer.Option(True, help="Tune a new book's vectors on its own artificial questions first (once)."),
-    device: str = typer.Option("auto", help="Memory network: auto (a GPU when there is one), cpu, cuda or cuda:N."),
+    device: str = typer.Option("auto", help=f"Memory network: {DEVICE_HELP}."),
     using: str = typer.Option("auto", "--with", help="auto (Who questions -> memory network, the rest -> reader), "
                                                      "memnet or reader."),
     reader_model: Optional[str] = typer.Option(None, help="Reader under WS/models/reader (default: the one whose "
