@@ -148,3 +148,5 @@ def test_failure_report_says_why_a_question_was_missed(mini_data, dd_ws):
     assert f["answer not in context"]["questions"] == 0 and f["answer named in the question"]["questions"] == 0
     assert f["picked a character the question names"]["missed"][0]["gold"] == "Culverton Smith"
     assert (dd_ws / "results" / "failures-memnet[bm25f].txt").is_file()
+    with pytest.raises(ValueError, match="without probabilities"):  # no probabilities recorded: no average to explain
+        failure_report(dd_ws, "ensemble:memnet[bm25f]")

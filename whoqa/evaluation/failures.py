@@ -36,6 +36,9 @@ def question_facts(workspace: Path, run: str, ranker: str = "bm25f", memories: i
     if not runs:
         raise FileNotFoundError(f"no fold files in {folder}: run `whoqa train --workspace {workspace}` first")
     if run.startswith("ensemble:"):
+        if not all("probs" in p for r in runs for p in r["predictions"]):
+            raise ValueError(f"{folder} was recorded without probabilities, so its trials cannot be averaged: ask "
+                             f"for {folder.name} itself, or redo the run with `whoqa train`")
         preds = ensemble_result(run, runs, {}, {}, {"config": {}, "provenance": None}, keep_rankings=True)["rankings"]
     else:
         preds = {p["question_id"]: p["ranking"] for r in runs if r["trial"] == 0 for p in r["predictions"]}
