@@ -210,7 +210,7 @@ def pretrain_cmd(
     roles: bool = typer.Option(default(PretrainConfig, "roles"), help="Role-weighted values (see train)."),
     name: str = typer.Option(default(PretrainConfig, "name"), help="Output folder under WS/models/ (train picks it "
                                                                    "with --pretrained)."),
-    device: str = typer.Option(default(PretrainConfig, "device"), help=f"Memory network: {DEVICE_HELP}."),
+    device: str = typer.Option(default(PretrainConfig, "device"), help=f"Memory network or reader: {DEVICE_HELP}."),
     seed: int = typer.Option(SEED, help="Seed."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
     reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader; lookup: "
@@ -247,7 +247,7 @@ def pretrain_cmd(
         lcfg = LookupConfig(questions=lookup_questions, books=lookup_books, lr=lookup_lr, preread=lookup_preread,
                             base=reader_base, train_encoder=train_encoder, bf16=bf16, copy=copy, spans=lookup_spans,
                             seed=seed)
-        st = _stage(pretrain_lookup, workspace, lcfg)
+        st = _stage(pretrain_lookup, workspace, lcfg, device=device)
         h = st["heldout"]
         typer.echo(f"answer lookup on {st['questions']:,} artificial questions of {st['books']} books in "
                    f"{st['seconds']}s ({st['examples_per_second']} q/s); loss {st['loss_first']:.3f} -> "
@@ -264,7 +264,7 @@ def pretrain_cmd(
         from whoqa.reader.preread import preread
         pcfg = PrereadConfig(base=reader_base, passages=preread_passages, train_encoder=train_encoder,
                              books=preread_books, lr=preread_lr, bf16=bf16, seed=seed)
-        st = _stage(preread, workspace, pcfg)
+        st = _stage(preread, workspace, pcfg, device=device)
         typer.echo(f"preread {st['passages']:,} passages of {st['books']} books in {st['seconds']}s "
                    f"({st['passages_per_second']} passages/s); loss {st['loss_first']:.3f} -> {st['loss_last']:.3f} "
                    f"-> {workspace}/models/preread")
@@ -290,7 +290,7 @@ def train_cmd(
     from_pretrained: bool = typer.Option(default(TrainConfig, "from_pretrained"),
                                          help="Start from `whoqa pretrain`'s model."),
     pretrained: str = typer.Option(default(TrainConfig, "pretrained"), help="Which pretrained model (WS/models/NAME)."),
-    device: str = typer.Option(default(TrainConfig, "device"), help=f"Memory network: {DEVICE_HELP}."),
+    device: str = typer.Option(default(TrainConfig, "device"), help=f"Memory network or reader: {DEVICE_HELP}."),
     epochs: Optional[int] = typer.Option(None, help=f"Epochs (memory network: {default(TrainConfig, 'epochs')} as in "
                                                     f"the paper; reader: {default(ReaderConfig, 'epochs')})."),
     lr: Optional[float] = typer.Option(None, help=f"Learning rate (memory network: Adam {default(TrainConfig, 'lr')}, "
@@ -343,11 +343,11 @@ def train_cmd(
                             no_repeat_ngram=no_repeat_ngram, seed=seed, max_train_samples=max_train_samples,
                             max_eval_samples=max_eval_samples, **given)
         if final:
-            st = _stage(final_reader, workspace, rcfg)
+            st = _stage(final_reader, workspace, rcfg, device=device)
             typer.echo(f"{st['name']}: trained on {st['examples']} questions -> {workspace}/models/reader/{st['name']}"
                        "/final")
             return
-        s = _stage(cv_reader, workspace, rcfg)
+        s = _stage(cv_reader, workspace, rcfg, device=device)
         m = s["metrics"]
         typer.echo(f"{s['run']}: {s['questions']} questions in {s['folds']} book folds: ROUGE-L {m.get('rouge_l', 0):.2f}, "
                    f"BLEU-1 {m.get('bleu_1', 0):.2f}, BLEU-4 {m.get('bleu_4', 0):.2f}, EM {m.get('em', 0):.2f}, "
@@ -383,7 +383,7 @@ def ask(
                                                    "cross-validated run has the best P@1)."),
     top: int = typer.Option(5, help="Characters to show."),
     adapt: bool = typer.Option(True, help="Tune a new book's vectors on its own artificial questions first (once)."),
-    device: str = typer.Option("auto", help=f"Memory network: {DEVICE_HELP}."),
+    device: str = typer.Option("auto", help=f"Memory network or reader: {DEVICE_HELP}."),
     using: str = typer.Option("auto", "--with", help="auto (Who questions -> memory network, the rest -> reader), "
                                                      "memnet or reader."),
     reader_model: Optional[str] = typer.Option(None, help="Reader under WS/models/reader (default: the one whose "
@@ -401,7 +401,7 @@ def ask(
     from data_prep.who_set import is_who_question  # the Who set's own rule: routing sends what it would keep
     if using == "reader" or (using == "auto" and not is_who_question(question)):
         from whoqa.reader.ask import ReaderAsker
-        asker = _stage(ReaderAsker, workspace, reader_model)
+        asker = _stage(ReaderAsker, workspace, reader_model, device=device)
         ra = _stage(asker.ask, _stage(_add_book, workspace, text, data, book), question)
         typer.echo(f"({asker.choice.why})", err=True)
         typer.echo(ra.answer)
@@ -466,6 +466,8 @@ def eval_(
                                                         "the best cross-validated P@1)."),
     failures: Optional[str] = typer.Option(None, help="Instead: why a memory-network run (WS/runs/<name>, or "
                                                       "ensemble:<name>) misses what it misses, with examples."),
+    device: str = typer.Option(default(EvalConfig, "device"), help=f"With --data: where the trained memory networks "
+                                                                    f"and readers run, {DEVICE_HELP}."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
     reader is trained, the full task (all questions; Who questions routed to the memory network)."""
@@ -488,7 +490,7 @@ def eval_(
         typer.echo(f"plot: {workspace}/results/ablation-{ablation}.png")
         return
     res = _stage(evaluate, EvalConfig(workspace=str(workspace), data=str(data) if data else None, seed=seed,
-                                      random_trials=random_trials, jobs=jobs))
+                                      random_trials=random_trials, jobs=jobs, device=device))
     typer.echo(res["table"])
     if res.get("full_task"):
         typer.echo("\n" + res["full_task"]["table"])

@@ -34,3 +34,44 @@ def test_memory_network_trains_and_answers_on_the_given_device():
     assert losses[-1] < losses[0] and m.salience_w.device.type == device.type
     ranked, probs = predict(m, ex, books, memories=2, probabilities=True)
     assert sorted(ranked[0]) == [5, 7] and abs(sum(probs[0]) - 1) < 1e-5
+
+
+def test_the_reader_trains_and_answers_on_the_given_device(tiny_reader_path):
+    """The FiD reader end to end with a device argument: loaded there, mixed-precision training from cached states
+    (kept in host memory), the copy pointer's beam search, all on the reader's device."""
+    from whoqa.reader.cache import StateCache, encode_examples, fused_inputs
+    from whoqa.reader.config import ReaderConfig
+    from whoqa.reader.data import Batcher, ReaderExample
+    from whoqa.reader.model import FiDReader
+    from whoqa.reader.steps import decoder_start_id
+    from whoqa.reader.train import fit, predict
+    device = resolve_device("auto")
+    torch.manual_seed(0)
+    reader = FiDReader.load(tiny_reader_path, device=str(device))
+    reader.add_pointer()
+    assert reader.device.type == device.type and next(reader.pointer.parameters()).device.type == device.type
+    b = Batcher(reader.tokenizer, 40, 8, decoder_start_id(reader))
+    ex = [ReaderExample(i, "b", q, [a, a], p) for i, (q, a, p) in enumerate([
+        ("who bakes the pie?", "ribby", ["ribby the cat bakes a pie", "duchess eats it"]),
+        ("where does jemima go?", "the farm", ["jemima flies away to the farm"])])]
+    states = encode_examples(reader, b, ex, progress=False)
+    assert all(s.device.type == "cpu" and s.dtype == torch.float16 for s in states)  # host memory, half size
+    cache = StateCache.in_memory({e.question_id: s for e, s in zip(ex, states)})
+    fused = fused_inputs(reader, b, cache, ex, False)
+    assert {t.device.type for t in fused} == {device.type}
+    cfg = ReaderConfig(epochs=60, batch_size=2, lr=3e-3, bf16=True, num_beams=2, max_new_tokens=6)
+    stats = fit(reader, b, ex, cfg, cache, progress=False)
+    assert stats["loss_last"] < stats["loss_first"] / 5
+    assert predict(reader, b, ex, cfg, cache, progress=False) == ["ribby", "the farm"]
+
+
+def test_no_model_code_names_the_cpu_where_it_means_the_models_device():
+    """Tensors are made on the model's device; "cpu" appears only in whoqa.core.device and where a file is read into
+    host memory on purpose (map_location)."""
+    from pathlib import Path
+    import re
+    root = Path(__file__).resolve().parents[1]
+    named = [f"{p.relative_to(root)}:{i}" for p in sorted((root / "whoqa").rglob("*.py")) if p.name != "device.py"
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"""["']cpu["']""", line) and "map_location" not in line]
+    assert not named, named

@@ -125,7 +125,7 @@ def test_answer_lookup_with_and_without_a_copy_pointer(ws, tiny_reader_path):
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup"])
     assert r.exit_code == 0 and "fid[bm25f]+lookup:" in r.output  # the lookup without a pointer is still current
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup",
-                  "--copy"])
+                  "--copy", "--beams", "2", "--device", "cpu"])  # the pointer's beam search, on a named device
     assert r.exit_code == 0, r.output
     fold = json.loads((ws / "reader" / "runs" / "fid[bm25f]+lookup+copy" / "fold0.json").read_text())
     assert fold["lookup"]["copy"] is True and fold["lookup"]["spans"] == 0.5
@@ -161,8 +161,8 @@ def test_full_task_rows_and_routing(ws):
 def test_ask_serves_the_final_reader(ws, tiny_reader_path):
     small = SMALL
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", *small, "--context", "bm25f",
-                  "--reader-base", tiny_reader_path])
+                  "--reader-base", tiny_reader_path, "--device", "cpu"])
     assert r.exit_code == 0 and "trained on 6 questions" in r.output, r.output
-    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?"])
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--device", "cpu"])
     assert r.exit_code == 0, r.output
     assert sum(1 for l in r.output.splitlines() if l.startswith("  | ")) == 3  # the answer, then passages read

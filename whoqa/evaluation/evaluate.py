@@ -30,6 +30,7 @@ class EvalConfig:
     random_trials: int = 5
     jobs: int = field(default_factory=default_jobs)  # processes preparing --data books
     context_sentences: int = 100  # context size for context-based systems and coverage
+    device: str = "auto"  # where the trained models judged on --data books run (whoqa.core.device)
 
 
 Ranker = Callable[[dict, list[dict], int], list[int]]  # (question, book characters, trial) -> ranked ids
@@ -90,7 +91,7 @@ def evaluate(cfg: EvalConfig) -> dict:
         results[name] = evaluate_system(name, ranker, trials or cfg.random_trials, characters, questions)
     if cfg.data:
         from whoqa.evaluation.unseen import final_results
-        results.update(final_results(ws, target, characters, questions))
+        results.update(final_results(ws, target, characters, questions, device=cfg.device))
     else:
         results.update(trained_results(ws, characters, questions))
     from whoqa.core.runs import code_version
@@ -108,7 +109,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     full = None
     if cfg.data:
         from whoqa.evaluation.unseen import full_task_results
-        full = full_task_results(ws, target, results)
+        full = full_task_results(ws, target, results, device=cfg.device)
     return {"meta": meta, "results": results, "table": table, "full_task": full}
 
 

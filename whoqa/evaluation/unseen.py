@@ -40,7 +40,8 @@ def final_models(workspace: Path) -> list[Path]:
     return sorted(p.parent for p in Path(workspace).glob("models/memnet*/model.pt"))
 
 
-def final_results(workspace: Path, target: Path, characters: dict, questions: list[dict], adapt_cfg=None) -> dict:
+def final_results(workspace: Path, target: Path, characters: dict, questions: list[dict], adapt_cfg=None,
+                  device=None) -> dict:
     """name -> result (as evaluate_system's) of every final model on target's Who set, without and with adaptation.
     Questions the model cannot take (answer not among its candidates) count as misses, so the denominator is the
     baselines' own."""
@@ -65,7 +66,7 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
         if not (Workspace(target).contexts / ranker).is_dir():
             log.warning("%s left out: no %s contexts for %s", folder.name, ranker, target)
             continue
-        model = load_model(folder, vocab)
+        model = load_model(folder, vocab, device=device)
         examples, _ = who_examples(target, ranker, vocab, books, memories)
         plain = dict(zip([e.qid for e in examples], predict(model, examples, books, memories)))
         adapted, stats = {}, {}
@@ -98,7 +99,7 @@ def final_readers(workspace: Path) -> list[Path]:
     return sorted(p.parent for p in Path(workspace).glob(f"models/reader/*/final/{READER_FILE}"))
 
 
-def full_task_results(workspace: Path, target: Path, who: dict, progress: bool = False) -> dict | None:
+def full_task_results(workspace: Path, target: Path, who: dict, progress: bool = False, device=None) -> dict | None:
     """Every final reader on all of target's questions, and the routed system (Who-set questions to the final memory
     network with the best P@1 here, the rest to the reader) -> WS/results/full_task@<name>.{json,txt}. Readers that
     need contexts target cannot have (oracle: built from the answers; bert: a trained ranker) are left out."""
@@ -125,7 +126,7 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
             log.warning("reader %s left out: its %s passages cannot be made for unseen books", folder.parent.name,
                         cfg.context)
             continue
-        reader = FiDReader.load(str(folder))
+        reader = FiDReader.load(str(folder), device)
         batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start=decoder_start_id(reader),
                           question_passage=cfg.question_passage)
         examples = build_examples(target, cfg.context, cfg.top_k, progress)

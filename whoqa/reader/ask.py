@@ -18,9 +18,9 @@ class ReaderAnswer:
 
 class ReaderAsker:
     def __init__(self, workspace: str | Path, model: str | None = None, top_k: int | None = None,
-                 num_beams: int | None = None):
-        """Serves the reader as it was trained: its saved config gives the passages (none, or BM25F's: the other
-        rankers cannot run per question at ask time), top-k, beams, n-gram blocking and answer length, unless
+                 num_beams: int | None = None, device=None):
+        """Serves the reader as it was trained, on device: its saved config gives the passages (none, or BM25F's: the
+        other rankers cannot run per question at ask time), top-k, beams, n-gram blocking and answer length, unless
         top_k / num_beams are given."""
         from whoqa.reader.data import Batcher
         from whoqa.reader.model import READER_FILE, FiDReader
@@ -31,7 +31,7 @@ class ReaderAsker:
         self.choice = choose_model(self.ws, model, contexts=None if model else SERVABLE)
         path = self.ws.reader_models / self.choice.name / "final"
         self.model_name = self.choice.name
-        self.reader = FiDReader.load(str(path))
+        self.reader = FiDReader.load(str(path), device)
         self.reader.model.eval()
         self.cfg = ReaderConfig.from_record(json.loads((path / READER_FILE).read_text()).get("config", {}))
         self.batcher = Batcher(self.reader.tokenizer, self.cfg.passage_tokens, self.cfg.answer_tokens,

@@ -27,7 +27,8 @@ def encoder_fingerprint(reader: FiDReader) -> str:
 @torch.no_grad()
 def encode_examples(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], batch: int = 4,
                     progress: bool = True) -> list[torch.Tensor]:
-    """Fused encoder states of each example, (T_i, H) in float16: what the decoder reads when the encoder is frozen."""
+    """Fused encoder states of each example, (T_i, H) in float16 in host memory (a GPU's memory holds a batch, not
+    every question's states): what the decoder reads when the encoder is frozen."""
     reader.encoder().eval()
     out: list[torch.Tensor] = []
     bar = progress_bar(total=len(examples), desc="encode passages", unit="q", progress=progress)
@@ -36,7 +37,7 @@ def encode_examples(reader: FiDReader, batcher: Batcher, examples: list[ReaderEx
         ids, mask, counts = batcher.inputs(chunk)
         fused = reader.encode(ids, mask, counts)  # states (B, T, H)
         for row, m in zip(fused.states, fused.mask):
-            out.append(row[m.bool()].to(torch.float16).clone())
+            out.append(row[m.bool()].to(torch.float16).cpu().clone())
         bar.update(len(chunk))
     bar.close()
     return out
@@ -70,18 +71,21 @@ class StateCache:
         torch.save(self.states, tmp)
         os.replace(tmp, self.path)
 
-    def fused(self, examples: list[ReaderExample]) -> tuple[torch.Tensor, torch.Tensor]:
-        return pad_states([self.states[e.question_id].float() for e in examples])  # (B, T, H), (B, T)
+    def fused(self, examples: list[ReaderExample], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """A batch's states, padded on the host and moved to device in float16 (half the transfer), then float32."""
+        states, mask = pad_states([self.states[e.question_id] for e in examples])  # (B, T, H), (B, T)
+        return states.to(device).float(), mask.to(device)
 
 
 def fused_inputs(reader, batcher, cache, chunk, grad: bool) -> Fused:
-    """What the decoder reads for a batch of examples: cached states (token ids re-derived by tokenising, for a
-    copy pointer) or freshly encoded ones."""
+    """What the decoder reads for a batch of examples, on the reader's device: cached states (token ids re-derived
+    by tokenising, for a copy pointer) or freshly encoded ones."""
     if cache is None:
         with torch.set_grad_enabled(grad):
             return reader.encode(*batcher.inputs(chunk))
-    states, mask = cache.fused(chunk)  # (B, T, H), (B, T)
-    ids = reader.fuse_ids(*batcher.inputs(chunk)) if reader.pointer is not None else None  # (B, T)
+    states, mask = cache.fused(chunk, reader.device)  # (B, T, H), (B, T)
+    ids = reader.fuse_ids(*batcher.inputs(chunk)) if reader.pointer is not None else None  # (B, T) on the host
+    ids = ids if ids is None else ids.to(reader.device)
     if ids is not None and ids.shape != mask.shape:
         raise ValueError(f"cached reader states do not match the passages' tokens ({tuple(ids.shape)} vs "
                          f"{tuple(mask.shape)}): delete {cache.path} and rerun")

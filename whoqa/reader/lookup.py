@@ -251,8 +251,9 @@ def heldout_stats(reader: FiDReader, batcher: Batcher, held: list[ReaderExample]
                         for e, p in zip(held[:8], preds)]}
 
 
-def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -> dict:
-    """Train the reader to answer artificial Who questions from passages -> WS/models/lookup/ (resumable)."""
+def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True, device=None) -> dict:
+    """Train the reader to answer artificial Who questions from passages -> WS/models/lookup/ (resumable), on
+    device."""
     ws = Workspace(workspace)
     out_dir = lookup_dir(ws, cfg.copy)
     start, preread = start_of(ws, cfg)
@@ -266,7 +267,7 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True) -
             return {**done["stats"], "skipped": True}
     set_seed(cfg.seed)
     record = {**asdict(cfg), "preread_config": preread}  # a new prereading restarts an interrupted lookup
-    reader, state = resume(out_dir, record, start)
+    reader, state = resume(out_dir, record, start, device)
     if cfg.copy:
         reader.add_pointer()
     batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, decoder_start_id(reader))

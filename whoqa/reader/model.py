@@ -16,6 +16,7 @@ from typing import NamedTuple
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 
+from whoqa.core.device import as_device
 from whoqa.core.minilm import bundled_minilm
 from whoqa.reader.pointer import POINTER_FILE, CopyPointer, pointer_decode, previous_tokens
 
@@ -73,28 +74,35 @@ class FiDReader(torch.nn.Module):
         self.model, self.tokenizer, self.pointer = model, tokenizer, pointer
 
     @classmethod
-    def load(cls, path: str | None = None) -> "FiDReader":
-        """A reader folder (with its copy pointer, if it has one) or a base model."""
+    def load(cls, path: str | None = None, device=None) -> "FiDReader":
+        """A reader folder (with its copy pointer, if it has one) or a base model, on device (a torch.device or a
+        --device value; None: auto)."""
+        device = as_device(device)
         model, tok = load_seq2seq(path)
         pointer = None
         file = Path(path) / POINTER_FILE if path else None
         if file is not None and file.is_file():
             try:
-                saved = torch.load(file)
+                saved = torch.load(file, map_location=device)
                 pointer = CopyPointer(*saved["dims"])
                 pointer.load_state_dict(saved["state"])
             except Exception as e:  # a corrupt file, or a pointer of another version
                 why = " ".join(str(e).split())  # one line: torch's messages span several
                 raise ValueError(f"{file} is not a copy pointer this version of whoqa reads ({why}): train the "
                                  "reader again with --copy") from e
-        return cls(model, tok, pointer)
+        return cls(model, tok, pointer).to(device)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model is: batches, caches and decoding tensors are moved or made here."""
+        return next(self.model.parameters()).device
 
     def add_pointer(self) -> None:
         """A fresh copy pointer (see whoqa.reader.pointer), sized for this model's decoder and encoder, unless it
         has one (a resumed or pretrained one is kept)."""
         if self.pointer is None:
             self.pointer = CopyPointer(self.model.get_decoder().config.hidden_size,
-                                       self.model.get_encoder().config.hidden_size)
+                                       self.model.get_encoder().config.hidden_size).to(self.device)
 
     def save(self, path: Path, extra: dict | None = None) -> None:
         """save_pretrained of model and tokenizer, and the copy pointer (a reader folder loads back with
@@ -147,13 +155,16 @@ class FiDReader(torch.nn.Module):
         return self.fuse(input_ids[..., None], attention_mask, counts)[0][..., 0]
 
     def encode(self, input_ids, attention_mask, counts) -> Fused:
-        """Packed passages (P, L) -> what the decoder reads: fused states (B, T, H), mask (B, T) [, ids (B, T)]."""
+        """Packed passages (P, L), made on the host -> what the decoder reads, on the model's device: fused states
+        (B, T, H), mask (B, T) [, ids (B, T)]."""
+        input_ids, attention_mask = input_ids.to(self.device), attention_mask.to(self.device)
         states, mask = self.fuse(self.encode_passages(input_ids, attention_mask), attention_mask, counts)
         return Fused(states, mask, self.fuse_ids(input_ids, attention_mask, counts))
 
     def loss(self, fused: Fused, labels: torch.Tensor) -> torch.Tensor:
         """labels (B, A) with -100 at padding -> mean token negative log-likelihood (of the copy mixture when the
         reader has a pointer)."""
+        labels = labels.to(fused.states.device)
         enc = BaseModelOutput(last_hidden_state=fused.states)
         if self.pointer is None:
             return self.model(encoder_outputs=enc, attention_mask=fused.mask, labels=labels).loss

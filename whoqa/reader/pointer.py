@@ -77,15 +77,16 @@ def pointer_decode(model, pointer: CopyPointer, states: torch.Tensor, mask: torc
     """Greedy (num_beams = 1) or beam search over the mixed distribution, with the decoder's key/value cache.
     states (B, T, He), mask (B, T), ids (B, T) -> each example's answer token ids (without start and end tokens).
     Beam hypotheses are ranked by log-probability / length ** length_penalty, and no_repeat_ngram > 0 forbids writing
-    an n-gram twice, both as Hugging Face's generate."""
+    an n-gram twice, both as Hugging Face's generate. Runs on the states' device; the per-example bookkeeping of the
+    beams is Python on the host, moved over once per step."""
     cfg = model.generation_config
     start, eos, pad = cfg.decoder_start_token_id, cfg.eos_token_id, cfg.pad_token_id
     eos = eos[0] if isinstance(eos, list) else eos
-    b, k = states.shape[0], num_beams
+    b, k, device = states.shape[0], num_beams, states.device
     states, mask, ids = (t.repeat_interleave(k, 0) for t in (states, mask, ids))  # (B*K, ...)
     enc = BaseModelOutput(last_hidden_state=states)
-    tokens = torch.full((b * k, 1), start, dtype=torch.long)  # (B*K, t)
-    scores = torch.full((b, k), float("-inf"))
+    tokens = torch.full((b * k, 1), start, dtype=torch.long, device=device)  # (B*K, t)
+    scores = torch.full((b, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start equal: only the first is live
     hyps: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
     done = [False] * b
@@ -109,10 +110,11 @@ def pointer_decode(model, pointer: CopyPointer, states: torch.Tensor, mask: torc
                     done[i] = True
             if all(done):
                 break
-            tokens = torch.cat([tokens, nxt.masked_fill(torch.tensor(done), pad)[:, None]], 1)
+            tokens = torch.cat([tokens, nxt.masked_fill(torch.tensor(done, device=device), pad)[:, None]], 1)
             continue
         top, idx = (scores.view(-1, 1) + logp).view(b, k * v).topk(2 * k, dim=1)  # (B, 2K)
-        src = torch.arange(b * k).view(b, k)  # (B, K) the beam each new beam extends
+        top, idx = top.cpu(), idx.cpu()  # read element by element below
+        src = torch.arange(b * k).view(b, k)  # (B, K) the beam each new beam extends (host)
         nxt = torch.full((b, k), pad, dtype=torch.long)
         new = torch.full((b, k), float("-inf"))
         for i in range(b):
@@ -136,15 +138,16 @@ def pointer_decode(model, pointer: CopyPointer, states: torch.Tensor, mask: torc
             done[i] = len(hyps[i]) == k and hyps[i][-1][0] >= best_live / (step + 1) ** length_penalty
         if all(done):
             break
-        order = src.view(-1)
-        tokens = torch.cat([tokens[order], nxt.view(-1, 1)], 1)
+        order = src.view(-1).to(device)
+        tokens = torch.cat([tokens[order], nxt.view(-1, 1).to(device)], 1)
         past.reorder_cache(order)
-        scores = new
+        scores = new.to(device)
     out_ids = []
+    final, rows = scores.tolist(), tokens[:, 1:].tolist()
     for i in range(b):
         if not done[i]:  # ran out of length: live beams compete too
-            live = [(float(scores[i, j]) / max(1, tokens.shape[1] - 1) ** length_penalty, tokens[i * k + j, 1:].tolist())
-                    for j in range(k) if scores[i, j] > float("-inf")]
+            live = [(final[i][j] / max(1, tokens.shape[1] - 1) ** length_penalty, rows[i * k + j])
+                    for j in range(k) if final[i][j] > float("-inf")]
             hyps[i] = hyps[i] + live
         best = max(hyps[i], key=lambda h: h[0])[1] if hyps[i] else []
         out_ids.append([t for t in best if t != pad])

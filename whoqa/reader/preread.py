@@ -57,8 +57,8 @@ def preread_reliance(workspace: Path, reader: FiDReader, cfg: PrereadConfig, boo
                           lambda idx: pad_labels([pairs[i][1] for i in idx]), len(pairs))
 
 
-def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
-    """Train the reader to restore masked book passages -> WS/models/preread/ (checkpoints: resumable)."""
+def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True, device=None) -> dict:
+    """Train the reader to restore masked book passages -> WS/models/preread/ (checkpoints: resumable), on device."""
     ws = Workspace(workspace)
     out_dir = preread_dir(ws)
     inputs = {"books": digest(preread_books(ws, cfg.books))}  # books added since: redone (older records: trusted)
@@ -66,7 +66,7 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
         done = json.loads((out_dir / "whoqa_reader.json").read_text())
         if done.get("config") == asdict(cfg) and done.get("inputs", inputs) == inputs:
             if "heldout" not in done["stats"]:  # made before this measurement existed: add it
-                done["stats"]["heldout"] = preread_reliance(ws, FiDReader.load(str(out_dir)), cfg,
+                done["stats"]["heldout"] = preread_reliance(ws, FiDReader.load(str(out_dir), device), cfg,
                                                             preread_books(ws, cfg.books), progress)
                 atomic_write(out_dir / "whoqa_reader.json", json.dumps(done, indent=1))
             return {**done["stats"], "skipped": True}
@@ -76,7 +76,7 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True) -> dict:
         raise FileNotFoundError(f"no {cfg.books} prepared books under {ws}/books to preread: run `whoqa prepare` "
                                 "(with books-unlabeled/) first, or use --preread-books all")
     texts = sample_passages(ws, books, cfg.passages, cfg.passage_words, cfg.seed, progress)
-    reader, state = resume(out_dir, asdict(cfg), cfg.base)
+    reader, state = resume(out_dir, asdict(cfg), cfg.base, device)
     pairs = preread_examples(reader, texts, cfg)
 
     def loss_of(idx):

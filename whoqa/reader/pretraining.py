@@ -13,7 +13,7 @@ import torch
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write
 from whoqa.reader.model import FiDReader
-from whoqa.reader.steps import autocast, guarded_step, optimizer, trainable
+from whoqa.reader.steps import Precision, optimizer, trainable
 from whoqa.core.workspace import Workspace
 
 
@@ -56,19 +56,20 @@ def finish_pretraining(reader: FiDReader, out_dir: Path, meta: dict) -> None:
     shutil.rmtree(checkpoint_dir(out_dir), ignore_errors=True)
 
 
-def resume(out_dir: Path, config: dict, base: str | None) -> tuple[FiDReader, dict | None]:
-    """The reader to pretrain: the checkpoint of an interrupted run of the same config, else a fresh one from base."""
+def resume(out_dir: Path, config: dict, base: str | None, device=None) -> tuple[FiDReader, dict | None]:
+    """The reader to pretrain, on device: the checkpoint of an interrupted run of the same config, else a fresh one
+    from base."""
     ckpt = checkpoint_dir(out_dir)
     state = json.loads((ckpt / "state.json").read_text()) if (ckpt / "state.json").is_file() else None
     if state and state.get("config") != config:
         state = None
-    return FiDReader.load(str(ckpt / "model") if state else base), state
+    return FiDReader.load(str(ckpt / "model") if state else base, device), state
 
 
 def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, record: dict, n: int, loss_of, desc: str,
                   progress: bool) -> tuple[dict, list[float]]:
-    """The pretraining stages' shared loop: n examples once each in a seeded order, AdamW with linear decay, bf16
-    autocast, a checkpoint every cfg.checkpoint_every steps keyed by record (resumed by `resume` with the same
+    """The pretraining stages' shared loop: n examples once each in a seeded order, AdamW with linear decay, mixed
+    precision (cfg.bf16) on the reader's device, a checkpoint every cfg.checkpoint_every steps keyed by record (resumed by `resume` with the same
     record). cfg: batch_size, lr, bf16, train_encoder, seed, checkpoint_every; loss_of(indices) -> scalar loss."""
     ckpt = checkpoint_dir(out_dir)
     params = trainable(reader, cfg.train_encoder)
@@ -76,7 +77,7 @@ def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, rec
     opt, sched = optimizer(params, cfg.lr, steps)
     first = 0
     if state:
-        opt.load_state_dict(torch.load(ckpt / "optimizer.pt"))
+        opt.load_state_dict(torch.load(ckpt / "optimizer.pt", map_location=reader.device))
         sched.load_state_dict(torch.load(ckpt / "scheduler.pt"))
         first = state["step"]
     losses = list(state["losses"]) if state else []
@@ -86,11 +87,12 @@ def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, rec
     t0 = time.perf_counter()
     reader.model.train()
     trainable(reader, cfg.train_encoder)
+    precision = Precision(reader.device, cfg.bf16)
     for step in range(first, steps):
         idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size].tolist()
-        with autocast(cfg.bf16):
+        with precision.autocast():
             loss = loss_of(idx)
-        losses.append(round(guarded_step(loss, params, opt, sched, f"{desc} step {step}"), 4))
+        losses.append(round(precision.step(loss, params, opt, sched, f"{desc} step {step}"), 4))
         bar.update(1)
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
         if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < steps:

@@ -1,9 +1,11 @@
-"""One training step of the reader and what it needs: which parameters train, AdamW with warm-up and decay, bf16
-autocast, a guarded step (non-finite loss -> a clear error), and the input-reliance measurement."""
+"""One training step of the reader and what it needs: which parameters train, AdamW with warm-up and decay, mixed
+precision on the model's device, a guarded step (non-finite loss -> a clear error), and the input-reliance
+measurement."""
 from __future__ import annotations
 
 import torch
 
+from whoqa.core.device import mixed_precision
 from whoqa.reader.config import ReaderConfig
 from whoqa.reader.data import Batcher
 from whoqa.reader.model import FiDReader
@@ -31,20 +33,32 @@ def optimizer(params, lr: float, steps: int):
     return opt, get_linear_schedule_with_warmup(opt, max(1, steps // 20), max(1, steps))
 
 
-def autocast(bf16: bool):
-    """Mixed precision for training steps: matmuls in bfloat16, weights and optimizer state stay float32."""
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
+class Precision:
+    """How training steps compute on a device (whoqa.core.device.mixed_precision): with mixed precision on, matmuls
+    in bfloat16 on CPUs and Ampere+ GPUs, or in float16 with a loss scaler on older GPUs; weights and optimizer state
+    stay float32. Off: float32 throughout."""
 
+    def __init__(self, device: torch.device, enabled: bool):
+        dtype, scaled = mixed_precision(device)
+        self.device, self.dtype, self.enabled = device, dtype, enabled
+        self.scaler = torch.amp.GradScaler(device.type, enabled=enabled and scaled)  # disabled: a pass-through
 
-def guarded_step(loss: torch.Tensor, params, opt, sched, what: str) -> float:
-    if not torch.isfinite(loss):
-        raise FloatingPointError(f"non-finite reader loss at {what}: lower --lr or check the inputs")
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(params, 1.0)
-    opt.step()
-    sched.step()
-    opt.zero_grad(set_to_none=True)
-    return float(loss.detach())
+    def autocast(self):
+        return torch.autocast(self.device.type, dtype=self.dtype, enabled=self.enabled)
+
+    def step(self, loss: torch.Tensor, params, opt, sched, what: str) -> float:
+        """Backward, clip at 1, step; a non-finite loss is a clear error (a scaled float16 overflow is skipped by the
+        scaler, as it should be, and never reaches here as a loss)."""
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"non-finite reader loss at {what}: lower --lr or check the inputs")
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        self.scaler.step(opt)
+        self.scaler.update()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        return float(loss.detach())
 
 
 @torch.no_grad()

@@ -24,7 +24,7 @@ from whoqa.reader.config import ReaderConfig, run_name, with_defaults
 from whoqa.reader.data import CONTEXTS, Batcher, ReaderExample, book_folds, build_examples
 from whoqa.reader.model import FiDReader
 from whoqa.reader.pretraining import lookup_dir, preread_dir, preread_record
-from whoqa.reader.steps import autocast, batcher_of, guarded_step, input_reliance, optimizer, trainable
+from whoqa.reader.steps import Precision, batcher_of, input_reliance, optimizer, trainable
 from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,7 @@ def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg:
     steps = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
     opt, sched = optimizer(params, cfg.lr, steps)
     rng = random.Random(cfg.seed)
+    precision = Precision(reader.device, cfg.bf16)
     losses = []
     bar = progress_bar(total=steps, desc=desc, unit="step", progress=progress)
     t0 = time.perf_counter()
@@ -48,9 +49,9 @@ def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg:
         for i in range(0, len(order), cfg.batch_size):
             chunk = [examples[j] for j in order[i:i + cfg.batch_size]]
             labels = batcher.labels([rng.choice([a for a in e.answers if a.strip()] or [""]) for e in chunk])
-            with autocast(cfg.bf16):
+            with precision.autocast():
                 loss = reader.loss(fused_inputs(reader, batcher, cache, chunk, cfg.train_encoder), labels)
-            losses.append(guarded_step(loss, params, opt, sched, f"{desc} epoch {epoch}"))
+            losses.append(precision.step(loss, params, opt, sched, f"{desc} epoch {epoch}"))
             bar.update(1)
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
     bar.close()
@@ -89,10 +90,11 @@ def start_model_path(workspace: Path, cfg: ReaderConfig) -> str | None:
     return str(path)
 
 
-def load_start_model(workspace: Path, cfg: ReaderConfig) -> FiDReader:
-    """The reader a QA run starts from (start_path), with a fresh copy pointer when cfg.copy and it has none."""
+def load_start_model(workspace: Path, cfg: ReaderConfig, device=None) -> FiDReader:
+    """The reader a QA run starts from (start_path) on device, with a fresh copy pointer when cfg.copy and it has
+    none."""
     path = start_model_path(workspace, cfg)
-    reader = FiDReader.load(path)
+    reader = FiDReader.load(path, device)
     if cfg.copy:
         reader.add_pointer()
     elif reader.pointer is not None:
@@ -110,9 +112,10 @@ def pretraining_lineage(workspace: Path, cfg: ReaderConfig) -> dict:
     return {"preread": preread_record(workspace) if cfg.preread else None}
 
 
-def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) -> dict:
+def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True, device=None) -> dict:
     """Book-level k-fold: fold k's books are answered by a reader trained on the other folds' books. Each finished
-    fold is a file (WS/reader/runs/<name>/fold<k>.json), so an interrupted run resumes at the next fold."""
+    fold is a file (WS/reader/runs/<name>/fold<k>.json), so an interrupted run resumes at the next fold. device:
+    where the reader runs (a --device value; not part of the run's identity)."""
     from whoqa.core.metrics import text_metrics
     if cfg.context not in CONTEXTS:
         raise ValueError(f"unknown reader context {cfg.context!r}: use one of {CONTEXTS}")
@@ -132,7 +135,7 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True) ->
         if k in finished:
             continue
         set_seed(cfg.seed + k)
-        reader = load_start_model(ws, cfg)
+        reader = load_start_model(ws, cfg, device)
         batcher = batcher_of(reader, cfg)
         held = set(test_books)
         train = [e for e in examples if e.document_id not in held][:cfg.max_train_samples]
@@ -216,12 +219,12 @@ def summarize(run_dir: Path, folds: list[dict], answers: dict[int, list[str]]) -
     return out
 
 
-def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True) -> dict:
+def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True, device=None) -> dict:
     """One reader on every question of every book -> WS/models/reader/<name>/final (for `whoqa ask`)."""
     ws = Workspace(workspace)
     examples = build_examples(ws, cfg.context, cfg.top_k, progress)[:cfg.max_train_samples]
     set_seed(cfg.seed)
-    reader = load_start_model(ws, cfg)
+    reader = load_start_model(ws, cfg, device)
     batcher = batcher_of(reader, cfg)
     cache = None
     if not cfg.train_encoder:
