@@ -21,7 +21,7 @@ from whoqa.core.jobs import default_jobs
 from whoqa.core.seed import SEED
 from whoqa.evaluation.evaluate import EvalConfig
 from whoqa.memnet.config import PretrainConfig, TrainConfig
-from whoqa.reader.config import LookupConfig, PrereadConfig, ReaderConfig
+from whoqa.reader.config import LLMConfig, LookupConfig, PrereadConfig, ReaderConfig
 from whoqa.retrieval.bert_ranker import RankerConfig
 from whoqa.retrieval.bm25f import RetrievalConfig
 
@@ -312,7 +312,8 @@ def train_cmd(
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
     final: bool = typer.Option(False, help="Instead: one model on all Who questions (reader: all questions) for "
                                            "`whoqa ask`."),
-    reader: Optional[str] = typer.Option(None, help="fid: instead, the FiD reader on all questions (book folds)."),
+    reader: Optional[str] = typer.Option(None, help="fid: instead, the FiD reader on all questions (book folds); "
+                                                   "llm: a local language model answers them zero-shot."),
     context: str = typer.Option(default(ReaderConfig, "context"), help="Reader: passages from none, bm25f, bert or "
                                                                         "oracle."),
     preread: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader preread`."),
@@ -321,24 +322,46 @@ def train_cmd(
                                           "`whoqa pretrain --reader lookup --copy`)."),
     question_passage: bool = typer.Option(False, help="Reader: the question alone as one more passage, first (so "
                                                       "the reader sees all the no-context reader sees)."),
-    reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
-    top_k: int = typer.Option(default(ReaderConfig, "top_k"), help="Reader: passages per question."),
+    reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM); "
+                                                        "llm: a causal LM folder, hub id, .gguf file or "
+                                                        f"{default(LLMConfig, 'base')} (its default)."),
+    top_k: Optional[int] = typer.Option(None, help=f"Reader: passages per question (fid: "
+                                                   f"{default(ReaderConfig, 'top_k')}; llm: "
+                                                   f"{default(LLMConfig, 'top_k')}, as many as fit)."),
+    prompt_tokens: int = typer.Option(default(LLMConfig, "prompt_tokens"),
+                                      help="llm: prompt budget in tokens (cut further to the model's context)."),
     train_encoder: bool = typer.Option(False, help="Reader: fine-tune the encoder too (default: decoder only)."),
     beams: int = typer.Option(default(ReaderConfig, "num_beams"), help="Reader: beam size (1 = greedy)."),
     no_repeat_ngram: int = typer.Option(default(ReaderConfig, "no_repeat_ngram"),
                                         help="Reader: answers never write an n-gram of this size twice (0 = off)."),
-    bf16: bool = typer.Option(False, help="Reader: bfloat16 autocast in training (~1.8x faster with AVX512-BF16)."),
+    bf16: bool = typer.Option(False, help="Reader: mixed precision in training (bfloat16, ~1.8x faster with "
+                                          "AVX512-BF16; float16 + loss scaling on older GPUs); llm: half-precision "
+                                          "weights."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Reader debug: answer the first N questions of a fold."),
 ):
     """Fine-tune on the real Who questions with k-fold cross-validation x trials -> WS/runs/<name>/ (resumable);
-    with --reader fid: the FiD reader with book-level folds -> WS/reader/runs/<name>/."""
+    with --reader fid: the FiD reader with book-level folds -> WS/reader/runs/<name>/; with --reader llm: a local
+    language model's zero-shot answers -> WS/reader/llm/<name>/."""
+    if reader == "llm":
+        from whoqa.reader.llm import answer_all
+        lcfg = LLMConfig(base=reader_base or default(LLMConfig, "base"), context=context, prompt_tokens=prompt_tokens,
+                         half=bf16, seed=seed, max_eval_samples=max_eval_samples,
+                         **({"top_k": top_k} if top_k is not None else {}))
+        s = _stage(answer_all, workspace, lcfg, device=device)
+        m = s["metrics"]
+        typer.echo(f"{s['run']}: {s['questions']} questions zero-shot, {s['seconds_per_question']} s/question, "
+                   f"{s['passages_mean']} passages in {s['prompt_tokens_mean']:.0f} prompt tokens: ROUGE-L "
+                   f"{m.get('rouge_l', 0):.2f}, BLEU-1 {m.get('bleu_1', 0):.2f}, EM {m.get('em', 0):.2f}, "
+                   f"F1 {m.get('f1', 0):.2f} -> {workspace}/reader/llm/{s['run']}")
+        return
     if reader:
         if reader != "fid":
-            _fail(f"unknown --reader {reader!r}: use fid")
+            _fail(f"unknown --reader {reader!r}: use fid or llm")
         from whoqa.reader.train import cross_validate as cv_reader, train_final as final_reader
         given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
                  if v is not None}
-        rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, lookup=lookup, copy=copy, top_k=top_k,
+        rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, lookup=lookup, copy=copy,
+                            top_k=default(ReaderConfig, "top_k") if top_k is None else top_k,
                             question_passage=question_passage, train_encoder=train_encoder, bf16=bf16, num_beams=beams,
                             no_repeat_ngram=no_repeat_ngram, seed=seed, max_train_samples=max_train_samples,
                             max_eval_samples=max_eval_samples, **given)
@@ -388,6 +411,9 @@ def ask(
                                                      "memnet or reader."),
     reader_model: Optional[str] = typer.Option(None, help="Reader under WS/models/reader (default: the one whose "
                                                           "cross-validated run has the best ROUGE-L)."),
+    llm: Optional[str] = typer.Option(None, help="Instead of the trained reader: a local language model (folder, hub "
+                                                 f"id, .gguf file or {default(LLMConfig, 'base')}) answering from the "
+                                                 "book's BM25F passages."),
 ):
     """Ask a book a question: a prepared book (--book), any text file (--text) or a NarrativeQA folder's book (--data
     --book). Who questions: ranked characters with probabilities and the sentences attended to; other questions: the
@@ -400,6 +426,15 @@ def ask(
         _fail("name the book: --book ID (prepared, or with --data DIR) or --text FILE")
     from data_prep.who_set import is_who_question  # the Who set's own rule: routing sends what it would keep
     if using == "reader" or (using == "auto" and not is_who_question(question)):
+        if llm:
+            from whoqa.reader.llm import ask_llm
+            answer, passages = _stage(ask_llm, workspace, llm, _stage(_add_book, workspace, text, data, book),
+                                      question, device=device)
+            typer.echo(f"({llm}, zero-shot)", err=True)
+            typer.echo(answer)
+            for p in passages[:3]:
+                typer.echo(f"  | {p[:300]}")
+            return
         from whoqa.reader.ask import ReaderAsker
         asker = _stage(ReaderAsker, workspace, reader_model, device=device)
         ra = _stage(asker.ask, _stage(_add_book, workspace, text, data, book), question)

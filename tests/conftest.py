@@ -116,3 +116,23 @@ def tiny_reader_path(tmp_path_factory):
     EncoderDecoderModel(config=cfg).save_pretrained(path)
     tok.save_pretrained(path)
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def tiny_llm_path(tmp_path_factory):
+    """A tiny decoder-only Llama built from a config on the bundled MiniLM's tokenizer, with a chat template (a real
+    causal LM, random weights)."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from whoqa.core.minilm import bundled_minilm
+    path = tmp_path_factory.mktemp("tiny_llm")
+    tok = AutoTokenizer.from_pretrained(bundled_minilm())
+    tok.chat_template = ("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+                         "{% if add_generation_prompt %}[assistant] {% endif %}")
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=tok.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=200,
+                      bos_token_id=tok.cls_token_id, eos_token_id=tok.sep_token_id, pad_token_id=tok.pad_token_id)
+    LlamaForCausalLM(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return str(path)

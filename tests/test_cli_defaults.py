@@ -6,7 +6,7 @@ import cli
 from data_prep.prepare import PrepareConfig
 from whoqa.evaluation.evaluate import EvalConfig
 from whoqa.memnet.config import PretrainConfig, TrainConfig
-from whoqa.reader.config import LookupConfig, PrereadConfig, ReaderConfig
+from whoqa.reader.config import LLMConfig, LookupConfig, PrereadConfig, ReaderConfig
 from whoqa.retrieval.bert_ranker import RankerConfig
 from whoqa.retrieval.bm25f import RetrievalConfig
 
@@ -22,9 +22,10 @@ MIRRORS = {  # command -> [(config, which options, {option: field})]
                  (LookupConfig, ONLY, {"lookup_questions": "questions", "lookup_books": "books", "lookup_lr": "lr",
                                        "lookup_preread": "preread", "lookup_spans": "spans", "copy": "copy"})],
     "train": [(TrainConfig, SAME, {}),  # epochs, lr, batch_size, folds: None = the chosen model's own default
-              (ReaderConfig, ONLY, {"beams": "num_beams", "context": "context", "top_k": "top_k",
+              (ReaderConfig, ONLY, {"beams": "num_beams", "context": "context",  # top_k: None = the reader's own
                                     "no_repeat_ngram": "no_repeat_ngram", "question_passage": "question_passage",
-                                    "preread": "preread", "lookup": "lookup", "copy": "copy"})],
+                                    "preread": "preread", "lookup": "lookup", "copy": "copy"}),
+              (LLMConfig, ONLY, {"prompt_tokens": "prompt_tokens", "context": "context"})],
     "eval": [(EvalConfig, SAME, {}), (TrainConfig, ONLY, {"ablation_folds": "folds", "ablation_epochs": "epochs"})],
 }
 

@@ -158,6 +158,30 @@ def test_full_task_rows_and_routing(ws):
 
 
 
+def test_a_local_language_model_answers_zero_shot_beside_the_fid_rows(ws, tiny_llm_path):
+    llm = ["train", "--workspace", str(ws), "--reader", "llm", "--reader-base", tiny_llm_path, "--context", "bm25f",
+           "--device", "cpu"]
+    r = run(app, llm)
+    assert r.exit_code == 0 and "6 questions zero-shot" in r.output, r.output
+    name = f"llm[bm25f]@{tiny_llm_path.rstrip('/').split('/')[-1]}"
+    answers = ws / "reader" / "llm" / name / "predictions.jsonl"
+    before = answers.read_text()
+    assert len(before.splitlines()) == 6
+    assert run(app, llm).exit_code == 0 and answers.read_text() == before  # resumed: nothing answered again
+    r = run(app, llm + ["--top-k", "2"])  # another config: the earlier run is kept aside, never mixed in
+    kept = [p for p in (ws / "reader" / "llm-archive").iterdir() if p.name.startswith(f"{name}@")]
+    assert r.exit_code == 0 and len(kept) == 1 and (kept[0] / "predictions.jsonl").read_text() == before
+    r = run(app, ["eval", "--workspace", str(ws)])
+    assert r.exit_code == 0, r.output
+    row = json.loads((ws / "results" / "full_task.json").read_text())["rows"][name]
+    assert row["zero_shot"] and row["metrics"]["n"] == len(ROWS) and "--top-k 2" in row["command"]
+    assert row["by_question_word"]["who"]["n"] == 3 and row["seconds_per_question"] > 0
+    assert name in r.output and "zero-shot" in r.output and "ROUGE-L by question word" in r.output
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--llm",
+                  tiny_llm_path, "--device", "cpu"])
+    assert r.exit_code == 0 and "zero-shot" in r.output and r.output.count("  | ") == 3, r.output
+
+
 def test_ask_serves_the_final_reader(ws, tiny_reader_path):
     small = SMALL
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", *small, "--context", "bm25f",

@@ -117,6 +117,14 @@ class Workspace(_PathBase):
         return Path(self, "reader", "runs-archive")
 
     @property
+    def llm_runs(self) -> Path:
+        return Path(self, "reader", "llm")
+
+    @property
+    def llm_runs_archive(self) -> Path:
+        return Path(self, "reader", "llm-archive")
+
+    @property
     def reader_models(self) -> Path:
         return Path(self, "models", "reader")
 

@@ -59,6 +59,17 @@ def reader_command(cfg: dict, lookup: dict | None = None) -> str:
     return " ".join(parts)
 
 
+def llm_command(cfg: dict) -> str:
+    """The `whoqa train --reader llm` command of an LLM run's config."""
+    from whoqa.reader.config import LLMConfig
+    parts = [f"whoqa train --reader llm --reader-base {cfg['base']} --context {cfg['context']}"]
+    for key, flag in (("top_k", "--top-k"), ("prompt_tokens", "--prompt-tokens"), ("max_eval_samples",
+                                                                                    "--max-eval-samples")):
+        if cfg.get(key) is not None and cfg.get(key) != getattr(LLMConfig, key):
+            parts.append(f"{flag} {cfg[key]}")
+    return " ".join(parts + (["--bf16"] if cfg.get("half") else []))
+
+
 def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
     """question id -> canonical name of the top-ranked character (trial 0 of each fold)."""
     ws = Workspace(workspace)
@@ -76,12 +87,15 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     """Rows for every finished reader run and the routed system -> WS/results/full_task.{json,txt}; None when no
     reader run exists yet."""
     from data_prep.who_set import load_questions
+    from whoqa.reader.llm import llm_runs
     ws = Workspace(workspace)
     runs = reader_runs(ws)
-    if not runs:
+    llms = llm_runs(ws)
+    if not runs and not llms:
         return None
     questions = [q for qs in load_questions(ws).values() for q in qs]
     refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
+    kinds = {q["question_id"]: question_word(q["question"]) for q in questions}
     who_path = ws.who / "who_questions.json"
     who_ids = {q["question_id"] for q in json.loads(who_path.read_text())} if who_path.is_file() else set()
     rows = {}
@@ -89,8 +103,16 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         cfg = json.loads((ws.reader_runs / name / "config.json").read_text())
         fold0 = ws.reader_runs / name / "fold0.json"
         lookup = json.loads(fold0.read_text()).get("lookup") if cfg.get("lookup") and fold0.is_file() else None
+        summary = ws.reader_runs / name / "summary.json"
+        speed = json.loads(summary.read_text()).get("generate_seconds_per_question") if summary.is_file() else None
         rows[name] = _row(preds, refs, who_ids, {"command": reader_command(cfg, lookup), "config": cfg,
-                                                 "lookup": lookup})
+                                                 "lookup": lookup, "seconds_per_question": speed}, kinds)
+    for name, preds in llms.items():  # zero-shot: no book was trained on, so no folds are needed
+        summary = json.loads((ws.llm_runs / name / "summary.json").read_text())
+        cfg = summary["provenance"]["config"]
+        rows[name] = _row(preds, refs, who_ids, {"command": llm_command(cfg), "config": cfg, "zero_shot": True,
+                                                 "seconds_per_question": summary["seconds_per_question"]}, kinds)
+        runs[name] = preds
     from whoqa.memnet.choose import choose_run as choose_memnet
     from whoqa.reader.choose import choose_run as choose_reader
     routable = {n: r["metrics"]["rouge_l"] for n, r in rows.items() if r["config"].get("context") != "oracle"}
@@ -104,7 +126,7 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         routing = {"reader": base, "memnet": memnet,
                    "who_questions_to_memnet": sum(1 for q in runs[base] if q in who_answers),
                    "chosen_by": [reader_choice.why, memnet_choice.why]}
-        rows[f"routed: {memnet} + {base}"] = _row(routed, refs, who_ids, routing)
+        rows[f"routed: {memnet} + {base}"] = _row(routed, refs, who_ids, routing, kinds)
         atomic_write(ws.results / "full_task_predictions.json", json.dumps(
             {str(q): {"answer": a, "by": "memnet" if q in who_answers else "reader"} for q, a in routed.items()},
             indent=1))
@@ -117,12 +139,30 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     return out
 
 
-def _row(preds: dict[int, str], refs: dict[int, list[str]], who_ids: set[int], extra: dict) -> dict:
+QUESTION_WORDS = ("what", "who", "why", "how", "where", "when", "which")
+
+
+def question_word(question: str) -> str:
+    """The question's wh-word (the first one among its first three words), else "other"."""
+    words = question.lower().replace("'s", " ").split()[:3]
+    return next((w for w in words if w in QUESTION_WORDS), "other")
+
+
+def _row(preds: dict[int, str], refs: dict[int, list[str]], who_ids: set[int], extra: dict,
+         kinds: dict[int, str] | None = None) -> dict:
     ids = sorted(q for q in preds if q in refs)
     m = text_metrics([preds[q] for q in ids], [refs[q] for q in ids])
     who = [q for q in ids if q in who_ids]
     m_who = text_metrics([preds[q] for q in who], [refs[q] for q in who]) if who else {"rouge_l": 0.0}
-    return {**extra, "metrics": m, "who_rouge_l": m_who["rouge_l"], "who_n": len(who)}
+    out = {**extra, "metrics": m, "who_rouge_l": m_who["rouge_l"], "who_n": len(who)}
+    if kinds:  # ROUGE-L and F1 per question word
+        groups: dict[str, list[int]] = {}
+        for q in ids:
+            groups.setdefault(kinds.get(q, "other"), []).append(q)
+        out["by_question_word"] = {w: {k: round(v, 2) for k, v in text_metrics(
+            [preds[q] for q in qs], [refs[q] for q in qs]).items() if k in ("rouge_l", "f1", "n")}
+            for w, qs in sorted(groups.items(), key=lambda kv: -len(kv[1]))}
+    return out
 
 
 def format_full_task(out: dict) -> str:
@@ -133,6 +173,18 @@ def format_full_task(out: dict) -> str:
         m = r["metrics"]
         lines.append(f"{name:<52}{m['rouge_l']:>8.2f}{m['bleu_1']:>8.2f}{m['bleu_4']:>8.2f}{m['em']:>7.2f}"
                      f"{m['f1']:>7.2f}{m['rouge_l_f1_rouge_score']:>8.2f}{r['who_rouge_l']:>8.2f}")
+    words = [w for w in next((r["by_question_word"] for r in out["rows"].values() if "by_question_word" in r), {})]
+    if words:  # ROUGE-L per question word: where each reader gains or loses
+        first = next(r["by_question_word"] for r in out["rows"].values() if "by_question_word" in r)
+        lines.append("ROUGE-L by question word (questions): "
+                     + ", ".join(f"{w} ({first[w]['n']})" for w in words))
+        lines.append(f"{'system':<52}" + "".join(f"{w:>8}" for w in words) + f"{'s/q':>8}")
+        for name, r in out["rows"].items():
+            by = r.get("by_question_word", {})
+            lines.append(f"{name:<52}" + "".join(f"{by[w]['rouge_l']:>8.2f}" if w in by else f"{'-':>8}" for w in words)
+                         + (f"{r['seconds_per_question']:>8.2f}" if r.get("seconds_per_question") else f"{'':>8}"))
+    if any(r.get("zero_shot") for r in out["rows"].values()):
+        lines.append("llm[...] rows: a local language model, zero-shot (nothing trained; s/q = seconds per question)")
     if out.get("routing") and out["routing"].get("chosen_by"):
         lines.append("routed: " + "; ".join(out["routing"]["chosen_by"]))
     lines.append("RL(rs) = rouge-score's ROUGE-L F1; RL Who = ROUGE-L on the Who-set questions alone. Mou et al. "

