@@ -61,11 +61,17 @@ class StateCache:
         return cache
 
     def ensure(self, reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], progress: bool) -> None:
+        """Encode the examples not cached yet (under torchrun: each process its share, gathered) and save."""
+        from whoqa.core.distributed import gather, shard, world
         todo = [e for e in examples if e.question_id not in self.states]
         if not todo:
             return
-        for e, s in zip(todo, encode_examples(reader, batcher, todo, progress=progress)):
+        w = world()
+        states = gather(encode_examples(reader, batcher, shard(todo, w), progress=progress and w.main), w)
+        for e, s in zip(todo, states):
             self.states[e.question_id] = s
+        if not w.main:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         torch.save(self.states, tmp)

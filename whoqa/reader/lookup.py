@@ -26,6 +26,7 @@ import torch
 from whoqa.core.progress import bar as progress_bar
 from data_prep.span_questions import span_questions
 from whoqa.core.book import Book, atomic_write
+from whoqa.core.distributed import world
 from whoqa.core.runs import digest
 from whoqa.reader.data import Batcher, ReaderExample, detokenize
 from whoqa.reader.model import FiDReader
@@ -273,11 +274,13 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True, d
     batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, decoder_start_id(reader))
     train, held, counts = lookup_examples(ws, cfg, reader.tokenizer, progress)
 
-    def loss_of(idx):
+    def loss_of(idx, reduction="mean"):
         chunk = [train[i] for i in idx]
         with torch.set_grad_enabled(cfg.train_encoder):
             fused = reader.encode(*batcher.inputs(chunk))  # states (B, T, H)
-        return reader.loss(fused, batcher.labels([e.answers[0] for e in chunk]))
+        labels = batcher.labels([e.answers[0] for e in chunk])  # (B, A)
+        loss = reader.loss(fused, labels, reduction)
+        return (loss, int((labels != -100).sum())) if reduction == "sum" else loss
 
     before = heldout_stats(reader, batcher, held[:64]) if state is None else None
     stats, losses = pretrain_loop(reader, state, out_dir, cfg, record, len(train), loss_of, "lookup", progress)
@@ -286,6 +289,7 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True, d
         stats["heldout_before_64"] = {k: v for k, v in before.items() if k != "samples"}
     finish_pretraining(reader, out_dir, {"config": asdict(cfg), "preread": preread, "inputs": inputs, "stats": stats,
                                          "losses": losses})
-    atomic_write(ws.results / f"{out_dir.name}.json", json.dumps({"config": asdict(cfg), "preread": preread,
-                                                              "stats": stats}, indent=1))
+    if world().main:
+        atomic_write(ws.results / f"{out_dir.name}.json", json.dumps({"config": asdict(cfg), "preread": preread,
+                                                                  "stats": stats}, indent=1))
     return stats

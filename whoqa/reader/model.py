@@ -77,7 +77,8 @@ class FiDReader(torch.nn.Module):
     def load(cls, path: str | None = None, device=None) -> "FiDReader":
         """A reader folder (with its copy pointer, if it has one) or a base model, on device (a torch.device or a
         --device value; None: auto)."""
-        device = as_device(device)
+        from whoqa.core.distributed import process_device, world
+        device = process_device(as_device(device), world())
         model, tok = load_seq2seq(path)
         pointer = None
         file = Path(path) / POINTER_FILE if path else None
@@ -161,19 +162,24 @@ class FiDReader(torch.nn.Module):
         states, mask = self.fuse(self.encode_passages(input_ids, attention_mask), attention_mask, counts)
         return Fused(states, mask, self.fuse_ids(input_ids, attention_mask, counts))
 
-    def loss(self, fused: Fused, labels: torch.Tensor) -> torch.Tensor:
+    def loss(self, fused: Fused, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
         """labels (B, A) with -100 at padding -> mean token negative log-likelihood (of the copy mixture when the
-        reader has a pointer)."""
+        reader has a pointer); reduction "sum": summed over the target tokens (data-parallel steps normalise it by the
+        whole batch's count, whoqa.core.distributed)."""
         labels = labels.to(fused.states.device)
         enc = BaseModelOutput(last_hidden_state=fused.states)
         if self.pointer is None:
-            return self.model(encoder_outputs=enc, attention_mask=fused.mask, labels=labels).loss
+            out = self.model(encoder_outputs=enc, attention_mask=fused.mask, labels=labels)
+            if reduction == "mean":
+                return out.loss
+            return torch.nn.functional.cross_entropy(out.logits.float().flatten(0, 1), labels.flatten(),
+                                                     ignore_index=-100, reduction="sum")
         dec_in = self.model.prepare_decoder_input_ids_from_labels(labels=labels)  # (B, A)
         out = self.model(encoder_outputs=enc, attention_mask=fused.mask, output_hidden_states=True,
                          decoder_input_ids=dec_in)
         prev = previous_tokens(dec_in, self.model.generation_config.decoder_start_token_id)  # (B, A, 2)
         return self.pointer.nll(out.logits, out.decoder_hidden_states[-1], fused.states, fused.mask, fused.ids,
-                                labels, prev)
+                                labels, prev, reduction)
 
     @torch.no_grad()
     def generate(self, fused: Fused, max_new_tokens: int = 32, num_beams: int = 1, no_repeat_ngram: int = 0) -> list[str]:

@@ -58,16 +58,16 @@ class CopyPointer(torch.nn.Module):
         return torch.logaddexp(F.logsigmoid(g)[..., None] + logits.float().log_softmax(-1),
                                F.logsigmoid(-g)[..., None] + copy.clamp_min(1e-30).log())
 
-    def nll(self, logits, dec, enc, mask, ids, labels, prev=None) -> torch.Tensor:
-        """Mean negative log-likelihood of labels (B, A) (-100 = padding) under the mixture; only the targets' copy
-        mass is summed, so no (B, A, V) copy distribution is built in training."""
+    def nll(self, logits, dec, enc, mask, ids, labels, prev=None, reduction: str = "mean") -> torch.Tensor:
+        """Mean (or summed) negative log-likelihood of labels (B, A) (-100 = padding) under the mixture; only the
+        targets' copy mass is summed, so no (B, A, V) copy distribution is built in training."""
         keep = labels != -100  # (B, A)
         y = labels.clamp_min(0)
         attn, g = self(dec, enc, mask, ids, prev)
         gen = logits.float().log_softmax(-1).gather(-1, y[..., None]).squeeze(-1)  # (B, A)
         copy = (attn * (ids[:, None, :] == y[..., None])).sum(-1)  # (B, A)
         logp = torch.logaddexp(F.logsigmoid(g) + gen, F.logsigmoid(-g) + copy.clamp_min(1e-30).log())
-        return -logp[keep].mean()
+        return -(logp[keep].sum() if reduction == "sum" else logp[keep].mean())
 
 
 @torch.no_grad()

@@ -79,10 +79,12 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True, device=N
     reader, state = resume(out_dir, asdict(cfg), cfg.base, device)
     pairs = preread_examples(reader, texts, cfg)
 
-    def loss_of(idx):
+    def loss_of(idx, reduction="mean"):
         with torch.set_grad_enabled(cfg.train_encoder):
             fused = _encode_single(reader, [pairs[i][0] for i in idx])  # states (B, T, H)
-        return reader.loss(fused, pad_labels([pairs[i][1] for i in idx]))
+        labels = pad_labels([pairs[i][1] for i in idx])  # (B, A)
+        loss = reader.loss(fused, labels, reduction)
+        return (loss, int((labels != -100).sum())) if reduction == "sum" else loss
 
     stats, losses = pretrain_loop(reader, state, out_dir, cfg, asdict(cfg), len(pairs), loss_of, "preread", progress)
     stats = {"books": len(books), "passages": len(pairs), **stats,

@@ -12,6 +12,7 @@ import torch
 
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write
+from whoqa.core.distributed import barrier, data_parallel, global_mean_loss, world
 from whoqa.reader.model import FiDReader
 from whoqa.reader.steps import Precision, optimizer, trainable
 from whoqa.core.workspace import Workspace
@@ -50,10 +51,13 @@ def checkpoint_dir(out_dir: Path) -> Path:
 
 
 def finish_pretraining(reader: FiDReader, out_dir: Path, meta: dict) -> None:
-    """Save a finished pretraining (meta -> whoqa_reader.json) and drop its checkpoint."""
+    """Save a finished pretraining (meta -> whoqa_reader.json) and drop its checkpoint (the first process of
+    several)."""
     import shutil
-    reader.save(out_dir, meta)
-    shutil.rmtree(checkpoint_dir(out_dir), ignore_errors=True)
+    if world().main:
+        reader.save(out_dir, meta)
+        shutil.rmtree(checkpoint_dir(out_dir), ignore_errors=True)
+    barrier(world())
 
 
 def resume(out_dir: Path, config: dict, base: str | None, device=None) -> tuple[FiDReader, dict | None]:
@@ -70,7 +74,8 @@ def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, rec
                   progress: bool) -> tuple[dict, list[float]]:
     """The pretraining stages' shared loop: n examples once each in a seeded order, AdamW with linear decay, mixed
     precision (cfg.bf16) on the reader's device, a checkpoint every cfg.checkpoint_every steps keyed by record (resumed by `resume` with the same
-    record). cfg: batch_size, lr, bf16, train_encoder, seed, checkpoint_every; loss_of(indices) -> scalar loss."""
+    record). cfg: batch_size, lr, bf16, train_encoder, seed, checkpoint_every; loss_of(indices) -> mean loss,
+    loss_of(indices, "sum") -> (summed loss, target count) for data-parallel steps under torchrun."""
     ckpt = checkpoint_dir(out_dir)
     params = trainable(reader, cfg.train_encoder)
     steps = math.ceil(n / cfg.batch_size)
@@ -88,14 +93,16 @@ def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, rec
     reader.model.train()
     trainable(reader, cfg.train_encoder)
     precision = Precision(reader.device, cfg.bf16)
+    w = world()
+    ddp = data_parallel(reader, w)
     for step in range(first, steps):
         idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size].tolist()
         with precision.autocast():
-            loss = loss_of(idx)
-        losses.append(round(precision.step(loss, params, opt, sched, f"{desc} step {step}"), 4))
+            loss, logged = (loss_of(idx), None) if ddp is None else global_mean_loss(ddp, w, idx, loss_of)
+        losses.append(round(precision.step(loss, params, opt, sched, f"{desc} step {step}", logged), 4))
         bar.update(1)
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
-        if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < steps:
+        if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < steps and w.main:
             reader.save(ckpt / "model")
             torch.save(opt.state_dict(), ckpt / "optimizer.pt")
             torch.save(sched.state_dict(), ckpt / "scheduler.pt")

@@ -46,19 +46,21 @@ class Precision:
     def autocast(self):
         return torch.autocast(self.device.type, dtype=self.dtype, enabled=self.enabled)
 
-    def step(self, loss: torch.Tensor, params, opt, sched, what: str) -> float:
-        """Backward, clip at 1, step; a non-finite loss is a clear error (a scaled float16 overflow is skipped by the
+    def step(self, loss: torch.Tensor, params, opt, sched, what: str, logged: torch.Tensor | None = None) -> float:
+        """Backward, clip at 1, step; returns the step's loss (logged: the global batch's, of a data-parallel step,
+        whoqa.core.distributed). A non-finite loss is a clear error (a scaled float16 overflow is skipped by the
         scaler, as it should be, and never reaches here as a loss)."""
-        if not torch.isfinite(loss):
+        logged = loss if logged is None else logged
+        if not torch.isfinite(logged):
             raise FloatingPointError(f"non-finite reader loss at {what}: lower --lr or check the inputs")
         self.scaler.scale(loss).backward()
         self.scaler.unscale_(opt)
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        self.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, 1.0))  # before clipping
         self.scaler.step(opt)
         self.scaler.update()
         sched.step()
         opt.zero_grad(set_to_none=True)
-        return float(loss.detach())
+        return float(logged.detach())
 
 
 @torch.no_grad()

@@ -18,6 +18,7 @@ import torch
 
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write
+from whoqa.core.distributed import barrier, data_parallel, gather, global_mean_loss, shard, world
 from whoqa.core.seed import set_seed
 from whoqa.reader.cache import StateCache, fused_inputs
 from whoqa.reader.config import ReaderConfig, run_name, with_defaults
@@ -32,15 +33,18 @@ log = logging.getLogger(__name__)
 
 def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg: ReaderConfig,
         cache: StateCache | None, desc: str = "train", progress: bool = True) -> dict:
-    """QA training: each epoch, each question once with one of its answers (drawn on the seed) as the target."""
+    """QA training: each epoch, each question once with one of its answers (drawn on the seed) as the target. Under
+    torchrun, each process takes its share of every batch (whoqa.core.distributed): the same steps as one process."""
     params = trainable(reader, cfg.train_encoder)
     reader.model.train()
     trainable(reader, cfg.train_encoder)
+    w = world()
+    ddp = data_parallel(reader, w)
     steps = cfg.epochs * math.ceil(len(examples) / cfg.batch_size)
     opt, sched = optimizer(params, cfg.lr, steps)
     rng = random.Random(cfg.seed)
     precision = Precision(reader.device, cfg.bf16)
-    losses = []
+    losses, norms = [], []
     bar = progress_bar(total=steps, desc=desc, unit="step", progress=progress)
     t0 = time.perf_counter()
     for epoch in range(cfg.epochs):
@@ -48,10 +52,20 @@ def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg:
         rng.shuffle(order)
         for i in range(0, len(order), cfg.batch_size):
             chunk = [examples[j] for j in order[i:i + cfg.batch_size]]
-            labels = batcher.labels([rng.choice([a for a in e.answers if a.strip()] or [""]) for e in chunk])
+            answers = [rng.choice([a for a in e.answers if a.strip()] or [""]) for e in chunk]
+
+            def loss_of(idx, reduction="mean"):
+                labels = batcher.labels([answers[j] for j in idx])  # (b, A)
+                loss = reader.loss(fused_inputs(reader, batcher, cache, [chunk[j] for j in idx], cfg.train_encoder),
+                                   labels, reduction)
+                return (loss, int((labels != -100).sum())) if reduction == "sum" else loss
             with precision.autocast():
-                loss = reader.loss(fused_inputs(reader, batcher, cache, chunk, cfg.train_encoder), labels)
-            losses.append(precision.step(loss, params, opt, sched, f"{desc} epoch {epoch}"))
+                if ddp is None:
+                    loss, logged = loss_of(range(len(chunk))), None
+                else:
+                    loss, logged = global_mean_loss(ddp, w, list(range(len(chunk))), loss_of)
+            losses.append(precision.step(loss, params, opt, sched, f"{desc} epoch {epoch}", logged))
+            norms.append(precision.grad_norm)
             bar.update(1)
             bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
     bar.close()
@@ -59,14 +73,18 @@ def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg:
     n = len(examples) * cfg.epochs
     return {"examples": len(examples), "steps": steps, "seconds": round(secs, 1),
             "examples_per_second": round(n / secs, 2) if secs else None,
-            "loss_first": float(np.mean(losses[:20])), "loss_last": float(np.mean(losses[-20:]))}
+            "loss_first": float(np.mean(losses[:20])), "loss_last": float(np.mean(losses[-20:])),
+            "grad_norm_first": norms[0] if norms else None}
 
 
 def predict(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg: ReaderConfig,
             cache: StateCache | None, progress: bool = True, batch: int = 8) -> list[str]:
+    """Generated answers, in order; under torchrun each process answers its share of the questions."""
     reader.model.eval()
+    w = world()
+    every, examples = examples, shard(examples, w)
     out: list[str] = []
-    bar = progress_bar(total=len(examples), desc="generate", unit="q", progress=progress)
+    bar = progress_bar(total=len(examples), desc="generate", unit="q", progress=progress and w.main)
     for i in range(0, len(examples), batch):
         chunk = examples[i:i + batch]
         with torch.no_grad():
@@ -74,6 +92,8 @@ def predict(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], 
         out += reader.generate(fused, cfg.max_new_tokens, cfg.num_beams, cfg.no_repeat_ngram)
         bar.update(len(chunk))
     bar.close()
+    out = gather(out, w)
+    assert len(out) == len(every)
     return out
 
 
@@ -126,8 +146,12 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True, de
     folds = book_folds(examples, cfg.folds, cfg.seed)
     start_model_path(ws, cfg)  # a missing pretraining fails before any work
     start = pretraining_lineage(ws, cfg)
-    archived = archive_other_run(ws, run_dir, cfg, start)
-    atomic_write(run_dir / "config.json", json.dumps(asdict(cfg), indent=1))
+    w = world()
+    archived = None
+    if w.main:  # (under torchrun every process runs this loop; the first one writes)
+        archived = archive_other_run(ws, run_dir, cfg, start)
+        atomic_write(run_dir / "config.json", json.dumps(asdict(cfg), indent=1))
+    barrier(w)
     finished = {d["fold"] for d in current_folds(ws, run_dir)[1]}
     cache = None
     for k, test_books in enumerate(folds):
@@ -150,6 +174,10 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True, de
         t0 = time.perf_counter()
         preds = predict(reader, batcher, test, cfg, cache, progress)
         stats["generate_seconds_per_question"] = round((time.perf_counter() - t0) / max(1, len(test)), 3)
+        stats["processes"] = w.size
+        barrier(w)
+        if not w.main:
+            continue
         reader.save(ws.reader_models / name / f"fold{k}", {"config": asdict(cfg), "fold": k,
                                                                      "test_books": test_books})
         rows = [{"question_id": e.question_id, "document_id": e.document_id, "prediction": p}
@@ -158,6 +186,7 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True, de
                                        "stats": stats,
                                        "metrics": text_metrics(preds, [e.answers for e in test]),
                                        "predictions": rows}, indent=1))
+    barrier(w)
     summary = summarize(run_dir, current_folds(ws, run_dir)[1], {e.question_id: e.answers for e in examples})
     return {**summary, "archived_earlier_run": archived}
 
@@ -231,6 +260,8 @@ def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True, devic
         cache = StateCache(ws, reader, cfg)
         cache.ensure(reader, batcher, examples, progress)
     stats = fit(reader, batcher, examples, cfg, cache, f"{run_name(cfg)} final", progress)
-    reader.save(ws.reader_models / run_name(cfg) / "final", {"config": asdict(cfg), "stats": stats})
+    if world().main:
+        reader.save(ws.reader_models / run_name(cfg) / "final", {"config": asdict(cfg), "stats": stats})
+    barrier(world())
     return {**stats, "name": run_name(cfg)}
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from whoqa.core.book import Book, atomic_write
+from whoqa.core.distributed import data_parallel, gather, global_mean_loss, process_device, shard, world
 from whoqa.core.folds import book_folds
 from whoqa.core.workspace import Workspace
 from whoqa.core.minilm import bundled_minilm
@@ -106,7 +107,8 @@ class CrossEncoder:
         self.torch = torch
         self.tok = AutoTokenizer.from_pretrained(path)
         from whoqa.core.device import as_device
-        self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1).to(as_device(device))
+        device = process_device(as_device(device), world())
+        self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1).to(device)
         self.max_length = max_length
 
     def _enc(self, qs: list[str], ss: list[str]):
@@ -115,12 +117,15 @@ class CrossEncoder:
 
     def train(self, pairs: list[tuple[str, str, float]], epochs: int, lr: float, batch_size: int, seed: int,
               progress: bool = True) -> list[float]:
-        """Binary cross-entropy on relevance; returns the loss of every step."""
+        """Binary cross-entropy on relevance; returns the loss of every step. Under torchrun each process takes its
+        share of every batch (whoqa.core.distributed): the same steps as one process."""
         torch = self.torch
+        w = world()
         torch.manual_seed(seed)
         rng = random.Random(seed)
         opt = torch.optim.AdamW(self.model.parameters(), lr=lr)
         self.model.train()
+        ddp = data_parallel(self.model, w)
         losses = []
         from whoqa.core.progress import bar as progress_bar
         order = list(range(len(pairs)))
@@ -128,17 +133,22 @@ class CrossEncoder:
         for _ in range(epochs):
             rng.shuffle(order)
             batches += [[pairs[j] for j in order[i:i + batch_size]] for i in range(0, len(order), batch_size)]
-        for batch in progress_bar(batches, desc="train ranker", unit="batch", progress=progress):
-            enc = self._enc([p[0] for p in batch], [p[1] for p in batch])
-            logits = self.model(**enc).logits.squeeze(-1)  # (batch,)
-            labels = torch.tensor([p[2] for p in batch], device=logits.device)  # (batch,)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
-            if not torch.isfinite(loss):
+        for batch in progress_bar(batches, desc="train ranker", unit="batch", progress=progress and w.main):
+            def loss_of(idx, reduction="mean"):
+                enc = self._enc([batch[i][0] for i in idx], [batch[i][1] for i in idx])
+                logits = self.model(**enc).logits.squeeze(-1)  # (b,)
+                labels = torch.tensor([batch[i][2] for i in idx], device=logits.device)  # (b,)
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction=reduction)
+                return (loss, len(idx)) if reduction == "sum" else loss
+            loss, logged = (loss_of(range(len(batch))), None) if ddp is None else \
+                global_mean_loss(ddp, w, list(range(len(batch))), loss_of)
+            logged = loss if logged is None else logged
+            if not torch.isfinite(logged):
                 raise FloatingPointError("ranker loss is NaN/inf: lower --lr or check the training pairs")
             opt.zero_grad()
             loss.backward()
             opt.step()
-            losses.append(float(loss))
+            losses.append(float(logged.detach()))
         self.model.eval()
         return losses
 
@@ -163,16 +173,26 @@ def rank_book(ranker: CrossEncoder, book: Book, questions: list[dict], index_pat
     idx = BM25FIndex(index_path, rcfg) if cfg.pool and index_path is not None else None
     from whoqa.core.aliases import AliasIndex
     aliases = AliasIndex(book.characters)
+
+    def candidates(q: dict) -> list[int]:
+        if idx is None:
+            return list(range(len(texts)))
+        return [s for s, _ in idx.search(*question_fields(q["question"], aliases), cfg.pool)]
+    return rank_questions(ranker, texts, questions, candidates, rcfg)
+
+
+def rank_questions(ranker: CrossEncoder, texts: list[str], questions: list[dict], candidates, rcfg: RetrievalConfig
+                   ) -> dict:
+    """question id -> its context windows: candidates(question) (sentence ids) scored by the ranker. Under torchrun
+    each process scores its share of the questions; every process gets them all back."""
+    w = world()
     out = {}
-    for q in questions:
-        if idx is not None:
-            cands = [s for s, _ in idx.search(*question_fields(q["question"], aliases), cfg.pool)]
-        else:
-            cands = list(range(len(texts)))
+    for q in shard(questions, w):
+        cands = candidates(q)
         scores = ranker.score(q["question"], [texts[s] for s in cands])
         ranked = sorted(zip(cands, scores), key=lambda x: -x[1])
         out[str(q["question_id"])] = windows(ranked, rcfg.context_sentences, len(texts), rcfg.window)
-    return out
+    return dict(gather(list(out.items()), w))
 
 
 def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalConfig, report: dict,
@@ -215,8 +235,9 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
             n_pairs = len(pairs)
             ranker = CrossEncoder(base, cfg.max_length, device)
             losses = ranker.train(pairs, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed, progress)
-            ranker.save(model_dir)
-            atomic_write(record, json.dumps(made_with, indent=1))
+            if world().main:
+                ranker.save(model_dir)
+                atomic_write(record, json.dumps(made_with, indent=1))
         report["folds"].append({"fold": k, "books": mine, "train_pairs": n_pairs, "train_steps": len(losses),
                                 "first_loss": losses[0] if losses else None,
                                 "last_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None})
@@ -228,6 +249,8 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
                 if cfg.pool:
                     BM25FIndex.ensure(book, path)
                 out = rank_book(ranker, book, todo[b], path, cfg, rcfg)
+                if not world().main:
+                    continue
                 atomic_write(ws.contexts / "bert" / f"{b}.json",
                              json.dumps({"config": {**asdict(rcfg), "ranker": asdict(cfg), "fold": k},
                                          "questions": out}))
@@ -236,5 +259,6 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
                 report["failed"][b] = f"{type(e).__name__}: {e}"
                 log.error("BERT contexts for %s failed: %s", b, e)
     report["seconds"] = round(time.perf_counter() - t0, 1)
-    atomic_write(ws.contexts / "bert" / "report.json", json.dumps(report, indent=1))
+    if world().main:
+        atomic_write(ws.contexts / "bert" / "report.json", json.dumps(report, indent=1))
     return report
