@@ -614,8 +614,9 @@ def bench(
     min_words: int = typer.Option(20000, help="Skip books shorter than this."),
     repeats: int = typer.Option(1, help="Runs per measurement (the median is reported)."),
     stage: str = typer.Option("prepare", help="prepare (book engine), index (BM25F and BERT ranker speed), ask, new-book "
-                                                "(time to the first answer about a new --text book), or reader "
-                                                "(FiD training and generation speed)."),
+                                                "(time to the first answer about a new --text book), reader "
+                                                "(FiD training and generation speed) or processes (reader training "
+                                                "and answering in the processes torchrun started)."),
     workspace: Path = typer.Option(Path("ws"), help="--stage index: a workspace with prepared books."),
     text: Optional[Path] = typer.Option(None, help="--stage new-book: a plain-text book the workspace has not seen."),
 ):
@@ -628,10 +629,13 @@ def bench(
             _fail("--stage new-book needs --text FILE (a book the workspace has not seen)")
         typer.echo(json.dumps(run_new_book(str(workspace), str(text)), indent=1))
         return
-    if stage in ("index", "ask", "reader"):
+    if stage in ("index", "ask", "reader", "processes"):
+        from whoqa.core.distributed import world
         from whoqa.evaluation import bench as wb
-        fn = {"index": wb.run, "ask": wb.run_ask, "reader": wb.run_reader}[stage]
-        typer.echo(json.dumps(_stage(fn, str(workspace)), indent=1))
+        fn = {"index": wb.run, "ask": wb.run_ask, "reader": wb.run_reader, "processes": wb.run_processes}[stage]
+        out = _stage(fn, str(workspace))
+        if world().main:
+            typer.echo(json.dumps(out, indent=1))
         return
     from data_prep.bench import run
     typer.echo(json.dumps(run(str(data), books, min_words, repeats), indent=1))

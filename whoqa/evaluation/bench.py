@@ -170,3 +170,30 @@ def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | 
                 statistics.median(lat), 3)
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     return out
+
+
+def run_processes(workspace: str, context: str = "bm25f", n: int = 32, base: str | None = None) -> dict:
+    """The reader's QA training (whole model, fresh encoding: what each process then shares) and answering, in as
+    many processes as torchrun started: training examples/s and answer seconds per question, for `whoqa bench --stage
+    processes` alone and under `torchrun --nproc_per_node 2`."""
+    import torch
+    from whoqa.core.distributed import world
+    from whoqa.reader.config import ReaderConfig
+    from whoqa.reader.data import Batcher, build_examples
+    from whoqa.reader.model import FiDReader
+    from whoqa.reader.steps import decoder_start_id
+    from whoqa.reader.train import fit, predict
+    w = world()
+    examples = build_examples(Workspace(workspace), context, 10, progress=False)[:n]
+    torch.manual_seed(0)
+    reader = FiDReader.load(base, "cpu")
+    batcher = Batcher(reader.tokenizer, 192, 32, decoder_start_id(reader))
+    cfg = ReaderConfig(epochs=1, batch_size=8, train_encoder=True, num_beams=1)
+    train = fit(reader, batcher, examples, cfg, None, progress=False)
+    t = time.perf_counter()
+    predict(reader, batcher, examples, cfg, None, progress=False)
+    answer = (time.perf_counter() - t) / len(examples)
+    return {"processes": w.size, "threads_per_process": torch.get_num_threads(), "questions": len(examples),
+            "train_examples_per_s (whole model, global batch 8)": train["examples_per_second"],
+            "train_loss_first": round(train["loss_first"], 4),
+            "answer_s_per_question (greedy, with encoding)": round(answer, 3)}
