@@ -501,8 +501,8 @@ def eval_(
                                                         "the best cross-validated P@1)."),
     failures: Optional[str] = typer.Option(None, help="Instead: why a memory-network run (WS/runs/<name>, or "
                                                       "ensemble:<name>) misses what it misses, with examples."),
-    device: str = typer.Option(default(EvalConfig, "device"), help=f"With --data: where the trained memory networks "
-                                                                    f"and readers run, {DEVICE_HELP}."),
+    device: str = typer.Option(default(EvalConfig, "device"), help=f"With --data or --ablation: where the memory "
+                                                                    f"networks and readers run, {DEVICE_HELP}."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
     reader is trained, the full task (all questions; Who questions routed to the memory network)."""
@@ -518,7 +518,7 @@ def eval_(
             _fail(f"no contexts in {workspace}/contexts: run `whoqa index --workspace {workspace}` first")
         base = TrainConfig(folds=ablation_folds, trials=ablation_trials, epochs=ablation_epochs, seed=seed,
                            from_pretrained=ablation not in ("hops", "context"),
-                           salience=False)  # the paper's figures, so its configuration
+                           salience=False, device=device)  # the paper's figures, so its configuration
         res = _stage(run_ablation, workspace, ablation, rankers, base)
         for ranker, pts in res["series"].items():
             typer.echo(f"{ranker}: " + ", ".join(f"{p['value']}: {p['p@1']:.2f}" for p in pts))
