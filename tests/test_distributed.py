@@ -26,16 +26,31 @@ def tiny_ranker_path(tmp_path_factory):
     return str(path)
 
 
-def test_two_processes_take_the_steps_and_give_the_answers_of_one(tiny_reader_path, tiny_ranker_path, tmp_path):
+LAUNCHERS = {"torchrun": [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"],
+             "accelerate": [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]}
+
+
+@pytest.fixture(scope="module")
+def alone(tiny_reader_path, tiny_ranker_path):
+    """The worker's results in this one process."""
     sys.path.insert(0, str(WORKER.parent))
     from distributed_worker import run
-    alone = run(tiny_reader_path, tiny_ranker_path)
-    assert alone["processes"] == 1
+    out = run(tiny_reader_path, tiny_ranker_path)
+    assert out["processes"] == 1
+    return out
+
+
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+def test_two_processes_take_the_steps_and_give_the_answers_of_one(launcher, alone, tiny_reader_path,
+                                                                   tiny_ranker_path, tmp_path):
+    """Under torchrun and under `accelerate launch` (its multi-GPU launcher starts the same processes; gloo here)."""
+    if launcher == "accelerate":
+        pytest.importorskip("accelerate")
     out = tmp_path / "two.pt"
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
     env["OMP_NUM_THREADS"] = "1"
-    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           str(WORKER), tiny_reader_path, tiny_ranker_path, str(out)],
+    done = subprocess.run(LAUNCHERS[launcher] + [str(WORKER), tiny_reader_path, tiny_ranker_path, str(out)],
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     two = torch.load(out)
