@@ -597,14 +597,31 @@ def eval_coref(
     litbank: Path = typer.Option(Path(DEFAULT_DATA) / "litbank", help="LitBank coref folder (<name>.txt + .ann)."),
     max_docs: Optional[int] = typer.Option(None, help="Debug: only the first N documents."),
     out: Optional[Path] = typer.Option(None, help="Also write the JSON here."),
+    resolver: str = typer.Option("rules", help="rules (hand-set weights, the engine's default) or learned (weights "
+                                               "learned on LitBank, 5-fold cross-validated by document)."),
 ):
     """Score the offline engine's characters and pronouns against LitBank's gold coreference (PER, names + pronouns)."""
     from data_prep.litbank import evaluate
-    res = _stage(evaluate, litbank, max_docs=max_docs)
+    res = _stage(evaluate, litbank, max_docs=max_docs, resolver=resolver)
     text = json.dumps(res, indent=1)
     typer.echo(text)
     if out:
         out.write_text(text)
+
+
+@app.command("train-coref")
+def train_coref(
+    litbank: Path = typer.Option(Path(DEFAULT_DATA) / "litbank", help="LitBank coref folder (<name>.txt + .ann)."),
+    out: Path = typer.Option(Path("coref_weights.json"), help="Where to write the learned weights (the package's "
+                                                              "own: data_prep/resources/coref_weights.json)."),
+    max_docs: Optional[int] = typer.Option(None, help="Debug: only the first N documents."),
+):
+    """Learn the pronoun resolver's weights from LitBank-format gold coreference (a mention-ranking model over the
+    engine's features); `whoqa eval-coref --resolver learned` measures them cross-validated by document."""
+    from data_prep.coref_learn import train
+    rec = _stage(train, litbank, out, max_docs)
+    typer.echo(f"learned from {rec['pronouns']} pronouns of {rec['documents']} documents (loss {rec['loss_first']} -> "
+               f"{rec['loss_last']}) -> {out}")
 
 
 @app.command()

@@ -35,7 +35,9 @@ CLOSE_QUOTES = {'"', "\u201d", "''"}
 
 @dataclass
 class Weights:
-    """Scoring weights for an antecedent; tuned on LitBank with `whoqa eval-coref`."""
+    """Scoring weights for an antecedent: hand-set rules (these defaults) or learned from LitBank
+    (`whoqa train-coref`, data_prep.coref_learn). A candidate's score is the dot product of FEATURES' weights with
+    its feature values."""
     window: int = 6  # sentences back that hold candidates
     long_window: int = 25  # fallback: the last gender-matching character this far back
     distance: float = 1.5  # per sentence back
@@ -45,6 +47,19 @@ class Weights:
     salience: float = 1.0  # per log(count)
     quote_mismatch: float = 2.0  # one inside a quotation, the other outside
     same_quote: float = 0.5
+    reflexive: float = 10.0  # a reflexive and the subject of its own clause
+    vocative: float = 1.0  # a name spoken to someone is rarely the next "he"
+    name: float = 0.0  # the candidate's latest mention is a name (not a pronoun)
+    nearest: float = 0.0  # the candidate is the most recently mentioned of those scored
+    same_sentence: float = 0.0  # the candidate's latest mention is in the pronoun's sentence
+
+    def vector(self) -> list[float]:
+        return [getattr(self, f) for f in FEATURES]
+
+
+# feature -> its sign in the score (a weight is a magnitude: distance and mismatches count against a candidate)
+FEATURES = {"distance": -1, "subject": 1, "parallel": 1, "gender": 1, "salience": 1, "quote_mismatch": -1,
+            "same_quote": 1, "reflexive": 1, "vocative": -1, "name": 1, "nearest": 1, "same_sentence": 1}
 
 
 @dataclass
@@ -113,6 +128,7 @@ class Resolver:
         self.quotes = _quotes(tokens, self.qids)
         self.names = sorted(names, key=lambda m: m.start)
         self.history: list[Resolved] = []  # resolved mentions in text order so far
+        self.decisions: list | None = None  # set to [] to record (token, {character: features}) per pronoun scored
         self.narrator_seen = any(m.char == NARRATOR for m in self.names)
 
     def run(self) -> list[Resolved]:
@@ -255,22 +271,20 @@ class Resolver:
             same_clause = s_back == 0 and toks[m.end].head == t.head
             if not reflexive and same_clause and m.subject and t.dep not in ("poss",):
                 continue  # binding: "Holmes saw him" -> him is not Holmes
-            score = -w.distance * s_back + w.salience * salience(self.counts.get(c, 1))
-            if g == gender:
-                score += w.gender
-            if m.subject:
-                score += w.subject + (w.parallel if subj else 0)
-            if m.in_quote != in_quote:
-                score -= w.quote_mismatch
-            elif in_quote and m.quote == self.qids[i]:
-                score += w.same_quote
-            if reflexive and same_clause and m.subject:
-                score += 10
-            if mt.dep in VOCATIVE_DEPS and m.in_quote and m.kind == "PROP":
-                score -= 1  # a name spoken to someone is rarely the next "he"
-            best[c] = score
+            f = {"distance": s_back, "salience": salience(self.counts.get(c, 1)), "gender": float(g == gender),
+                 "subject": float(m.subject), "parallel": float(m.subject and subj),
+                 "quote_mismatch": float(m.in_quote != in_quote),
+                 "same_quote": float(m.in_quote == in_quote and in_quote and m.quote == self.qids[i]),
+                 "reflexive": float(reflexive and same_clause and m.subject),
+                 "vocative": float(mt.dep in VOCATIVE_DEPS and m.in_quote and m.kind == "PROP"),
+                 "name": float(m.kind == "PROP"), "nearest": float(not best), "same_sentence": float(s_back == 0)}
+            best[c] = [sign * f[k] for k, sign in FEATURES.items()]
+        if self.decisions is not None and best:
+            self.decisions.append((i, dict(best)))
         if best:
-            return max(best.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+            weights = w.vector()
+            scores = {c: sum(a * b for a, b in zip(weights, x)) for c, x in best.items()}
+            return max(scores.items(), key=lambda kv: (kv[1], -kv[0]))[0]
         return fallback
 
     def _recent(self, i: int, current: list[Resolved]):

@@ -20,6 +20,7 @@ class Processed:
     entity_rows: list[list]
     book: dict
     stats: dict = field(default_factory=dict)
+    decisions: list | None = None  # with SpacyEngine.record: (token, {character: features}) per pronoun scored
 
 
 class SpacyEngine:
@@ -29,6 +30,7 @@ class SpacyEngine:
         self.nlp = load_nlp(model)
         self.weights = weights or Weights()
         self.batch_size = batch_size
+        self.record = False  # keep the resolver's scored decisions (learning its weights, data_prep.coref_learn)
 
     def process_text(self, text: str, progress=None) -> Processed:
         t0 = time.perf_counter()
@@ -61,9 +63,12 @@ class SpacyEngine:
                           tokens[span_head(tokens, m.start, m.end)].dep in SUBJECT_DEPS, qids[m.start] >= 0,
                           qids[m.start]) for m in per]
         resolver = Resolver(tokens, named, genders, counts, self.weights)
+        resolver.decisions = [] if self.record else None
         pronouns = resolver.run()
-        return build_output(tokens, per, pronouns, [m for m in mentions if m.cat != "PER"], genders,
-                            names_by_char, n_quotes=len(resolver.quotes), groups=resolver.groups())
+        out = build_output(tokens, per, pronouns, [m for m in mentions if m.cat != "PER"], genders,
+                           names_by_char, n_quotes=len(resolver.quotes), groups=resolver.groups())
+        out.decisions = resolver.decisions
+        return out
 
 
 

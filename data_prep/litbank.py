@@ -130,54 +130,86 @@ def align(pred: dict[Span, tuple[int, str]], gold: dict[Span, tuple[str, str]]) 
     return out
 
 
-def evaluate(folder: Path, max_docs: int | None = None, engine=None) -> dict:
-    from data_prep.engine_spacy import SpacyEngine
-    from data_prep.parse import parse_sentences
-    from whoqa.core.progress import bar as progress_bar
-    engine = engine or SpacyEngine()
-    docs = load_litbank(folder, max_docs)
-    sums = {k: np.zeros(4) for k in ("muc", "b3", "ceafe", "names_b3")}
-    pron_ok = pron_total = pron_named_total = 0
-    mention_hits = mention_pred = mention_gold = 0
-    for doc in progress_bar(docs, desc="litbank", unit="doc"):
-        parsed = parse_sentences(engine.nlp, doc.sentences)
-        out = engine.process_parsed(parsed)
-        pred = {(r[1], r[2]): (r[0], r[3]) for r in out.entity_rows if r[4] == "PER"}
-        pred = align(pred, doc.mentions)
-        mention_pred += len(pred)
-        mention_gold += len(doc.mentions)
-        mention_hits += sum(1 for s in pred if s in doc.mentions)
-        key = clusters({s: e for s, (e, _) in doc.mentions.items()})
-        resp = clusters({s: c for s, (c, _) in pred.items()})
-        for name, fn in (("muc", muc), ("b3", b3), ("ceafe", ceafe)):
-            sums[name] += fn(key, resp)
-        key_n = clusters({s: e for s, (e, p) in doc.mentions.items() if p == "PROP"})
-        resp_n = clusters({s: c for s, (c, p) in pred.items() if p == "PROP"})
-        sums["names_b3"] += b3(key_n, resp_n)
-        # pronoun accuracy: linked to a predicted cluster that holds a gold name of the same entity
-        names_of_cluster = defaultdict(set)
-        for s, (c, _) in pred.items():
-            if s in doc.mentions and doc.mentions[s][1] == "PROP":
-                names_of_cluster[c].add(doc.mentions[s][0])
-        named_entities = {e for e, p in doc.mentions.values() if p == "PROP"}
-        for s, (e, p) in doc.mentions.items():
-            if p != "PRON":
-                continue
-            pron_total += 1
-            pron_named_total += e in named_entities
-            if s in pred and e in names_of_cluster.get(pred[s][0], ()):
-                pron_ok += 1
-    res = {name: f1(*v) for name, v in sums.items()}
+def doc_counts(doc: GoldDoc, pred: dict[Span, tuple[int, str]]) -> dict[str, np.ndarray]:
+    """One document's score numerators and denominators (summed over documents, then divided: micro-average)."""
+    pred = align(pred, doc.mentions)
+    out = {}
+    key = clusters({s: e for s, (e, _) in doc.mentions.items()})
+    resp = clusters({s: c for s, (c, _) in pred.items()})
+    for name, fn in (("muc", muc), ("b3", b3), ("ceafe", ceafe)):
+        out[name] = np.array(fn(key, resp), dtype=float)
+    key_n = clusters({s: e for s, (e, p) in doc.mentions.items() if p == "PROP"})
+    resp_n = clusters({s: c for s, (c, p) in pred.items() if p == "PROP"})
+    out["names_b3"] = np.array(b3(key_n, resp_n), dtype=float)
+    # pronoun accuracy: linked to a predicted cluster that holds a gold name of the same entity
+    names_of_cluster = defaultdict(set)
+    for s, (c, _) in pred.items():
+        if s in doc.mentions and doc.mentions[s][1] == "PROP":
+            names_of_cluster[c].add(doc.mentions[s][0])
+    named_entities = {e for e, p in doc.mentions.values() if p == "PROP"}
+    ok = total = named = 0
+    for s, (e, p) in doc.mentions.items():
+        if p != "PRON":
+            continue
+        total += 1
+        named += e in named_entities
+        ok += s in pred and e in names_of_cluster.get(pred[s][0], ())
+    hits = sum(1 for s in pred if s in doc.mentions)
+    out["pronouns"] = np.array([ok, total, named], dtype=float)
+    out["mentions"] = np.array([hits, len(pred), len(doc.mentions)], dtype=float)
+    return out
+
+
+def predicted(engine, parsed) -> dict[Span, tuple[int, str]]:
+    """The engine's PER mentions of a parsed document: span -> (character, PROP|PRON)."""
+    out = engine.process_parsed(parsed)
+    return {(r[1], r[2]): (r[0], r[3]) for r in out.entity_rows if r[4] == "PER"}
+
+
+def summarize(sums: dict[str, np.ndarray], documents: int) -> dict:
+    res = {name: f1(*sums[name]) for name in ("muc", "b3", "ceafe", "names_b3")}
     conll = round((res["muc"]["f1"] + res["b3"]["f1"] + res["ceafe"]["f1"]) / 3, 2)
+    ok, total, named = sums["pronouns"]
+    hits, pred, gold = sums["mentions"]
     return {
-        "documents": len(docs),
+        "documents": documents,
         "scope": "PER entities; proper-name and pronoun mentions only",
         "conll_f1": conll, "muc": res["muc"], "b3": res["b3"], "ceafe": res["ceafe"],
         "name_clustering_b3": res["names_b3"],
-        "pronoun_accuracy": round(100 * pron_ok / pron_total, 2) if pron_total else 0.0,
-        "pronoun_accuracy_named_entities": round(100 * pron_ok / pron_named_total, 2) if pron_named_total else 0.0,
-        "gold_pronouns": pron_total,
-        "mentions": {"gold": mention_gold, "predicted": mention_pred, "aligned": mention_hits,
-                     "recall": round(100 * mention_hits / mention_gold, 2) if mention_gold else 0.0},
+        "pronoun_accuracy": round(100 * ok / total, 2) if total else 0.0,
+        "pronoun_accuracy_named_entities": round(100 * ok / named, 2) if named else 0.0,
+        "gold_pronouns": int(total),
+        "mentions": {"gold": int(gold), "predicted": int(pred), "aligned": int(hits),
+                     "recall": round(100 * hits / gold, 2) if gold else 0.0},
         "reference": "BookNLP on LitBank, all mention types: avg F1 76.4 (small), 79.0 (big)",
     }
+
+
+def parse_docs(engine, docs: list[GoldDoc], progress: bool = True) -> list:
+    from data_prep.parse import parse_sentences
+    from whoqa.core.progress import bar as progress_bar
+    return [parse_sentences(engine.nlp, d.sentences) for d in progress_bar(docs, desc="parse litbank", unit="doc",
+                                                                          progress=progress)]
+
+
+def evaluate(folder: Path, max_docs: int | None = None, engine=None, resolver: str = "rules") -> dict:
+    """The engine on every document; resolver "rules" (the hand-set weights) or "learned" (5-fold cross-validated:
+    each document resolved with weights learned on the other folds' documents, data_prep.coref_learn)."""
+    from data_prep.engine_spacy import SpacyEngine
+    docs = load_litbank(folder, max_docs)
+    engine = engine or SpacyEngine()
+    parsed = parse_docs(engine, docs)
+    if resolver == "learned":
+        from data_prep.coref_learn import cross_validated_predictions
+        preds, info = cross_validated_predictions(engine, docs, parsed)
+    elif resolver == "rules":
+        from data_prep.coref import Weights
+        engine.weights = Weights()
+        preds, info = [predicted(engine, p) for p in parsed], {"resolver": "rules (hand-set weights)"}
+    else:
+        raise ValueError(f"unknown resolver {resolver!r}: use rules or learned")
+    sums: dict[str, np.ndarray] = {}
+    for doc, pred in zip(docs, preds):
+        for k, v in doc_counts(doc, pred).items():
+            sums[k] = sums.get(k, 0) + v
+    return {**info, **summarize(sums, len(docs))}
