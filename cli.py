@@ -601,8 +601,12 @@ def eval_coref(
                                                "learned on LitBank, 5-fold cross-validated by document)."),
 ):
     """Score the offline engine's characters and pronouns against LitBank's gold coreference (PER, names + pronouns)."""
-    from data_prep.litbank import evaluate
-    res = _stage(evaluate, litbank, max_docs=max_docs, resolver=resolver)
+    from data_prep.coref_learn import cross_validated_predictions
+    from data_prep.litbank import evaluate, rule_predictions
+    if resolver not in ("rules", "learned"):
+        _fail(f"unknown --resolver {resolver!r}: use rules or learned")
+    res = _stage(evaluate, litbank, max_docs=max_docs,
+                 predictions=cross_validated_predictions if resolver == "learned" else rule_predictions)
     text = json.dumps(res, indent=1)
     typer.echo(text)
     if out:

@@ -192,22 +192,19 @@ def parse_docs(engine, docs: list[GoldDoc], progress: bool = True) -> list:
                                                                           progress=progress)]
 
 
-def evaluate(folder: Path, max_docs: int | None = None, engine=None, resolver: str = "rules") -> dict:
-    """The engine on every document; resolver "rules" (the hand-set weights) or "learned" (5-fold cross-validated:
-    each document resolved with weights learned on the other folds' documents, data_prep.coref_learn)."""
+def rule_predictions(engine, docs: list[GoldDoc], parsed: list) -> tuple[list, dict]:
+    """Each document's predicted mentions with the engine's own resolver weights."""
+    return [predicted(engine, p) for p in parsed], {"resolver": "rules (hand-set weights)"}
+
+
+def evaluate(folder: Path, max_docs: int | None = None, engine=None, predictions=rule_predictions) -> dict:
+    """The engine on every document. predictions(engine, docs, parsed) -> (each document's predicted mentions, what
+    made them): the engine's resolver as it is, or e.g. data_prep.coref_learn.cross_validated_predictions."""
     from data_prep.engine_spacy import SpacyEngine
     docs = load_litbank(folder, max_docs)
     engine = engine or SpacyEngine()
     parsed = parse_docs(engine, docs)
-    if resolver == "learned":
-        from data_prep.coref_learn import cross_validated_predictions
-        preds, info = cross_validated_predictions(engine, docs, parsed)
-    elif resolver == "rules":
-        from data_prep.coref import Weights
-        engine.weights = Weights()
-        preds, info = [predicted(engine, p) for p in parsed], {"resolver": "rules (hand-set weights)"}
-    else:
-        raise ValueError(f"unknown resolver {resolver!r}: use rules or learned")
+    preds, info = predictions(engine, docs, parsed)
     sums: dict[str, np.ndarray] = {}
     for doc, pred in zip(docs, preds):
         for k, v in doc_counts(doc, pred).items():

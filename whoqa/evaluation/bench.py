@@ -186,7 +186,7 @@ def run_processes(workspace: str, context: str = "bm25f", n: int = 32, base: str
     w = world()
     examples = build_examples(Workspace(workspace), context, 10, progress=False)[:n]
     torch.manual_seed(0)
-    reader = FiDReader.load(base, "cpu")
+    reader = FiDReader.load(base)  # auto: each process's GPU under torchrun, else the CPU
     batcher = Batcher(reader.tokenizer, 192, 32, decoder_start_id(reader))
     cfg = ReaderConfig(epochs=1, batch_size=8, train_encoder=True, num_beams=1)
     train = fit(reader, batcher, examples, cfg, None, progress=False)

@@ -46,6 +46,7 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
     Questions the model cannot take (answer not among its candidates) count as misses, so the denominator is the
     baselines' own."""
     import torch
+    from whoqa.core.device import as_device
     from whoqa.memnet.adapt import adapt, patched
     from whoqa.memnet.config import AdaptConfig
     from whoqa.memnet.checkpoint import load_model, saved_config
@@ -66,7 +67,7 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
         if not (Workspace(target).contexts / ranker).is_dir():
             log.warning("%s left out: no %s contexts for %s", folder.name, ranker, target)
             continue
-        model = load_model(folder, vocab, device=device)
+        model = load_model(folder, vocab, device=as_device(device))
         examples, _ = who_examples(target, ranker, vocab, books, memories)
         plain = dict(zip([e.qid for e in examples], predict(model, examples, books, memories)))
         adapted, stats = {}, {}
