@@ -39,7 +39,8 @@ def run(reader_path: str, ranker_path: str) -> dict:
     start = {k: v.detach().clone() for k, v in reader.state_dict().items()}
     batcher = Batcher(reader.tokenizer, 40, 8, decoder_start_id(reader))
     examples = [ReaderExample(i, "b", q, [a, a], p) for i, (q, a, p) in enumerate(QUESTIONS)]
-    cfg = ReaderConfig(epochs=2, batch_size=len(examples), lr=1e-3, num_beams=2, max_new_tokens=4)
+    cfg = ReaderConfig(epochs=2, batch_size=len(examples), lr=1e-3, num_beams=2, max_new_tokens=4,
+                       train_encoder=True)  # the whole model, its encoder's unused pooler included
     stats = fit(reader, batcher, examples, cfg, None, progress=False)  # two steps on the whole batch (warm-up: the
     #                                                                     first is taken at learning rate 0)
     out = {"processes": world().size, "loss": stats["loss_first"], "grad_norm": stats["grad_norm_first"], "start": start,

@@ -83,7 +83,9 @@ def data_parallel(module: torch.nn.Module, w: World):
         return None
     from torch.nn.parallel import DistributedDataParallel
     device = next(module.parameters()).device
-    return DistributedDataParallel(_Step(module), device_ids=[device] if device.type == "cuda" else None)
+    # find_unused_parameters: a trainable part may take no part in the loss (a BERT encoder's pooler in bert2bert)
+    return DistributedDataParallel(_Step(module), device_ids=[device] if device.type == "cuda" else None,
+                                   find_unused_parameters=True)
 
 
 def global_mean_loss(ddp, w: World, idx: list, loss_of) -> tuple[torch.Tensor, torch.Tensor]:
