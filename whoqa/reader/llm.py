@@ -25,6 +25,7 @@ import torch
 
 from whoqa.core.book import atomic_write
 from whoqa.core.device import as_device, mixed_precision
+from whoqa.core.distributed import barrier, shard, world
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import claim, digest, file_digest, provenance
 from whoqa.core.seed import set_seed
@@ -192,23 +193,18 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
     record = asdict(cfg)
     prov = provenance(record, {"examples": file_digest(examples_path(ws, cfg.context)),
                                "model": model_fingerprint(cfg.base)})
-    redone = claim(folder, prov, ws.llm_runs_archive)
+    w = world()  # under torchrun each process answers its share; lines are appended whole, one write each
+    redone = claim(folder, prov, ws.llm_runs_archive) if w.main else None
+    barrier(w)
     path = folder / "predictions.jsonl"
-    done = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-                done[row["question_id"]] = row
-            except (json.JSONDecodeError, KeyError):  # a line cut by an interruption: answered again
-                continue
-    todo = [e for e in examples if e.question_id not in done]
+    done = read_predictions(path)
+    todo = shard([e for e in examples if e.question_id not in done], w)
     set_seed(cfg.seed)
     t0 = time.perf_counter()
     if todo:
         reader = LLMReader(cfg.base, device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half)
         load_seconds = time.perf_counter() - t0
-        bar = progress_bar(total=len(examples), desc=llm_run_name(cfg), unit="q", progress=progress)
+        bar = progress_bar(total=len(done) + len(todo), desc=llm_run_name(cfg), unit="q", progress=progress and w.main)
         bar.update(len(done))
         with path.open("a") as out:
             for e in todo:
@@ -218,9 +214,10 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
                        "seconds": round(time.perf_counter() - t, 3)}
                 out.write(json.dumps(row) + "\n")
                 out.flush()
-                done[e.question_id] = row
                 bar.update(1)
         bar.close()
+    barrier(w)
+    done = read_predictions(path)
     rows = [done[e.question_id] for e in examples]
     summary = {"run": folder.name, "provenance": prov, "questions": len(rows),
                "metrics": text_metrics([r["prediction"] for r in rows], [e.answers for e in examples]),
@@ -230,8 +227,22 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
                "redone": redone}
     if todo:
         summary["load_seconds"] = round(load_seconds, 1)
-    atomic_write(folder / "summary.json", json.dumps(summary, indent=1))
+    if w.main:
+        atomic_write(folder / "summary.json", json.dumps(summary, indent=1))
     return summary
+
+
+def read_predictions(path: Path) -> dict[int, dict]:
+    """question id -> its answer row; a line cut by an interruption is skipped (that question is answered again)."""
+    done = {}
+    if Path(path).is_file():
+        for line in Path(path).read_text().splitlines():
+            try:
+                row = json.loads(line)
+                done[row["question_id"]] = row
+            except (json.JSONDecodeError, KeyError):
+                continue
+    return done
 
 
 def llm_runs(workspace: Path) -> dict[str, dict[int, str]]:
@@ -243,13 +254,7 @@ def llm_runs(workspace: Path) -> dict[str, dict[int, str]]:
         if not summary.is_file() or not path.is_file():
             continue
         want = json.loads(summary.read_text())["questions"]
-        rows = {}
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-                rows[row["question_id"]] = row["prediction"]
-            except (json.JSONDecodeError, KeyError):
-                continue
+        rows = {q: r["prediction"] for q, r in read_predictions(path).items()}
         if len(rows) < want:
             log.warning("LLM run %s has %d of %d answers: left out (run it again to finish)", folder.name, len(rows),
                         want)
