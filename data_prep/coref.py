@@ -280,7 +280,7 @@ class Resolver:
                  "name": float(m.kind == "PROP"), "nearest": float(not best), "same_sentence": float(s_back == 0)}
             best[c] = [sign * f[k] for k, sign in FEATURES.items()]
         if self.decisions is not None and best:
-            self.decisions.append((i, dict(best)))
+            self.decisions.append((i, best))
         if best:
             weights = w.vector()
             scores = {c: sum(a * b for a, b in zip(weights, x)) for c, x in best.items()}

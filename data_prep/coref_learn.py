@@ -7,9 +7,10 @@ pronoun the engine scored, the candidates are the characters it considered, the 
 with the pronoun's gold entity, and the weights maximise the log-likelihood of the correct candidates under a softmax
 over the candidates (L2 pull towards the hand-set weights, which is all a small corpus can afford).
 
-Learned weights ship as data_prep/resources/coref_weights.json (with LitBank's attribution: CC BY 4.0); evaluation is
-cross-validated by document (`whoqa eval-coref --resolver learned`): a document is never resolved with weights
-learned on it.
+Learned weights are written with LitBank's attribution (CC BY 4.0); they would ship as
+data_prep/resources/coref_weights.json if they beat the rules, which they do not yet (docs/pipeline.md), so none
+ship. Evaluation is cross-validated by document (`whoqa eval-coref --resolver learned`): a document is never resolved
+with weights learned on it.
 """
 from __future__ import annotations
 
@@ -31,13 +32,13 @@ ATTRIBUTION = ("Learned from LitBank (Bamman, Lewke and Mansoor 2020; https://gi
 
 def instances(doc, engine, parsed) -> list[tuple[np.ndarray, np.ndarray]]:
     """(features (C, F), correct (C,) bool) per pronoun the engine scored whose gold entity is among its candidates."""
-    from data_prep.litbank import align
+    from data_prep.litbank import align, per_mentions
     engine.record = True
     try:
         out = engine.process_parsed(parsed)
     finally:
         engine.record = False
-    pred = {(r[1], r[2]): (r[0], r[3]) for r in out.entity_rows if r[4] == "PER"}
+    pred = per_mentions(out)
     entity_of: dict[int, Counter] = {}
     for span, (char, kind) in align(pred, doc.mentions).items():
         if kind == "PROP" and span in doc.mentions:
@@ -113,8 +114,7 @@ def train(folder: Path, out: Path = WEIGHTS_FILE, max_docs: int | None = None) -
     from data_prep.engine_spacy import SpacyEngine
     from data_prep.litbank import load_litbank, parse_docs
     docs = load_litbank(folder, max_docs)
-    engine = SpacyEngine()
-    engine.weights = Weights()
+    engine = SpacyEngine()  # (the hand-set weights: the decisions are the rules')
     data = [x for d, p in zip(docs, parse_docs(engine, docs)) for x in instances(d, engine, p)]
     if not data:
         raise ValueError(f"no resolvable gold pronouns in {folder}: is it LitBank's coref folder?")

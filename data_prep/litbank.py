@@ -160,10 +160,14 @@ def doc_counts(doc: GoldDoc, pred: dict[Span, tuple[int, str]]) -> dict[str, np.
     return out
 
 
-def predicted(engine, parsed) -> dict[Span, tuple[int, str]]:
-    """The engine's PER mentions of a parsed document: span -> (character, PROP|PRON)."""
-    out = engine.process_parsed(parsed)
+def per_mentions(out) -> dict[Span, tuple[int, str]]:
+    """A processed document's PER mentions: span -> (character, PROP|PRON)."""
     return {(r[1], r[2]): (r[0], r[3]) for r in out.entity_rows if r[4] == "PER"}
+
+
+def predicted(engine, parsed) -> dict[Span, tuple[int, str]]:
+    """The engine's PER mentions of a parsed document."""
+    return per_mentions(engine.process_parsed(parsed))
 
 
 def summarize(sums: dict[str, np.ndarray], documents: int) -> dict:

@@ -89,10 +89,14 @@ def data_parallel(module: torch.nn.Module, w: World):
 
 
 def global_mean_loss(ddp, w: World, idx: list, loss_of) -> tuple[torch.Tensor, torch.Tensor]:
-    """One data-parallel step's losses: (what this process back-propagates, the global batch's mean loss).
+    """One training step's losses: (what this process back-propagates, the global batch's mean loss).
 
-    loss_of(indices, "sum") -> (summed loss, target count) over those items of the global batch idx. A process whose
-    share is empty runs one item at weight 0 (every process must take part in the gradient all-reduce)."""
+    Alone (ddp None): loss_of(idx), the batch's mean loss, both times. Data-parallel: loss_of(indices, "sum") ->
+    (summed loss, target count) over this process's items of the global batch idx; a process whose share is empty runs
+    one item at weight 0 (every process must take part in the gradient all-reduce)."""
+    if ddp is None:
+        loss = loss_of(idx)
+        return loss, loss
     import torch.distributed as dist
     mine = shard(idx, w)
     weight = 1.0 if mine else 0.0

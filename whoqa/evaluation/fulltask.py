@@ -173,9 +173,9 @@ def format_full_task(out: dict) -> str:
         m = r["metrics"]
         lines.append(f"{name:<52}{m['rouge_l']:>8.2f}{m['bleu_1']:>8.2f}{m['bleu_4']:>8.2f}{m['em']:>7.2f}"
                      f"{m['f1']:>7.2f}{m['rouge_l_f1_rouge_score']:>8.2f}{r['who_rouge_l']:>8.2f}")
-    words = [w for w in next((r["by_question_word"] for r in out["rows"].values() if "by_question_word" in r), {})]
+    first = next((r["by_question_word"] for r in out["rows"].values() if "by_question_word" in r), {})
+    words = list(first)
     if words:  # ROUGE-L per question word: where each reader gains or loses
-        first = next(r["by_question_word"] for r in out["rows"].values() if "by_question_word" in r)
         lines.append("ROUGE-L by question word (questions): "
                      + ", ".join(f"{w} ({first[w]['n']})" for w in words))
         lines.append(f"{'system':<52}" + "".join(f"{w:>8}" for w in words) + f"{'s/q':>8}")

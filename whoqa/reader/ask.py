@@ -54,14 +54,9 @@ class ReaderAsker:
             return self._ask(book_id, question)
 
     def _ask(self, book_id: str, question: str) -> ReaderAnswer:
-        from whoqa.reader.data import ReaderExample, window_text
-        from whoqa.retrieval.bm25f import question_fields, windows
-        passages = []
-        book, aliases, index = self._book(book_id)  # prepared (and indexed) or a clear error
-        if self.passages:
-            ranked = index.search(*question_fields(question, aliases), 1000)
-            wins = windows(ranked, 5 * self.top_k, len(book.sentences))[:self.top_k]
-            passages = [window_text(book, a, b) for a, b, _ in wins]
+        from whoqa.reader.data import ReaderExample, bm25f_passages
+        opened = self._book(book_id)  # (book, aliases, index): prepared (and indexed) or a clear error
+        passages = bm25f_passages(*opened, question, self.top_k) if self.passages else []
         ex = ReaderExample(-1, book_id, question, [], passages)
         fused = self.reader.encode(*self.batcher.inputs([ex]))  # states (1, T, H)
         answer = self.reader.generate(fused, self.cfg.max_new_tokens, self.num_beams, self.cfg.no_repeat_ngram)[0]

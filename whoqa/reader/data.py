@@ -44,6 +44,14 @@ def window_text(book: Book, first: int, last: int) -> str:
     return detokenize(words)
 
 
+def bm25f_passages(book: Book, aliases, index, question: str, top_k: int) -> list[str]:
+    """A new question's top-k BM25F windows of an opened book (whoqa.retrieval.bm25f.open_book), as text, best
+    first: the passages `ask` gives a reader."""
+    from whoqa.retrieval.bm25f import question_fields, windows
+    ranked = index.search(*question_fields(question, aliases), 1000)
+    return [window_text(book, a, b) for a, b, _ in windows(ranked, 5 * top_k, len(book.sentences))[:top_k]]
+
+
 def examples_path(workspace: Path, context: str) -> Path:
     return Workspace(workspace).reader / "examples" / f"{context}.json"
 

@@ -148,9 +148,10 @@ class LLMReader:
             piece = self._ids(p)
             cut = len(piece) - (len(longer) - self.budget)
             while cut >= 16:  # (re-tokenising a cut text can add a token or two)
-                longer = self._render(question, kept + [self.tokenizer.decode(piece[:cut])])
+                head = self.tokenizer.decode(piece[:cut])
+                longer = self._render(question, kept + [head])
                 if len(longer) <= self.budget:
-                    kept, ids = kept + [self.tokenizer.decode(piece[:cut])], longer
+                    kept, ids = kept + [head], longer
                     break
                 cut -= len(longer) - self.budget
             break
@@ -266,11 +267,9 @@ def llm_runs(workspace: Path) -> dict[str, dict[int, str]]:
 def ask_llm(workspace: Path, base: str, book_id: str, question: str, top_k: int = LLMConfig.top_k,
             device=None) -> tuple[str, list[str]]:
     """One answer about a prepared book from its BM25F passages (as `whoqa ask` serves the FiD reader)."""
-    from whoqa.retrieval.bm25f import RetrievalConfig, open_book, question_fields, windows
-    from whoqa.reader.data import window_text
-    book, aliases, index = open_book(Workspace(workspace), book_id, RetrievalConfig())
-    ranked = index.search(*question_fields(question, aliases), 1000)
-    passages = [window_text(book, a, b) for a, b, _ in windows(ranked, 5 * top_k, len(book.sentences))[:top_k]]
+    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    from whoqa.reader.data import bm25f_passages
+    passages = bm25f_passages(*open_book(Workspace(workspace), book_id, RetrievalConfig()), question, top_k)
     text, _ = LLMReader(base, device).answer(question, passages)
     return text, passages
 

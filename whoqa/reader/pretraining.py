@@ -54,10 +54,11 @@ def finish_pretraining(reader: FiDReader, out_dir: Path, meta: dict) -> None:
     """Save a finished pretraining (meta -> whoqa_reader.json) and drop its checkpoint (the first process of
     several)."""
     import shutil
-    if world().main:
+    w = world()
+    if w.main:
         reader.save(out_dir, meta)
         shutil.rmtree(checkpoint_dir(out_dir), ignore_errors=True)
-    barrier(world())
+    barrier(w)
 
 
 def resume(out_dir: Path, config: dict, base: str | None, device=None) -> tuple[FiDReader, dict | None]:
@@ -73,8 +74,8 @@ def resume(out_dir: Path, config: dict, base: str | None, device=None) -> tuple[
 def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, record: dict, n: int, loss_of, desc: str,
                   progress: bool) -> tuple[dict, list[float]]:
     """The pretraining stages' shared loop: n examples once each in a seeded order, AdamW with linear decay, mixed
-    precision (cfg.bf16) on the reader's device, a checkpoint every cfg.checkpoint_every steps keyed by record (resumed by `resume` with the same
-    record). cfg: batch_size, lr, bf16, train_encoder, seed, checkpoint_every; loss_of(indices) -> mean loss,
+    precision (cfg.bf16) on the reader's device, a checkpoint every cfg.checkpoint_every steps keyed by record
+    (resumed by `resume` with the same record). cfg: batch_size, lr, bf16, train_encoder, seed, checkpoint_every; loss_of(indices) -> mean loss,
     loss_of(indices, "sum") -> (summed loss, target count) for data-parallel steps under torchrun."""
     ckpt = checkpoint_dir(out_dir)
     params = trainable(reader, cfg.train_encoder)
@@ -98,7 +99,7 @@ def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, rec
     for step in range(first, steps):
         idx = order[step * cfg.batch_size:(step + 1) * cfg.batch_size].tolist()
         with precision.autocast():
-            loss, logged = (loss_of(idx), None) if ddp is None else global_mean_loss(ddp, w, idx, loss_of)
+            loss, logged = global_mean_loss(ddp, w, idx, loss_of)
         losses.append(round(precision.step(loss, params, opt, sched, f"{desc} step {step}", logged), 4))
         bar.update(1)
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")

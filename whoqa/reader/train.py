@@ -60,10 +60,7 @@ def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg:
                                    labels, reduction)
                 return (loss, int((labels != -100).sum())) if reduction == "sum" else loss
             with precision.autocast():
-                if ddp is None:
-                    loss, logged = loss_of(range(len(chunk))), None
-                else:
-                    loss, logged = global_mean_loss(ddp, w, list(range(len(chunk))), loss_of)
+                loss, logged = global_mean_loss(ddp, w, list(range(len(chunk))), loss_of)
             losses.append(precision.step(loss, params, opt, sched, f"{desc} epoch {epoch}", logged))
             norms.append(precision.grad_norm)
             bar.update(1)

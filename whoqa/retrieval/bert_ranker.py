@@ -140,9 +140,7 @@ class CrossEncoder:
                 labels = torch.tensor([batch[i][2] for i in idx], device=logits.device)  # (b,)
                 loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction=reduction)
                 return (loss, len(idx)) if reduction == "sum" else loss
-            loss, logged = (loss_of(range(len(batch))), None) if ddp is None else \
-                global_mean_loss(ddp, w, list(range(len(batch))), loss_of)
-            logged = loss if logged is None else logged
+            loss, logged = global_mean_loss(ddp, w, list(range(len(batch))), loss_of)
             if not torch.isfinite(logged):
                 raise FloatingPointError("ranker loss is NaN/inf: lower --lr or check the training pairs")
             opt.zero_grad()
@@ -202,6 +200,7 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
     import torch
     from whoqa.core.device import as_device
     device = as_device(device)
+    w = world()  # under torchrun every process ranks; the first one writes
     from data_prep.who_set import load_questions
     ws, cfg = Workspace(ws), cfg or RankerConfig()
     torch.manual_seed(cfg.seed)
@@ -235,7 +234,7 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
             n_pairs = len(pairs)
             ranker = CrossEncoder(base, cfg.max_length, device)
             losses = ranker.train(pairs, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed, progress)
-            if world().main:
+            if w.main:
                 ranker.save(model_dir)
                 atomic_write(record, json.dumps(made_with, indent=1))
         report["folds"].append({"fold": k, "books": mine, "train_pairs": n_pairs, "train_steps": len(losses),
@@ -249,7 +248,7 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
                 if cfg.pool:
                     BM25FIndex.ensure(book, path)
                 out = rank_book(ranker, book, todo[b], path, cfg, rcfg)
-                if not world().main:
+                if not w.main:
                     continue
                 atomic_write(ws.contexts / "bert" / f"{b}.json",
                              json.dumps({"config": {**asdict(rcfg), "ranker": asdict(cfg), "fold": k},
@@ -259,6 +258,6 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
                 report["failed"][b] = f"{type(e).__name__}: {e}"
                 log.error("BERT contexts for %s failed: %s", b, e)
     report["seconds"] = round(time.perf_counter() - t0, 1)
-    if world().main:
+    if w.main:
         atomic_write(ws.contexts / "bert" / "report.json", json.dumps(report, indent=1))
     return report
