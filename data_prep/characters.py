@@ -59,6 +59,7 @@ def find_name_mentions(tokens: list[Token], entities: list[Entity]) -> list[Name
             out.append(NameMention(e.start, e.end, OTHER_CATS[e.label],
                                    " ".join(t.word for t in tokens[e.start:e.end + 1])))
     _relabel_people(tokens, out)
+    out += _self_naming(tokens, covered)
     _propagate_names(tokens, entities, out, covered)
     # Title + proper noun(s) the tagger missed: "Mrs. Hudson", "Captain Nemo"
     i, n = 0, len(tokens)
@@ -91,12 +92,34 @@ def _relabel_people(tokens: list[Token], out: list[NameMention]) -> None:
     for m in out:
         if m.cat != "PER":
             head = tokens[m.end]
-            if head.dep == "nsubj" and tokens[head.head].lemma in SPEECH_LEMMAS:
+            if head.dep == "nsubj" and tokens[head.head].lemma in SPEECH_LEMMAS or _addressed(tokens, m.start, m.end):
                 speaks.add(m.text)
     for m in out:
         if m.cat in ("ORG", "GPE", "LOC") and all(t.pos == "PROPN" for t in tokens[m.start:m.end + 1]) \
                 and (m.text in person_words or m.text in speaks):
             m.cat = "PER"
+
+
+def _addressed(tokens: list[Token], a: int, b: int) -> bool:
+    """A name set off by commas as an adverbial ("Don't put your feet up, Huckleberry;"): spoken to, so a person."""
+    head = tokens[b]
+    before = tokens[a - 1].word if a > 0 else ""
+    after = tokens[b + 1].word if b + 1 < len(tokens) else ""
+    return head.dep == "npadvmod" and before in (",", "“", '"', "‘") and after in (",", ";", "!", "?", "--", ".")
+
+
+def _self_naming(tokens: list[Token], covered: set) -> list[NameMention]:
+    """Names a narrator gives themself that NER misses: "Call me Ishmael"."""
+    out = []
+    for t in tokens:
+        if t.pos == "PROPN" and t.dep == "oprd" and t.index not in covered and tokens[t.head].lemma == "call" and \
+                any(x.head == t.head and x.word.lower() == "me" for x in tokens[max(0, t.index - 4):t.index]):
+            a = t.index
+            while a > 0 and a - 1 not in covered and tokens[a - 1].pos == "PROPN" and tokens[a - 1].head == t.index:
+                a -= 1
+            out.append(NameMention(a, t.index, "PER", " ".join(clean_word(x.word) for x in tokens[a:t.index + 1])))
+            covered.update(range(a, t.index + 1))
+    return out
 
 
 def _propagate_names(tokens: list[Token], entities: list[Entity], out: list[NameMention], covered: set) -> None:

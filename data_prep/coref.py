@@ -31,6 +31,7 @@ SUBJECT_DEPS = {"nsubj", "nsubjpass"}
 VOCATIVE_DEPS = {"npadvmod", "dep", "appos", "intj", "ROOT", "attr", "vocative", "nmod"}
 OPEN_QUOTES = {'"', "\u201c", "``"}
 CLOSE_QUOTES = {'"', "\u201d", "''"}
+SINGLE_OPEN, SINGLE_CLOSE = {"\u2018", "`"}, {"\u2019", "'"}  # British typography: 'single quotes' for speech
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Weights:
     its feature values."""
     window: int = 6  # sentences back that hold candidates
     long_window: int = 25  # fallback: the last gender-matching character this far back
+    unnamed_gap: int = 3  # sentences over which a he/she with no named antecedent continues an unnamed person
     distance: float = 1.5  # per sentence back
     subject: float = 0.8  # antecedent mention was a subject
     parallel: float = 0.5  # pronoun and antecedent both subjects
@@ -88,18 +90,24 @@ def quote_ids(tokens: list[Token]) -> list[int]:
     """Quotation id per token (-1 outside), quote marks included.
 
     Straight quotes toggle; curly ones say which side they are; a paragraph end or a new opening mark closes an
-    open quotation (a speech running over paragraphs reopens each one).
+    open quotation (a speech running over paragraphs reopens each one). A text whose opening single quotes
+    outnumber its double quote marks quotes speech with single ones (a lone closing ' is then a quote, not an
+    apostrophe: the tokenizer keeps apostrophes on their words).
     """
+    opens, closes = OPEN_QUOTES, CLOSE_QUOTES
+    n_single = sum(1 for t in tokens if t.word in SINGLE_OPEN)
+    if n_single > sum(1 for t in tokens if t.word in OPEN_QUOTES):
+        opens, closes = SINGLE_OPEN, SINGLE_CLOSE
     ids = [-1] * len(tokens)
     cur, n, para = -1, 0, None
     for i, t in enumerate(tokens):
         if t.paragraph != para:
             para, cur = t.paragraph, -1
         w = t.word
-        if w in OPEN_QUOTES and (cur < 0 or w != '"'):
+        if w in opens and (cur < 0 or w != '"'):
             cur, n = n, n + 1
             ids[i] = cur
-        elif cur >= 0 and w in CLOSE_QUOTES:
+        elif cur >= 0 and w in closes:
             ids[i] = cur
             cur = -1
         else:
@@ -130,6 +138,8 @@ class Resolver:
         self.history: list[Resolved] = []  # resolved mentions in text order so far
         self.decisions: list | None = None  # set to [] to record (token, {character: features}) per pronoun scored
         self.narrator_seen = any(m.char == NARRATOR for m in self.names)
+        self.unnamed: dict[str, tuple[int, int]] = {}  # gender -> (latest unnamed person's id, its last sentence)
+        self.n_unnamed = 0
 
     def run(self) -> list[Resolved]:
         toks, qids = self.tokens, self.qids
@@ -161,8 +171,9 @@ class Resolver:
                     self.narrator_seen = True
                 elif low in MALE or low in FEMALE:
                     c = self._antecedent(i, new)
-                    if c is not None:
-                        new.append(self._mention(i, c))
+                    new.append(self._mention(i, c if c is not None else self._unnamed_person(i)))
+                elif low in SECOND:
+                    new.append(self._mention(i, self._new_unnamed()))  # the reader, or anyone: its own entity
                 new.sort(key=lambda m: m.start)
             # 2. speakers of this paragraph's quotations
             prev = None
@@ -198,9 +209,12 @@ class Resolver:
                     c = quote.addressee if quote.addressee >= 0 else None
                 else:
                     c = self._antecedent(i, new, exclude=quote.speaker)
-                if c is not None:
-                    new.append(self._mention(i, c))
-                    new.sort(key=lambda m: m.start)
+                    if c is None:
+                        c = self._unnamed_person(i)
+                if c is None:
+                    c = self._new_unnamed()  # an unknown speaker's "I", an unknown addressee's "you"
+                new.append(self._mention(i, c))
+                new.sort(key=lambda m: m.start)
             self.history.extend(new)
         return [m for m in self.history if m.kind == "PRON"]
 
@@ -222,6 +236,20 @@ class Resolver:
             last[key] = (i, g)
             out.append((i, g))
         return out
+
+    def _new_unnamed(self) -> int:
+        self.n_unnamed += 1
+        return -self.n_unnamed
+
+    def _unnamed_person(self, i: int) -> int:
+        """A he/she with no named antecedent in reach: an unnamed person ("the old man ... he"), the latest one of its
+        gender if mentioned within Weights.unnamed_gap sentences, else a new one. Negative ids: people who are not characters."""
+        t = self.tokens[i]
+        gender = "male" if t.word.lower() in MALE else "female"
+        prev = self.unnamed.get(gender)
+        c = prev[0] if prev is not None and t.sentence - prev[1] <= self.w.unnamed_gap else self._new_unnamed()
+        self.unnamed[gender] = (c, t.sentence)
+        return c
 
     def _mention(self, i: int, char: int) -> Resolved:
         t = self.tokens[i]
@@ -258,7 +286,7 @@ class Resolver:
             if s_back > w.long_window:
                 break
             c = m.char
-            if c == exclude or c == NARRATOR:
+            if c == exclude or c <= NARRATOR:  # not the narrator, nor an unnamed person
                 continue
             g = self.genders.get(c)
             if g is not None and g != gender:

@@ -65,8 +65,11 @@ class SpacyEngine:
         resolver = Resolver(tokens, named, genders, counts, self.weights)
         resolver.decisions = [] if self.record else None
         pronouns = resolver.run()
-        out = build_output(tokens, per, pronouns, [m for m in mentions if m.cat != "PER"], genders,
-                           names_by_char, n_quotes=len(resolver.quotes), groups=resolver.groups())
+        groups = resolver.groups()
+        n_groups = max([g for _, g in groups] + [-1]) + 1
+        groups += [(p.start, n_groups - p.char - 1) for p in pronouns if p.char < 0]  # unnamed people after groups
+        out = build_output(tokens, per, [p for p in pronouns if p.char >= 0], [m for m in mentions if m.cat != "PER"],
+                           genders, names_by_char, n_quotes=len(resolver.quotes), groups=sorted(groups))
         out.decisions = resolver.decisions
         return out
 
