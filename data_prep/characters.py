@@ -235,10 +235,10 @@ def name_gender(names: Counter) -> tuple[str | None, float]:
             she += 20 * c
         key = " ".join(w for w in words if w not in TITLES)
         counts = table.get(key) or table.get(key.split()[0] if key else "")
-        if counts and sum(counts) > 0:
-            total = counts[0] + counts[1]
-            he += c * counts[0] / total
-            she += c * counts[1] / total
+        if counts and sum(counts) > 0:  # one pseudo-reference each way: a name seen twice says little
+            total = counts[0] + counts[1] + 2
+            he += c * (counts[0] + 1) / total
+            she += c * (counts[1] + 1) / total
     if he + she == 0:
         return None, 0.0
     p = max(he, she) / (he + she)

@@ -54,6 +54,9 @@ class Weights:
     name: float = 0.0  # the candidate's latest mention is a name (not a pronoun)
     nearest: float = 0.0  # the candidate is the most recently mentioned of those scored
     same_sentence: float = 0.0  # the candidate's latest mention is in the pronoun's sentence
+    recent: float = 0.0  # per log(1 + the candidate's mentions within the window): who the passage is about
+    last_subject: float = 0.0  # the candidate is the latest subject among the candidates
+    possessive_subject: float = 0.0  # a his/her and the subject of its own sentence ("She lit her pipe")
 
     def vector(self) -> list[float]:
         return [getattr(self, f) for f in FEATURES]
@@ -61,7 +64,8 @@ class Weights:
 
 # feature -> its sign in the score (a weight is a magnitude: distance and mismatches count against a candidate)
 FEATURES = {"distance": -1, "subject": 1, "parallel": 1, "gender": 1, "salience": 1, "quote_mismatch": -1,
-            "same_quote": 1, "reflexive": 1, "vocative": -1, "name": 1, "nearest": 1, "same_sentence": 1}
+            "same_quote": 1, "reflexive": 1, "vocative": -1, "name": 1, "nearest": 1, "same_sentence": 1,
+            "recent": 1, "last_subject": 1, "possessive_subject": 1}
 
 
 @dataclass
@@ -268,6 +272,17 @@ class Resolver:
                 d -= 1000  # a speech verb beats mere proximity
             if best_d is None or d < best_d:
                 best, best_d = m.char, d
+        # a speech verb whose subject is no character ("said my brother's wife"): a nameless speaker, not a guess
+        first = next(j for j in range(q.start, -1, -1) if j == 0 or toks[j - 1].sentence < lo)
+        for j in range(first, len(toks)):
+            t = toks[j]
+            if t.sentence > hi:
+                break
+            if t.pos == "NOUN" and t.dep in SUBJECT_DEPS and self.qids[j] != q.id and \
+                    toks[t.head].lemma.lower() in SPEECH_VERBS:
+                d = min(abs(j - q.start), abs(j - q.end)) - 1000
+                if best_d is None or d < best_d:
+                    best, best_d = self._new_unnamed(), d
         return best
 
     def _antecedent(self, i: int, current: list[Resolved], exclude: int = -1) -> int | None:
@@ -279,8 +294,9 @@ class Resolver:
         sent = t.sentence
         in_quote = self.qids[i] >= 0
         subj = t.dep in SUBJECT_DEPS
-        best: dict[int, float] = {}
-        fallback = None
+        best: dict[int, dict] = {}
+        recent: dict[int, int] = {}
+        fallback, last_subject = None, None
         for m in self._recent(i, current):
             s_back = sent - toks[m.start].sentence
             if s_back > w.long_window:
@@ -293,7 +309,12 @@ class Resolver:
                 continue
             if fallback is None and g == gender:
                 fallback = c
-            if s_back > w.window or c in best:
+            if s_back > w.window:
+                continue
+            recent[c] = recent.get(c, 0) + 1
+            if last_subject is None and m.subject:
+                last_subject = c
+            if c in best:
                 continue
             mt = toks[m.start]
             same_clause = s_back == 0 and toks[m.end].head == t.head
@@ -305,13 +326,18 @@ class Resolver:
                  "same_quote": float(m.in_quote == in_quote and in_quote and m.quote == self.qids[i]),
                  "reflexive": float(reflexive and same_clause and m.subject),
                  "vocative": float(mt.dep in VOCATIVE_DEPS and m.in_quote and m.kind == "PROP"),
-                 "name": float(m.kind == "PROP"), "nearest": float(not best), "same_sentence": float(s_back == 0)}
-            best[c] = [sign * f[k] for k, sign in FEATURES.items()]
-        if self.decisions is not None and best:
-            self.decisions.append((i, best))
-        if best:
+                 "name": float(m.kind == "PROP"), "nearest": float(not best), "same_sentence": float(s_back == 0),
+                 "possessive_subject": float(t.dep == "poss" and s_back == 0 and m.subject)}
+            best[c] = f
+        for c, f in best.items():
+            f["recent"] = salience(recent[c])
+            f["last_subject"] = float(c == last_subject)
+        vectors = {c: [sign * f[k] for k, sign in FEATURES.items()] for c, f in best.items()}
+        if self.decisions is not None and vectors:
+            self.decisions.append((i, vectors))
+        if vectors:
             weights = w.vector()
-            scores = {c: sum(a * b for a, b in zip(weights, x)) for c, x in best.items()}
+            scores = {c: sum(a * b for a, b in zip(weights, x)) for c, x in vectors.items()}
             return max(scores.items(), key=lambda kv: (kv[1], -kv[0]))[0]
         return fallback
 
