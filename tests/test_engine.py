@@ -103,3 +103,55 @@ def test_pronoun_or_numeral_tagged_as_a_name_is_no_character(engine, tmp_path):
     b = run(engine, '"I never heard the name," said I. "Nor I," said Holmes. Chapter II. Holmes smiled.\n', tmp_path)
     names = {a for c in b.characters.values() for a in c.aliases}
     assert not names & {"I.", "I", "II."}
+
+
+def _per_rows(out, word):
+    """(entity id, token) of every PER row whose text is `word`."""
+    return [(r[0], r[1]) for r in out.entity_rows if r[4] == "PER" and r[5] == word]
+
+
+def test_a_pronoun_with_no_named_antecedent_is_an_unnamed_person(engine):
+    """'An old man ... He ... He': one person who is no character, not Tom's pronouns and not left out."""
+    out = engine.process_text("Tom lived alone.\n\nMany years later an old woman came to the village. She was tired. "
+                              "She sat by the well and she wept.\n")
+    ids = {c for c, _ in _per_rows(out, "She") + _per_rows(out, "she")}
+    assert len(ids) == 1
+    characters = {c["id"] for c in out.book["characters"]}
+    assert ids.isdisjoint(characters) and len(_per_rows(out, "She") + _per_rows(out, "she")) == 3
+
+
+def test_speech_in_single_quotes_and_a_nameless_speaker(engine, tmp_path):
+    """British typography quotes speech with single marks; a quotation whose speaker is a common noun ("said the
+    old woman") is not given to the character named nearby."""
+    text = ("\u2018I am going home,\u2019 said Holmes. \u2018Stay with me,\u2019 he said.\n\n"
+            "\u2018I know the way,\u2019 said the old woman.\n")
+    out = engine.process_text(text)
+    from data_prep.coref import quote_ids
+    from data_prep.parse import parse_text
+    tokens = parse_text(engine.nlp, text).tokens
+    qids = quote_ids(tokens)
+    assert [t.word for t, q in zip(tokens, qids) if q == 0] == ["\u2018", "I", "am", "going", "home", ",", "\u2019"]
+    holmes = next(c for c, i in _per_rows(out, "Holmes"))
+    firsts = _per_rows(out, "I")
+    assert firsts[0][0] == holmes and firsts[1][0] != holmes
+    assert _per_rows(out, "me")[0][0] == holmes
+
+
+def test_a_narrator_who_names_themself(engine, tmp_path):
+    text = ("Call me Ishmael. Some years ago I went to sea. I thought I would sail about a little.\n\n"
+            "I met Queequeg at the inn. I liked him. I told him my plans.\n")
+    b = run(engine, text, tmp_path)
+    assert "Ishmael" in b.characters[0].aliases
+    assert {m.char_id for m in b.mentions if m.text in ("I", "my")} == {0}
+
+
+def test_gender_from_the_books_pronouns_outweighs_the_names_prior(engine, tmp_path):
+    """A name Gutenberg text has called he only a few times says little ("Tuppence"); a book's own she decides
+    even against a strong prior (the Famous Five's George is a girl)."""
+    from collections import Counter as C
+    from data_prep.characters import name_gender
+    assert name_gender(C({"Tuppence": 3}))[0] is None and name_gender(C({"George": 3}))[0] == "male"
+    text = ("George opened the letter. She read it twice. George laughed and she put it away.\n\n"
+            "Later George went out. She walked to the park. George was happy and she sang.\n")
+    b = run(engine, text, tmp_path)
+    assert b.characters[char_of(b, "George")].gender == "female"
