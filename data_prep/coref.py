@@ -263,13 +263,20 @@ class Resolver:
         toks = self.tokens
         best, best_d = -1, None
         lo, hi = toks[q.start].sentence - 1, toks[q.end].sentence + 1
+        before = self.quotes[q.id - 1].end if q.id > 0 else -1  # a mention beyond a neighbouring quotation
+        after = self.quotes[q.id + 1].start if q.id + 1 < len(self.quotes) else len(toks)  # speaks that one
         for m in para_mentions:
-            if m.in_quote or not m.subject or not lo <= toks[m.start].sentence <= hi:
+            if m.in_quote or not before < m.start < after or not lo <= toks[m.start].sentence <= hi:
                 continue
             head = toks[toks[m.start].head]
+            speech = head.lemma.lower() in SPEECH_VERBS
+            if not (m.subject or speech and m.start > head.index):  # '"...," cried Amy' parses Amy as an object
+                continue
             d = min(abs(m.start - q.start), abs(m.start - q.end))
-            if head.lemma.lower() in SPEECH_VERBS:
+            if speech:
                 d -= 1000  # a speech verb beats mere proximity
+            if not toks[q.start].sentence <= toks[m.start].sentence <= toks[q.end].sentence:
+                d += 500  # and one in the quotation's own sentence beats one beside it
             if best_d is None or d < best_d:
                 best, best_d = m.char, d
         # a speech verb whose subject is no character ("said my brother's wife"): a nameless speaker, not a guess
@@ -278,9 +285,11 @@ class Resolver:
             t = toks[j]
             if t.sentence > hi:
                 break
-            if t.pos == "NOUN" and t.dep in SUBJECT_DEPS and self.qids[j] != q.id and \
+            if t.pos == "NOUN" and t.dep in SUBJECT_DEPS and self.qids[j] < 0 and before < j < after and \
                     toks[t.head].lemma.lower() in SPEECH_VERBS:
                 d = min(abs(j - q.start), abs(j - q.end)) - 1000
+                if not toks[q.start].sentence <= t.sentence <= toks[q.end].sentence:
+                    d += 500
                 if best_d is None or d < best_d:
                     best, best_d = self._new_unnamed(), d
         return best

@@ -155,3 +155,14 @@ def test_gender_from_the_books_pronouns_outweighs_the_names_prior(engine, tmp_pa
             "Later George went out. She walked to the park. George was happy and she sang.\n")
     b = run(engine, text, tmp_path)
     assert b.characters[char_of(b, "George")].gender == "female"
+
+
+def test_a_speech_verb_speaks_for_its_own_quotation(engine, tmp_path):
+    """'"...," cried Amy' after Beth's sentence: Amy speaks (spaCy may parse her as the verb's object), and a speech
+    verb beyond the next quotation is that quotation's."""
+    text = ('Beth looked at her rough hands with a sigh. "I do not believe any of you suffer as I do," cried Amy. '
+            '"I know what you mean," said Meg.\n')
+    b = run(engine, text, tmp_path)
+    amy, meg = char_of(b, "Amy"), char_of(b, "Meg")
+    firsts = [m.char_id for m in b.mentions if m.text == "I"]
+    assert firsts == [amy, amy, meg]
