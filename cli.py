@@ -610,6 +610,7 @@ def eval_coref(
     text = json.dumps(res, indent=1)
     typer.echo(text)
     if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)
 
 

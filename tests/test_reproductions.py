@@ -17,6 +17,16 @@ def test_smoke_reproduction_checks(shared_data, tmp_path):
     assert r.output.count("ok  ") == len(load("smoke")["expect"]) and "FAIL" not in r.output
 
 
+def test_coref_reproduction_checks(shared_data, tmp_path):
+    """The engine against LitBank, rules and learned weights, in a `whoqa` process (its fixed string-hash seed)."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, str(ROOT / "cli.py"), "reproduce", "coref", "--data", str(shared_data),
+                        "--workspace", str(tmp_path / "ws"), "--check"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok  ") == len(load("coref")["expect"]) and "FAIL" not in r.stdout
+
+
 def test_check_fails_on_a_changed_result(tmp_path):
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "x.json").write_text(json.dumps({"p@1": 20.0, "text": {"rouge_l": 9.0}}))
@@ -41,6 +51,9 @@ def test_every_reproduction_parses_and_the_readme_shows_main_s_numbers():
     results = (ROOT / "docs" / "results.md").read_text()
     for e in load("reader")["expect"]:  # the full-task table of docs/results.md
         assert f"{e['value']:.2f}" in results, e["metric"]
+    pipeline = (ROOT / "docs" / "pipeline.md").read_text()
+    for e in load("coref")["expect"]:  # the coreference tables of docs/pipeline.md
+        assert f"{e['value']:.1f}" in pipeline, e
     assert (FOLDER / "main.json").is_file()
 
 
