@@ -6,7 +6,10 @@ Walks the book paragraph by paragraph, keeping the recent character mentions:
   2. each quotation gets a speaker (the character subject of a speech verb beside it, else the conversation's turn);
   3. inside a quotation, I/me/my is the speaker, you/your the addressee (a vocative name, else the other party),
      and he/she are resolved as in 1 but never to the speaker;
-  4. first person outside quotations is the narrator (character 0).
+  4. first person outside quotations is the narrator (character 0);
+  5. a person reference that is no character gets an entity of its own (a negative id here): a he/she with no named
+     antecedent in reach is an unnamed person, continued by the next he/she of its gender; an unresolved I or you
+     is its own entity; a quotation whose speech verb has a common noun for subject has a nameless speaker.
 """
 from __future__ import annotations
 
@@ -247,7 +250,8 @@ class Resolver:
 
     def _unnamed_person(self, i: int) -> int:
         """A he/she with no named antecedent in reach: an unnamed person ("the old man ... he"), the latest one of its
-        gender if mentioned within Weights.unnamed_gap sentences, else a new one. Negative ids: people who are not characters."""
+        gender if mentioned within Weights.unnamed_gap sentences, else a new one. Negative ids: people who are no
+        characters (written to .entities after the characters, like the we/they groups)."""
         t = self.tokens[i]
         gender = "male" if t.word.lower() in MALE else "female"
         prev = self.unnamed.get(gender)
@@ -260,11 +264,22 @@ class Resolver:
         return Resolved(i, i, char, "PRON", t.dep in SUBJECT_DEPS, self.qids[i] >= 0, self.qids[i])
 
     def _speaker(self, q: Quote, para_mentions: list[Resolved]) -> int:
+        """The character subject of a speech verb beside the quotation (else the nearest character subject beside
+        it), or a nameless speaker when the nearest speech verb's subject is a common noun; -1 when there is none."""
         toks = self.tokens
-        best, best_d = -1, None
         lo, hi = toks[q.start].sentence - 1, toks[q.end].sentence + 1
         before = self.quotes[q.id - 1].end if q.id > 0 else -1  # a mention beyond a neighbouring quotation
         after = self.quotes[q.id + 1].start if q.id + 1 < len(self.quotes) else len(toks)  # speaks that one
+
+        def distance(j: int, speech: bool) -> int:
+            d = min(abs(j - q.start), abs(j - q.end))
+            if speech:
+                d -= 1000  # a speech verb beats mere proximity
+            if not toks[q.start].sentence <= toks[j].sentence <= toks[q.end].sentence:
+                d += 500  # and one in the quotation's own sentence beats one beside it
+            return d
+
+        best, best_d = -1, None
         for m in para_mentions:
             if m.in_quote or not before < m.start < after or not lo <= toks[m.start].sentence <= hi:
                 continue
@@ -272,11 +287,7 @@ class Resolver:
             speech = head.lemma.lower() in SPEECH_VERBS
             if not (m.subject or speech and m.start > head.index):  # '"...," cried Amy' parses Amy as an object
                 continue
-            d = min(abs(m.start - q.start), abs(m.start - q.end))
-            if speech:
-                d -= 1000  # a speech verb beats mere proximity
-            if not toks[q.start].sentence <= toks[m.start].sentence <= toks[q.end].sentence:
-                d += 500  # and one in the quotation's own sentence beats one beside it
+            d = distance(m.start, speech)
             if best_d is None or d < best_d:
                 best, best_d = m.char, d
         # a speech verb whose subject is no character ("said my brother's wife"): a nameless speaker, not a guess
@@ -286,13 +297,9 @@ class Resolver:
             if t.sentence > hi:
                 break
             if t.pos == "NOUN" and t.dep in SUBJECT_DEPS and self.qids[j] < 0 and before < j < after and \
-                    toks[t.head].lemma.lower() in SPEECH_VERBS:
-                d = min(abs(j - q.start), abs(j - q.end)) - 1000
-                if not toks[q.start].sentence <= t.sentence <= toks[q.end].sentence:
-                    d += 500
-                if best_d is None or d < best_d:
-                    best, best_d = self._new_unnamed(), d
-        return best
+                    toks[t.head].lemma.lower() in SPEECH_VERBS and (best_d is None or distance(j, True) < best_d):
+                best, best_d = None, distance(j, True)
+        return self._new_unnamed() if best is None else best
 
     def _antecedent(self, i: int, current: list[Resolved], exclude: int = -1) -> int | None:
         toks, w = self.tokens, self.w

@@ -56,7 +56,7 @@ class SpacyEngine:
             names_by_char[m.char][m.text] += 1
         genders = {c: name_gender(n)[0] for c, n in names_by_char.items()}
         for c, g in pronoun_gender(tokens, per, qids).items():
-            genders[c] = g
+            genders[c] = g  # the book's own he/she outweigh the name's prior (the Famous Five's George is a girl)
         counts = {c: sum(n.values()) for c, n in names_by_char.items()}
         named = [Resolved(m.start, m.end, m.char, "PROP",
                           tokens[span_head(tokens, m.start, m.end)].dep in SUBJECT_DEPS, qids[m.start] >= 0,
