@@ -111,7 +111,7 @@ def _per_rows(out, word):
 
 
 def test_a_pronoun_with_no_named_antecedent_is_an_unnamed_person(engine):
-    """'An old man ... He ... He': one person who is no character, not Tom's pronouns and not left out."""
+    """'An old woman ... She ... she': one person who is no character, not Tom's pronouns and not left out."""
     out = engine.process_text("Tom lived alone.\n\nMany years later an old woman came to the village. She was tired. "
                               "She sat by the well and she wept.\n")
     ids = {c for c, _ in _per_rows(out, "She") + _per_rows(out, "she")}
@@ -120,7 +120,7 @@ def test_a_pronoun_with_no_named_antecedent_is_an_unnamed_person(engine):
     assert ids.isdisjoint(characters) and len(_per_rows(out, "She") + _per_rows(out, "she")) == 3
 
 
-def test_speech_in_single_quotes_and_a_nameless_speaker(engine, tmp_path):
+def test_speech_in_single_quotes_and_a_nameless_speaker(engine):
     """British typography quotes speech with single marks; a quotation whose speaker is a common noun ("said the
     old woman") is not given to the character named nearby."""
     text = ("\u2018I am going home,\u2019 said Holmes. \u2018Stay with me,\u2019 he said.\n\n"
