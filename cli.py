@@ -308,7 +308,12 @@ def train_cmd(
     roles: bool = typer.Option(default(TrainConfig, "roles"),
                                help="Memory network: values weigh each character by its role in the sentence (agent, "
                                     "patient, possessor) as the question asks."),
-    seed: int = typer.Option(SEED, help="Seed of folds and trials."),
+    seed: int = typer.Option(SEED, help="Seed of folds and trials (a run with another seed is its own run, "
+                                        "<name>+seed<N>; book-level folds stay the same)."),
+    by_book: bool = typer.Option(default(TrainConfig, "by_book"),
+                                 help="Memory network: folds over books (the new-book measure): every question is "
+                                      "answered by a model that never trained on its book; with --from-pretrained, "
+                                      "pretraining is redone per fold without the fold's books -> WS/runs/<name>+by-book."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
     final: bool = typer.Option(False, help="Instead: one model on all Who questions (reader: all questions) for "
                                            "`whoqa ask`."),
@@ -376,21 +381,30 @@ def train_cmd(
                    f"BLEU-1 {m.get('bleu_1', 0):.2f}, BLEU-4 {m.get('bleu_4', 0):.2f}, EM {m.get('em', 0):.2f}, "
                    f"F1 {m.get('f1', 0):.2f} -> {workspace}/reader/runs/{s['run']}")
         return
-    from whoqa.memnet.config import run_name
+    from whoqa.memnet.config import model_name, run_name
     from whoqa.memnet.train import cross_validate, train_final
     given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
     cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience,
-                      roles=roles, pretrained=pretrained, device=device,
+                      roles=roles, pretrained=pretrained, device=device, by_book=by_book,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
     if final:
         st = _stage(train_final, workspace, cfg)
-        typer.echo(f"{run_name(cfg)}: trained on {st['questions']} questions -> {workspace}/models/{run_name(cfg)}")
+        cal = st["calibration"]
+        typer.echo(f"{model_name(cfg)}: {st['members']} members trained on {st['questions']} questions -> "
+                   f"{workspace}/models/{model_name(cfg)}; "
+                   + (f"calibrated by run {cal['run']} (temperature {cal['temperature']:.2f})" if cal else
+                      "not calibrated yet (no cross-validated run of this recipe): `ask` shows no probabilities"))
         return
     s = _stage(cross_validate, workspace, cfg)
     if s.get("redone"):
         typer.secho(s["redone"], fg=typer.colors.YELLOW, err=True)
     typer.echo(f"{run_name(cfg)}: {s['runs']} runs on {s['questions']} questions: P@1 {s['p@1']:.2f} ± "
                f"{s['p@1_std']:.2f}, P@5 {s['p@5']:.2f} ± {s['p@5_std']:.2f}, MRR {s['mrr']:.3f} ± {s['mrr_std']:.3f}")
+    e = s.get("ensemble")
+    if e:
+        typer.echo(f"  its {e['members']} trials averaged: P@1 {e['p@1']:.2f}, P@5 {e['p@5']:.2f}, MRR {e['mrr']:.3f}; "
+                   f"ECE {e['calibration']['ece']:.3f} at temperatures fit on the other folds "
+                   f"({e['calibration']['ece_uncalibrated']:.3f} uncalibrated)")
 
 
 @app.command()
@@ -405,7 +419,8 @@ def ask(
     model: Optional[str] = typer.Option(None, help="Memory network under WS/models (default: the one whose "
                                                    "cross-validated run has the best P@1)."),
     top: int = typer.Option(5, help="Characters to show."),
-    adapt: bool = typer.Option(True, help="Tune a new book's vectors on its own artificial questions first (once)."),
+    adapt: bool = typer.Option(False, help="Tune a new book's vectors on its own artificial questions first (once; "
+                                           "off by default: it did not help on unseen books, docs/who-ranker.md)."),
     device: str = typer.Option("auto", help=f"Memory network or reader: {DEVICE_HELP}."),
     using: str = typer.Option("auto", "--with", help="auto (Who questions -> memory network, the rest -> reader), "
                                                      "memnet or reader."),
@@ -451,11 +466,19 @@ def ask(
     elif data is not None:
         _stage(asker.add_book, data, book)
     ans = _stage(asker.ask, book, question, top)
-    typer.echo(f"({asker.choice.why})", err=True)
+    typer.echo(f"({asker.choice.why}; {len(asker.members)} member(s))", err=True)
+    cal = ans.calibration
+    if cal:
+        typer.echo(f"(probabilities at temperature {cal['temperature']:.2f}, fit on the held-out folds of run "
+                   f"{cal['run']}: ECE {cal['ece']:.3f})", err=True)
+    else:
+        typer.secho("warning: no cross-validated run of this model's recipe measured its calibration, so no "
+                    "probability is shown: run `whoqa train --folds 10 --by-book` with the same options", 
+                    fg=typer.colors.YELLOW, err=True)
     for w in ans.warnings:
         typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
-    for name, p in ans.characters:
-        typer.echo(f"{p:6.1%}  {name}")
+    for i, (name, p) in enumerate(ans.characters, 1):
+        typer.echo(f"{p:6.1%}  {name}" if p is not None else f"{i:>5}.  {name}")
     for w, sent in ans.evidence:
         typer.echo(f"  [{w:.2f}] {sent}")
 
@@ -503,6 +526,8 @@ def eval_(
                                                       "ensemble:<name>) misses what it misses, with examples."),
     device: str = typer.Option(default(EvalConfig, "device"), help=f"With --data or --ablation: where the memory "
                                                                     f"networks and readers run, {DEVICE_HELP}."),
+    adapt: bool = typer.Option(default(EvalConfig, "adapt"), help="With --data: also judge the final models after "
+                                                                   "test-time adaptation (cached per model and book)."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
     reader is trained, the full task (all questions; Who questions routed to the memory network)."""
@@ -525,7 +550,7 @@ def eval_(
         typer.echo(f"plot: {workspace}/results/ablation-{ablation}.png")
         return
     res = _stage(evaluate, EvalConfig(workspace=str(workspace), data=str(data) if data else None, seed=seed,
-                                      random_trials=random_trials, jobs=jobs, device=device))
+                                      random_trials=random_trials, jobs=jobs, device=device, adapt=adapt))
     typer.echo(res["table"])
     if res.get("full_task"):
         typer.echo("\n" + res["full_task"]["table"])

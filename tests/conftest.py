@@ -4,6 +4,8 @@ from pathlib import Path
 
 import pytest
 
+import whoqa  # noqa: F401  (pins the CPU math libraries before anything loads them: whoqa.core.numerics)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("WHOQA_NO_PROGRESS", "1")
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"

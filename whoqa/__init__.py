@@ -8,3 +8,4 @@
     whoqa.evaluation  tables, unseen books, the routed full task, benchmarks, reproductions
     cli.py            `whoqa`, a thin mirror of the Python API
 """
+from whoqa.core import numerics  # noqa: E402,F401  (before torch or NumPy load: the same numbers on every machine)

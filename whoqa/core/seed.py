@@ -13,3 +13,4 @@ def set_seed(seed: int) -> None:
     np.random.seed(seed)
     import torch  # only the model stages need torch; data preparation imports this module without it
     torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)  # (CPU kernels are; a GPU's scatter/index ops may not be)

@@ -31,6 +31,7 @@ class EvalConfig:
     jobs: int = field(default_factory=default_jobs)  # processes preparing --data books
     context_sentences: int = 100  # context size for context-based systems and coverage
     device: str = "auto"  # where the trained models judged on --data books run (whoqa.core.device)
+    adapt: bool = False  # --data: also judge the final models after test-time adaptation (cached per model and book)
 
 
 Ranker = Callable[[dict, list[dict], int], list[int]]  # (question, book characters, trial) -> ranked ids
@@ -91,7 +92,7 @@ def evaluate(cfg: EvalConfig) -> dict:
         results[name] = evaluate_system(name, ranker, trials or cfg.random_trials, characters, questions)
     if cfg.data:
         from whoqa.evaluation.unseen import final_results
-        results.update(final_results(ws, target, characters, questions, device=cfg.device))
+        results.update(final_results(ws, target, characters, questions, device=cfg.device, adapt=cfg.adapt))
     else:
         results.update(trained_results(ws, characters, questions))
     from whoqa.core.runs import code_version
@@ -106,6 +107,10 @@ def evaluate(cfg: EvalConfig) -> dict:
         atomic_write(ws.results / f"coverage{suffix}.json", json.dumps({**meta}, indent=1))
     table = format_table(results, meta)
     atomic_write(ws.results / f"table{suffix}.txt", table + "\n")
+    calibrated = {n: r["calibration"] for n, r in results.items() if r.get("calibration", {}).get("reliability")}
+    if calibrated:
+        from whoqa.core.calibration import plot_reliability
+        plot_reliability(calibrated, ws.results / f"reliability{suffix}.png")
     full = None
     if cfg.data:
         from whoqa.evaluation.unseen import full_task_results
@@ -143,6 +148,10 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
                     preds.append(names[p["book"]].get(p["ranking"][0], ""))
                     refs.append([q["answer1"], q["answer2"]])
         res["text"] = text_metrics(preds, refs) if preds else {"n": 0}
+        summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
+        if summary.get("calibration"):
+            res["ece"] = summary["calibration"]["ece"]
+            res["calibration"] = summary["calibration"]
         out[run.name] = res
         if len({r["trial"] for r in runs}) > 1 and all("probs" in p for r in runs for p in r["predictions"]):
             out[f"ensemble:{run.name}"] = ensemble_result(run.name, runs, qmap, names, res)
@@ -151,24 +160,22 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
 
 def ensemble_result(name: str, runs: list[dict], qmap: dict, names: dict, single: dict,
                     keep_rankings: bool = False) -> dict:
-    """The trials of each fold as one system: every question ranked by its characters' probability averaged over
-    the trials (a character outside a trial's saved top counts 0 there)."""
-    from collections import defaultdict
-    summed: dict = defaultdict(lambda: defaultdict(float))
-    meta = {}
-    for r in runs:
-        for p in r["predictions"]:
-            key = (r["fold"], p["question_id"])
-            meta[key] = p
-            for c, pr in zip(p["ranking"], p["probs"]):
-                summed[key][c] += pr
-    keys = sorted(summed, key=str)
-    rankings = [sorted(summed[k], key=lambda c: -summed[k][c]) for k in keys]
+    """The trials of each fold as one system: every question ranked by its characters' probability averaged over the
+    trials, at the temperature fit on the other folds (`whoqa.memnet.ensemble`); "ece" is that calibration's."""
+    from whoqa.core.calibration import cross_fitted
+    from whoqa.memnet.ensemble import ensemble_rankings, items
+    its = items(runs)
+    cal = cross_fitted(its)
+    rankings = ensemble_rankings(its, [cal["fold_temperatures"][str(i.group)] for i in its])
+    books = {(r["fold"], p["question_id"]): p["book"] for r in runs for p in r["predictions"]}
+    keys = [i.key for i in its]
     res = {"system": f"ensemble:{name}", "trials": 1, "questions": len(keys), "skipped_no_candidates": 0,
-           "members": len({r["trial"] for r in runs}), "config": single["config"], "provenance": single["provenance"]}
-    res.update({k: v for k, v in ranking_metrics(rankings, [meta[k]["answers"] for k in keys]).items() if k != "n"})
+           "members": len({r["trial"] for r in runs}), "config": single["config"], "provenance": single["provenance"],
+           "ece": cal["ece"], "calibration": cal}
+    res.update({k: v for k, v in ranking_metrics(rankings, [[int(c) for c in i.chars[i.correct]] for i in its]).items()
+                if k != "n"})
     res.update({f"{k}_std": 0.0 for k in RANKING_KEYS})
-    preds = [names.get(meta[k]["book"], {}).get(r[0], "") for k, r in zip(keys, rankings)]
+    preds = [names.get(books[k], {}).get(r[0], "") for k, r in zip(keys, rankings)]
     refs = [[qmap[k[1]]["answer1"], qmap[k[1]]["answer2"]] if k[1] in qmap else [""] for k in keys]
     res["text"] = text_metrics(preds, refs) if preds else {"n": 0}
     if keep_rankings:
@@ -179,14 +186,16 @@ def ensemble_result(name: str, runs: list[dict], qmap: dict, names: dict, single
 def format_table(results: dict[str, dict], meta: dict) -> str:
     width = max([22] + [len(n) + 1 for n in results])
     lines = [f"Who set: {meta['questions']} questions, {meta['books']} books (data {meta['data_fingerprint']})",
-             f"{'system':<{width}}{'P@1':>16}{'P@5':>16}{'MRR':>18}{'ROUGE-L':>10}{'BLEU-1':>8}{'EM':>7}{'F1':>7}"]
+             f"{'system':<{width}}{'P@1':>16}{'P@5':>16}{'MRR':>18}{'ECE':>7}{'ROUGE-L':>10}{'BLEU-1':>8}{'EM':>7}"
+             f"{'F1':>7}"]
     for name, r in results.items():
         def cell(k, fmt):
             v = fmt.format(r[k])
             return v + (" ± " + fmt.format(r[k + "_std"]) if r["trials"] > 1 else "")
         t = r["text"]
+        ece = f"{r['ece']:.3f}" if r.get("ece") is not None else "-"
         lines.append(f"{name:<{width}}{cell('p@1', '{:.2f}'):>16}{cell('p@5', '{:.2f}'):>16}{cell('mrr', '{:.3f}'):>18}"
-                     f"{t.get('rouge_l', 0):>10.2f}{t.get('bleu_1', 0):>8.2f}{t.get('em', 0):>7.2f}{t.get('f1', 0):>7.2f}")
+                     f"{ece:>7}{t.get('rouge_l', 0):>10.2f}{t.get('bleu_1', 0):>8.2f}{t.get('em', 0):>7.2f}{t.get('f1', 0):>7.2f}")
     for ranker, why in meta.get("incomplete_rankers", {}).items():
         lines.append(f"{ranker}: left out ({why}); run `whoqa index --ranker {ranker}` to finish")
     for ranker, c in meta.get("coverage", {}).items():

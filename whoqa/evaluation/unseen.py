@@ -2,8 +2,9 @@
 
 OTHER's books are prepared in their own workspace (WS/eval-data/<name>/: books, Who set, artificial questions,
 BM25F contexts), folded into WS's word vectors (existing rows never move), and every model trained with
-`whoqa train --final` (WS/models/memnet*/) ranks their characters twice: with the folded-in vectors alone, and after
-test-time adaptation (`whoqa.memnet.adapt`, label-free: the book's own artificial questions).
+`whoqa train --final` (WS/models/memnet*/, an ensemble) ranks their characters with the folded-in vectors, as `ask`
+does, and with --adapt also after test-time adaptation (`whoqa.memnet.adapt`, label-free: the book's own artificial
+questions), cached so a second run reuses it.
 """
 from __future__ import annotations
 
@@ -41,17 +42,21 @@ def final_models(workspace: Path) -> list[Path]:
 
 
 def final_results(workspace: Path, target: Path, characters: dict, questions: list[dict], adapt_cfg=None,
-                  device=None) -> dict:
-    """name -> result (as evaluate_system's) of every final model on target's Who set, without and with adaptation.
-    Questions the model cannot take (answer not among its candidates) count as misses, so the denominator is the
-    baselines' own."""
+                  device=None, adapt: bool = False) -> dict:
+    """name -> result (as evaluate_system's) of every final ensemble on target's Who set (its members' calibrated
+    probabilities averaged, as `ask` answers), and with adapt, after test-time adaptation too (each member's, cached
+    per model and book under target's WS/adapted/). Questions the model cannot take (answer not among its
+    candidates) count as misses, so the denominator is the baselines' own. "ece" is measured on these books."""
+    import numpy as np
     import torch
+    from whoqa.core.calibration import Item, ece, reliability, top_confidence
     from whoqa.core.device import as_device
-    from whoqa.memnet.adapt import adapt, patched
+    from whoqa.memnet.adapt import cached_adapt, patched
     from whoqa.memnet.config import AdaptConfig
-    from whoqa.memnet.checkpoint import load_model, saved_config
+    from whoqa.memnet.checkpoint import load_model, member_folders, saved_config
     from whoqa.memnet.data import Vocab, who_examples
-    from whoqa.memnet.train import load_books, predict
+    from whoqa.memnet.ensemble import ensemble_rankings
+    from whoqa.memnet.train import calibration_for, load_books, predict
     folders = final_models(workspace)
     if not folders:
         return {}
@@ -67,22 +72,38 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
         if not (Workspace(target).contexts / ranker).is_dir():
             log.warning("%s left out: no %s contexts for %s", folder.name, ranker, target)
             continue
-        model = load_model(folder, vocab, device=as_device(device))
+        cal = calibration_for(workspace, folder.name, cfg)
+        temperature = cal["temperature"] if cal else 1.0
         examples, _ = who_examples(target, ranker, vocab, books, memories)
-        plain = dict(zip([e.qid for e in examples], predict(model, examples, books, memories)))
-        adapted, stats = {}, {}
-        for b in sorted({e.book for e in examples}):
-            rows, vectors, st = adapt(model, target, b, vocab, books, adapt_cfg)
-            stats[b] = {k: v for k, v in st.items() if k != "config"}
-            mine = [e for e in examples if e.book == b]
-            with patched(model, rows, vectors), torch.no_grad():
-                adapted.update(zip([e.qid for e in mine], predict(model, mine, books, memories)))
-        for suffix, rankings in (("", plain), ("+adapt", adapted)):
+        scored = {"": [], "+adapt": []}  # per member: {question id: {character: score}}
+        stats = {}
+        for member in member_folders(folder):
+            model = load_model(member, vocab, device=as_device(device))
+            scored[""].append(_scores(predict(model, examples, books, memories, probabilities=True), examples))
+            if not adapt:
+                continue
+            mine = {}
+            for b in sorted({e.book for e in examples}):
+                rows, vectors, st = cached_adapt(model, member, target, b, vocab, books, adapt_cfg)
+                stats.setdefault(b, []).append({k: v for k, v in st.items() if k != "config"})
+                here = [e for e in examples if e.book == b]
+                with patched(model, rows, vectors), torch.no_grad():
+                    mine.update(_scores(predict(model, here, books, memories, probabilities=True), here))
+            scored["+adapt"].append(mine)
+        for suffix, members in scored.items():
+            if not members:
+                continue
+            items = [Item(e.qid, 0, np.array(sorted(members[0][e.qid]), dtype=np.int64),
+                          np.array([[m[e.qid][c] for c in sorted(members[0][e.qid])] for m in members]),
+                          np.isin(sorted(members[0][e.qid]), e.answers)) for e in examples]
+            rankings = dict(zip([e.qid for e in examples], ensemble_rankings(items, [temperature] * len(items))))
+            conf, hit = top_confidence(items, [temperature] * len(items))
             ranked = [rankings.get(q["question_id"], []) for q in usable]
             res = {"system": f"final:{folder.name}{suffix}", "trials": 1, "questions": len(usable),
-                   "skipped_no_candidates": len(questions) - len(usable),
+                   "skipped_no_candidates": len(questions) - len(usable), "members": len(members),
                    "not_answerable_by_model": sum(1 for q in usable if q["question_id"] not in rankings),
-                   "model": str(folder), "model_config": cfg, "vectors": vocab.record()}
+                   "model": str(folder), "model_config": cfg, "vectors": vocab.record(), "calibrated_by": cal,
+                   "ece": ece(conf, hit) if cal else None, "reliability": reliability(conf, hit)}
             res.update({k: v for k, v in ranking_metrics(ranked, [q["answers"] for q in usable]).items() if k != "n"})
             res.update({f"{k}_std": 0.0 for k in ("p@1", "p@5", "mrr")})
             preds = [names[q["document_id"]].get(r[0], "") if r else "" for q, r in zip(usable, ranked)]
@@ -92,6 +113,12 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
                 res["adaptation"] = {"config": adapt_cfg.__dict__, "per_book": stats}
             out[res["system"]] = res
     return out
+
+
+def _scores(predicted, examples) -> dict:
+    """{question id: {character: score}} from predict(..., probabilities=True)."""
+    rankings, _, logits = predicted
+    return {e.qid: dict(zip(r, sc)) for e, r, sc in zip(examples, rankings, logits)}
 
 
 def final_readers(workspace: Path) -> list[Path]:

@@ -102,7 +102,13 @@ def cached_adapt(model, model_dir: Path, workspace: Path, book_id: str, vocab, b
     cfg = cfg or AdaptConfig()
     key = hashlib.sha256(json.dumps([asdict(cfg), vocab.record(), (Path(model_dir) / "model.pt").stat().st_mtime_ns,
                                      str(Path(workspace).resolve())]).encode()).hexdigest()[:16]
-    path = Path(model_dir).parent.parent / "adapted" / Path(model_dir).name / f"{book_id}.pt"
+    from whoqa.core.workspace import Workspace
+    ws = Workspace(workspace)
+    try:  # WS/adapted/<model folder under WS/models, members included>/<book>.pt
+        where = Path(model_dir).resolve().relative_to(ws.models.resolve())
+    except ValueError:  # a model of another workspace (eval --data adapts into the books' own workspace)
+        where = Path(f"{Path(model_dir).name}-{hashlib.sha256(str(Path(model_dir).resolve()).encode()).hexdigest()[:8]}")
+    path = ws.adapted / where / f"{book_id}.pt"
     if path.is_file():
         saved = torch.load(path, map_location="cpu")
         if saved.get("key") == key:

@@ -20,10 +20,11 @@ QUESTION_WORDS = {"who", "whom", "whose", "which", "what", "where", "when", "why
 
 @dataclass
 class Answer:
-    characters: list[tuple[str, float]]  # (name, probability), best first
+    characters: list[tuple[str, float | None]]  # (name, calibrated probability or None if uncalibrated), best first
     evidence: list[tuple[float, str]]  # (attention, sentence), most attended first
     warnings: list[str] = field(default_factory=list)  # the answer stands, but the question may not fit the book
     adapted: bool = False  # the book's new vectors were tuned on its artificial questions
+    calibration: dict | None = None  # {"temperature", "run", "ece", "by_book"}: where the probabilities' scale comes from
 
 
 def unknown_names(question: str, aliases) -> list[str]:
@@ -42,7 +43,7 @@ def unknown_names(question: str, aliases) -> list[str]:
 class Asker:
     """Loads the word vectors and a trained memory network once; then answers questions about any book."""
 
-    def __init__(self, workspace: str | Path, model: str | None = None, adapt: bool = True, device: str = "auto"):
+    def __init__(self, workspace: str | Path, model: str | None = None, adapt: bool = False, device: str = "auto"):
         """model: a folder of WS/models/; by default the trained model whose cross-validated run has the best P@1
         (`self.choice` says which and why). device: auto | cpu | cuda[:N]."""
         from whoqa.core.device import resolve_device
@@ -57,12 +58,17 @@ class Asker:
 
     def _load(self) -> None:
         """(Re)load vectors and model: after a book is folded in, the model extends its matrix with the new rows."""
-        from whoqa.memnet.checkpoint import load_model, saved_config
+        from whoqa.memnet.checkpoint import load_members, member_folders, saved_config
         from whoqa.memnet.data import Vocab
+        from whoqa.memnet.train import calibration_for
         from whoqa.retrieval.bm25f import RetrievalConfig
         self.vocab = Vocab(self.ws)
-        self.model = load_model(self.model_dir, self.vocab, device=self.device)
-        self.memories = saved_config(self.model_dir).get("config", {}).get("memories", 100)
+        self.members = load_members(self.model_dir, self.vocab, device=self.device)
+        self.member_dirs = member_folders(self.model_dir)
+        self.model = self.members[0]
+        config = saved_config(self.model_dir).get("config", {})
+        self.memories = config.get("memories", 100)
+        self.calibration = calibration_for(self.ws, self.model_name, config) if self.model_name != "pretrain" else None
         self.rcfg = RetrievalConfig(context_sentences=self.memories)
         self._books: dict[str, tuple] = {}
 
@@ -90,14 +96,14 @@ class Asker:
                 self._load()
             book, aliases, index = open_book(self.ws, book_id, self.rcfg)
             arrays = book_arrays(self.ws, book_id, self.vocab)
-            patch = None
+            patches = [None] * len(self.members)
             if self.adapt:
                 from whoqa.memnet.adapt import book_rows, cached_adapt
-                if len(book_rows(self.model, arrays)):
-                    rows, vectors, _ = cached_adapt(self.model, self.model_dir, self.ws, book_id, self.vocab,
-                                                    {book_id: arrays})
-                    patch = (rows, vectors)
-            self._books[book_id] = (book, aliases, index, arrays, patch)
+                for i, (m, d) in enumerate(zip(self.members, self.member_dirs)):
+                    if len(book_rows(m, arrays)):
+                        rows, vectors, _ = cached_adapt(m, d, self.ws, book_id, self.vocab, {book_id: arrays})
+                        patches[i] = (rows, vectors)
+            self._books[book_id] = (book, aliases, index, arrays, patches)
         return self._books[book_id]
 
     @torch.no_grad()
@@ -107,7 +113,7 @@ class Asker:
         from whoqa.retrieval.bm25f import context_sentences, question_fields, windows
         if not question.strip():
             raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
-        book, aliases, index, arrays, patch = self._book(book_id)
+        book, aliases, index, arrays, patches = self._book(book_id)
         if len(arrays.candidates) == 0:
             raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
         warnings = [f"the question names {n!r}, who is not a character of this book" for n in
@@ -118,15 +124,21 @@ class Asker:
         b = collate([ex], {book_id: arrays}, self.memories)
         chars = b.cand_chars
         b = b.to(self.device)
-        rows, vectors = patch if patch else (torch.zeros(0, dtype=torch.long), torch.zeros(0, self.vocab.matrix.shape[1]))
-        with patched(self.model, rows, vectors):
-            scores, att = self.model(b.question, b.keys, b.values, b.candidates, return_attention=True,
-                                     salience=b.salience, roles=b.roles)  # (1, C), (1, hops, M)
-        scores, att = scores.cpu(), att.cpu()
-        probs = torch.softmax(scores[0], -1)
+        none = (torch.zeros(0, dtype=torch.long), torch.zeros(0, self.vocab.matrix.shape[1]))
+        t = self.calibration["temperature"] if self.calibration else 1.0
+        probs, atts = [], []
+        for m, patch in zip(self.members, patches):
+            with patched(m, *(patch or none)):
+                scores, att = m(b.question, b.keys, b.values, b.candidates, return_attention=True,
+                                salience=b.salience, roles=b.roles)  # (1, C), (1, hops, M)
+            probs.append(torch.softmax(scores[0].cpu() / t, -1))  # (C,)
+            atts.append(att[0].cpu())  # (hops, M)
+        probs = torch.stack(probs).mean(0)  # (C,) the members' calibrated probabilities averaged
+        att = torch.stack(atts).mean(0)  # (hops, M)
         order = probs.argsort(descending=True)[:top]
-        names = [(book.characters[int(chars[0, i])].name, float(probs[i])) for i in order]
-        weight = att[0].max(0).values[:len(ctx)]  # (M,) strongest attention over hops
+        names = [(book.characters[int(chars[0, i])].name, float(probs[i]) if self.calibration else None)
+                 for i in order]
+        weight = att.max(0).values[:len(ctx)]  # (M,) strongest attention over hops
         best = weight.argsort(descending=True)[:evidence]
         ev = [(float(weight[i]), " ".join(book.sentence_words(ctx[int(i)]))) for i in best if weight[i] > 0]
-        return Answer(names, ev, warnings, patch is not None)
+        return Answer(names, ev, warnings, any(p is not None for p in patches), self.calibration)

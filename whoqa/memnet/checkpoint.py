@@ -75,3 +75,15 @@ def load_model(folder: Path, vocab, hops: int | None = None, device=None) -> KVM
     model.trained_rows = int(w.shape[0])
     model.eval()
     return model.to(device) if device is not None else model
+
+
+def member_folders(folder: Path) -> list[Path]:
+    """The folders of an ensemble's members (`train --final`): the model's own, then members/trial<t>/ in order."""
+    folder = Path(folder)
+    extra = sorted((folder / "members").glob("trial*/model.pt"), key=lambda p: int(p.parent.name[len("trial"):]))
+    return [folder] + [p.parent for p in extra]
+
+
+def load_members(folder: Path, vocab, device=None) -> list[KVMemNet]:
+    """Every member of a saved ensemble (one model for a folder without members)."""
+    return [load_model(f, vocab, device=device) for f in member_folders(folder)]

@@ -8,7 +8,8 @@ from whoqa.core.choice import Choice, choose, recorded_score
 from whoqa.core.workspace import Workspace
 
 METRIC = "p@1"
-NOT_RECIPE = ("folds", "trials", "runs_dir", "max_train_samples")  # how a run is cross-validated, not what it trains
+NOT_RECIPE = ("folds", "trials", "runs_dir", "max_train_samples", "by_book", "seed", "device")  # how a run is
+# cross-validated (and where), not what it trains
 
 
 def run_score(workspace: Path, name: str, config: dict | None = None) -> float | None:

@@ -22,6 +22,7 @@ class PretrainConfig:
     device: str = "auto"  # auto | cpu | cuda[:N] (whoqa.core.device); not part of a run's identity
     max_train_samples: int | None = None  # debug knob
     name: str = "pretrain"  # output folder under WS/models/
+    exclude: list[str] | None = None  # books whose artificial questions are left out (book-level CV's held-out fold)
 
 
 @dataclass
@@ -44,6 +45,8 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda[:N] (whoqa.core.device); not part of a run's identity
     from_pretrained: bool = False
     pretrained: str = "pretrain"  # which WS/models/<folder> to start from
+    by_book: bool = False  # folds over books, not questions: each question is answered by a model that never trained
+    # on its book (nor, pretrained, on its book's artificial questions: pretraining is redone per fold without them)
     max_train_samples: int | None = None  # debug knob
     runs_dir: str | None = None  # where fold files go (default WS/runs/<name>)
 
@@ -60,7 +63,7 @@ class AdaptConfig:
 
 # Fields added after runs were recorded, at the value that does what those runs did: a record without them is read
 # with these, so a new field never makes earlier runs and models stale (and they are not redone).
-ADDED = {"salience": False, "salience_lr": 0.1, "roles": False}
+ADDED = {"salience": False, "salience_lr": 0.1, "roles": False, "by_book": False, "exclude": None}
 
 
 def effective(config: dict) -> dict:
@@ -80,6 +83,14 @@ def upgrade(record: dict) -> dict:
     return {"config": effective({**ADDED, **record["config"]}), "inputs": inputs}
 
 
-def run_name(cfg: TrainConfig) -> str:
+def model_name(cfg: TrainConfig) -> str:
+    """What a run trains (the folder of its --final model under WS/models/): memnet+<recipe>[<ranker>]."""
     parts = [p for p, on in (("pretrain", cfg.from_pretrained), ("salience", cfg.salience), ("roles", cfg.roles)) if on]
     return "+".join(["memnet"] + parts) + f"[{cfg.ranker}]"
+
+
+def run_name(cfg: TrainConfig) -> str:
+    """A cross-validated run's folder under WS/runs/: the model's name, then how it was judged (by-book folds; a seed
+    other than the default), so seeds and fold kinds sit side by side."""
+    return (model_name(cfg) + ("+by-book" if cfg.by_book else "")
+            + (f"+seed{cfg.seed}" if cfg.seed != SEED else ""))

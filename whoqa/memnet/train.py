@@ -13,8 +13,8 @@ import torch
 
 from whoqa.core.book import atomic_write
 from whoqa.core.device import resolve_device
-from whoqa.core.folds import index_folds
-from whoqa.core.seed import set_seed
+from whoqa.core.folds import book_folds, index_folds
+from whoqa.core.seed import SEED, set_seed
 from whoqa.memnet.checkpoint import load_model, save_model, saved_config
 from whoqa.memnet.data import (BookArrays, Example, MemoryCache, Vocab, artificial_examples, book_arrays, collate,
                            who_examples)
@@ -22,10 +22,9 @@ from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
 from whoqa.core.metrics import ranking_metrics
 from whoqa.core.runs import claim, digest, file_digest, files_digest, provenance, same_run
 from whoqa.core.workspace import Workspace
-from whoqa.memnet.config import PretrainConfig, TrainConfig, effective, run_name, upgrade
+from whoqa.memnet.config import PretrainConfig, TrainConfig, effective, model_name, run_name, upgrade
 
 log = logging.getLogger(__name__)
-TOP_SAVED = 20  # ranked characters (and probabilities) kept per question in a run's fold files
 
 
 def load_books(workspace: Path, vocab: Vocab, book_ids: list[str], progress: bool = True) -> dict[str, BookArrays]:
@@ -87,9 +86,9 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
 def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], memories: int,
             batch_size: int = 64, cache: MemoryCache | None = None, probabilities: bool = False):
     """Ranked book-local character ids per question; with probabilities, also each ranked character's probability
-    (softmax over the book's characters) as a second list."""
+    (softmax over the book's characters) and its score (logit) as second and third lists."""
     model.eval()
-    out, probs = [], []
+    out, probs, logits = [], [], []
     cache = cache or MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
     for i in range(0, len(examples), batch_size):
         batch = examples[i:i + batch_size]
@@ -103,7 +102,8 @@ def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArray
             ranked = host.cand_chars[row][o]  # (C,)
             out.append([int(x) for x in ranked[ranked >= 0]])
             probs.append([float(x) for x in p[row][o][ranked >= 0]])
-    return (out, probs) if probabilities else out
+            logits.append([float(x) for x in scores[row][o][ranked >= 0]])
+    return (out, probs, logits) if probabilities else out
 
 
 def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dict:
@@ -116,6 +116,10 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     book_ids = [p.name[:-len(".jsonl.gz")] for p in files]
     if not book_ids:
         raise FileNotFoundError(f"no artificial questions in {ws}/artificial: run `whoqa prepare` first")
+    if cfg.exclude:
+        keep = set(book_ids) - set(cfg.exclude)
+        files = [f for f, b in zip(files, book_ids) if b in keep]
+        book_ids = [b for b in book_ids if b in keep]
     prov = provenance(effective(asdict(cfg)), {"vectors": vocab.identity(), "artificial": files_digest(files)})
     done = saved_config(ws.models / cfg.name)
     if (ws.models / cfg.name / "model.pt").is_file() and same_run(done, prov, upgrade):
@@ -139,18 +143,35 @@ def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dic
     return stats
 
 
-def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path) -> KVMemNet:
+def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path, pretrained: str | None = None) -> KVMemNet:
+    """A model to fine-tune: fresh, or (from_pretrained) WS/models/<pretrained or cfg.pretrained>."""
     device = resolve_device(cfg.device)
     if not cfg.from_pretrained:
         return KVMemNet(vocab.matrix, MemNetConfig(hops=cfg.hops, train_embeddings=False, salience=cfg.salience,
                                                    roles=cfg.roles)).to(device)
-    folder = Workspace(workspace).models / cfg.pretrained
+    folder = Workspace(workspace).models / (pretrained or cfg.pretrained)
     if not (folder / "model.pt").is_file():
         raise FileNotFoundError(f"{folder / 'model.pt'} is missing: run `whoqa pretrain --workspace {workspace}` first")
     model = load_model(folder, vocab, cfg.hops, device)
     model.set_train_embeddings(False)
     model.extend(cfg.salience, cfg.roles)  # the run's recipe, whatever the pretrained model had
     return model
+
+
+def pretrain_without(workspace: Path, cfg: TrainConfig, books: list[str], progress: bool = False) -> str:
+    """Book-level CV from a pretrained model: the pretraining of cfg.pretrained redone without `books`' artificial
+    questions (so a held-out book's characters keep their word2vec vectors, as a new book's do). Returns its folder
+    under WS/models/ (pretrain-folds/<name>-without-<books' digest>/), reused while config and inputs are the same."""
+    ws = Workspace(workspace)
+    record = saved_config(ws.models / cfg.pretrained)
+    if not record:
+        raise FileNotFoundError(f"{ws.models / cfg.pretrained} is missing: run `whoqa pretrain --workspace "
+                                f"{workspace}` first")
+    fields = {k: v for k, v in record["config"].items() if k in PretrainConfig.__dataclass_fields__}
+    name = f"pretrain-folds/{cfg.pretrained}-without-{digest(sorted(books))[:10]}"
+    pretrain(workspace, PretrainConfig(**{**fields, "name": name, "exclude": sorted(books), "device": cfg.device}),
+             progress=progress)
+    return name
 
 
 def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
@@ -179,7 +200,12 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
     prov = provenance(effective({k: v for k, v in asdict(cfg).items() if k != "runs_dir"}), run_inputs(ws, cfg, vocab))
     redone = claim(out, prov, ws.runs_archive, upgrade)
     atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1))
-    folds = index_folds(len(examples), cfg.folds, cfg.seed)
+    if cfg.by_book:  # the books' folds are the same for every seed: their pretrainings are shared by the seeds
+        groups = book_folds(sorted({e.book for e in examples}), cfg.folds, SEED)
+        folds = [[i for i, e in enumerate(examples) if e.book in set(g)] for g in groups]
+    else:
+        groups = None
+        folds = index_folds(len(examples), cfg.folds, cfg.seed)
     from whoqa.core.progress import bar as progress_bar
     bar = progress_bar(total=cfg.folds * cfg.trials, desc=run_name(cfg), unit="run", progress=progress)
     t0 = time.perf_counter()
@@ -190,6 +216,11 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
         train_set = [examples[i] for i in range(len(examples)) if i not in set(test_idx)]
         if cfg.max_train_samples:
             train_set = train_set[:cfg.max_train_samples]
+        pretrained = None
+        if groups is not None and cfg.from_pretrained and not all(
+                (out / f"fold{k}_trial{t}.json").is_file() for t in range(cfg.trials)):
+            pretrained = pretrain_without(ws, cfg, groups[k], progress)
+            cache = None  # another pretraining: other embeddings
         for t in range(cfg.trials):
             path = out / f"fold{k}_trial{t}.json"
             if path.is_file():
@@ -197,19 +228,21 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
                 continue
             seed = cfg.seed + 1000 * t + k
             set_seed(seed)
-            model = new_model(vocab, cfg, ws)
-            if cache is None:  # embeddings are frozen and the same in every run: encode the memories once
+            model = new_model(vocab, cfg, ws, pretrained)
+            if cache is None:  # embeddings are frozen and the same in every run of a fold: encode the memories once
                 cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
             losses = fit(model, train_set, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed,
                          cfg.decay, cfg.decay_every, cache=cache, salience_lr=cfg.salience_lr)
-            rankings, probs = predict(model, test, books, cfg.memories, cache=cache, probabilities=True)
+            rankings, probs, logits = predict(model, test, books, cfg.memories, cache=cache, probabilities=True)
             metrics = ranking_metrics(rankings, [e.answers for e in test])
             weights = {"salience_weights": [round(w, 4) for w in model.salience_w.detach().tolist()]} if cfg.salience else {}
             atomic_write(path, json.dumps({"fold": k, "trial": t, "seed": seed, "metrics": metrics,
+                                           "threads": torch.get_num_threads(), "pretrained": pretrained,
                                            "losses": losses, **weights, "predictions": [
-                                               {"question_id": e.qid, "book": e.book, "ranking": r[:TOP_SAVED],
-                                                "probs": [round(x, 5) for x in pr[:TOP_SAVED]], "answers": e.answers}
-                                               for e, r, pr in zip(test, rankings, probs)]}))
+                                               {"question_id": e.qid, "book": e.book, "ranking": r,
+                                                "probs": [round(x, 5) for x in pr],
+                                                "scores": [round(x, 5) for x in sc], "answers": e.answers}
+                                               for e, r, pr, sc in zip(test, rankings, probs, logits)]}))
             done_now += 1
             bar.update(1)
     bar.close()
@@ -222,20 +255,26 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
 
 
 def summarize(run_dir: Path) -> dict:
+    """Mean and sd over folds x trials; the trials of each fold averaged (`ensemble`); calibration of both, judged on
+    held-out folds (whoqa.memnet.ensemble)."""
     import statistics
+    from whoqa.memnet.ensemble import run_report
     runs = [json.loads(p.read_text()) for p in sorted(Path(run_dir).glob("fold*_trial*.json"))]
     out = {"runs": len(runs)}
     for key in ("p@1", "p@5", "mrr"):
         vals = [r["metrics"][key] for r in runs]
         out[key] = statistics.fmean(vals) if vals else 0.0
         out[key + "_std"] = statistics.stdev(vals) if len(vals) > 1 else 0.0
+    out.update(run_report(run_dir))
     return out
 
 
 def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
-    """One model on every usable Who question, for `whoqa ask` and for judging other folders' books."""
+    """An ensemble of cfg.trials models on every usable Who question (each seeded as its trial is in
+    cross-validation), for `whoqa ask` and for judging other folders' books -> WS/models/<name>/ (the first member's
+    model.pt, the others' members/trial<t>/model.pt). Its calibration is the one measured for the same recipe
+    (`calibration_for`). Members already trained with this config and inputs are kept (resumable)."""
     ws = Workspace(workspace)
-    set_seed(cfg.seed)
     vocab = Vocab(ws)
     from data_prep.who_set import load_who_set
     characters, _ = load_who_set(ws)
@@ -243,9 +282,59 @@ def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dic
     examples, skipped = who_examples(ws, cfg.ranker, vocab, books, cfg.memories)
     if not examples:
         raise ValueError(f"no usable Who questions: run `whoqa index --ranker {cfg.ranker}` first")
-    model = new_model(vocab, cfg, ws)
-    losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed, cfg.decay,
-                 cfg.decay_every, progress, salience_lr=cfg.salience_lr)
-    stats = {"questions": len(examples), "skipped": skipped, "losses": losses}
-    save_model(model, ws.models / run_name(cfg), asdict(cfg), stats, vocab)
-    return stats
+    folder = ws.models / model_name(cfg)
+    final_cfg = {k: v for k, v in asdict(cfg).items() if k not in ("folds", "by_book", "runs_dir")}
+    prov = provenance(effective(final_cfg), run_inputs(ws, cfg, vocab))
+    losses, cache = [], None
+    from whoqa.core.progress import bar as progress_bar
+    for t in progress_bar(range(cfg.trials), desc=f"{model_name(cfg)} final", unit="model", progress=progress):
+        member = folder if t == 0 else folder / "members" / f"trial{t}"
+        done = saved_config(member)
+        if (member / "model.pt").is_file() and done.get("identity") == prov["identity"]:
+            losses.append(done["stats"]["losses"])
+            continue
+        seed = cfg.seed + 1000 * t
+        set_seed(seed)
+        model = new_model(vocab, cfg, ws)
+        if cache is None:
+            cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
+        losses.append(fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed, cfg.decay,
+                          cfg.decay_every, cache=cache, salience_lr=cfg.salience_lr))
+        save_model(model, member, final_cfg, {"questions": len(examples), "skipped": skipped, "losses": losses[-1],
+                                              "seed": seed, "threads": torch.get_num_threads()}, vocab, prov)
+    for stale in sorted((folder / "members").glob("trial*")) if (folder / "members").is_dir() else []:
+        if int(stale.name[len("trial"):]) >= cfg.trials:  # an earlier, larger ensemble's members
+            import shutil
+            shutil.rmtree(stale)
+    return {"questions": len(examples), "skipped": skipped, "members": cfg.trials, "losses": [l[-1] for l in losses],
+            "calibration": calibration_for(ws, model_name(cfg), final_cfg)}
+
+
+def calibration_for(workspace: Path, name: str, config: dict | None = None) -> dict | None:
+    """The temperature a --final ensemble serves with: fit on every fold of a cross-validated run of its recipe,
+    book-level runs first (new books are what it is asked about), then question-level ones. None without any."""
+    from whoqa.core.choice import same_recipe
+    from whoqa.memnet.choose import NOT_RECIPE
+    runs = Workspace(workspace).runs
+    found = []
+    for run in sorted(runs.glob(f"{glob_escape(name)}*/")) if runs.is_dir() else []:
+        summary, conf = run / "summary.json", run / "config.json"
+        if not (summary.is_file() and conf.is_file()):
+            continue
+        rc = json.loads(conf.read_text())
+        if model_name(TrainConfig(**{k: v for k, v in rc.items() if k in TrainConfig.__dataclass_fields__})) != name:
+            continue
+        if config is not None and not same_recipe(rc, config, NOT_RECIPE):
+            continue
+        cal = (json.loads(summary.read_text()).get("ensemble") or {}).get("calibration")
+        if cal:
+            found.append((not rc.get("by_book"), run.name, cal))
+    if not found:
+        return None
+    by_book, run, cal = sorted(found)[0]
+    return {"temperature": cal["temperature"], "run": run, "ece": cal["ece"], "by_book": not by_book}
+
+
+def glob_escape(name: str) -> str:
+    import glob
+    return glob.escape(name)
