@@ -419,6 +419,8 @@ def ask(
     model: Optional[str] = typer.Option(None, help="Memory network under WS/models (default: the one whose "
                                                    "cross-validated run has the best P@1)."),
     top: int = typer.Option(5, help="Characters to show."),
+    out: Optional[Path] = typer.Option(None, help="Also write the answer as JSON (question, book, model, ranked "
+                                                  "characters with probabilities, evidence, calibration) to this file."),
     adapt: bool = typer.Option(False, help="Tune a new book's vectors on its own artificial questions first (once; "
                                            "off by default: it did not help on unseen books, docs/who-ranker.md)."),
     device: str = typer.Option("auto", help=f"Memory network or reader: {DEVICE_HELP}."),
@@ -479,6 +481,13 @@ def ask(
         typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
     for i, (name, p) in enumerate(ans.characters, 1):
         typer.echo(f"{p:6.1%}  {name}" if p is not None else f"{i:>5}.  {name}")
+    if out is not None:
+        from whoqa.core.book import atomic_write
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(out, json.dumps({"question": question, "book": book, "model": asker.model_name,
+                                      "members": len(asker.members), "characters": ans.characters,
+                                      "evidence": ans.evidence, "calibration": ans.calibration,
+                                      "adapted": ans.adapted, "warnings": ans.warnings}, indent=1))
     for w, sent in ans.evidence:
         typer.echo(f"  [{w:.2f}] {sent}")
 

@@ -41,8 +41,11 @@ def trained(tmp_path_factory, shared_data):
     r = run(app, ["prepare", "--data", str(data), "--workspace", str(ws), "--book", DYING_DETECTIVE, "--jobs", "1"])
     assert r.exit_code == 0, r.output
     assert run(app, ["index", "--workspace", str(ws), "--jobs", "1"]).exit_code == 0
-    r = run(app, ["train", "--workspace", str(ws), "--final", "--epochs", "3"])
+    r = run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "2", "--epochs", "3"])
+    assert r.exit_code == 0, r.output  # a cross-validated run of the recipe: what calibrates the final ensemble
+    r = run(app, ["train", "--workspace", str(ws), "--final", "--trials", "2", "--epochs", "3"])
     assert r.exit_code == 0, r.output
+    assert "2 members" in r.output and "calibrated by run memnet+salience[bm25f]" in r.output
     return data, ws
 
 
@@ -81,10 +84,14 @@ def test_workspace_grows_and_the_model_still_answers(ws):
     assert _ranking(after.output) == _ranking(before.output)  # same answer, same probabilities
     other = run(app, ["ask", "--workspace", str(ws), "--book", SHORT_BOOKS[0], "Who is the naughty kitten?"])
     assert other.exit_code == 0, other.output
-    assert len(_ranking(other.output)) >= 2
-    assert list((ws / "adapted" / "memnet+salience[bm25f]").glob(f"{SHORT_BOOKS[0]}.pt"))  # adapted once, kept
+    assert len(_ranking(other.output)) >= 2 and not (ws / "adapted").exists()  # adaptation is opt-in
+    adapted = run(app, ["ask", "--workspace", str(ws), "--book", SHORT_BOOKS[0], "--adapt", "Who is the naughty kitten?"])
+    assert adapted.exit_code == 0, adapted.output
+    kept = [ws / "adapted" / "memnet+salience[bm25f]" / f"{SHORT_BOOKS[0]}.pt",
+            ws / "adapted" / "memnet+salience[bm25f]" / "members" / "trial1" / f"{SHORT_BOOKS[0]}.pt"]
+    assert all(p.is_file() for p in kept)  # each member adapted once, kept
     first = json.loads((ws / "models" / "memnet+salience[bm25f]" / "config.json").read_text())["stats"]["questions"]
-    r = run(app, ["train", "--workspace", str(ws), "--final", "--epochs", "3"])
+    r = run(app, ["train", "--workspace", str(ws), "--final", "--trials", "2", "--epochs", "3"])
     assert r.exit_code == 0, r.output
     again = json.loads((ws / "models" / "memnet+salience[bm25f]" / "config.json").read_text())["stats"]
     assert again["questions"] == first and again["skipped"]["answer_not_candidate"] == 0  # A's questions kept
@@ -169,9 +176,14 @@ def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path
     shutil.copy(shared_data / "books" / f"{SHORT_BOOKS[0]}.txt", other / "books" / f"{SHORT_BOOKS[0]}.txt")
     for name in ("documents.csv", "qaps.csv"):
         shutil.copy(shared_data / "narrativeqa" / name, other / "narrativeqa" / name)
-    r = run(app, ["eval", "--workspace", str(ws), "--data", str(other), "--jobs", "1"])
+    r = run(app, ["eval", "--workspace", str(ws), "--data", str(other), "--jobs", "1", "--adapt"])
     assert r.exit_code == 0, r.output
     assert "final:memnet+salience[bm25f] " in r.output and "final:memnet+salience[bm25f]+adapt" in r.output
+    cached = sorted((ws / "eval-data" / "other" / "adapted").rglob("*.pt"))
+    assert len(cached) == 2  # one adaptation per member and book
+    stamps = [p.stat().st_mtime_ns for p in cached]
+    again = run(app, ["eval", "--workspace", str(ws), "--data", str(other), "--jobs", "1", "--adapt"])
+    assert again.exit_code == 0 and [p.stat().st_mtime_ns for p in cached] == stamps  # reused, not redone
     assert "book_frequency" in r.output
     res = json.loads((ws / "results" / "final:memnet+salience[bm25f]+adapt@other.json").read_text())
     assert res["questions"] >= 3 and 0 <= res["p@1"] <= 100 and res["adaptation"]["per_book"][SHORT_BOOKS[0]]["rows"] > 0

@@ -14,7 +14,19 @@ def test_smoke_reproduction_checks(shared_data, tmp_path):
     r = CliRunner().invoke(app, ["reproduce", "smoke", "--data", str(shared_data), "--workspace", str(tmp_path / "ws"),
                                  "--check"])
     assert r.exit_code == 0, r.output
-    assert r.output.count("ok  ") == len(load("smoke")["expect"]) and "FAIL" not in r.output
+    assert sum(l.startswith("ok   ") for l in r.output.splitlines()) == len(load("smoke")["expect"])
+    assert "FAIL" not in r.output
+    # book-level folds: a book's questions all sit in one fold, answered by models pretrained without that book
+    ws = tmp_path / "ws"
+    folds = {}
+    for f in (ws / "runs" / "memnet+pretrain+salience[bm25f]+by-book").glob("fold*_trial*.json"):
+        run = json.loads(f.read_text())
+        books = {p["book"] for p in run["predictions"]}
+        assert folds.setdefault(run["fold"], books) == books
+        pretrained = json.loads((ws / "models" / run["pretrained"] / "config.json").read_text())
+        assert sorted(pretrained["config"]["exclude"]) == sorted(books)
+        assert pretrained["stats"]["books"] == 3 - len(books)  # pretrained on the other books' artificial questions
+    assert len(folds) == 2 and not set.intersection(*folds.values())
 
 
 def test_coref_reproduction_checks(shared_data, tmp_path):

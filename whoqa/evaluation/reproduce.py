@@ -32,23 +32,33 @@ def commands(spec: dict, data: str, workspace: str) -> list[list[str]]:
     return [[a.replace("{data}", data).replace("{ws}", workspace) for a in step] for step in spec["steps"]]
 
 
-def metric(workspace: Path, file: str, key: str) -> float | None:
-    """A metric of a results file: "p@1", or a dotted path such as "text.rouge_l"."""
+def metric(workspace: Path, file: str, key: str):
+    """A value of a results file: "p@1", or a dotted path such as "text.rouge_l" or "characters.0.0" (list items by
+    position)."""
     path = Path(workspace) / file
     if not path.is_file():
         return None
     value = json.loads(path.read_text())
     for part in key.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, dict):
+            value = value.get(part)
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            value = None
     return value
 
 
 def check(spec: dict, workspace: Path) -> list[dict]:
-    """Each expected metric with what the workspace holds and whether it is within tolerance."""
+    """Each expected metric with what the workspace holds and whether it is within tolerance (a text value, such as
+    `ask`'s top answer, must be equal: its tolerance is 0)."""
     rows = []
     for e in spec["expect"]:
         got = metric(workspace, e["file"], e["metric"])
-        ok = got is not None and abs(got - e["value"]) <= e["tolerance"]
+        if isinstance(e["value"], str):
+            ok = got == e["value"]
+        else:
+            ok = isinstance(got, (int, float)) and abs(got - e["value"]) <= e["tolerance"]
         rows.append({**e, "got": got, "ok": ok})
     return rows
 

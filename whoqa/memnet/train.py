@@ -201,7 +201,11 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
     redone = claim(out, prov, ws.runs_archive, upgrade)
     atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1))
     if cfg.by_book:  # the books' folds are the same for every seed: their pretrainings are shared by the seeds
-        groups = book_folds(sorted({e.book for e in examples}), cfg.folds, SEED)
+        with_questions = sorted({e.book for e in examples})
+        if len(with_questions) < cfg.folds:
+            raise ValueError(f"{len(with_questions)} books with usable Who questions for {cfg.folds} book folds: use "
+                             f"--folds {len(with_questions)} or fewer")
+        groups = book_folds(with_questions, cfg.folds, SEED)
         folds = [[i for i, e in enumerate(examples) if e.book in set(g)] for g in groups]
     else:
         groups = None
