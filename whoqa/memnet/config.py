@@ -63,7 +63,9 @@ class AdaptConfig:
 
 # Fields added after runs were recorded, at the value that does what those runs did: a record without them is read
 # with these, so a new field never makes earlier runs and models stale (and they are not redone).
-ADDED = {"salience": False, "salience_lr": 0.1, "roles": False, "by_book": False, "exclude": None}
+ADDED = {"salience": False, "salience_lr": 0.1, "roles": False}
+ADDED_TRAIN = {"by_book": False}  # only in TrainConfig
+ADDED_PRETRAIN = {"exclude": None}  # only in PretrainConfig (its records are the ones with a "fraction")
 
 
 def effective(config: dict) -> dict:
@@ -80,7 +82,8 @@ def upgrade(record: dict) -> dict:
     inputs = dict(record["inputs"])
     if isinstance(inputs.get("vectors"), dict):
         inputs["vectors"] = {"lineage": inputs["vectors"].get("lineage")}
-    return {"config": effective({**ADDED, **record["config"]}), "inputs": inputs}
+    added = {**ADDED, **(ADDED_PRETRAIN if "fraction" in record["config"] else ADDED_TRAIN)}
+    return {"config": effective({**added, **record["config"]}), "inputs": inputs}
 
 
 def model_name(cfg: TrainConfig) -> str:
