@@ -30,12 +30,15 @@ def text_book_id(body: str) -> str:
     return hashlib.sha1(body.encode("utf-8")).hexdigest()
 
 
-def add_text(workspace: Path, path: Path, engine=None) -> str:
+def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = None) -> str:
     """Prepare a plain-text book (Project Gutenberg header and licence removed when present) into the workspace and
-    fold it in; returns its id."""
+    fold it in; returns its id. `timings`, if given, receives the seconds of each part (engine, fold_in)."""
+    import time
     from data_prep.narrativeqa import extract_body
     from data_prep.prepare import process_text
+    timings = {} if timings is None else timings
     ws = Workspace(workspace)
+    t0 = time.perf_counter()
     body = extract_body(read_book_text(path))
     if not body.strip():
         raise DataError(f"{path} holds no story text once the Project Gutenberg header and licence are removed")
@@ -46,12 +49,15 @@ def add_text(workspace: Path, path: Path, engine=None) -> str:
                 from data_prep.engine_spacy import SpacyEngine
                 engine = SpacyEngine()
             process_text(body, book_id, ws.books, engine)
+        timings["engine_s"] = round(time.perf_counter() - t0, 2)
+        t0 = time.perf_counter()
         texts_path = ws.texts
         texts = json.loads(texts_path.read_text()) if texts_path.is_file() else {}
         if book_id not in texts:
             texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
             atomic_write(texts_path, json.dumps(texts, indent=1))
         fold_books(ws, [book_id])
+        timings["fold_in_s"] = round(time.perf_counter() - t0, 2)
     return book_id
 
 

@@ -207,3 +207,23 @@ def test_the_reader_is_served_as_it_was_trained(ws, tiny_reader_path):
     assert (served.top_k, served.num_beams) == (3, 1)
     assert len(served.ask(DYING_DETECTIVE, "What is in the box?").passages) == 3
     assert ReaderAsker(ws, "fid[none]").ask(DYING_DETECTIVE, "What is in the box?").passages == []
+
+
+def test_ask_shows_only_calibrated_probabilities(ws, tmp_path):
+    """The final ensemble's probabilities are scaled by the temperature its recipe's cross-validated run measured on
+    held-out folds; without such a run `ask` ranks the characters and shows no probability, and says what to run."""
+    _, ws = ws
+    q = ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "--out", str(tmp_path / "a.json"),
+         "Who poisons Holmes with a box?"]
+    r = run(app, q)
+    assert r.exit_code == 0 and "temperature" in r.output and len(_ranking(r.output)) == 5
+    saved = json.loads((tmp_path / "a.json").read_text())
+    summary = json.loads((ws / "runs" / "memnet+salience[bm25f]" / "summary.json").read_text())
+    assert saved["calibration"]["temperature"] == summary["ensemble"]["calibration"]["temperature"]
+    assert saved["members"] == 2 and abs(sum(p for _, p in saved["characters"]) - 1) < 0.5
+    shutil.rmtree(ws / "runs")
+    r = run(app, q)
+    assert r.exit_code == 0 and not _ranking(r.output) and "no probability is shown" in r.output
+    names = [l.split(".", 1)[1].strip() for l in r.output.splitlines() if l.strip()[:2].rstrip(".").isdigit()]
+    assert names == [n for n, _ in saved["characters"]]  # the same ranking, without numbers
+    assert all(p is None for _, p in json.loads((tmp_path / "a.json").read_text())["characters"])

@@ -72,11 +72,16 @@ class Asker:
         self.rcfg = RetrievalConfig(context_sentences=self.memories)
         self._books: dict[str, tuple] = {}
 
-    def add_text(self, path: str | Path) -> str:
-        """Prepare a plain-text book into the workspace and fold it in; returns its id (derived from its text)."""
+    def add_text(self, path: str | Path, timings: dict | None = None) -> str:
+        """Prepare a plain-text book into the workspace and fold it in; returns its id (derived from its text).
+        `timings`, if given, receives the seconds of each part (engine, fold_in, reload)."""
+        import time
         from data_prep.addbook import add_text
-        book_id = add_text(self.ws, Path(path))
+        book_id = add_text(self.ws, Path(path), timings=timings)
+        t0 = time.perf_counter()
         self._load()
+        if timings is not None:
+            timings["reload_s"] = round(time.perf_counter() - t0, 2)
         return book_id
 
     def add_book(self, data: str | Path, book_id: str) -> str:
