@@ -502,6 +502,25 @@ def _add_book(workspace: Path, text: Optional[Path], data: Optional[Path], book:
     return book
 
 
+@app.command()
+def serve(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace to serve (books, trained models)."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind (any other than 127.0.0.1 prints a warning)."),
+    port: int = typer.Option(8000, help="Port."),
+    read_only: bool = typer.Option(False, help="Serve a shared workspace: no uploads."),
+    max_upload_mb: float = typer.Option(20.0, help="Largest book file accepted, in MB."),
+    device: str = typer.Option("auto", help=f"Where the models run: {DEVICE_HELP}."),
+):
+    """A web page for the workspace's books: the cast and where each character appears, Who answers with their
+    evidence highlighted, any other question to the reader, uploads of new books; with its JSON API (/docs)."""
+    from whoqa.web.app import ServeConfig, serve as run
+    if not Path(workspace).is_dir():
+        _fail(f"workspace {workspace} not found: run `whoqa prepare` (or the main job) first, or pass --workspace")
+    typer.echo(f"whoqa: serving {workspace} on http://{host}:{port}/ (API docs: /docs){' read-only' if read_only else ''}")
+    run(ServeConfig(workspace=str(workspace), host=host, port=port, read_only=read_only, max_upload_mb=max_upload_mb,
+                    device=device))
+
+
 @app.command("sample-questions")
 def sample_questions(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),

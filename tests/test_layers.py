@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = [("whoqa.core",), ("data_prep",), ("whoqa.retrieval",), ("whoqa.memnet", "whoqa.reader"),
-          ("whoqa.evaluation",), ("cli",)]
+          ("whoqa.evaluation",), ("whoqa.web",), ("cli",)]
 
 
 def layer(module: str) -> tuple[int, str] | None:

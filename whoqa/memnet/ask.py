@@ -25,6 +25,8 @@ class Answer:
     warnings: list[str] = field(default_factory=list)  # the answer stands, but the question may not fit the book
     adapted: bool = False  # the book's new vectors were tuned on its artificial questions
     calibration: dict | None = None  # {"temperature", "run", "ece", "by_book"}: where the probabilities' scale comes from
+    character_ids: list[int] = field(default_factory=list)  # the book's ids of `characters`, in the same order
+    evidence_sentences: list[int] = field(default_factory=list)  # the book's sentence ids of `evidence`
 
 
 def unknown_names(question: str, aliases) -> list[str]:
@@ -145,5 +147,7 @@ class Asker:
                  for i in order]
         weight = att.max(0).values[:len(ctx)]  # (M,) strongest attention over hops
         best = weight.argsort(descending=True)[:evidence]
-        ev = [(float(weight[i]), " ".join(book.sentence_words(ctx[int(i)]))) for i in best if weight[i] > 0]
-        return Answer(names, ev, warnings, any(p is not None for p in patches), self.calibration)
+        best = [int(i) for i in best if weight[i] > 0]
+        ev = [(float(weight[i]), " ".join(book.sentence_words(ctx[i]))) for i in best]
+        return Answer(names, ev, warnings, any(p is not None for p in patches), self.calibration,
+                      [int(chars[0, i]) for i in order], [int(ctx[i]) for i in best])

@@ -1,0 +1,168 @@
+"""`whoqa serve`: the JSON API on a small trained workspace, and the page end to end in a real headless Chromium."""
+import json
+import shutil
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from tests.conftest import DYING_DETECTIVE
+from tests.test_any_book import STORY, trained  # noqa: F401  (the module's trained workspace fixture)
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from whoqa.web.app import ServeConfig, create_app  # noqa: E402
+
+
+@pytest.fixture
+def served(trained, tmp_path):  # noqa: F811
+    _, ws = trained
+    shutil.copytree(ws, tmp_path / "ws")
+    return tmp_path / "ws"
+
+
+def client(ws, **kw) -> TestClient:
+    return TestClient(create_app(ServeConfig(workspace=str(ws), **kw)), raise_server_exceptions=False)
+
+
+def _wait(c: TestClient, job: dict, limit: float = 300) -> dict:
+    t0 = time.time()
+    while job["state"] in ("queued", "running") and time.time() - t0 < limit:
+        time.sleep(0.5)
+        job = c.get(f"/api/jobs/{job['id']}").json()
+    return job
+
+
+def test_books_cast_and_a_character_in_context(served):
+    c = client(served)
+    books = c.get("/api/books").json()
+    assert [b["id"] for b in books] == [DYING_DETECTIVE] and books[0]["characters"] > 3 and books[0]["words"] > 5000
+    cast = c.get(f"/api/books/{DYING_DETECTIVE}/characters").json()
+    assert cast[0]["mentions"] >= cast[-1]["mentions"] and any("Holmes" in x["name"] for x in cast[:3])
+    holmes = next(x for x in cast if "Holmes" in x["name"])
+    assert len(holmes["per_tenth"]) == 10 and sum(holmes["per_tenth"]) > 0
+    one = c.get(f"/api/books/{DYING_DETECTIVE}/characters/{holmes['id']}").json()
+    assert one["contexts"] and all(any(s["char"] == holmes["id"] for s in x["segments"]) for x in one["contexts"])
+    assert c.get("/openapi.json").json()["paths"].keys() >= {"/api/books", "/api/books/{book_id}/ask",
+                                                             "/api/jobs/{job_id}"}
+
+
+def test_a_who_question_is_answered_with_highlighted_evidence(served):
+    c = client(served)
+    r = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": "Who poisons Holmes with a box?"})
+    assert r.status_code == 200, r.text
+    a = r.json()
+    assert a["kind"] == "who" and len(a["characters"]) == 5 and a["calibration"]["temperature"] > 0
+    probs = [x["probability"] for x in a["characters"]]
+    assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0001
+    ids = {x["id"] for x in c.get(f"/api/books/{DYING_DETECTIVE}/characters").json()}
+    marked = [s["char"] for e in a["evidence"] for s in e["segments"] if s["char"] is not None]
+    assert a["evidence"] and marked and set(marked) <= ids  # mentions highlighted, each linked to a character
+    text = "".join(s["text"] for s in a["evidence"][0]["segments"])
+    assert len(text) > 10 and "  " not in text
+
+
+def test_bad_ids_and_requests_get_json_errors_and_nothing_outside_is_read(served, tmp_path):
+    c = client(served)
+    for path, status in ((f"/api/books/{'0' * 40}", 404), ("/api/books/..%2F..%2Fetc", 400),
+                         ("/api/books/ABC", 400), (f"/api/books/{DYING_DETECTIVE}/characters/99999", 404),
+                         ("/api/jobs/nope", 400), (f"/api/jobs/{'a' * 32}", 404)):
+        r = c.get(path)
+        assert r.status_code in (status, 404) and "error" in r.json() and "Traceback" not in r.text, path
+    r = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": "   "})
+    assert r.status_code == 400 and "empty" in r.json()["error"]
+    r = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"nothing": 1})
+    assert r.status_code == 422 and "question" in r.json()["error"]
+
+
+def test_uploads_are_checked_processed_in_the_background_and_reused(served, tmp_path):
+    c = client(served, max_upload_mb=0.05)
+    before = sorted(p.name for p in (served / "books").iterdir())
+    binary = np.random.default_rng(0).integers(0, 256, 20000, dtype=np.uint8).tobytes()
+    for name, data, status, why in (("bin.txt", binary, 400, "binary"), ("empty.txt", b"", 400, "empty"),
+                                    ("big.txt", b"word " * 20000, 413, "limit")):
+        r = c.post("/api/books", files={"file": (name, data, "text/plain")})
+        assert r.status_code == status and why in r.json()["error"] and name in r.json()["error"], r.text
+    assert sorted(p.name for p in (served / "books").iterdir()) == before  # nothing half-made
+    assert not list((served / "uploads").glob("*")) if (served / "uploads").exists() else True
+    r = c.post("/api/books", files={"file": ("lighthouse.txt", STORY.encode(), "text/plain")})
+    assert r.status_code == 202, r.text
+    job = _wait(c, r.json())
+    assert job["state"] == "done", job
+    assert job["book"] in {b["id"] for b in c.get("/api/books").json()}
+    a = c.post(f"/api/books/{job['book']}/ask", json={"question": "Who rowed to the village for bread?"}).json()
+    assert {"Tom", "Anna"} & {x["name"].split()[0] for x in a["characters"]}
+    again = c.post("/api/books", files={"file": ("copy.txt", STORY.encode(), "text/plain")}).json()
+    assert again["state"] == "done" and again.get("reused") and again["book"] == job["book"]
+    ro = client(served, read_only=True).post("/api/books", files={"file": ("x.txt", STORY.encode(), "text/plain")})
+    assert ro.status_code == 403 and "read-only" in ro.json()["error"]
+
+
+def test_concurrent_questions_give_the_same_answers(served):
+    c = client(served)
+    q = {"question": "Who poisons Holmes with a box?"}
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: c.post(f"/api/books/{DYING_DETECTIVE}/ask", json=q), range(16)))
+    assert all(r.status_code == 200 for r in answers)
+    assert len({json.dumps(r.json()["characters"]) for r in answers}) == 1
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_page_in_a_real_browser(served, tmp_path):
+    """Headless Chromium (Debian's, driven by Playwright) on a real uvicorn server: upload a short book, wait for it,
+    open the cast and a character, ask a Who question and see the evidence with its mentions highlighted."""
+    browser_path = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: the browser test "
+                                                                 "is skipped")
+    if not browser_path:
+        pytest.skip("no Chromium on this machine (apt-get install chromium): the browser test is skipped")
+    import uvicorn
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(ServeConfig(workspace=str(served))), host="127.0.0.1",
+                                           port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    story = tmp_path / "lighthouse.txt"
+    story.write_text(STORY)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=browser_path, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"])
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/#/add")
+            page.set_input_files("#file", str(story))
+            page.click("#upload button")
+            page.reload()  # the job's progress survives a reload
+            page.wait_for_selector("#job-book", timeout=300_000)
+            page.click("#job-book")
+            page.wait_for_selector("#cast")
+            cast = page.inner_text("#cast")
+            assert "Anna" in cast and "Tom" in cast
+            page.click("#cast a >> text=Anna")
+            page.wait_for_selector("#contexts mark.m")
+            assert "Anna" in page.inner_text("#contexts")
+            page.go_back()
+            page.wait_for_selector("#question")
+            page.fill("#question", "Who rowed to the village for bread?")
+            page.click("#ask button")
+            page.wait_for_selector("#evidence mark.m")
+            assert "%" in page.inner_text("#ranking")
+            assert page.locator("#evidence mark.m a").count() >= 1  # highlighted mentions link to characters
+            page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
+            browser.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert (tmp_path / "page.png").stat().st_size > 10_000

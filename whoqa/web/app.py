@@ -1,0 +1,339 @@
+"""`whoqa serve`: a workspace's books as a web page and a JSON API (FastAPI, served by uvicorn).
+
+The page (page.html, one file, no build step) uses only the API, which mirrors the CLI and the Python API:
+
+    GET  /api/books                      the workspace's books: title, words, characters
+    POST /api/books                      upload a plain-text book (`ask --text`'s checks) -> a job
+    GET  /api/jobs/{id}                  a job's state (kept in WS/jobs/, so it survives a page reload)
+    GET  /api/books/{id}                 one book, with its cast
+    GET  /api/books/{id}/characters      the cast: names, aliases, gender, mentions, mentions per tenth of the book
+    GET  /api/books/{id}/characters/{c}  one character's mentions in context
+    POST /api/books/{id}/ask             {"question"} -> ranked characters with evidence (Who), or the reader's answer
+
+Models load on first use. One lock serialises the models (answers take milliseconds), one worker thread processes
+uploads in turn, holding the workspace lock (`whoqa.core.workspace.locked`) like every other writer. Book ids are
+checked against their 40-hex-digit form before any path is built, so no request reaches outside the workspace.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapi import FastAPI, File, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+
+from whoqa.core.book import Book, atomic_write, is_done
+from whoqa.core.workspace import Workspace
+
+log = logging.getLogger(__name__)
+BOOK_ID = re.compile(r"^[0-9a-f]{40}$")
+JOB_ID = re.compile(r"^[0-9a-f]{32}$")
+PAGE = Path(__file__).with_name("page.html")
+NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", "'s", "n't", ")", "'", "''", "--"}
+
+
+@dataclass
+class ServeConfig:
+    workspace: str = "ws"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    read_only: bool = False  # serve a shared workspace: no uploads
+    max_upload_mb: float = 20.0  # a long novel is 1-2 MB of text
+    device: str = "auto"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def sentence_segments(book: Book, sid: int) -> list[dict]:
+    """A sentence as text segments, each character mention its own segment with the character's id (for
+    highlighting and links): [{"text", "char"}], char None for plain text."""
+    first, last = book.sentences[sid]
+    starts = {m.start for m in book.mentions if first <= m.start < last}
+    out: list[dict] = []
+    for t in book.tokens[first:last]:
+        char = book.token_char.get(t.index)
+        space = "" if not out or t.word in NO_SPACE_BEFORE else " "
+        if out and out[-1]["char"] == char and t.index not in starts:
+            out[-1]["text"] += space + t.word
+        else:
+            if space:
+                out[-1]["text"] += space
+            out.append({"text": t.word, "char": char})
+    return out
+
+
+class Service:
+    """What the API does, without HTTP: books, the cast, jobs and answers of one workspace."""
+
+    def __init__(self, cfg: ServeConfig):
+        self.cfg = cfg
+        self.ws = Workspace(cfg.workspace)
+        self.jobs_dir = Path(self.ws, "jobs")
+        self.uploads = Path(self.ws, "uploads")
+        self.model_lock = threading.Lock()
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whoqa-upload")
+        self._asker = None
+        self._reader = None
+        self._books: dict[str, Book] = {}
+
+    # --- books -------------------------------------------------------------------------------------------------
+    def book_id(self, book_id: str) -> str:
+        if not BOOK_ID.match(book_id or ""):
+            raise ApiError(400, f"{book_id!r} is not a book id (40 hex digits)")
+        if not is_done(self.ws.books / book_id, book_id):
+            raise ApiError(404, f"book {book_id} is not in this workspace")
+        return book_id
+
+    def book(self, book_id: str) -> Book:
+        book_id = self.book_id(book_id)
+        if book_id not in self._books:
+            self._books[book_id] = Book.load(self.ws.books / book_id, book_id)
+        return self._books[book_id]
+
+    def title(self, book_id: str, book: Book | None = None) -> str:
+        texts = json.loads(self.ws.texts.read_text()) if self.ws.texts.is_file() else {}
+        if book_id in texts:
+            return texts[book_id].get("first_line") or book_id[:12]
+        book = book or self.book(book_id)
+        return " ".join(book.sentence_words(0)[:10]) if book.sentences else book_id[:12]
+
+    def summary(self, book_id: str) -> dict:
+        book = self.book(book_id)
+        words = sum(1 for t in book.tokens if t.pos != "PUNCT")
+        return {"id": book_id, "title": self.title(book_id, book), "words": words, "sentences": len(book.sentences),
+                "characters": len(book.characters)}
+
+    def books(self) -> list[dict]:
+        ids = sorted(p.name for p in self.ws.books.iterdir() if BOOK_ID.match(p.name) and is_done(p, p.name)) \
+            if self.ws.books.is_dir() else []
+        return [self.summary(b) for b in ids]
+
+    def characters(self, book_id: str) -> list[dict]:
+        book = self.book(book_id)
+        n = max(1, len(book.tokens))
+        tenths: dict[int, list[int]] = {c: [0] * 10 for c in book.characters}
+        for m in book.mentions:
+            if m.char_id in tenths:
+                tenths[m.char_id][min(9, 10 * m.start // n)] += 1
+        return [{"id": c.id, "name": c.name, "aliases": c.aliases, "gender": c.gender, "mentions": c.count,
+                 "per_tenth": tenths[c.id]}
+                for c in sorted(book.characters.values(), key=lambda c: -c.count)]
+
+    def character(self, book_id: str, char_id: int, limit: int = 40) -> dict:
+        book = self.book(book_id)
+        if char_id not in book.characters:
+            raise ApiError(404, f"book {book_id} has no character {char_id}")
+        c = next(x for x in self.characters(book_id) if x["id"] == char_id)
+        sids = sorted({book.tokens[m.start].sentence for m in book.mentions if m.char_id == char_id})
+        return {**c, "sentences_with_mentions": len(sids),
+                "contexts": [{"sentence": s, "segments": sentence_segments(book, s)} for s in sids[:limit]]}
+
+    # --- uploads -----------------------------------------------------------------------------------------------
+    def upload(self, name: str, data: bytes) -> dict:
+        """Check an uploaded text as `ask --text` does; a new book becomes a background job, a known one is reused."""
+        from data_prep.addbook import read_book_text, text_book_id
+        from data_prep.narrativeqa import DataError, extract_body
+        if self.cfg.read_only:
+            raise ApiError(403, "this workspace is served read-only (whoqa serve --read-only): uploads are off")
+        if len(data) > self.cfg.max_upload_mb * 1e6:
+            raise ApiError(413, f"{name} is {len(data) / 1e6:.1f} MB: the limit is {self.cfg.max_upload_mb:g} MB "
+                                f"(whoqa serve --max-upload-mb)")
+        self.uploads.mkdir(parents=True, exist_ok=True)
+        tmp = self.uploads / f"{uuid.uuid4().hex}.txt"
+        tmp.write_bytes(data)
+        try:
+            body = extract_body(read_book_text(tmp))
+            if not body.strip():
+                raise DataError(f"{name} holds no story text once a Project Gutenberg header and licence are removed")
+        except (DataError, ValueError, UnicodeError) as e:
+            tmp.unlink(missing_ok=True)
+            raise ApiError(400, str(e).replace(str(tmp), name)) from None
+        book_id = text_book_id(body)
+        path = self.uploads / f"{book_id}.txt"
+        tmp.replace(path)
+        job = {"id": uuid.uuid4().hex, "book": book_id, "file": name, "state": "queued", "created": time.time()}
+        if is_done(self.ws.books / book_id, book_id) and self._folded(book_id):
+            job.update(state="done", reused=True, finished=time.time())
+            self._save_job(job)
+            return job
+        self._save_job(job)
+        self.worker.submit(self._process, job, path)
+        return job
+
+    def _folded(self, book_id: str) -> bool:
+        from data_prep.embeddings import read_state
+        state = read_state(self.ws)
+        return state is None or book_id in state.get("books", [])
+
+    def _process(self, job: dict, path: Path) -> None:
+        import shutil
+        existed = (self.ws.books / job["book"]).exists()
+        job.update(state="running", started=time.time())
+        self._save_job(job)
+        try:
+            with self.model_lock:
+                asker = self.asker()
+                asker.add_text(path)
+            job.update(state="done", finished=time.time())
+        except Exception as e:  # the upload fails alone, and leaves no half-made book behind
+            log.warning("upload %s failed: %s", job["file"], e)
+            if not existed and not is_done(self.ws.books / job["book"], job["book"]):
+                shutil.rmtree(self.ws.books / job["book"], ignore_errors=True)
+            job.update(state="failed", error=str(e).splitlines()[0] if str(e) else type(e).__name__,
+                       finished=time.time())
+        self._save_job(job)
+
+    def _save_job(self, job: dict) -> None:
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.jobs_dir / f"{job['id']}.json", json.dumps(job))
+
+    def job(self, job_id: str) -> dict:
+        if not JOB_ID.match(job_id or ""):
+            raise ApiError(400, f"{job_id!r} is not a job id")
+        path = self.jobs_dir / f"{job_id}.json"
+        if not path.is_file():
+            raise ApiError(404, f"no job {job_id}")
+        return json.loads(path.read_text())
+
+    # --- answers -----------------------------------------------------------------------------------------------
+    def asker(self):
+        """The memory network, loaded on first use (callers hold model_lock)."""
+        if self._asker is None:
+            from whoqa.memnet.ask import Asker
+            self._asker = Asker(self.ws, device=self.cfg.device)
+        return self._asker
+
+    def ask(self, book_id: str, question: str) -> dict:
+        from data_prep.who_set import is_who_question
+        book_id = self.book_id(book_id)
+        question = (question or "").strip()
+        if not question:
+            raise ApiError(400, "the question is empty: ask e.g. \"Who helps Emily escape?\"")
+        if len(question) > 500:
+            raise ApiError(400, "the question is longer than 500 characters")
+        if not is_who_question(question):
+            return self._read(book_id, question)
+        t0 = time.perf_counter()
+        with self.model_lock:
+            asker = self.asker()
+            ans = asker.ask(book_id, question)
+        book = self.book(book_id)
+        return {"kind": "who", "question": question, "model": asker.model_name, "why": asker.choice.why,
+                "members": len(asker.members), "calibration": ans.calibration, "warnings": ans.warnings,
+                "characters": [{"id": i, "name": n, "probability": p}
+                               for i, (n, p) in zip(ans.character_ids, ans.characters)],
+                "evidence": [{"attention": w, "sentence": s, "segments": sentence_segments(book, s)}
+                             for (w, _), s in zip(ans.evidence, ans.evidence_sentences)],
+                "seconds": round(time.perf_counter() - t0, 4)}
+
+    def _read(self, book_id: str, question: str) -> dict:
+        """A question that is not about a character: the trained reader if the workspace has one, else the local
+        language model if it is installed (as `whoqa ask`)."""
+        t0 = time.perf_counter()
+        with self.model_lock:
+            try:
+                if self._reader is None:
+                    from whoqa.reader.ask import ReaderAsker
+                    self._reader = ReaderAsker(self.ws, device=self.cfg.device)
+                ra = self._reader.ask(book_id, question)
+                answer, passages, model, why = ra.answer, ra.passages, self._reader.model_name, self._reader.choice.why
+            except FileNotFoundError:
+                from whoqa.reader.config import LLMConfig
+                from whoqa.reader.llm import ask_llm
+                try:
+                    answer, passages = ask_llm(self.ws, LLMConfig.base, book_id, question)
+                except Exception as e:
+                    raise ApiError(501, f"no reader to answer a non-Who question: train one (`whoqa train --reader "
+                                        f"fid --final`) or install the local language model ({e})") from None
+                model, why = LLMConfig.base, "no trained reader in this workspace: a local language model, zero-shot"
+        return {"kind": "reader", "question": question, "model": model, "why": why, "answer": answer,
+                "passages": passages[:5], "seconds": round(time.perf_counter() - t0, 4)}
+
+
+class Question(BaseModel):
+    question: str
+
+
+def create_app(cfg: ServeConfig) -> FastAPI:
+    """The FastAPI application of a workspace (uvicorn serves it; tests call it directly)."""
+    service = Service(cfg)
+    app = FastAPI(title="whoqa", description="Questions about whole books: the cast, Who answers with evidence, and "
+                                             "a reader for the rest.", version="1")
+    app.state.service = service
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, e: ApiError):
+        return JSONResponse({"error": e.message}, status_code=e.status)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, e: HTTPException):
+        return JSONResponse({"error": str(e.detail)}, status_code=e.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, e: RequestValidationError):
+        first = e.errors()[0] if e.errors() else {}
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        return JSONResponse({"error": f"bad request: {where} {first.get('msg', '')}".strip()}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, e: Exception):  # a bug: a message, never a traceback page
+        log.exception("internal error on %s", request.url.path)
+        return JSONResponse({"error": f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"},
+                            status_code=500)
+
+    @app.get("/", include_in_schema=False)
+    def page():
+        return FileResponse(PAGE, media_type="text/html")
+
+    @app.get("/api/books")
+    def list_books() -> list[dict]:
+        return service.books()
+
+    @app.post("/api/books", status_code=202)
+    async def upload(file: UploadFile = File(...)) -> dict:
+        data = await file.read(int(cfg.max_upload_mb * 1e6) + 1)
+        return service.upload(Path(file.filename or "book.txt").name, data)
+
+    @app.get("/api/jobs/{job_id}")
+    def job(job_id: str) -> dict:
+        return service.job(job_id)
+
+    @app.get("/api/books/{book_id}")
+    def book(book_id: str) -> dict:
+        return {**service.summary(book_id), "cast": service.characters(book_id)[:50]}
+
+    @app.get("/api/books/{book_id}/characters")
+    def characters(book_id: str) -> list[dict]:
+        return service.characters(book_id)
+
+    @app.get("/api/books/{book_id}/characters/{char_id}")
+    def character(book_id: str, char_id: int) -> dict:
+        return service.character(book_id, char_id)
+
+    @app.post("/api/books/{book_id}/ask")
+    def ask(book_id: str, q: Question) -> dict:
+        return service.ask(book_id, q.question)
+
+    return app
+
+
+def serve(cfg: ServeConfig) -> None:
+    import uvicorn
+    if cfg.host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("serving on %s: anyone who can reach this address can read the workspace%s", cfg.host,
+                    "" if cfg.read_only else " and upload books (--read-only turns uploads off)")
+    uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level="warning")
