@@ -107,7 +107,8 @@ def evaluate(cfg: EvalConfig) -> dict:
         atomic_write(ws.results / f"coverage{suffix}.json", json.dumps({**meta}, indent=1))
     table = format_table(results, meta)
     atomic_write(ws.results / f"table{suffix}.txt", table + "\n")
-    calibrated = {n: r["calibration"] for n, r in results.items() if r.get("calibration", {}).get("reliability")}
+    calibrated = {n.removeprefix("ensemble:"): r["calibration"] for n, r in results.items()
+                  if n.startswith("ensemble:") and r.get("calibration", {}).get("reliability")}  # what `ask` serves
     if calibrated:
         from whoqa.core.calibration import plot_reliability
         plot_reliability(calibrated, ws.results / f"reliability{suffix}.png")
