@@ -227,3 +227,24 @@ def test_ask_shows_only_calibrated_probabilities(ws, tmp_path):
     names = [l.split(".", 1)[1].strip() for l in r.output.splitlines() if l.strip()[:2].rstrip(".").isdigit()]
     assert names == [n for n, _ in saved["characters"]]  # the same ranking, without numbers
     assert all(p is None for _, p in json.loads((tmp_path / "a.json").read_text())["characters"])
+
+
+def test_two_asks_of_the_same_new_book_at_once_both_answer(ws, tmp_path):
+    """Two `whoqa ask --text` processes on one new book at the same moment: one waits for the workspace lock while
+    the other processes the book, both index it (each in a folder of its own, never sharing Lucene's write lock) and
+    both give the same answer."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    _, ws = ws
+    story = tmp_path / "lighthouse.txt"
+    story.write_text(STORY)
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, str(root / "cli.py"), "ask", "--workspace", str(ws), "--text", str(story),
+           "Who rowed to the village for bread?"]
+    procs = [subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    assert _ranking(outs[0][0]) == _ranking(outs[1][0]) and _ranking(outs[0][0])
+    assert not [p for p in (ws / "index" / "bm25f").iterdir() if ".tmp" in p.name]  # no half-built index left

@@ -108,9 +108,12 @@ class BM25FIndex:
 
     @staticmethod
     def build(book: Book, path: Path, threads: int = 1) -> None:
+        """Index into a folder of this process's own (two processes indexing one new book never share Lucene's write
+        lock), then rename it into place; if another process finished first, its index is kept and ours dropped."""
+        import os
+        import uuid
         from whoqa.retrieval.lucene import java
-        tmp = path.with_name(path.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
+        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         tmp.mkdir(parents=True)
         indexer = java("io.anserini.index.SimpleIndexer")(
             ["-input", "", "-collection", "JsonCollection", "-index", str(tmp), "-threads", str(threads),
@@ -121,8 +124,16 @@ class BM25FIndex:
             docs.append(json.dumps({"id": str(sid), "contents": words, "characters": chars}))
         indexer.addRawDocuments(docs)
         indexer.close()
+        if any(Path(path).glob("segments_*")):  # another process finished the same index first
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
         shutil.rmtree(path, ignore_errors=True)
-        tmp.rename(path)
+        try:
+            tmp.rename(path)
+        except OSError:  # ... or finished it just now
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not any(Path(path).glob("segments_*")):
+                raise
 
     @staticmethod
     def ensure(book: Book, path: Path) -> None:
