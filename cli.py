@@ -690,14 +690,20 @@ def bench(
     repeats: int = typer.Option(1, help="Runs per measurement (the median is reported)."),
     stage: str = typer.Option("prepare", help="prepare (book engine), index (BM25F and BERT ranker speed), ask, new-book "
                                                 "(time to the first answer about a new --text book), reader "
-                                                "(FiD training and generation speed) or processes (reader training "
-                                                "and answering in the processes torchrun started)."),
+                                                "(FiD training and generation speed), processes (reader training "
+                                                "and answering in the processes torchrun started) or serve (the web "
+                                                "app's ask latency with 1 and 8 clients, memory; with --text, upload "
+                                                "to first answer)."),
     workspace: Path = typer.Option(Path("ws"), help="--stage index: a workspace with prepared books."),
     text: Optional[Path] = typer.Option(None, help="--stage new-book: a plain-text book the workspace has not seen."),
 ):
     """Benchmarks that print figures: the book engine (words/s, --jobs 2, peak RSS), context selection (index
     build time, BM25F query latency p50/p95 and q/s, BERT ranking time per question), `ask` latency, or the reader
     (training examples/s, generation latency per question, peak memory)."""
+    if stage == "serve":
+        from whoqa.web.bench import run_serve
+        typer.echo(json.dumps(_stage(run_serve, str(workspace), text=str(text) if text else None), indent=1))
+        return
     if stage == "new-book":
         from whoqa.evaluation.bench import run_new_book
         if text is None:
