@@ -26,7 +26,7 @@ from whoqa.retrieval.bert_ranker import RankerConfig
 from whoqa.retrieval.bm25f import RetrievalConfig
 
 DEVICE_HELP = f"{DEVICES} (auto: a GPU when there is one)"
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False,
                   help="Question answering over full-length books (NarrativeQA full-story setting).")
 
 DEFAULT_DATA = "../shared/data"
@@ -46,15 +46,23 @@ def _fail(msg: str) -> None:
 def _stage(fn, *args, **kwargs):
     """Run a stage; its expected errors (missing file or earlier stage, bad data or option, stale model, NaN loss) end
     the command with their one-line message and exit 2 instead of a traceback."""
-    from data_prep.narrativeqa import DataError  # (a stale model, whoqa.memnet.checkpoint.StaleModel, is a ValueError)
+    from data_prep.narrativeqa import DataError  # (a stale model, whoqa.memnet.checkpoint.StaleModel, a damaged
+    # artifact, whoqa.core.artifacts.DamagedArtifact, and a damaged book file are ValueErrors)
     try:
         return fn(*args, **kwargs)
     except (FileNotFoundError, ValueError, RuntimeError, FloatingPointError, DataError) as e:
+        if DEBUG["on"]:
+            raise
         _fail(str(e))
 
 
+DEBUG = {"on": False}
+
+
 @app.callback()
-def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging.")):
+def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+         debug: bool = typer.Option(False, "--debug", help="Show the traceback of expected errors too.")):
+    DEBUG["on"] = debug
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     import warnings
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated")

@@ -169,4 +169,9 @@ def load(workspace: Path):
     path = Workspace(workspace).embeddings / "word2vec.model"
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
-    return Word2Vec.load(str(path)).wv
+    try:
+        return Word2Vec.load(str(path)).wv
+    except Exception as e:  # truncated or otherwise unreadable (pickle, numpy arrays beside it)
+        from whoqa.core.artifacts import DamagedArtifact, problem
+        raise DamagedArtifact(path, problem(e), f"rebuild the vectors with `whoqa prepare --workspace {workspace} "
+                                                "--rebuild-vectors`, then retrain the models") from None

@@ -115,7 +115,14 @@ def load_who_set(workspace: Path) -> tuple[dict[str, list[dict]], list[dict]]:
     for p in paths:
         if not p.is_file():
             raise MissingStage(f"{p} is missing: run `whoqa prepare --workspace {workspace}` first")
-    return json.loads(paths[0].read_text()), json.loads(paths[1].read_text())
+    from whoqa.core.artifacts import DamagedArtifact, read_json
+    repair = f"rebuild the Who set with `whoqa prepare --workspace {workspace}` (books already prepared are kept)"
+    characters, questions = read_json(paths[0], repair, dict), read_json(paths[1], repair, list)
+    if not all(isinstance(v, list) and all(isinstance(c, dict) for c in v) for v in characters.values()):
+        raise DamagedArtifact(paths[0], "a book's characters are not a list of records", repair)
+    if not all(isinstance(q, dict) and {"document_id", "question_id", "answers"} <= set(q) for q in questions):
+        raise DamagedArtifact(paths[1], "a question is not a record with document_id, question_id and answers", repair)
+    return characters, questions
 
 
 def fingerprint(workspace: Path) -> str:

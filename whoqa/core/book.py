@@ -26,7 +26,7 @@ POSSESSIVE_TAGS = {"PRP$", "WP$"}
 GENDERS = {"he/him/his": "male", "she/her": "female", "they/them/their": "plural"}
 
 
-class BookFormatError(Exception):
+class BookFormatError(ValueError):
     """A processed-book file is missing or malformed; the message names it."""
 
 
@@ -198,7 +198,8 @@ def read_characters(path: Path) -> dict[int, Character]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
-        raise BookFormatError(f"{path}: not valid JSON ({e})") from None
+        raise BookFormatError(f"{path}: not valid JSON ({e}): redo the book with `whoqa prepare --book "
+                              f"{Path(path).stem}` after deleting its folder {Path(path).parent}") from None
     chars = {}
     for c in data.get("characters", []):
         proper = [m["n"] for m in c.get("mentions", {}).get("proper", [])]

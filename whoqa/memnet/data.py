@@ -87,9 +87,12 @@ def mention_role(book: Book, m) -> int:
 def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     cache = Workspace(workspace).memdata / vocab.lineage / f"{book_id}.npz"  # ids stay valid while the vectors grow
     if cache.is_file():
-        z = np.load(cache)
-        if "roles" in z:  # caches written before counts and roles were kept are rebuilt
-            return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"], z["counts"], z["roles"])
+        try:
+            z = np.load(cache)
+            if "roles" in z:  # caches written before counts and roles were kept are rebuilt
+                return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"], z["counts"], z["roles"])
+        except Exception as e:  # a damaged cache is rebuilt from the book
+            log.warning("%s is damaged (%s): rebuilt from the book", cache, type(e).__name__)
     book = Book.load(Workspace(workspace).books / book_id, book_id)
     n = len(book.sentences)
     sent = np.zeros((n, MAX_SENTENCE), dtype=np.int32)

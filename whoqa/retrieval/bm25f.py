@@ -188,4 +188,13 @@ def open_book(workspace: Path, book_id: str, rcfg):
     book = Book.load(folder, book_id)
     index = Workspace(workspace).index / "bm25f" / book_id
     BM25FIndex.ensure(book, index)
-    return book, AliasIndex(book.characters), BM25FIndex(index, rcfg)
+    try:
+        searcher = BM25FIndex(index, rcfg)
+    except Exception as e:  # a damaged index (a Java exception): it is derived from the book, so it is rebuilt
+        import logging
+        import shutil
+        logging.getLogger(__name__).warning("BM25F index %s is damaged (%s): rebuilt", index, type(e).__name__)
+        shutil.rmtree(index, ignore_errors=True)
+        BM25FIndex.ensure(book, index)
+        searcher = BM25FIndex(index, rcfg)
+    return book, AliasIndex(book.characters), searcher

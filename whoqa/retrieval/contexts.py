@@ -23,8 +23,15 @@ ORACLE = "oracle"  # BM25F with the question and its answers: an upper bound for
 
 
 def load_contexts(workspace: Path, ranker: str, book_id: str) -> dict[str, list[list]] | None:
+    from whoqa.core.artifacts import DamagedArtifact, read_json
     path = Workspace(workspace).contexts / ranker / f"{book_id}.json"
-    return json.loads(path.read_text())["questions"] if path.is_file() else None
+    if not path.is_file():
+        return None
+    repair = f"delete it and run `whoqa index --workspace {workspace} --ranker {ranker}`"
+    data = read_json(path, repair, dict)
+    if not isinstance(data.get("questions"), dict):
+        raise DamagedArtifact(path, "no \"questions\" record", repair)
+    return data["questions"]
 
 
 def contexts_config(workspace: Path, ranker: str, book_id: str) -> dict | None:

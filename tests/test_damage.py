@@ -1,0 +1,71 @@
+"""A damaged workspace: each kind of damaged artifact ends a command in one line naming the file and its repair
+(exit 2, no traceback), and derived caches (a book's Lucene index, its memory arrays) are rebuilt instead."""
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from tests.conftest import DYING_DETECTIVE
+from tests.test_any_book import trained  # noqa: F401  (the module's trained workspace fixture)
+
+run = CliRunner().invoke
+Q = "Who poisons Holmes with a box?"
+
+
+@pytest.fixture
+def ws(trained, tmp_path):  # noqa: F811
+    _, ws = trained
+    shutil.copytree(ws, tmp_path / "ws")
+    return tmp_path / "ws"
+
+
+def _ask(ws):
+    return run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, Q])
+
+
+def _one_line(r, *words):
+    lines = [l for l in r.output.strip().splitlines() if l.strip()]
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and len(lines) == 1, r.output
+    assert all(w in lines[0] for w in words), lines[0]
+
+
+def test_truncated_word_vectors(ws):
+    path = ws / "embeddings" / "word2vec.model"
+    path.write_bytes(path.read_bytes()[:200])
+    _one_line(_ask(ws), "word2vec.model", "damaged", "--rebuild-vectors")
+    _one_line(run(app, ["train", "--workspace", str(ws), "--final", "--epochs", "1"]), "word2vec.model", "damaged")
+
+
+def test_who_set_of_the_wrong_shape(ws):
+    (ws / "who" / "who_questions.json").write_text(json.dumps([[1, 2], [3]]))
+    _one_line(run(app, ["train", "--workspace", str(ws), "--folds", "2", "--epochs", "1"]), "who_questions.json",
+              "whoqa prepare")
+    (ws / "who" / "characters.json").write_text("{broken")
+    _one_line(run(app, ["eval", "--workspace", str(ws)]), "characters.json", "not valid JSON", "whoqa prepare")
+
+
+def test_broken_book_json(ws):
+    (ws / "books" / DYING_DETECTIVE / f"{DYING_DETECTIVE}.book").write_text('{"characters": [')
+    _one_line(_ask(ws), f"{DYING_DETECTIVE}.book", "not valid JSON", "whoqa prepare --book")
+
+
+def test_damaged_contexts(ws):
+    (ws / "contexts" / "bm25f" / f"{DYING_DETECTIVE}.json").write_text("[]")
+    _one_line(run(app, ["train", "--workspace", str(ws), "--folds", "2", "--epochs", "1"]),
+              f"{DYING_DETECTIVE}.json", "whoqa index")
+
+
+def test_damaged_caches_are_rebuilt(ws):
+    before = _ask(ws)
+    assert before.exit_code == 0, before.output
+    for f in (ws / "index" / "bm25f" / DYING_DETECTIVE).glob("segments_*"):
+        f.write_bytes(b"\0" * 10)  # a Lucene commit point that cannot be read
+    for f in (ws / "memdata").rglob("*.npz"):
+        f.write_bytes(b"PK\3\4 truncated")
+    after = _ask(ws)
+    assert after.exit_code == 0, after.output
+    ranking = lambda out: [l for l in out.splitlines() if "%" in l[:8]]  # noqa: E731
+    assert ranking(after.output) == ranking(before.output)  # the same answer from the rebuilt caches
