@@ -510,6 +510,27 @@ def _add_book(workspace: Path, text: Optional[Path], data: Optional[Path], book:
     return book
 
 
+@app.command("check")
+def check_cmd(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace to check."),
+    repair: bool = typer.Option(False, help="Delete the damaged derived artifacts (caches, contexts, runs' fold "
+                                            "files, models, results), then run the commands listed."),
+):
+    """Open every artifact of a workspace as the stages do, and list each damaged one with the command that rebuilds
+    it (exit 1 when something is damaged)."""
+    from whoqa.evaluation.doctor import check, repair as fix
+    n, found = _stage(check, workspace)
+    for f in found:
+        typer.echo(f"damaged: {f.path}: {f.problem}\n  repair: {f.repair}")
+    if repair and found:
+        left = fix(found)
+        typer.echo(f"deleted {len(found) - len(left)} damaged derived artifact(s); now run the repair commands above"
+                   + (f"; {len(left)} need you (books, vectors or the Who set)" if left else ""))
+    typer.echo(f"{n} artifacts checked, {len(found)} damaged")
+    if found and not repair:
+        raise typer.Exit(1)
+
+
 @app.command()
 def serve(
     workspace: Path = typer.Option(Path("ws"), help="Workspace to serve (books, trained models)."),

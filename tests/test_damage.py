@@ -69,3 +69,30 @@ def test_damaged_caches_are_rebuilt(ws):
     assert after.exit_code == 0, after.output
     ranking = lambda out: [l for l in out.splitlines() if "%" in l[:8]]  # noqa: E731
     assert ranking(after.output) == ranking(before.output)  # the same answer from the rebuilt caches
+
+
+def test_check_finds_each_damage_and_repair_restores_the_answers(ws):
+    before = _ask(ws)
+    r = run(app, ["check", "--workspace", str(ws)])
+    assert r.exit_code == 0 and "0 damaged" in r.output, r.output
+    model = ws / "models" / "memnet+salience[bm25f]" / "members" / "trial1" / "model.pt"
+    model.write_bytes(model.read_bytes()[:100])
+    run_file = next((ws / "runs" / "memnet+salience[bm25f]").glob("fold0_trial0.json"))
+    run_file.write_text('{"fold": 0, "tri')
+    (ws / "contexts" / "bm25f" / f"{DYING_DETECTIVE}.json").write_text("{not json")
+    r = run(app, ["check", "--workspace", str(ws)])
+    assert r.exit_code == 1 and "3 damaged" in r.output, r.output
+    for path, repair in ((model, "retrain"), (run_file, "whoqa train"), ("contexts", "whoqa index")):
+        line = next(l for l in r.output.splitlines() if str(path) in l)
+        nxt = r.output.splitlines()[r.output.splitlines().index(line) + 1]
+        assert "damaged" in line and repair in nxt
+    r = run(app, ["check", "--workspace", str(ws), "--repair"])
+    assert r.exit_code == 0 and "deleted 3" in r.output
+    for cmd in (["index", "--workspace", str(ws), "--jobs", "1"],
+                ["train", "--workspace", str(ws), "--folds", "2", "--trials", "2", "--epochs", "3"],
+                ["train", "--workspace", str(ws), "--final", "--trials", "2", "--epochs", "3"]):
+        assert run(app, cmd).exit_code == 0
+    assert "0 damaged" in run(app, ["check", "--workspace", str(ws)]).output
+    after = _ask(ws)
+    ranking = lambda out: [l for l in out.splitlines() if "%" in l[:8]]  # noqa: E731
+    assert after.exit_code == 0 and ranking(after.output) == ranking(before.output)
