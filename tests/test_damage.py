@@ -96,3 +96,30 @@ def test_check_finds_each_damage_and_repair_restores_the_answers(ws):
     after = _ask(ws)
     ranking = lambda out: [l for l in out.splitlines() if "%" in l[:8]]  # noqa: E731
     assert after.exit_code == 0 and ranking(after.output) == ranking(before.output)
+
+
+def test_a_lock_held_by_a_killed_process_is_taken_over(tmp_path):
+    """The workspace lock is an flock: when its holder is killed (kill -9), the kernel releases it, so the next
+    command proceeds at once instead of waiting for a process that is gone."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+    from whoqa.core.workspace import locked
+    root = Path(__file__).resolve().parents[1]
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom whoqa.core.workspace import locked\n"
+                               f"with locked({str(tmp_path)!r}):\n    print('held', flush=True)\n    time.sleep(600)"],
+                              cwd=root, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    import fcntl
+    import os
+    fd = os.open(tmp_path / ".lock", os.O_RDWR)
+    with pytest.raises(BlockingIOError):  # held while the holder lives
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free at once: no stale lock is left behind
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+    with locked(tmp_path):  # and the next command takes it
+        pass
