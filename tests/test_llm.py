@@ -55,3 +55,25 @@ def test_a_real_small_language_model_reads_its_passage():
     assert r.chat and "<|im_start|>user" in r.tokenizer.decode(r.prompt("q?", [])[0])
     text, info = r.answer("What is the butler's name?", ["The old butler, whose name was Jeeves, opened the door."])
     assert "Jeeves" in text and info["passages"] == 1
+
+
+def test_joined_parts_are_checked_and_a_wrong_one_is_refused(tmp_path):
+    """A model shipped as raw parts in several packages: joined in order and checked against the recorded sha256;
+    a damaged part is refused in one line and leaves no file behind; a good join is reused."""
+    import hashlib
+    from whoqa.reader.llm import join_parts
+    parts = []
+    for k, data in enumerate((b"GGUF" + b"a" * 5000, b"b" * 7000, b"c" * 11)):
+        parts.append(tmp_path / f"part{k}.bin")
+        parts[-1].write_bytes(data)
+    good = hashlib.sha256(b"".join(p.read_bytes() for p in parts)).hexdigest()
+    dest = tmp_path / "cache" / "m.gguf"
+    assert join_parts(parts, dest, good).read_bytes() == b"".join(p.read_bytes() for p in parts)
+    stamp = dest.stat().st_mtime_ns
+    assert join_parts(parts, dest, good) == dest and dest.stat().st_mtime_ns == stamp  # reused, not joined again
+    parts[1].write_bytes(b"b" * 6999 + b"X")  # one damaged byte
+    other = tmp_path / "cache" / "n.gguf"
+    with pytest.raises(ValueError) as e:
+        join_parts(parts, other, good)
+    assert "sha256" in str(e.value) and "reinstall" in str(e.value) and "\n" not in str(e.value)
+    assert not other.exists() and not list(other.parent.glob("n.gguf*"))

