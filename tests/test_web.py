@@ -64,6 +64,7 @@ def test_a_who_question_is_answered_with_highlighted_evidence(served):
     assert a["evidence"] and marked and set(marked) <= ids  # mentions highlighted, each linked to a character
     text = "".join(s["text"] for s in a["evidence"][0]["segments"])
     assert len(text) > 10 and "  " not in text
+    assert all(s["text"] == s["text"].strip() for e in a["evidence"] for s in e["segments"] if s["char"] is not None)
 
 
 def test_bad_ids_and_requests_get_json_errors_and_nothing_outside_is_read(served, tmp_path):

@@ -69,10 +69,15 @@ def sentence_segments(book: Book, sid: int) -> list[dict]:
         space = "" if not out or t.word in NO_SPACE_BEFORE else " "
         if out and out[-1]["char"] == char and t.index not in starts:
             out[-1]["text"] += space + t.word
-        else:
-            if space:
-                out[-1]["text"] += space
+        elif not space:
             out.append({"text": t.word, "char": char})
+        elif out[-1]["char"] is None:  # spaces stay outside the highlighted mentions
+            out[-1]["text"] += space
+            out.append({"text": t.word, "char": char})
+        elif char is None:
+            out.append({"text": space + t.word, "char": None})
+        else:
+            out += [{"text": space, "char": None}, {"text": t.word, "char": char}]
     return out
 
 
