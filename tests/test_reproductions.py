@@ -106,3 +106,14 @@ def test_whoqa_runs_with_a_fixed_string_hash_seed(monkeypatch):
     except SystemExit:
         pass
     assert not seen  # set by the user: respected, no re-execution
+
+
+def test_the_readme_ask_example_is_what_the_main_job_records():
+    """The README's `ask` example shows the answer `whoqa reproduce main --check` expects (results/ask.json): the same
+    top character, at the same calibrated probability."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("$ whoqa ask --workspace ws --text")[1].split("```")[0]
+    first = next(l for l in block.splitlines() if "%" in l[:8])
+    expect = {e["metric"]: e["value"] for e in load("main")["expect"] if e["file"] == "results/ask.json"}
+    assert first.split("%", 1)[1].strip() == expect["characters.0.0"]
+    assert f"{100 * expect['characters.0.1']:.1f}%" in first
