@@ -318,6 +318,9 @@ def train_cmd(
                                     "patient, possessor) as the question asks."),
     seed: int = typer.Option(SEED, help="Seed of folds and trials (a run with another seed is its own run, "
                                         "<name>+seed<N>; book-level folds stay the same)."),
+    char_vectors: str = typer.Option(default(TrainConfig, "char_vectors"),
+                                     help="With --from-pretrained: the characters' vectors as pretraining tuned them "
+                                          "(pretrained) or as word2vec made them (word2vec: as a new book's are)."),
     by_book: bool = typer.Option(default(TrainConfig, "by_book"),
                                  help="Memory network: folds over books (the new-book measure): every question is "
                                       "answered by a model that never trained on its book; with --from-pretrained, "
@@ -393,7 +396,7 @@ def train_cmd(
     from whoqa.memnet.train import cross_validate, train_final
     given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
     cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience,
-                      roles=roles, pretrained=pretrained, device=device, by_book=by_book,
+                      roles=roles, pretrained=pretrained, device=device, by_book=by_book, char_vectors=char_vectors,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
     if final:
         st = _stage(train_final, workspace, cfg)

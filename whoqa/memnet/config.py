@@ -45,6 +45,9 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda[:N] (whoqa.core.device); not part of a run's identity
     from_pretrained: bool = False
     pretrained: str = "pretrain"  # which WS/models/<folder> to start from
+    char_vectors: str = "pretrained"  # from_pretrained: the characters' vectors as pretraining tuned them, or
+    # "word2vec": as folded-in word2vec left them, for every book, as a new book's are (a representation that
+    # transfers: trained and new books look alike; docs/who-ranker.md)
     by_book: bool = False  # folds over books, not questions: each question is answered by a model that never trained
     # on its book (nor, pretrained, on its book's artificial questions: pretraining is redone per fold without them)
     max_train_samples: int | None = None  # debug knob
@@ -64,7 +67,7 @@ class AdaptConfig:
 # Fields added after runs were recorded, at the value that does what those runs did: a record without them is read
 # with these, so a new field never makes earlier runs and models stale (and they are not redone).
 ADDED = {"salience": False, "salience_lr": 0.1, "roles": False}
-ADDED_TRAIN = {"by_book": False}  # only in TrainConfig
+ADDED_TRAIN = {"by_book": False, "char_vectors": "pretrained"}  # only in TrainConfig
 ADDED_PRETRAIN = {"exclude": None}  # only in PretrainConfig (its records are the ones with a "fraction")
 
 
@@ -88,7 +91,8 @@ def upgrade(record: dict) -> dict:
 
 def model_name(cfg: TrainConfig) -> str:
     """What a run trains (the folder of its --final model under WS/models/): memnet+<recipe>[<ranker>]."""
-    parts = [p for p, on in (("pretrain", cfg.from_pretrained), ("salience", cfg.salience), ("roles", cfg.roles)) if on]
+    parts = [p for p, on in (("pretrain", cfg.from_pretrained), ("salience", cfg.salience), ("roles", cfg.roles),
+                             ("w2v-chars", cfg.from_pretrained and cfg.char_vectors == "word2vec")) if on]
     return "+".join(["memnet"] + parts) + f"[{cfg.ranker}]"
 
 

@@ -153,6 +153,11 @@ def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path, pretrained: str |
     if not (folder / "model.pt").is_file():
         raise FileNotFoundError(f"{folder / 'model.pt'} is missing: run `whoqa pretrain --workspace {workspace}` first")
     model = load_model(folder, vocab, cfg.hops, device)
+    if cfg.char_vectors == "word2vec":  # every book's characters as a new book's: word2vec's vectors, not tuned ones
+        rows = torch.tensor(sorted(i for t, i in vocab.index.items() if t.startswith("CHAR_")), dtype=torch.long)
+        model.embed.weight.data[rows.to(model.embed.weight.device)] = vocab.matrix[rows].to(model.embed.weight)
+    elif cfg.char_vectors != "pretrained":
+        raise ValueError(f"unknown --char-vectors {cfg.char_vectors!r}: use pretrained or word2vec")
     model.set_train_embeddings(False)
     model.extend(cfg.salience, cfg.roles)  # the run's recipe, whatever the pretrained model had
     return model
