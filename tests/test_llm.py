@@ -14,10 +14,10 @@ def test_passages_go_best_first_and_the_last_is_cut_to_fit(tiny_llm_path):
     assert r.chat and r.budget == 120
     ids, kept = r.prompt("who opens the door?", ["jeeves opens the door", LONG, "bertie waits outside"])
     text = r.tokenizer.decode(ids)
-    assert kept == 2 and len(ids) <= 120
+    assert len(kept) == 2 and len(ids) <= 120
     assert "jeeves opens the door" in text and "word0" in text and "word290" not in text and "bertie" not in text
     assert text.startswith("[ user ]") and text.rstrip().endswith("[ assistant ]")  # the model's own chat template
-    assert r.prompt("who opens the door?", [])[1] == 0
+    assert r.prompt("who opens the door?", [])[1] == []
     plain = LLMReader(tiny_llm_path, "cpu", prompt_tokens=1000, max_new_tokens=8, chat="plain")
     assert not plain.chat and plain.budget == 192  # the model's 200 positions, minus the answer's
     assert r.tokenizer.decode(plain.prompt("who?", [])[0]).rstrip().endswith("answer :")
@@ -25,6 +25,7 @@ def test_passages_go_best_first_and_the_last_is_cut_to_fit(tiny_llm_path):
 
 def test_an_answer_is_its_first_line_without_a_repeated_label(tiny_llm_path):
     assert clean_answer("\nAnswer: Jeeves\nand then more") == "Jeeves" and clean_answer("") == ""
+    assert clean_answer("The answer is: \"Jeeves.\"") == "Jeeves" and clean_answer("In the garden.") == "In the garden"
     r = LLMReader(tiny_llm_path, "cpu", max_new_tokens=6)
     text, info = r.answer("who opens the door?", ["jeeves opens the door"])
     assert "\n" not in text and info == {"prompt_tokens": len(r.prompt("who opens the door?",
@@ -77,3 +78,23 @@ def test_joined_parts_are_checked_and_a_wrong_one_is_refused(tmp_path):
         join_parts(parts, other, good)
     assert "sha256" in str(e.value) and "reinstall" in str(e.value) and "\n" not in str(e.value)
     assert not other.exists() and not list(other.parent.glob("n.gguf*"))
+
+
+def test_passages_in_book_order_and_examples_from_other_books_only(tiny_llm_path):
+    """The passages kept are chosen best first but given in the book's order (DOS-RAG); the few-shot examples come
+    from other books' questions, never the asked book's, and show their answers."""
+    from whoqa.reader.llm import few_shots
+    r = LLMReader(tiny_llm_path, "cpu", prompt_tokens=190, max_new_tokens=8)
+    passages = ["alpha opens the door", "beta waits outside", "gamma rings the bell"]
+    ids, kept = r.prompt("who opens the door?", passages, starts=[50, 10, 30], order="book")
+    assert kept == ["beta waits outside", "gamma rings the bell", "alpha opens the door"]
+    text = r.tokenizer.decode(ids)
+    assert text.index("beta") < text.index("gamma") < text.index("alpha")
+    assert r.prompt("who opens the door?", passages, starts=[50, 10, 30], order="rank")[1] == passages
+    pool = [(f"q{i}", f"a{i}", "asked" if i % 2 else f"book{i}") for i in range(20)]
+    shots = few_shots(pool, "asked", 3, seed=7)
+    assert len(shots) == 3 and all(int(q[1:]) % 2 == 0 for q, _ in shots)  # never the asked book's
+    assert shots == few_shots(pool, "asked", 3, seed=7) and few_shots(pool, "asked", 0, 7) == []
+    ids, _ = r.prompt("who?", [], shots=shots)
+    shown = r.tokenizer.decode(ids)
+    assert all(q in shown and a in shown for q, a in shots)

