@@ -346,6 +346,12 @@ def train_cmd(
                                                    f"{default(LLMConfig, 'top_k')}, as many as fit)."),
     prompt_tokens: int = typer.Option(default(LLMConfig, "prompt_tokens"),
                                       help="llm: prompt budget in tokens (cut further to the model's context)."),
+    shots: int = typer.Option(default(LLMConfig, "shots"), help="llm: example questions with their answers, from "
+                                                                "other books (never the asked one)."),
+    passage_order: str = typer.Option(default(LLMConfig, "order"), help="llm: the passages kept in the book's order "
+                                                                        "(book, DOS-RAG) or best first (rank)."),
+    runtime: str = typer.Option(default(LLMConfig, "runtime"), help="llm: auto, transformers or llamacpp (gpt4all's "
+                                                                    "llama.cpp, for GGUF files it knows)."),
     train_encoder: bool = typer.Option(False, help="Reader: fine-tune the encoder too (default: decoder only)."),
     beams: int = typer.Option(default(ReaderConfig, "num_beams"), help="Reader: beam size (1 = greedy)."),
     no_repeat_ngram: int = typer.Option(default(ReaderConfig, "no_repeat_ngram"),
@@ -361,7 +367,8 @@ def train_cmd(
     if reader == "llm":
         from whoqa.reader.llm import answer_all
         lcfg = LLMConfig(base=reader_base or default(LLMConfig, "base"), context=context, prompt_tokens=prompt_tokens,
-                         half=bf16, seed=seed, max_eval_samples=max_eval_samples,
+                         half=bf16, seed=seed, max_eval_samples=max_eval_samples, shots=shots, order=passage_order,
+                         runtime=runtime,
                          **({"top_k": top_k} if top_k is not None else {}))
         s = _stage(answer_all, workspace, lcfg, device=device)
         m = s["metrics"]
