@@ -321,7 +321,8 @@ def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dic
 
 def calibration_for(workspace: Path, name: str, config: dict | None = None) -> dict | None:
     """The temperature a --final ensemble serves with: fit on every fold of a cross-validated run of its recipe,
-    book-level runs first (new books are what it is asked about), then question-level ones. None without any."""
+    book-level runs first (new books are what it is asked about), then question-level ones; among those, the run of
+    the same seed first. None without any."""
     from whoqa.core.choice import same_recipe
     from whoqa.memnet.choose import NOT_RECIPE
     runs = Workspace(workspace).runs
@@ -337,11 +338,12 @@ def calibration_for(workspace: Path, name: str, config: dict | None = None) -> d
             continue
         cal = (json.loads(summary.read_text()).get("ensemble") or {}).get("calibration")
         if cal:
-            found.append((not rc.get("by_book"), run.name, cal))
+            seed = (config or {}).get("seed")
+            found.append((not rc.get("by_book"), seed is not None and rc.get("seed") != seed, run.name, cal))
     if not found:
         return None
-    by_book, run, cal = sorted(found)[0]
-    return {"temperature": cal["temperature"], "run": run, "ece": cal["ece"], "by_book": not by_book}
+    not_by_book, _, run, cal = sorted(found, key=lambda f: f[:3])[0]
+    return {"temperature": cal["temperature"], "run": run, "ece": cal["ece"], "by_book": not not_by_book}
 
 
 def glob_escape(name: str) -> str:
