@@ -68,6 +68,7 @@ class Asker:
         self.members = load_members(self.model_dir, self.vocab, device=self.device)
         self.member_dirs = member_folders(self.model_dir)
         self.model = self.members[0]
+        self.shared_embeddings = all(torch.equal(m.embed.weight, self.model.embed.weight) for m in self.members[1:])
         config = saved_config(self.model_dir).get("config", {})
         self.memories = config.get("memories", 100)
         self.calibration = calibration_for(self.ws, self.model_name, config) if self.model_name != "pretrain" else None
@@ -110,7 +111,11 @@ class Asker:
                     if len(book_rows(m, arrays)):
                         rows, vectors, _ = cached_adapt(m, d, self.ws, book_id, self.vocab, {book_id: arrays})
                         patches[i] = (rows, vectors)
-            self._books[book_id] = (book, aliases, index, arrays, patches)
+            cache = None  # the book's sentences encoded once (members sharing their frozen embeddings, unadapted)
+            if self.shared_embeddings and not any(patches) and len(arrays.candidates):
+                from whoqa.memnet.data import MemoryCache
+                cache = MemoryCache(self.model, {book_id: arrays})
+            self._books[book_id] = (book, aliases, index, arrays, patches, cache)
         return self._books[book_id]
 
     @torch.no_grad()
@@ -120,7 +125,7 @@ class Asker:
         from whoqa.retrieval.bm25f import context_sentences, question_fields, windows
         if not question.strip():
             raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
-        book, aliases, index, arrays, patches = self._book(book_id)
+        book, aliases, index, arrays, patches, cache = self._book(book_id)
         if len(arrays.candidates) == 0:
             raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
         warnings = [f"the question names {n!r}, who is not a character of this book" for n in
@@ -134,10 +139,11 @@ class Asker:
         none = (torch.zeros(0, dtype=torch.long), torch.zeros(0, self.vocab.matrix.shape[1]))
         t = self.calibration["temperature"] if self.calibration else 1.0
         probs, atts = [], []
+        shared = cache.batch([ex], self.memories) if cache is not None else None  # (the same for every member)
         for m, patch in zip(self.members, patches):
             with patched(m, *(patch or none)):
                 scores, att = m(b.question, b.keys, b.values, b.candidates, return_attention=True,
-                                salience=b.salience, roles=b.roles)  # (1, C), (1, hops, M)
+                                memories=shared, salience=b.salience, roles=b.roles)  # (1, C), (1, hops, M)
             probs.append(torch.softmax(scores[0].cpu() / t, -1))  # (C,)
             atts.append(att[0].cpu())  # (hops, M)
         probs = torch.stack(probs).mean(0)  # (C,) the members' calibrated probabilities averaged
