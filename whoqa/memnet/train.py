@@ -168,15 +168,34 @@ def pretrain_without(workspace: Path, cfg: TrainConfig, books: list[str], progre
     questions (so a held-out book's characters keep their word2vec vectors, as a new book's do). Returns its folder
     under WS/models/ (pretrain-folds/<name>-without-<books' digest>/), reused while config and inputs are the same."""
     ws = Workspace(workspace)
-    record = saved_config(ws.models / cfg.pretrained)
-    if not record:
-        raise FileNotFoundError(f"{ws.models / cfg.pretrained} is missing: run `whoqa pretrain --workspace "
-                                f"{workspace}` first")
-    fields = {k: v for k, v in record["config"].items() if k in PretrainConfig.__dataclass_fields__}
+    record = saved_config(ws.models / cfg.pretrained)  # its recipe; without one, the default pretraining's
+    fields = {k: v for k, v in (record.get("config") or {}).items() if k in PretrainConfig.__dataclass_fields__}
     name = f"pretrain-folds/{cfg.pretrained}-without-{digest(sorted(books))[:10]}"
     pretrain(workspace, PretrainConfig(**{**fields, "name": name, "exclude": sorted(books), "device": cfg.device}),
              progress=progress)
     return name
+
+
+def book_groups(examples: list[Example], folds: int) -> list[list[str]]:
+    """Book-level CV's folds: the books with usable Who questions in `folds` seeded groups (the same for every seed)."""
+    with_questions = sorted({e.book for e in examples})
+    if len(with_questions) < folds:
+        raise ValueError(f"{len(with_questions)} books with usable Who questions for {folds} book folds: use "
+                         f"--folds {len(with_questions)} or fewer")
+    return book_folds(with_questions, folds, SEED)
+
+
+def pretrain_folds(workspace: Path, cfg: TrainConfig, which: list[int] | None = None, progress: bool = False) -> list:
+    """Book-level CV's per-fold pretrainings ahead of time (e.g. several at once in separate processes): the
+    pretraining without each fold's books, for the folds in `which` (all by default). Returns their folders."""
+    ws = Workspace(workspace)
+    vocab = Vocab(ws)
+    from data_prep.who_set import load_who_set
+    characters, _ = load_who_set(ws)
+    books = load_books(ws, vocab, sorted(characters), progress)
+    examples, _ = who_examples(ws, cfg.ranker, vocab, books, cfg.memories)
+    groups = book_groups(examples, cfg.folds)
+    return [pretrain_without(ws, cfg, groups[k], progress) for k in (which if which is not None else range(len(groups)))]
 
 
 def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
@@ -206,11 +225,7 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
     redone = claim(out, prov, ws.runs_archive, upgrade)
     atomic_write(out / "config.json", json.dumps(asdict(cfg), indent=1))
     if cfg.by_book:  # the books' folds are the same for every seed: their pretrainings are shared by the seeds
-        with_questions = sorted({e.book for e in examples})
-        if len(with_questions) < cfg.folds:
-            raise ValueError(f"{len(with_questions)} books with usable Who questions for {cfg.folds} book folds: use "
-                             f"--folds {len(with_questions)} or fewer")
-        groups = book_folds(with_questions, cfg.folds, SEED)
+        groups = book_groups(examples, cfg.folds)
         folds = [[i for i, e in enumerate(examples) if e.book in set(g)] for g in groups]
     else:
         groups = None
