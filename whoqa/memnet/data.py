@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -117,7 +118,7 @@ def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
         log.warning("book %s is not in the word vectors: run `whoqa prepare` to fold it in", book_id)
         return arrays
     cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_name(cache.stem + ".tmp.npz")
+    tmp = cache.with_name(f"{cache.stem}.tmp-{os.getpid()}.npz")  # per process: two commands may build it at once
     np.savez(tmp, sentences=arrays.sentences, values=arrays.values, candidates=arrays.candidates,
              char_ids=arrays.char_ids, counts=arrays.counts, roles=arrays.roles)
     tmp.replace(cache)
