@@ -58,7 +58,9 @@ def test_every_reproduction_parses_and_the_readme_shows_main_s_numbers():
     readme = (ROOT / "README.md").read_text()
     for name in ("main", "who"):  # the README's tables are these files' expected values
         for e in load(name)["expect"]:
-            shown = f"{e['value']:.3f}" if e["metric"] == "mrr" else f"{e['value']:.2f}"
+            if e["file"] == "results/ask.json":  # the ask example: its own test below
+                continue
+            shown = f"{e['value']:.3f}" if e["metric"] in ("mrr", "ece") else f"{e['value']:.2f}"
             assert shown in readme, f"README lacks {name}'s {e['file']} {e['metric']} = {shown}"
     results = (ROOT / "docs" / "results.md").read_text()
     for e in load("reader")["expect"]:  # the full-task table of docs/results.md
