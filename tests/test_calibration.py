@@ -49,24 +49,29 @@ def test_averaging_members_counts_each_member_once():
 
 
 def test_training_gives_the_same_numbers_with_one_or_two_threads():
-    """The memory network trained for 20 steps in a fresh process with 1 and with 2 intra-op threads: every parameter
-    is bit-identical (whoqa.core.numerics pins the kernels; the reductions do not depend on the thread count)."""
+    """The memory network trained in a fresh process whose torch was given 1 or 2 intra-op threads (OMP_NUM_THREADS,
+    as on machines with other core counts), with batches of varied size (a last batch of 3 is where ATen splits
+    reductions by thread): under the thread count the config fixes (whoqa.core.numerics), every parameter is
+    bit-identical."""
     script = """
 import sys, torch, whoqa
 torch.set_num_threads(int(sys.argv[1]))
+from whoqa.core.numerics import intra_op_threads
 from whoqa.core.seed import set_seed
+from whoqa.memnet.config import TrainConfig
 from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
-set_seed(0)
-m = KVMemNet(torch.randn(3000, 64), MemNetConfig(salience=True))
-opt = torch.optim.Adam(m.parameters(), 1e-2)
-g = torch.Generator().manual_seed(1)
-for _ in range(20):
-    q, k = torch.randint(1, 3000, (16, 10), generator=g), torch.randint(0, 3000, (16, 50, 20), generator=g)
-    v, c = torch.randint(0, 3000, (16, 50, 3), generator=g), torch.randint(1, 3000, (16, 30), generator=g)
-    ment = (v.unsqueeze(-1) == c[:, None, None, :]).any(2)
-    loss = nll(m(q, k, v, c, salience=(ment, torch.randn(16, 30, generator=g))), torch.arange(30) == 0)
-    opt.zero_grad(); loss.backward(); opt.step()
-print(torch.cat([p.detach().flatten() for p in m.parameters()]).double().sum().item(), loss.item())
+with intra_op_threads(TrainConfig().threads):
+    set_seed(0)
+    m = KVMemNet(torch.randn(3000, 100), MemNetConfig(salience=True))
+    opt = torch.optim.Adam(m.parameters(), 1e-2)
+    g = torch.Generator().manual_seed(1)
+    for B in (32, 32, 3, 7, 32, 1, 5, 64, 200):
+        q, k = torch.randint(1, 3000, (B, 10), generator=g), torch.randint(0, 3000, (B, 100, 20), generator=g)
+        v, c = torch.randint(0, 3000, (B, 100, 3), generator=g), torch.randint(1, 3000, (B, 60), generator=g)
+        ment = (v.unsqueeze(-1) == c[:, None, None, :]).any(2)
+        loss = nll(m(q, k, v, c, salience=(ment, torch.randn(B, 60, generator=g))), torch.arange(60) == 0)
+        opt.zero_grad(); loss.backward(); opt.step()
+print(repr(torch.cat([p.detach().flatten() for p in m.parameters()]).double().sum().item()), repr(loss.item()))
 """
     outs = [subprocess.run([sys.executable, "-c", script, str(n)], capture_output=True, text=True, cwd=ROOT,
                            env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": str(n)}) for n in (1, 2)]

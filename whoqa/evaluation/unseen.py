@@ -72,24 +72,26 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
         if not (Workspace(target).contexts / ranker).is_dir():
             log.warning("%s left out: no %s contexts for %s", folder.name, ranker, target)
             continue
+        from whoqa.core.numerics import intra_op_threads
         cal = calibration_for(workspace, folder.name, cfg)
         temperature = cal["temperature"] if cal else 1.0
         examples, _ = who_examples(target, ranker, vocab, books, memories)
         scored = {"": [], "+adapt": []}  # per member: {question id: {character: score}}
         stats = {}
         for member in member_folders(folder):
-            model = load_model(member, vocab, device=as_device(device))
-            scored[""].append(_scores(predict(model, examples, books, memories, probabilities=True), examples))
-            if not adapt:
-                continue
-            mine = {}
-            for b in sorted({e.book for e in examples}):
-                rows, vectors, st = cached_adapt(model, member, target, b, vocab, books, adapt_cfg)
-                stats.setdefault(b, []).append({k: v for k, v in st.items() if k != "config"})
-                here = [e for e in examples if e.book == b]
-                with patched(model, rows, vectors), torch.no_grad():
-                    mine.update(_scores(predict(model, here, books, memories, probabilities=True), here))
-            scored["+adapt"].append(mine)
+            with intra_op_threads(cfg.get("threads", 1)):  # as the model was trained: the same numbers anywhere
+                model = load_model(member, vocab, device=as_device(device))
+                scored[""].append(_scores(predict(model, examples, books, memories, probabilities=True), examples))
+                if not adapt:
+                    continue
+                mine = {}
+                for b in sorted({e.book for e in examples}):
+                    rows, vectors, st = cached_adapt(model, member, target, b, vocab, books, adapt_cfg)
+                    stats.setdefault(b, []).append({k: v for k, v in st.items() if k != "config"})
+                    here = [e for e in examples if e.book == b]
+                    with patched(model, rows, vectors), torch.no_grad():
+                        mine.update(_scores(predict(model, here, books, memories, probabilities=True), here))
+                scored["+adapt"].append(mine)
         for suffix, members in scored.items():
             if not members:
                 continue

@@ -71,6 +71,7 @@ class Asker:
         self.shared_embeddings = all(torch.equal(m.embed.weight, self.model.embed.weight) for m in self.members[1:])
         config = saved_config(self.model_dir).get("config", {})
         self.memories = config.get("memories", 100)
+        self.threads = config.get("threads", 1)  # torch's intra-op threads, as the model was trained
         self.calibration = calibration_for(self.ws, self.model_name, config) if self.model_name != "pretrain" else None
         self.rcfg = RetrievalConfig(context_sentences=self.memories)
         self._books: dict[str, tuple] = {}
@@ -118,8 +119,13 @@ class Asker:
             self._books[book_id] = (book, aliases, index, arrays, patches, cache)
         return self._books[book_id]
 
-    @torch.no_grad()
     def ask(self, book_id: str, question: str, top: int = 5, evidence: int = 3) -> Answer:
+        """The book's characters ranked for a Who question, with calibrated probabilities and the evidence."""
+        from whoqa.core.numerics import intra_op_threads
+        with intra_op_threads(self.threads), torch.no_grad():
+            return self._ask(book_id, question, top, evidence)
+
+    def _ask(self, book_id: str, question: str, top: int, evidence: int) -> Answer:
         from whoqa.memnet.adapt import patched
         from whoqa.memnet.data import Example, collate, question_tokens
         from whoqa.retrieval.bm25f import context_sentences, question_fields, windows

@@ -20,6 +20,7 @@ class PretrainConfig:
     roles: bool = False  # values weigh characters by their role in the sentence, as the question asks (not in the paper)
     seed: int = SEED
     device: str = "auto"  # auto | cpu | cuda[:N] (whoqa.core.device); not part of a run's identity
+    threads: int = 1  # torch intra-op threads: results depend on them (whoqa.core.numerics), so they are fixed
     max_train_samples: int | None = None  # debug knob
     name: str = "pretrain"  # output folder under WS/models/
     exclude: list[str] | None = None  # books whose artificial questions are left out (book-level CV's held-out fold)
@@ -43,6 +44,7 @@ class TrainConfig:
     roles: bool = False  # values weigh characters by their role in the sentence, as the question asks (not in the paper)
     seed: int = SEED
     device: str = "auto"  # auto | cpu | cuda[:N] (whoqa.core.device); not part of a run's identity
+    threads: int = 1  # torch intra-op threads: results depend on them (whoqa.core.numerics), so they are fixed
     from_pretrained: bool = False
     pretrained: str = "pretrain"  # which WS/models/<folder> to start from
     char_vectors: str = "pretrained"  # from_pretrained: the characters' vectors as pretraining tuned them, or
@@ -66,7 +68,7 @@ class AdaptConfig:
 
 # Fields added after runs were recorded, at the value that does what those runs did: a record without them is read
 # with these, so a new field never makes earlier runs and models stale (and they are not redone).
-ADDED = {"salience": False, "salience_lr": 0.1, "roles": False}
+ADDED = {"salience": False, "salience_lr": 0.1, "roles": False, "threads": 1}
 ADDED_TRAIN = {"by_book": False, "char_vectors": "pretrained"}  # only in TrainConfig
 ADDED_PRETRAIN = {"exclude": None}  # only in PretrainConfig (its records are the ones with a "fraction")
 

@@ -14,6 +14,7 @@ import torch
 from whoqa.core.book import atomic_write
 from whoqa.core.device import resolve_device
 from whoqa.core.folds import book_folds, index_folds
+from whoqa.core.numerics import intra_op_threads
 from whoqa.core.seed import SEED, set_seed
 from whoqa.memnet.checkpoint import load_model, save_model, saved_config
 from whoqa.memnet.data import (BookArrays, Example, MemoryCache, Vocab, artificial_examples, book_arrays, collate,
@@ -109,6 +110,12 @@ def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArray
 def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dict:
     """Pretrain on every book's artificial questions -> WS/models/<cfg.name>/. Already done when the model there has
     the same identity (config + vectors + artificial questions); otherwise it is redone, never reused."""
+    with intra_op_threads(cfg.threads):
+        return _pretrain(workspace, cfg, progress)
+
+
+def _pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dict:
+    """`pretrain`'s work, in the intra-op threads it set."""
     ws = Workspace(workspace)
     set_seed(cfg.seed)
     vocab = Vocab(ws)
@@ -171,7 +178,8 @@ def pretrain_without(workspace: Path, cfg: TrainConfig, books: list[str], progre
     record = saved_config(ws.models / cfg.pretrained)  # its recipe; without one, the default pretraining's
     fields = {k: v for k, v in (record.get("config") or {}).items() if k in PretrainConfig.__dataclass_fields__}
     name = f"pretrain-folds/{cfg.pretrained}-without-{digest(sorted(books))[:10]}"
-    pretrain(workspace, PretrainConfig(**{**fields, "name": name, "exclude": sorted(books), "device": cfg.device}),
+    pretrain(workspace, PretrainConfig(**{**fields, "name": name, "exclude": sorted(books), "device": cfg.device,
+                                          "threads": cfg.threads}),
              progress=progress)
     return name
 
@@ -211,6 +219,12 @@ def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
 
 def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
     """k folds x trials; each (fold, trial) is saved as it finishes, so an interrupted run resumes."""
+    with intra_op_threads(cfg.threads):
+        return _cross_validate(workspace, cfg, progress)
+
+
+def _cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
+    """`cross_validate`'s work, in the intra-op threads it set."""
     ws = Workspace(workspace)
     vocab = Vocab(ws)
     from data_prep.who_set import load_who_set
@@ -298,6 +312,12 @@ def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dic
     cross-validation), for `whoqa ask` and for judging other folders' books -> WS/models/<name>/ (the first member's
     model.pt, the others' members/trial<t>/model.pt). Its calibration is the one measured for the same recipe
     (`calibration_for`). Members already trained with this config and inputs are kept (resumable)."""
+    with intra_op_threads(cfg.threads):
+        return _train_final(workspace, cfg, progress)
+
+
+def _train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
+    """`train_final`'s work, in the intra-op threads it set."""
     ws = Workspace(workspace)
     vocab = Vocab(ws)
     from data_prep.who_set import load_who_set
