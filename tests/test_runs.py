@@ -80,9 +80,9 @@ def test_pretraining_is_done_once_per_identity(mini_data, dd_ws):
     from data_prep.addbook import add_text
     story = ws.parent / "story.txt"
     story.write_text("Anna met Peter Brown in the garden. Peter gave Anna a rose, and she thanked him.\n" * 30)
-    new = add_text(ws, story)  # a book folded into the vectors after pretraining: rows grow, none moves
-    (ws / "artificial" / f"{new}.jsonl.gz").unlink()  # as `eval --data` does it: its questions live elsewhere
-    r = run(app, cmd)
+    new = add_text(ws, story)  # a book folded into the vectors after pretraining (`ask --text`): rows grow, none
+    assert (ws / "artificial" / f"{new}.jsonl.gz").is_file()  # moves; its artificial questions are a new book's:
+    r = run(app, cmd)  # never pretrained on, so the pretraining stays what it was
     assert r.exit_code == 0 and r.output.startswith("already done") and model.stat().st_mtime_ns == made, r.output
     r = run(app, cmd + ["--hops", "1"])  # another config: redone, and the model says so
     assert r.exit_code == 0 and "already done" not in r.output and model.stat().st_mtime_ns != made

@@ -123,8 +123,11 @@ def _pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> di
     book_ids = [p.name[:-len(".jsonl.gz")] for p in files]
     if not book_ids:
         raise FileNotFoundError(f"no artificial questions in {ws}/artificial: run `whoqa prepare` first")
-    if cfg.exclude:
-        keep = set(book_ids) - set(cfg.exclude)
+    from data_prep.embeddings import read_state
+    folded = {b for h in (read_state(ws) or {}).get("history", []) for b in h.get("folded_in", [])}
+    if cfg.exclude or folded:  # books folded into the vectors later (ask --text, eval --data) are new books: never
+        # pretrained on, and adding one leaves the pretraining what it was
+        keep = set(book_ids) - set(cfg.exclude or ()) - folded
         files = [f for f, b in zip(files, book_ids) if b in keep]
         book_ids = [b for b in book_ids if b in keep]
     prov = provenance(effective(asdict(cfg)), {"vectors": vocab.identity(), "artificial": files_digest(files)})
