@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 BOOK_ID = re.compile(r"^[0-9a-f]{40}$")
 JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 PAGE = Path(__file__).with_name("page.html")
+KEEP_BOOKS = 4  # books kept loaded by the service
 NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", "'s", "n't", ")", "'", "''", "--"}
 
 
@@ -104,23 +105,50 @@ class Service:
         return book_id
 
     def book(self, book_id: str) -> Book:
+        """A book, loaded once; the few most recently viewed are kept (a workspace may hold hundreds)."""
         book_id = self.book_id(book_id)
         if book_id not in self._books:
+            if len(self._books) >= KEEP_BOOKS:
+                self._books.pop(next(iter(self._books)))
             self._books[book_id] = Book.load(self.ws.books / book_id, book_id)
+        else:
+            self._books[book_id] = self._books.pop(book_id)  # most recent last
         return self._books[book_id]
 
-    def title(self, book_id: str, book: Book | None = None) -> str:
-        texts = json.loads(self.ws.texts.read_text()) if self.ws.texts.is_file() else {}
-        if book_id in texts:
-            return texts[book_id].get("first_line") or book_id[:12]
-        book = book or self.book(book_id)
-        return " ".join(book.sentence_words(0)[:10]) if book.sentences else book_id[:12]
-
     def summary(self, book_id: str) -> dict:
-        book = self.book(book_id)
-        words = sum(1 for t in book.tokens if t.pos != "PUNCT")
-        return {"id": book_id, "title": self.title(book_id, book), "words": words, "sentences": len(book.sentences),
-                "characters": len(book.characters)}
+        """Title, words, sentences and characters of a book, read without loading it and kept beside it
+        (WS/books/<id>/summary.json, remade when the book's files change)."""
+        book_id = self.book_id(book_id)
+        folder = self.ws.books / book_id
+        tokens, chars = folder / f"{book_id}.tokens", folder / f"{book_id}.book"
+        stamp = [tokens.stat().st_mtime_ns, tokens.stat().st_size, chars.stat().st_mtime_ns]
+        path = folder / "summary.json"
+        if path.is_file():
+            saved = json.loads(path.read_text())
+            if saved.get("stamp") == stamp:
+                return saved["summary"]
+        from whoqa.core.book import read_characters
+        words = sentences = 0
+        first: list[str] = []
+        with open(tokens, encoding="utf-8") as f:
+            next(f, None)  # header
+            for line in f:
+                cols = line.split("\t")
+                if len(cols) < 9:
+                    continue
+                words += cols[8] != "PUNCT"
+                sentences = max(sentences, int(cols[1]) + 1)
+                if cols[1] == "0" and len(first) < 12:
+                    first.append(cols[4])
+        texts = json.loads(self.ws.texts.read_text()) if self.ws.texts.is_file() else {}
+        title = (texts.get(book_id) or {}).get("first_line") or " ".join(first) or book_id[:12]
+        out = {"id": book_id, "title": title, "words": words, "sentences": sentences,
+               "characters": len(read_characters(chars))}
+        try:
+            atomic_write(path, json.dumps({"stamp": stamp, "summary": out}))
+        except OSError:  # a workspace on a read-only disk: computed again next time
+            pass
+        return out
 
     def books(self) -> list[dict]:
         ids = sorted(p.name for p in self.ws.books.iterdir() if BOOK_ID.match(p.name) and is_done(p, p.name)) \
