@@ -41,10 +41,27 @@ def nll(items: list[Item], temperature: float) -> float:
 
 
 def fit_temperature(items: list[Item]) -> float:
-    """The grid temperature with the lowest NLL on items (1.0 when there are none)."""
+    """The grid temperature with the lowest NLL on items (1.0 when there are none): every temperature at once, on
+    the items padded into one array."""
     if not items:
         return 1.0
-    losses = [nll(items, t) for t in GRID]
+    members = max(i.scores.shape[0] for i in items)
+    width = max(i.scores.shape[1] for i in items)
+    s = np.full((len(items), members, width), -np.inf)  # (n, M, C)
+    right = np.zeros((len(items), width), dtype=bool)  # (n, C)
+    count = np.array([i.scores.shape[0] for i in items], dtype=float)  # (n,) members per item
+    for k, i in enumerate(items):
+        s[k, :i.scores.shape[0], :i.scores.shape[1]] = i.scores
+        right[k, :len(i.correct)] = i.correct
+    present = np.isfinite(s).any(-1)  # (n, M) padded members score nothing
+    top = np.where(np.isfinite(s), s, -np.inf).max(-1, keepdims=True)  # (n, M, 1)
+    top = np.where(np.isfinite(top), top, 0.0)
+    losses = []
+    for t in GRID:
+        e = np.exp((s - top) / t)  # (n, M, C); exp(-inf) = 0
+        p = e / np.maximum(e.sum(-1, keepdims=True), 1e-300)  # (n, M, C)
+        p = (p * present[..., None]).sum(1) / count[:, None]  # (n, C) the members' average
+        losses.append(-np.log(np.maximum((p * right).sum(-1), 1e-12)).mean())
     return float(GRID[int(np.argmin(losses))])
 
 
