@@ -32,7 +32,7 @@ def test_memory_network_trains_and_answers_on_the_given_device():
     m = KVMemNet(torch.randn(20, 8), MemNetConfig(hops=1, salience=True)).to(device)
     losses = fit(m, ex, books, memories=2, epochs=20, lr=0.05, batch_size=2, seed=0)
     assert losses[-1] < losses[0] and m.salience_w.device.type == device.type
-    ranked, probs = predict(m, ex, books, memories=2, probabilities=True)
+    ranked, probs, _scores = predict(m, ex, books, memories=2, probabilities=True)
     assert sorted(ranked[0]) == [5, 7] and abs(sum(probs[0]) - 1) < 1e-5
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from whoqa.core.book import atomic_write
-from whoqa.core.device import as_device, mixed_precision
+from whoqa.core.device import LLAMACPP_DEVICE, as_device, mixed_precision
 from whoqa.core.distributed import barrier, shard, world
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import claim, digest, file_digest, provenance
@@ -308,7 +308,7 @@ def _llamacpp(path: Path, context: int, strict: bool):
         import contextlib
         import io
         with contextlib.redirect_stderr(io.StringIO()):  # it tries (and reports failing) its CUDA builds first
-            return GPT4All(path.name, model_path=str(path.parent), allow_download=False, device="cpu",
+            return GPT4All(path.name, model_path=str(path.parent), allow_download=False, device=LLAMACPP_DEVICE,
                            n_threads=torch.get_num_threads(), n_ctx=max(512, context), verbose=False)
     except ImportError as e:
         if strict:
