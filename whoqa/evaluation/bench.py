@@ -203,3 +203,49 @@ def run_processes(workspace: str, context: str = "bm25f", n: int = 32, base: str
             "train_examples_per_s (whole model, global batch 8)": train["examples_per_second"],
             "train_loss_first": round(train["loss_first"], 4),
             "answer_s_per_question (greedy, with encoding)": round(answer, 3)}
+
+
+def run_llm(workspace: str, base: str, runtime: str = "auto", n: int = 8, new_tokens: int = 16) -> dict:
+    """A local LLM reader on real prompts (the workspace's questions with their BM25F passages, as `train --reader
+    llm` builds them): load time, prompt (prefill) and generation tokens/s, seconds per answer, peak memory. Run it
+    once per model and runtime, each in its own process, so the peak memory is that model's."""
+    import resource
+
+    import torch
+    from whoqa.reader.config import LLMConfig
+    from whoqa.reader.data import build_examples
+    from whoqa.reader.llm import LLMReader
+    cfg = LLMConfig()
+    examples = build_examples(Workspace(workspace), "bm25f", cfg.top_k, progress=False)[:n]
+    t = time.perf_counter()
+    reader = LLMReader(base, None, cfg.prompt_tokens, new_tokens, runtime=runtime)
+    load = time.perf_counter() - t
+    prompts = [reader.prompt(e.question, e.passages, (), e.starts, cfg.order)[0] for e in examples]
+    prefill, generate = [], []
+    for ids in prompts:
+        if reader.llama is not None:
+            text = reader.tokenizer.decode(ids, skip_special_tokens=False)
+            stamps = []
+            t = time.perf_counter()
+            reader.llama.generate(text, max_tokens=new_tokens, temp=0.0, top_k=1,
+                                  callback=lambda *_: stamps.append(time.perf_counter()) or True)
+            prefill.append(stamps[0] - t)  # the first token comes right after the prompt is read
+            generate.append((len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9))
+        else:
+            x = torch.tensor([ids], device=reader.device)  # (1, L)
+            with torch.no_grad():
+                t = time.perf_counter()
+                reader.model(x)
+                t1 = time.perf_counter()
+                reader.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new_tokens,
+                                      min_new_tokens=new_tokens, do_sample=False, pad_token_id=reader.pad)
+                t2 = time.perf_counter()
+            prefill.append(t1 - t)
+            generate.append((new_tokens - 1) / max(t2 - t1 - (t1 - t), 1e-9))
+    tokens = statistics.fmean(len(p) for p in prompts)
+    return {"model": base, "runtime": reader.runtime, "threads": torch.get_num_threads(), "questions": len(prompts),
+            "load_s": round(load, 1), "prompt_tokens_mean": round(tokens),
+            "prompt_tokens_per_s": round(tokens / statistics.median(prefill), 1),
+            "generation_tokens_per_s": round(statistics.median(generate), 1),
+            "answer_s (prompt + 8 tokens)": round(statistics.median(prefill) + 8 / statistics.median(generate), 2),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}

