@@ -98,3 +98,42 @@ def test_passages_in_book_order_and_examples_from_other_books_only(tiny_llm_path
     ids, _ = r.prompt("who?", [], shots=shots)
     shown = r.tokenizer.decode(ids)
     assert all(q in shown and a in shown for q, a in shots)
+
+
+def test_a_names_score_is_its_log_likelihood_after_the_prompt(tiny_llm_path):
+    """name_scores continues one prompt's cache per name: the same log-likelihood as scoring prompt + name whole."""
+    import torch
+    r = LLMReader(tiny_llm_path, "cpu", prompt_tokens=150, max_new_tokens=8, runtime="transformers")
+    names = ["jeeves", "bertie wooster", "aunt agatha"]
+    got = r.name_scores("who opens the door?", ["jeeves opens the door"], names)
+    ids, _ = r.prompt("who opens the door?", ["jeeves opens the door"])
+    for name, score in zip(names, got):
+        toks = r._ids(name)
+        x = torch.tensor([ids + toks])
+        with torch.no_grad():
+            logp = torch.log_softmax(r.model(x).logits[0].float(), -1)  # (L, V)
+        whole = sum(float(logp[len(ids) - 1 + i, t]) for i, t in enumerate(toks))
+        assert score == pytest.approx(whole, abs=1e-4)
+    assert got[1] < 0 and len(set(got)) == 3
+
+
+def test_reranking_follows_an_llm_that_is_sure_and_ignores_one_that_is_not():
+    """The LLM's weight is fit on the other folds: where it always puts the right name far ahead, it gets weight and
+    lifts P@1 over the network's; where its scores are noise, it gets no weight and the network's order stays."""
+    import numpy as np
+    from whoqa.reader.rerank import combined, evaluate
+    rng = np.random.default_rng(0)
+    sure, noise = [], []
+    for q in range(40):
+        ranking = [10, 11, 12, 13, 14]
+        right = ranking[q % 3 + 1]  # the network ranks the right character 2nd to 4th
+        base = {"question_id": q, "fold": q % 4, "ranking": ranking, "probs": [0.4, 0.25, 0.2, 0.1, 0.05],
+                "answers": [right], "seconds": 0.1}
+        sure.append({**base, "llm": [-8.0 + 6.0 * (c == right) for c in ranking[:4]]})
+        noise.append({**base, "llm": list(rng.normal(0, 0.01, 4))})
+    s = evaluate(sure)
+    assert s["network"]["p@1"] == 0 and s["combined"]["p@1"] == 100 and min(s["fold_weights"].values()) > 0
+    assert combined(sure[0], 0.0) == sure[0]["ranking"]  # weight 0: the network's order
+    assert combined(sure[0], 1.0)[0] == sure[0]["answers"][0] and combined(sure[0], 1.0)[4] == 14  # k=4: last stays
+    n = evaluate(noise)
+    assert n["combined"]["p@1"] == n["network"]["p@1"] == 0

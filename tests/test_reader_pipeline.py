@@ -168,18 +168,47 @@ def test_a_local_language_model_answers_zero_shot_beside_the_fid_rows(ws, tiny_l
     before = answers.read_text()
     assert len(before.splitlines()) == 6
     assert run(app, llm).exit_code == 0 and answers.read_text() == before  # resumed: nothing answered again
-    r = run(app, llm + ["--top-k", "2"])  # another config: the earlier run is kept aside, never mixed in
-    kept = [p for p in (ws / "reader" / "llm-archive").iterdir() if p.name.startswith(f"{name}@")]
-    assert r.exit_code == 0 and len(kept) == 1 and (kept[0] / "predictions.jsonl").read_text() == before
+    r = run(app, llm + ["--top-k", "2"])  # a prompt variant is a run of its own, beside the default's
+    assert r.exit_code == 0 and f"{name}+k2" in r.output and answers.read_text() == before, r.output
+    r = run(app, llm + ["--top-k", "2", "--bf16"])  # another config under the same name: the earlier run is kept
+    kept = [p for p in (ws / "reader" / "llm-archive").iterdir() if p.name.startswith(f"{name}+k2@")]  # aside
+    assert r.exit_code == 0 and len(kept) == 1 and len((kept[0] / "predictions.jsonl").read_text().splitlines()) == 6
+    r = run(app, llm + ["--sample", "4"])  # a fixed sample: the same questions every time
+    sampled = ws / "reader" / "llm" / f"{name}+sample4" / "predictions.jsonl"
+    assert r.exit_code == 0 and "4 questions zero-shot" in r.output, r.output
+    ids = sorted(json.loads(l)["question_id"] for l in sampled.read_text().splitlines())
+    assert len(ids) == 4
     r = run(app, ["eval", "--workspace", str(ws)])
     assert r.exit_code == 0, r.output
-    row = json.loads((ws / "results" / "full_task.json").read_text())["rows"][name]
-    assert row["zero_shot"] and row["metrics"]["n"] == len(ROWS) and "--top-k 2" in row["command"]
+    full = json.loads((ws / "results" / "full_task.json").read_text())
+    rows = full["rows"]
+    row = rows[name]
+    assert "--top-k 2" in rows[f"{name}+k2"]["command"] and f"{name}+sample4" not in rows  # a sample is not the task
+    sample = full["samples"]["4"]  # its own table: its run beside every full row on the same 4 questions
+    assert sample["questions"] == 4 and "--sample 4" in sample["rows"][f"{name}+sample4"]["command"]
+    assert sample["rows"][name]["metrics"]["n"] == 4 and "A fixed sample of 4 questions" in r.output
+    assert row["zero_shot"] and row["metrics"]["n"] == len(ROWS)
     assert row["by_question_word"]["who"]["n"] == 3 and row["seconds_per_question"] > 0
     assert name in r.output and "zero-shot" in r.output and "ROUGE-L by question word" in r.output
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--llm",
                   tiny_llm_path, "--device", "cpu"])
     assert r.exit_code == 0 and "zero-shot" in r.output and 1 <= r.output.count("  | ") <= 3, r.output  # read
+
+
+def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
+    """`whoqa rerank`: the cross-validated run's top-k names scored by the LLM for every Who question, kept per
+    question and resumed, then judged beside the network with the weight fit on the other folds."""
+    cmd = ["rerank", "memnet+salience[bm25f]", "--workspace", str(ws), "--reader-base", tiny_llm_path, "--top-k", "3",
+           "--device", "cpu"]
+    r = run(app, cmd)
+    assert r.exit_code == 0 and "combined" in r.output and "LLM weight per fold" in r.output, r.output
+    folder = ws / "runs" / "memnet+salience[bm25f]" / f"rerank@{tiny_llm_path.rstrip('/').split('/')[-1]}+k3"
+    scores = (folder / "scores.jsonl").read_text()
+    rows = [json.loads(l) for l in scores.splitlines()]
+    assert len(rows) == 3 and all(len(x["llm"]) == len(x["candidates"]) <= 3 for x in rows)  # the 3 Who questions
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["network"]["n"] == summary["combined"]["n"] == 3 and set(summary["fold_weights"]) == {"0", "1"}
+    assert run(app, cmd).exit_code == 0 and (folder / "scores.jsonl").read_text() == scores  # resumed, not redone
 
 
 def test_ask_serves_the_final_reader(ws, tiny_reader_path):

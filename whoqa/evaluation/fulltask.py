@@ -63,8 +63,9 @@ def llm_command(cfg: dict) -> str:
     """The `whoqa train --reader llm` command of an LLM run's config."""
     from whoqa.reader.config import LLMConfig
     parts = [f"whoqa train --reader llm --reader-base {cfg['base']} --context {cfg['context']}"]
-    for key, flag in (("top_k", "--top-k"), ("prompt_tokens", "--prompt-tokens"), ("max_eval_samples",
-                                                                                    "--max-eval-samples")):
+    for key, flag in (("top_k", "--top-k"), ("prompt_tokens", "--prompt-tokens"), ("shots", "--shots"),
+                      ("order", "--passage-order"), ("runtime", "--runtime"), ("sample", "--sample"),
+                      ("max_eval_samples", "--max-eval-samples")):
         if cfg.get(key) is not None and cfg.get(key) != getattr(LLMConfig, key):
             parts.append(f"{flag} {cfg[key]}")
     return " ".join(parts + (["--bf16"] if cfg.get("half") else []))
@@ -107,12 +108,16 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         speed = json.loads(summary.read_text()).get("generate_seconds_per_question") if summary.is_file() else None
         rows[name] = _row(preds, refs, who_ids, {"command": reader_command(cfg, lookup), "config": cfg,
                                                  "lookup": lookup, "seconds_per_question": speed}, kinds)
+    sampled: dict[int, dict] = {}  # N -> the runs on the fixed sample of N questions (--sample N)
     for name, preds in llms.items():  # zero-shot: no book was trained on, so no folds are needed
         summary = json.loads((ws.llm_runs / name / "summary.json").read_text())
         cfg = summary["provenance"]["config"]
-        rows[name] = _row(preds, refs, who_ids, {"command": llm_command(cfg), "config": cfg, "zero_shot": True,
-                                                 "seconds_per_question": summary["seconds_per_question"]}, kinds)
-        runs[name] = preds
+        row = _row(preds, refs, who_ids, {"command": llm_command(cfg), "config": cfg, "zero_shot": True,
+                                          "seconds_per_question": summary["seconds_per_question"]}, kinds)
+        if cfg.get("sample"):
+            sampled.setdefault(len(preds), {})[name] = (row, set(preds))
+        else:
+            rows[name], runs[name] = row, preds
     from whoqa.memnet.choose import choose_run as choose_memnet
     from whoqa.reader.choose import choose_run as choose_reader
     routable = {n: r["metrics"]["rouge_l"] for n, r in rows.items() if r["config"].get("context") != "oracle"}
@@ -130,7 +135,18 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         atomic_write(ws.results / "full_task_predictions.json", json.dumps(
             {str(q): {"answer": a, "by": "memnet" if q in who_answers else "reader"} for q, a in routed.items()},
             indent=1))
+    samples = {}
+    for n, srows in sorted(sampled.items()):  # every full-task row again on the sample's questions, beside its runs
+        ids = set.intersection(*(q for _, q in srows.values()))
+        full = {name: dict(runs[name]) for name in rows if name in runs}
+        if routing:
+            full[f"routed: {routing['memnet']} + {routing['reader']}"] = routed
+        samples[str(n)] = {"questions": len(ids), "rows": {
+            **{name: _row({q: a for q, a in preds.items() if q in ids}, refs, who_ids, {}, kinds)
+               for name, preds in full.items()},
+            **{name: row for name, (row, _) in srows.items()}}}
     out = {"questions": len(questions), "who_questions": len(who_ids), "rows": rows, "routing": routing,
+           "samples": samples,
            "mou2021_test_rouge_l": MOU_TEST_ROUGE_L, "code": code_version()}
     atomic_write(ws.results / "full_task.json", json.dumps(out, indent=1))
     table = format_full_task(out)
@@ -187,6 +203,14 @@ def format_full_task(out: dict) -> str:
         lines.append("llm[...] rows: a local language model, zero-shot (nothing trained; s/q = seconds per question)")
     if out.get("routing") and out["routing"].get("chosen_by"):
         lines.append("routed: " + "; ".join(out["routing"]["chosen_by"]))
+    for n, sample in out.get("samples", {}).items():
+        lines.append(f"\nA fixed sample of {sample['questions']} questions (`train --reader llm --sample {n}`; the "
+                     f"rows above on the same questions first)")
+        for name, r in sample["rows"].items():
+            m = r["metrics"]
+            lines.append(f"{name:<52}{m['rouge_l']:>8.2f}{m['bleu_1']:>8.2f}{m['bleu_4']:>8.2f}{m['em']:>7.2f}"
+                         f"{m['f1']:>7.2f}{m['rouge_l_f1_rouge_score']:>8.2f}{r['who_rouge_l']:>8.2f}"
+                         + (f"  {r['seconds_per_question']:.2f} s/q" if r.get("seconds_per_question") else ""))
     lines.append("RL(rs) = rouge-score's ROUGE-L F1; RL Who = ROUGE-L on the Who-set questions alone. Mou et al. "
                  "(test ROUGE-L): " + ", ".join(f"{k} {v}" for k, v in out["mou2021_test_rouge_l"].items()))
     return "\n".join(lines)
