@@ -214,23 +214,25 @@ def run_llm(workspace: str, base: str, runtime: str = "auto", n: int = 8, new_to
     import torch
     from whoqa.reader.config import LLMConfig
     from whoqa.reader.data import build_examples
-    from whoqa.reader.llm import LLMReader
+    from whoqa.reader.llm import LLAMACPP_BATCH, LLMReader
     cfg = LLMConfig()
     examples = build_examples(Workspace(workspace), "bm25f", cfg.top_k, progress=False)[:n]
     t = time.perf_counter()
     reader = LLMReader(base, None, cfg.prompt_tokens, new_tokens, runtime=runtime)
     load = time.perf_counter() - t
     prompts = [reader.prompt(e.question, e.passages, (), e.starts, cfg.order)[0] for e in examples]
-    prefill, generate = [], []
+    prefill, generate, small_batch = [], [], []
     for ids in prompts:
         if reader.llama is not None:
             text = reader.tokenizer.decode(ids, skip_special_tokens=False)
-            stamps = []
-            t = time.perf_counter()
-            reader.llama.generate(text, max_tokens=new_tokens, temp=0.0, top_k=1,
-                                  callback=lambda *_: stamps.append(time.perf_counter()) or True)
-            prefill.append(stamps[0] - t)  # the first token comes right after the prompt is read
-            generate.append((len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9))
+            for batch in (LLAMACPP_BATCH, 8):  # whoqa's prompt batch, then gpt4all's default
+                stamps = []
+                t = time.perf_counter()
+                reader.llama.generate(text, max_tokens=new_tokens, temp=0.0, top_k=1, n_batch=batch,
+                                      callback=lambda *_: stamps.append(time.perf_counter()) or True)
+                (prefill if batch == LLAMACPP_BATCH else small_batch).append(stamps[0] - t)  # first token: prompt read
+                if batch == LLAMACPP_BATCH:
+                    generate.append((len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9))
         else:
             x = torch.tensor([ids], device=reader.device)  # (1, L)
             with torch.no_grad():
@@ -248,4 +250,6 @@ def run_llm(workspace: str, base: str, runtime: str = "auto", n: int = 8, new_to
             "prompt_tokens_per_s": round(tokens / statistics.median(prefill), 1),
             "generation_tokens_per_s": round(statistics.median(generate), 1),
             "answer_s (prompt + 8 tokens)": round(statistics.median(prefill) + 8 / statistics.median(generate), 2),
+            **({"prompt_tokens_per_s (n_batch 8, gpt4all's default)": round(tokens / statistics.median(small_batch),
+                                                                            1)} if small_batch else {}),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}

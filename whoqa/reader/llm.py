@@ -311,7 +311,7 @@ class LLMReader:
             text = self.tokenizer.decode(ids, skip_special_tokens=False)
             if self.tokenizer.bos_token and text.startswith(self.tokenizer.bos_token):
                 text = text[len(self.tokenizer.bos_token):]  # llama.cpp adds its own
-            out = self.llama.generate(text, max_tokens=self.max_new_tokens, temp=0.0, top_k=1,
+            out = self.llama.generate(text, max_tokens=self.max_new_tokens, temp=0.0, top_k=1, n_batch=LLAMACPP_BATCH,
                                       callback=lambda _, piece: "\n" not in piece)
             return clean_answer(out), info
         x = torch.tensor([ids], device=self.device)  # (1, L)
@@ -347,6 +347,7 @@ class LLMReader:
         return scores
 
 
+LLAMACPP_BATCH = 512  # prompt tokens llama.cpp reads at once (gpt4all's default is 8: `bench --stage llm` shows both)
 LLAMACPP_ARCHITECTURES = ("qwen2", "llama", "gemma2", "phi3", "mistral")  # what the gpt4all wheel's llama.cpp loads
 
 

@@ -94,13 +94,24 @@ def context_sentences(wins: list[list], limit: int) -> list[int]:
 
 
 class BM25FIndex:
-    """A book's sentence index in Lucene."""
+    """A book's sentence index in Lucene, searched with Lucene's IndexSearcher directly.
+
+    Anserini's SimpleSearcher loads every hit's stored document (2/3 of a query's time on a 100k-word book, with 500
+    hits) and then adjusts ties (`ScoreTiesAdjusterReranker`); `search` gives exactly its hits and scores, without the
+    loading (tests/test_retrieval.py checks that against SimpleSearcher on real questions): 3.7x faster."""
 
     def __init__(self, path: Path, cfg: RetrievalConfig):
         from whoqa.retrieval.lucene import java
         self.cfg = cfg
-        self.searcher = java("io.anserini.search.SimpleSearcher")(str(path))
-        self.searcher.set_bm25(cfg.k1, cfg.b)
+        reader = java("org.apache.lucene.index.DirectoryReader").open(
+            java("org.apache.lucene.store.FSDirectory").open(java("java.io.File")(str(path)).toPath()))
+        self.searcher = java("org.apache.lucene.search.IndexSearcher")(reader.getContext())
+        self.searcher.setSimilarity(java("org.apache.lucene.search.similarities.BM25Similarity")(cfg.k1, cfg.b))
+        sort_field = java("org.apache.lucene.search.SortField")
+        # Anserini's order: score, then the id field as a string (BREAK_SCORE_TIES_BY_DOCID)
+        self._sort = java("org.apache.lucene.search.Sort")(
+            sort_field.FIELD_SCORE, sort_field("id", java("org.apache.lucene.search.SortField$Type").STRING_VAL))
+        self._ids = _sentence_ids(reader)
         self._cfq = java("org.apache.lucene.sandbox.search.CombinedFieldQuery$Builder")
         self._bq = java("org.apache.lucene.search.BooleanQuery$Builder")
         self._should = java("org.apache.lucene.search.BooleanClause$Occur").SHOULD
@@ -153,8 +164,34 @@ class BM25FIndex:
             cfq.addField("characters", float(self.cfg.characters_weight))
             cfq.addTerm(self._bytes(term.encode("utf-8")))
             bq.add(cfq.build(), self._should)
-        hits = self.searcher.search(bq.build(), k)
-        return [(int(h.docid), float(h.score)) for h in hits]
+        hits = self.searcher.search(bq.build(), k, self._sort, True).scoreDocs
+        return _adjust_ties([(self._ids[h.doc], h.score) for h in hits])
+
+
+def _sentence_ids(reader) -> list[int]:
+    """Lucene's doc number -> sentence id. An index built in one segment by one thread holds the sentences in order
+    (checked on a sample of its documents); otherwise every document's id is read (0.4 s for 6,000 sentences)."""
+    n = reader.maxDoc()
+    stored = reader.storedFields()
+    if reader.leaves().size() == 1 and all(int(stored.document(i).get("id")) == i
+                                           for i in sorted({0, n - 1, *range(0, n, max(1, n // 16))}) if n):
+        return list(range(n))
+    return [int(stored.document(i).get("id")) for i in range(n)]
+
+
+def _adjust_ties(hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Anserini's ScoreTiesAdjusterReranker on hits in Lucene's order: scores rounded to 4 decimals (half up); a
+    rounded score less than 1e-4 below the previous hit's adjusted score is a tie, lowered by 1e-6 per tie in the
+    run so far (float32). Found by matching SimpleSearcher on 300k hits of 41 books' questions, then tested."""
+    import math
+    import numpy as np
+    out, prev, ties = [], None, 0
+    for sid, score in hits:
+        r = float(np.float32(math.floor(score * 10000 + 0.5) / 10000.0))
+        ties = ties + 1 if prev is not None and prev - r < 1e-4 else 0
+        prev = float(np.float32(r - ties * 1e-6))
+        out.append((sid, prev))
+    return out
 
 
 def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: RetrievalConfig, oracle: bool = False) -> dict:
