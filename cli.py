@@ -463,17 +463,25 @@ def ask(
         _fail("name the book: --book ID (prepared, or with --data DIR) or --text FILE")
     from data_prep.who_set import is_who_question  # the Who set's own rule: routing sends what it would keep
     if using == "reader" or (using == "auto" and not is_who_question(question)):
+        from whoqa.reader.ask import ReaderAsker
+        if not llm:
+            try:
+                asker = ReaderAsker(workspace, reader_model, device=device)
+            except FileNotFoundError as e:  # no trained reader: the local language model, if it is installed
+                if reader_model:
+                    _fail(str(e))
+                llm = default(LLMConfig, "base")
+                typer.echo(f"(no trained reader in {workspace}: the local language model {llm} reads the book)",
+                           err=True)
         if llm:
             from whoqa.reader.llm import ask_llm
             answer, passages = _stage(ask_llm, workspace, llm, _stage(_add_book, workspace, text, data, book),
                                       question, device=device)
-            typer.echo(f"({llm}, zero-shot)", err=True)
+            typer.echo(f"({llm}, zero-shot, from the {len(passages)} passages below, in the book's order)", err=True)
             typer.echo(answer)
-            for p in passages[:3]:
+            for p in passages:
                 typer.echo(f"  | {p[:300]}")
             return
-        from whoqa.reader.ask import ReaderAsker
-        asker = _stage(ReaderAsker, workspace, reader_model, device=device)
         ra = _stage(asker.ask, _stage(_add_book, workspace, text, data, book), question)
         typer.echo(f"({asker.choice.why})", err=True)
         typer.echo(ra.answer)

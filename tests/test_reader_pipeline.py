@@ -53,7 +53,8 @@ def test_index_with_oracle_contexts(ws, tiny_reader_path):
 
 
 def test_prereading(ws, tiny_reader_path):
-    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?"])
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--reader-model",
+                  "fid[bm25f]"])
     assert r.exit_code == 2 and "whoqa train --reader fid --final" in r.output  # no reader yet: says what to run
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--preread", "--reader-base", tiny_reader_path])
     assert r.exit_code == 2 and "whoqa pretrain --reader preread" in r.output
@@ -192,7 +193,7 @@ def test_a_local_language_model_answers_zero_shot_beside_the_fid_rows(ws, tiny_l
     assert name in r.output and "zero-shot" in r.output and "ROUGE-L by question word" in r.output
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--llm",
                   tiny_llm_path, "--device", "cpu"])
-    assert r.exit_code == 0 and "zero-shot" in r.output and 1 <= r.output.count("  | ") <= 3, r.output  # read
+    assert r.exit_code == 0 and "zero-shot" in r.output and 1 <= r.output.count("  | ") <= 5, r.output  # read
 
 
 def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
