@@ -27,11 +27,10 @@ def choose_model(workspace: Path, wanted: str | None = None, contexts: tuple[str
     names = sorted(p.parent.parent.name for p in ws.reader_models.glob(f"*/final/{READER_FILE}"))
     if contexts is not None:
         names = [n for n in names if final_config(ws, n).get("context", "bm25f") in contexts]
-    try:
-        return choose(names, {n: run_score(ws, n, final_config(ws, n)) for n in names}, METRIC, "reader", wanted)
-    except FileNotFoundError:
+    if not names:
         raise FileNotFoundError(f"no trained reader under {ws.reader_models}: run `whoqa train --reader fid --final "
-                                f"--workspace {ws}` first") from None
+                                f"--workspace {ws}` first")
+    return choose(names, {n: run_score(ws, n, final_config(ws, n)) for n in names}, METRIC, "reader", wanted)
 
 
 def choose_run(workspace: Path, runs: dict[str, float], wanted: str | None = None) -> Choice | None:
