@@ -470,11 +470,11 @@ def ask(
             except FileNotFoundError as e:  # no trained reader: the local language model, if it is installed
                 if reader_model:
                     _fail(str(e))
-            except ValueError as e:  # a named reader that is not there
-                _fail(str(e))
                 llm = default(LLMConfig, "base")
                 typer.echo(f"(no trained reader in {workspace}: the local language model {llm} reads the book)",
                            err=True)
+            except ValueError as e:  # a named reader that is not there
+                _fail(str(e))
         if llm:
             from whoqa.reader.llm import ask_llm
             answer, passages = _stage(ask_llm, workspace, llm, _stage(_add_book, workspace, text, data, book),
