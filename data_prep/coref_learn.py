@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from data_prep.coref import FEATURES, Weights
+from data_prep.litbank import doc_folds
 
 log = logging.getLogger(__name__)
 WEIGHTS_FILE = Path(__file__).with_name("resources") / "coref_weights.json"
@@ -83,11 +84,6 @@ def fit(data, start: Weights | None = None, l2: float = 0.01, steps: int = 500, 
         v = 0.999 * v + 0.001 * g * g
         w -= lr * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
     return replace(start, **{k: float(x) for k, x in zip(FEATURES, w)}), losses
-
-
-def doc_folds(n: int, folds: int = 5) -> list[list[int]]:
-    """Documents in folds by position (every folds-th): each document is held out exactly once."""
-    return [list(range(k, n, folds)) for k in range(folds)]
 
 
 def cross_validated_predictions(engine, docs, parsed, folds: int = 5) -> tuple[list, dict]:

@@ -45,3 +45,21 @@ def test_malformed_ann_is_a_clear_error(tmp_path):
     (tmp_path / "x.ann").write_text("this is not brat\n")
     with pytest.raises(DataError, match="no MENTION records"):
         load_litbank(tmp_path)
+
+
+def test_scores_per_document_fold_show_the_spread():
+    """eval-coref's per-fold figures: each fold summed over its own documents only (the folds --resolver learned
+    holds out), with their mean and sd."""
+    import numpy as np
+    from data_prep.litbank import by_fold, doc_folds
+
+    def doc(good):  # (recall num, den, precision num, den) per metric; pronouns (ok, total, named)
+        r = 10.0 if good else 5.0
+        return {m: np.array([r, 10.0, r, 10.0]) for m in ("muc", "b3", "ceafe", "names_b3")} | {
+            "pronouns": np.array([r, 10.0, 10.0]), "mentions": np.array([10.0, 10.0, 10.0])}
+    counts = [doc(j in doc_folds(10, 5)[0]) for j in range(10)]  # the documents of fold 0 are perfect
+    out = by_fold(counts)
+    assert [f["conll_f1"] for f in out["per_fold"]] == [100.0, 50.0, 50.0, 50.0, 50.0]
+    assert out["conll_f1"]["mean"] == 60.0 and out["conll_f1"]["sd"] == round(float(np.std([100, 50, 50, 50, 50],
+                                                                                              ddof=1)), 2)
+    assert out["pronoun_accuracy_named_entities"]["mean"] == 60.0
