@@ -7,8 +7,8 @@ LLM: the log-likelihood of each character's name as the answer after the passage
 
     score(c) = log p_memnet(c) + w * log p_llm(c)        for c in the top k (the rest keep the network's order)
 
-with the one weight w fit, for the questions of fold f, on the other folds' questions only (negative log-likelihood of
-the right character among the k). A by-book run makes this the new-book measure: neither the network nor w ever saw
+with the one weight w fit, for the questions of fold f, on the other folds' questions only (the mean reciprocal rank
+of the right character among the k; the smallest of equal weights). A by-book run makes this the new-book measure: neither the network nor w ever saw
 the judged book. The LLM's scores are kept per question (WS/runs/<run>/rerank@<model>/scores.jsonl) and resumable.
 """
 from __future__ import annotations
@@ -35,7 +35,8 @@ from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
 
 log = logging.getLogger(__name__)
 
-WEIGHTS = np.round(np.arange(0.0, 3.01, 0.1), 2)  # the LLM's weights tried (one number per fold: a grid is enough)
+# the LLM's weights tried (one number per fold: a grid is enough); 100 is the LLM's order alone, ties to the network's
+WEIGHTS = np.array([0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0])
 
 
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
@@ -123,24 +124,30 @@ def combined(row: dict, w: float) -> list[int]:
     return top + row["ranking"][k:]
 
 
-def _nll(rows: list[dict], w: float) -> float:
-    """Mean negative log-likelihood of the right character among the top k, for the questions that have it there."""
-    losses = []
+def _mrr(rows: list[dict], w: float) -> float:
+    """Mean reciprocal rank of the right character over the questions that have it in the top k (the others do not
+    move)."""
+    ranks = []
     for r in rows:
         k = len(r["llm"])
-        right = [i for i, c in enumerate(r["ranking"][:k]) if c in r["answers"]]
-        if right:
-            s = np.log(np.maximum(np.array(r["probs"][:k]), 1e-12)) + w * _log_softmax(np.array(r["llm"]))
-            ls = _log_softmax(s)  # (k,)
-            losses.append(-np.logaddexp.reduce(ls[right]))
-    return float(np.mean(losses)) if losses else 0.0
+        if any(c in r["answers"] for c in r["ranking"][:k]):
+            order = combined(r, w)
+            ranks.append(1 / (1 + next(i for i, c in enumerate(order) if c in r["answers"])))
+    return float(np.mean(ranks)) if ranks else 0.0
+
+
+def fit_weight(rows: list[dict]) -> float:
+    """The weight with the best MRR on these questions; the smallest of equals (the network's order unless the LLM
+    earns a say)."""
+    scores = [_mrr(rows, w) for w in WEIGHTS]
+    return float(WEIGHTS[int(np.argmax(np.round(scores, 9)))])
 
 
 def evaluate(rows: list[dict]) -> dict:
     """The network alone, the LLM alone over the network's top k, and the two combined with w fit per fold on the
     other folds."""
     folds = sorted({r["fold"] for r in rows})
-    fitted = {f: float(min(WEIGHTS, key=lambda w: _nll([r for r in rows if r["fold"] != f], w))) for f in folds}
+    fitted = {f: fit_weight([r for r in rows if r["fold"] != f]) for f in folds}
     answers = [r["answers"] for r in rows]
     llm_only = [[r["ranking"][i] for i in np.argsort(-np.array(r["llm"]), kind="stable")] + r["ranking"][len(r["llm"]):]
                 for r in rows]
@@ -149,7 +156,7 @@ def evaluate(rows: list[dict]) -> dict:
            "llm_over_top_k": ranking_metrics(llm_only, answers),
            "combined": ranking_metrics([combined(r, fitted[r["fold"]]) for r in rows], answers),
            "fold_weights": {str(f): w for f, w in fitted.items()},
-           "weight_on_all": float(min(WEIGHTS, key=lambda w: _nll(rows, w))),
+           "weight_on_all": fit_weight(rows),
            "seconds_per_question": round(float(np.mean([r["seconds"] for r in rows])), 3)}
     return out
 
