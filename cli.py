@@ -555,7 +555,9 @@ def rerank(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare` and `whoqa train`."),
     reader_base: str = typer.Option(default(RerankConfig, "base"), help="The LLM that scores the names (a folder, "
                                                                          "hub id, .gguf file or a packaged model)."),
-    top_k: int = typer.Option(default(RerankConfig, "top_k"), help="The network's candidates the LLM scores."),
+    top_k: int = typer.Option(default(RerankConfig, "top_k"), help="The candidates the LLM scores."),
+    candidates: str = typer.Option(default(RerankConfig, "candidates"), help="Whose top k: network (the run's "
+                                                                             "ensemble) or book-frequency."),
     prompt_tokens: int = typer.Option(default(RerankConfig, "prompt_tokens"), help="Prompt budget in tokens."),
     device: str = typer.Option("auto", help=f"Where the LLM runs, {DEVICE_HELP}."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
@@ -564,11 +566,13 @@ def rerank(
     log-likelihood, combined with the network's calibrated probabilities by a weight fit on the other folds
     -> WS/runs/<run>/rerank@<model>+k<k>/ (resumable)."""
     from whoqa.reader.rerank import rerank as rerank_run
-    cfg = RerankConfig(base=reader_base, top_k=top_k, prompt_tokens=prompt_tokens, max_eval_samples=max_eval_samples)
+    cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
+                       max_eval_samples=max_eval_samples)
     s = _stage(rerank_run, workspace, run, cfg, device=device)
-    for row in ("network", "llm_over_top_k", "combined"):
+    for row, label in (("candidates", candidates), ("llm_over_top_k", f"LLM over its top {top_k}"),
+                       ("combined", "combined")):
         m = s[row]
-        typer.echo(f"{row:15s} P@1 {m['p@1']:6.2f}  P@5 {m['p@5']:6.2f}  MRR {m['mrr']:.3f}")
+        typer.echo(f"{label:22s} P@1 {m['p@1']:6.2f}  P@5 {m['p@5']:6.2f}  MRR {m['mrr']:.3f}")
     typer.echo(f"LLM weight per fold: {sorted(set(s['fold_weights'].values()))}; {s['seconds_per_question']} s/question;"
                f" {s['questions']} questions")
 

@@ -131,8 +131,8 @@ def test_reranking_follows_an_llm_that_is_sure_and_ignores_one_that_misleads():
         sure.append({**base, "llm": [-8.0 + 6.0 * (c == right) for c in ranking[:4]]})
         wrong.append({**base, "llm": [-8.0 * (c == right) for c in ranking[:4]]})
     s = evaluate(sure)
-    assert s["network"]["p@1"] == 0 and s["combined"]["p@1"] == 100 and min(s["fold_weights"].values()) > 0
+    assert s["candidates"]["p@1"] == 0 and s["combined"]["p@1"] == 100 and min(s["fold_weights"].values()) > 0
     assert combined(sure[0], 0.0) == sure[0]["ranking"]  # weight 0: the network's order
     assert combined(sure[0], 1.0)[0] == sure[0]["answers"][0] and combined(sure[0], 1.0)[4] == 14  # k=4: last stays
     w = evaluate(wrong)
-    assert set(w["fold_weights"].values()) == {0.0} and w["combined"] == w["network"]
+    assert set(w["fold_weights"].values()) == {0.0} and w["combined"] == w["candidates"]

@@ -216,8 +216,13 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     rows = [json.loads(l) for l in scores.splitlines()]
     assert len(rows) == 3 and all(len(x["llm"]) == len(x["candidates"]) <= 3 for x in rows)  # the 3 Who questions
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["network"]["n"] == summary["combined"]["n"] == 3 and set(summary["fold_weights"]) == {"0", "1"}
+    assert summary["candidates"]["n"] == summary["combined"]["n"] == 3 and set(summary["fold_weights"]) == {"0", "1"}
     assert run(app, cmd).exit_code == 0 and (folder / "scores.jsonl").read_text() == scores  # resumed, not redone
+    r = run(app, cmd + ["--candidates", "book-frequency"])  # book frequency's top k instead, the same folds
+    freq = json.loads((folder.with_name(folder.name + "+book-frequency") / "summary.json").read_text())
+    assert r.exit_code == 0 and freq["candidates"]["n"] == 3 and "book-frequency" in r.output, r.output
+    assert freq["candidates"]["p@1"] == pytest.approx(json.loads((ws / "results" / "book_frequency.json").read_text())
+                                                      ["p@1"])  # what `whoqa eval` reported for book frequency
 
 
 def test_ask_serves_the_final_reader(ws, tiny_reader_path):

@@ -102,7 +102,8 @@ class LLMConfig:
 class RerankConfig:
     """A local LLM re-ranking the memory network's Who candidates (whoqa.reader.rerank)."""
     base: str = "qwen2.5-coder-0.5b"  # the LLM (as LLMConfig.base); it must give token probabilities (transformers)
-    top_k: int = 5  # the network's candidates the LLM scores
+    top_k: int = 5  # the candidates the LLM scores
+    candidates: str = "network"  # whose top k: the memory network's (its run's calibrated ensemble) or book-frequency's
     passages: int = LLMConfig.top_k  # BM25F passages offered (as many as fit the prompt budget, in book order)
     prompt_tokens: int = LLMConfig.prompt_tokens
     shots: int = LLMConfig.shots  # Who questions of other books with their answers, before the question

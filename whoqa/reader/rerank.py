@@ -28,6 +28,7 @@ from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
+from whoqa.evaluation.baselines import book_frequency
 from whoqa.memnet.ensemble import cross_fitted, items
 from whoqa.reader.config import LLMConfig, RerankConfig
 from whoqa.reader.data import build_examples
@@ -39,9 +40,29 @@ log = logging.getLogger(__name__)
 WEIGHTS = np.array([0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0])
 
 
+CANDIDATES = ("network", "book-frequency")
+
+
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
     model = Path(cfg.base.rstrip("/")).name.removesuffix(".gguf")
-    return Workspace(workspace).runs / run / f"rerank@{model}+k{cfg.top_k}"
+    source = "" if cfg.candidates == "network" else f"+{cfg.candidates}"
+    return Workspace(workspace).runs / run / f"rerank@{model}+k{cfg.top_k}{source}"
+
+
+def frequency_candidates(workspace: Path, cands: list[dict]) -> list[dict]:
+    """The same questions (and folds) with book frequency's ranking instead: the book's characters by mentions, the
+    probabilities their shares of the mentions."""
+    chars = json.loads((Workspace(workspace).who / "characters.json").read_text())
+    who = {q["question_id"]: q["document_id"] for q in
+           json.loads((Workspace(workspace).who / "who_questions.json").read_text())}
+    out = []
+    for c in cands:
+        cs = chars[who[c["question_id"]]]
+        count = {x["id"]: x["count"] for x in cs}
+        total = sum(count.values()) or 1
+        ranking = book_frequency(cs)  # the baseline's own order (ties by id)
+        out.append({**c, "ranking": ranking, "probs": [count[x] / total for x in ranking]})
+    return out
 
 
 def network_candidates(run_dir: Path) -> list[dict]:
@@ -65,10 +86,17 @@ def score_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = Tru
     """The LLM's log-likelihood of each question's top-k names -> scores.jsonl (resumable per question; a changed
     config or model starts it afresh)."""
     ws = Workspace(workspace)
+    if cfg.candidates not in CANDIDATES:
+        raise ValueError(f"unknown candidates {cfg.candidates!r}: use one of {', '.join(CANDIDATES)}")
     cands = network_candidates(ws.runs / run)[:cfg.max_eval_samples]
+    if cfg.candidates == "book-frequency":
+        cands = frequency_candidates(ws, cands)
     folder = rerank_dir(ws, run, cfg)
     folder.mkdir(parents=True, exist_ok=True)
-    key = digest([asdict(cfg) | {"max_eval_samples": None}, model_fingerprint(cfg.base)])
+    recipe = asdict(cfg) | {"max_eval_samples": None}
+    if cfg.candidates == "network":  # (a field added later: scores made before it stay valid)
+        del recipe["candidates"]
+    key = digest([recipe, model_fingerprint(cfg.base)])
     path = folder / "scores.jsonl"
     done = {}
     if path.is_file():
@@ -144,15 +172,15 @@ def fit_weight(rows: list[dict]) -> float:
 
 
 def evaluate(rows: list[dict]) -> dict:
-    """The network alone, the LLM alone over the network's top k, and the two combined with w fit per fold on the
-    other folds."""
+    """The candidates' own order (the network's or book frequency's), the LLM alone over their top k, and the two
+    combined with w fit per fold on the other folds."""
     folds = sorted({r["fold"] for r in rows})
     fitted = {f: fit_weight([r for r in rows if r["fold"] != f]) for f in folds}
     answers = [r["answers"] for r in rows]
     llm_only = [[r["ranking"][i] for i in np.argsort(-np.array(r["llm"]), kind="stable")] + r["ranking"][len(r["llm"]):]
                 for r in rows]
     out = {"questions": len(rows), "top_k": max(len(r["llm"]) for r in rows),
-           "network": ranking_metrics([r["ranking"] for r in rows], answers),
+           "candidates": ranking_metrics([r["ranking"] for r in rows], answers),
            "llm_over_top_k": ranking_metrics(llm_only, answers),
            "combined": ranking_metrics([combined(r, fitted[r["fold"]]) for r in rows], answers),
            "fold_weights": {str(f): w for f, w in fitted.items()},
