@@ -443,6 +443,9 @@ def ask(
                                                   "characters with probabilities, evidence, calibration) to this file."),
     adapt: bool = typer.Option(False, help="Tune a new book's vectors on its own artificial questions first (once; "
                                            "off by default: it did not help on unseen books, docs/who-ranker.md)."),
+    rerank: bool = typer.Option(False, help="Who questions: a local LLM reads the question's passages and re-ranks "
+                                            "the top characters (better P@1 on books never seen; loads the LLM, "
+                                            "seconds per question: docs/who-ranker.md)."),
     device: str = typer.Option("auto", help=f"Memory network or reader: {DEVICE_HELP}."),
     using: str = typer.Option("auto", "--with", help="auto (Who questions -> memory network, the rest -> reader), "
                                                      "memnet or reader."),
@@ -450,7 +453,7 @@ def ask(
                                                           "cross-validated run has the best ROUGE-L)."),
     llm: Optional[str] = typer.Option(None, help="Instead of the trained reader: a local language model (folder, hub "
                                                  f"id, .gguf file or {default(LLMConfig, 'base')}) answering from the "
-                                                 "book's BM25F passages."),
+                                                 "book's BM25F passages; with --rerank, the model that re-ranks."),
 ):
     """Ask a book a question: a prepared book (--book), any text file (--text) or a NarrativeQA folder's book (--data
     --book). Who questions: ranked characters with probabilities and the sentences attended to; other questions: the
@@ -509,15 +512,28 @@ def ask(
                     fg=typer.colors.YELLOW, err=True)
     for w in ans.warnings:
         typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
-    for i, (name, p) in enumerate(ans.characters, 1):
-        typer.echo(f"{p:6.1%}  {name}" if p is not None else f"{i:>5}.  {name}")
+    reranked = None
+    if rerank:
+        from whoqa.reader.rerank import Reranker
+        rr = _stage(Reranker, workspace, llm or default(RerankConfig, "base"), device=device)
+        names = [n for n, _ in ans.characters]
+        probs = [p if p is not None else 1.0 / len(names) for _, p in ans.characters]
+        reranked = _stage(rr.rerank, book, question, names, probs)
+        typer.echo(f"(re-ranked by {rr.base} reading the passages, weight {rr.weight:g}: {rr.why}; the network's "
+                   f"and the LLM's probabilities shown, the order is the combination's)", err=True)
+        for r in reranked:
+            typer.echo(f"{r['network']:6.1%} {r['llm']:6.1%}  {r['name']}")
+    else:
+        for i, (name, p) in enumerate(ans.characters, 1):
+            typer.echo(f"{p:6.1%}  {name}" if p is not None else f"{i:>5}.  {name}")
     if out is not None:
         from whoqa.core.book import atomic_write
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(out, json.dumps({"question": question, "book": book, "model": asker.model_name,
                                       "members": len(asker.members), "characters": ans.characters,
                                       "evidence": ans.evidence, "calibration": ans.calibration,
-                                      "adapted": ans.adapted, "warnings": ans.warnings}, indent=1))
+                                      "adapted": ans.adapted, "warnings": ans.warnings,
+                                      **({"reranked": reranked} if reranked else {})}, indent=1))
     for w, sent in ans.evidence:
         typer.echo(f"  [{w:.2f}] {sent}")
 

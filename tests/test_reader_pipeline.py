@@ -225,6 +225,21 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
                                                       ["p@1"])  # what `whoqa eval` reported for book frequency
 
 
+def test_ask_rerank_has_the_llm_reorder_the_networks_answer(ws, tiny_llm_path):
+    """`ask --rerank`: the final network's top characters re-ordered with the LLM's opinion, at the weight the
+    workspace's own re-ranking run fit; both probabilities shown and saved."""
+    r = run(app, ["train", "--workspace", str(ws), "--final", "--trials", "1", "--epochs", "2"])
+    assert r.exit_code == 0, r.output
+    out = ws / "ask-rerank.json"
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?",
+                  "--rerank", "--llm", tiny_llm_path, "--device", "cpu", "--out", str(out)])
+    assert r.exit_code == 0 and "re-ranked by" in r.output and "fit on run memnet+salience[bm25f]" in r.output, r.output
+    saved = json.loads(out.read_text())
+    names = [n for n, _ in saved["characters"]]
+    assert sorted(x["name"] for x in saved["reranked"]) == sorted(names)  # the same characters, in a new order
+    assert abs(sum(x["llm"] for x in saved["reranked"]) - 1) < 1e-6
+
+
 def test_ask_serves_the_final_reader(ws, tiny_reader_path):
     small = SMALL
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", *small, "--context", "bm25f",

@@ -195,3 +195,47 @@ def rerank(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, 
     summary = {"run": run, "config": asdict(cfg), **evaluate(rows)}
     atomic_write(rerank_dir(workspace, run, cfg) / "summary.json", json.dumps(summary, indent=1))
     return summary
+
+
+MEASURED_WEIGHT = 0.2  # the weight fit on all 254 questions of the 41 shared books (book-level CV, docs/who-ranker.md)
+
+
+def served_weight(workspace: Path, base: str) -> tuple[float, str]:
+    """(weight, where it comes from) for re-ranking in `ask`: the workspace's own re-ranking of a by-book run with
+    this model (fit on all its questions), else of any run, else the weight measured on the shared books."""
+    model = Path(base.rstrip("/")).name.removesuffix(".gguf")
+    found = sorted(Workspace(workspace).runs.glob(f"*/rerank@{model}+k*/summary.json"),
+                   key=lambda p: ("+by-book" not in p.parent.parent.name, p.parent.name))
+    for path in found:
+        s = json.loads(path.read_text())
+        if s.get("config", {}).get("candidates", "network") == "network":
+            return float(s["weight_on_all"]), f"fit on run {s['run']}'s {s['questions']} questions"
+    return MEASURED_WEIGHT, "the weight measured on the 41 shared books (book-level cross-validation)"
+
+
+class Reranker:
+    """`ask --rerank`: the LLM scores the memory network's top characters after the question's BM25F passages."""
+
+    def __init__(self, workspace: Path, base: str = RerankConfig.base, device=None):
+        self.ws = Workspace(workspace)
+        self.base = base
+        self.weight, self.why = served_weight(self.ws, base)
+        self.reader = LLMReader(base, device, RerankConfig.prompt_tokens, runtime="transformers")
+        try:
+            who = json.loads((self.ws.who / "who_questions.json").read_text())
+            self.pool = [(q["question"], q["answer1"], q["document_id"]) for q in who]
+        except (FileNotFoundError, ValueError, KeyError):
+            self.pool = []
+
+    def rerank(self, book_id: str, question: str, names: list[str], probs: list[float]) -> list[dict]:
+        """The network's top names (best first, with its probabilities) in the combined order, each with its network
+        and LLM probability (the LLM's over these names)."""
+        from whoqa.reader.data import bm25f_passages
+        from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+        passages, starts = bm25f_passages(*open_book(self.ws, book_id, RetrievalConfig()), question,
+                                          RerankConfig.passages, starts=True)
+        shots = few_shots(self.pool, book_id, RerankConfig.shots, SEED)
+        llm = np.array(self.reader.name_scores(question, passages, names, shots, starts, LLMConfig.order))  # (k,)
+        p_llm = np.exp(_log_softmax(llm))  # (k,)
+        row = {"ranking": list(range(len(names))), "probs": probs, "llm": list(llm)}
+        return [{"name": names[i], "network": probs[i], "llm": float(p_llm[i])} for i in combined(row, self.weight)]
