@@ -136,3 +136,19 @@ def test_reranking_follows_an_llm_that_is_sure_and_ignores_one_that_misleads():
     assert combined(sure[0], 1.0)[0] == sure[0]["answers"][0] and combined(sure[0], 1.0)[4] == 14  # k=4: last stays
     w = evaluate(wrong)
     assert set(w["fold_weights"].values()) == {0.0} and w["combined"] == w["candidates"]
+
+
+def _installed(name):
+    from whoqa.reader.llm import JOINED
+    return importlib.util.find_spec("gpt4all") is not None and all(
+        importlib.util.find_spec(p) is not None for p, _ in JOINED[name]["packages"])
+
+
+@pytest.mark.skipif(not _installed("qwen2.5-coder-0.5b"), reason="gpt4all or the Qwen2.5-Coder-0.5B parts are missing")
+def test_llamacpp_reads_the_chat_template_as_the_model_does():
+    """Qwen2.5-Coder-0.5B (install.sh installs it) through llama.cpp: the chat markers are read as its special tokens
+    (the same greedy answer as transformers gives from the same weights), not as text it would then repeat."""
+    r = LLMReader("qwen2.5-coder-0.5b", "cpu", runtime="llamacpp", max_new_tokens=8)
+    assert r.runtime == "llamacpp"
+    text, info = r.answer("What is the butler's name?", ["The old butler, whose name was Jeeves, opened the door."])
+    assert text == "Jeeves" and info["passages"] == 1

@@ -214,7 +214,7 @@ def run_llm(workspace: str, base: str, runtime: str = "auto", n: int = 8, new_to
     import torch
     from whoqa.reader.config import LLMConfig
     from whoqa.reader.data import build_examples
-    from whoqa.reader.llm import LLAMACPP_BATCH, LLMReader
+    from whoqa.reader.llm import LLAMACPP_BATCH, LLMReader, llamacpp_generate
     cfg = LLMConfig()
     examples = build_examples(Workspace(workspace), "bm25f", cfg.top_k, progress=False)[:n]
     t = time.perf_counter()
@@ -228,8 +228,8 @@ def run_llm(workspace: str, base: str, runtime: str = "auto", n: int = 8, new_to
             for batch in (LLAMACPP_BATCH, 8):  # whoqa's prompt batch, then gpt4all's default
                 stamps = []
                 t = time.perf_counter()
-                reader.llama.generate(text, max_tokens=new_tokens, temp=0.0, top_k=1, n_batch=batch,
-                                      callback=lambda *_: stamps.append(time.perf_counter()) or True)
+                llamacpp_generate(reader.llama, text, new_tokens, on_token=lambda: stamps.append(time.perf_counter()),
+                                  batch=batch)
                 (prefill if batch == LLAMACPP_BATCH else small_batch).append(stamps[0] - t)  # first token: prompt read
                 if batch == LLAMACPP_BATCH:
                     generate.append((len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9))

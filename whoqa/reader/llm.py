@@ -311,9 +311,7 @@ class LLMReader:
             text = self.tokenizer.decode(ids, skip_special_tokens=False)
             if self.tokenizer.bos_token and text.startswith(self.tokenizer.bos_token):
                 text = text[len(self.tokenizer.bos_token):]  # llama.cpp adds its own
-            out = self.llama.generate(text, max_tokens=self.max_new_tokens, temp=0.0, top_k=1, n_batch=LLAMACPP_BATCH,
-                                      callback=lambda _, piece: "\n" not in piece)
-            return clean_answer(out), info
+            return clean_answer(llamacpp_generate(self.llama, text, self.max_new_tokens, stop_at_newline=True)), info
         x = torch.tensor([ids], device=self.device)  # (1, L)
         out = self.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=self.max_new_tokens,
                                   do_sample=False, eos_token_id=self.stop or None, pad_token_id=self.pad)
@@ -347,6 +345,23 @@ class LLMReader:
         return scores
 
 
+def llamacpp_generate(llama, text: str, max_tokens: int, stop_at_newline: bool = False, on_token=None,
+                      batch: int | None = None) -> str:
+    """Greedy continuation of a prompt already rendered with the model's chat template, through gpt4all's lower-level
+    call: GPT4All.generate outside a chat session tokenizes <|im_start|> and the like as plain text (`special` off),
+    so the model would never see its chat format (and the prompt grows past the context)."""
+    pieces: list[str] = []
+
+    def keep(_token, piece: str) -> bool:
+        pieces.append(piece)
+        if on_token is not None:
+            on_token()
+        return not (stop_at_newline and "\n" in piece)
+    llama.model.prompt_model(text, "%1", keep, n_predict=max_tokens, temp=0.0, top_k=1, top_p=1.0, min_p=0.0,
+                             repeat_penalty=1.0, n_batch=batch or LLAMACPP_BATCH, reset_context=True, special=True)
+    return "".join(pieces)
+
+
 LLAMACPP_BATCH = 512  # prompt tokens llama.cpp reads at once (gpt4all's default is 8: `bench --stage llm` shows both)
 LLAMACPP_ARCHITECTURES = ("qwen2", "llama", "gemma2", "phi3", "mistral")  # what the gpt4all wheel's llama.cpp loads
 
@@ -364,7 +379,7 @@ def _llamacpp(path: Path, context: int, strict: bool):
         import io
         with contextlib.redirect_stderr(io.StringIO()):  # it tries (and reports failing) its CUDA builds first
             return GPT4All(path.name, model_path=str(path.parent), allow_download=False, device=LLAMACPP_DEVICE,
-                           n_threads=torch.get_num_threads(), n_ctx=max(512, context), verbose=False)
+                           n_threads=torch.get_num_threads(), n_ctx=context + 64, verbose=False)
     except ImportError as e:
         if strict:
             raise RuntimeError(f"--runtime llamacpp needs the gpt4all wheel (pip install gpt4all): {e}") from None
