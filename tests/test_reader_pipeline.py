@@ -223,6 +223,11 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     assert r.exit_code == 0 and freq["candidates"]["n"] == 3 and "book-frequency" in r.output, r.output
     assert freq["candidates"]["p@1"] == pytest.approx(json.loads((ws / "results" / "book_frequency.json").read_text())
                                                       ["p@1"])  # what `whoqa eval` reported for book frequency
+    assert run(app, ["eval", "--workspace", str(ws)]).exit_code == 0  # the sampled LLM routed with both Who systems
+    rows = json.loads((ws / "results" / "full_task.json").read_text())["samples"]["4"]["rows"]
+    llm = f"llm[bm25f]@{tiny_llm_path.rstrip('/').split('/')[-1]}+sample4"
+    assert f"routed: memnet+salience[bm25f] + {llm}" in rows
+    assert f"routed: memnet+salience[bm25f]+{folder.name} + {llm}" in rows
 
 
 def test_ask_rerank_has_the_llm_reorder_the_networks_answer(ws, tiny_llm_path):

@@ -74,13 +74,33 @@ def llm_command(cfg: dict) -> str:
 def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
     """question id -> canonical name of the top-ranked character (trial 0 of each fold)."""
     ws = Workspace(workspace)
-    chars = json.loads((ws.who / "characters.json").read_text())
-    names = {d: {c["id"]: c["name"] for c in cs} for d, cs in chars.items()}
+    names = _names(ws)
     out = {}
     for f in sorted((ws.runs / run).glob("fold*_trial0.json")):
         for p in json.loads(f.read_text())["predictions"]:
             if p["ranking"]:
                 out[p["question_id"]] = names[p["book"]].get(p["ranking"][0], "")
+    return out
+
+
+def _names(ws: Workspace) -> dict[str, dict[int, str]]:
+    chars = json.loads((ws.who / "characters.json").read_text())
+    return {d: {c["id"]: c["name"] for c in cs} for d, cs in chars.items()}
+
+
+def reranked_answers(workspace: Path, run: str) -> dict[str, dict[int, str]]:
+    """For each LLM re-ranking of a memory-network run (`whoqa rerank`, the network's candidates): its name ->
+    question id -> the name of the combined top character."""
+    ws = Workspace(workspace)
+    who = {q["question_id"]: q["document_id"] for q in json.loads((ws.who / "who_questions.json").read_text())}
+    names = _names(ws)
+    out = {}
+    for path in sorted((ws.runs / run).glob("rerank@*/summary.json")):
+        s = json.loads(path.read_text())
+        if s.get("config", {}).get("candidates", "network") != "network" or "rankings" not in s:
+            continue
+        out[f"{run}+{path.parent.name}"] = {int(q): names[who[int(q)]].get(r[0], "") for q, r in
+                                             s["rankings"].items() if r and int(q) in who}
     return out
 
 
@@ -141,10 +161,19 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         full = {name: dict(runs[name]) for name in rows if name in runs}
         if routing:
             full[f"routed: {routing['memnet']} + {routing['reader']}"] = routed
+        srows_all = {name: row for name, (row, _) in srows.items()}
+        if memnet_choice:  # each sampled LLM with the memory network (and its LLM re-ranking) on Who questions
+            who_answers = {memnet_choice.name: memnet_answers(ws, memnet_choice.name),
+                           **reranked_answers(ws, memnet_choice.name)}
+            for name, (_, _) in srows.items():
+                preds = llms[name]
+                for mname, answers in who_answers.items():
+                    routed_s = {q: answers.get(q, a) for q, a in preds.items()}
+                    srows_all[f"routed: {mname} + {name}"] = _row(routed_s, refs, who_ids, {}, kinds)
         samples[str(n)] = {"questions": len(ids), "rows": {
             **{name: _row({q: a for q, a in preds.items() if q in ids}, refs, who_ids, {}, kinds)
                for name, preds in full.items()},
-            **{name: row for name, (row, _) in srows.items()}}}
+            **srows_all}}
     out = {"questions": len(questions), "who_questions": len(who_ids), "rows": rows, "routing": routing,
            "samples": samples,
            "mou2021_test_rouge_l": MOU_TEST_ROUGE_L, "code": code_version()}

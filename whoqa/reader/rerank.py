@@ -185,12 +185,14 @@ def evaluate(rows: list[dict]) -> dict:
            "combined": ranking_metrics([combined(r, fitted[r["fold"]]) for r in rows], answers),
            "fold_weights": {str(f): w for f, w in fitted.items()},
            "weight_on_all": fit_weight(rows),
-           "seconds_per_question": round(float(np.mean([r["seconds"] for r in rows])), 3)}
+           "seconds_per_question": round(float(np.mean([r["seconds"] for r in rows])), 3),
+           "rankings": {str(r["question_id"]): combined(r, fitted[r["fold"]])[:len(r["llm"])] for r in rows}}
     return out
 
 
 def rerank(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
-    """Score, evaluate and save (WS/runs/<run>/rerank@<model>+k<k>/summary.json)."""
+    """Score, evaluate and save (WS/runs/<run>/rerank@<model>+k<k>/summary.json, with each question's combined top
+    k, which the full task's routed rows read)."""
     rows = score_run(workspace, run, cfg, progress, device)
     summary = {"run": run, "config": asdict(cfg), **evaluate(rows)}
     atomic_write(rerank_dir(workspace, run, cfg) / "summary.json", json.dumps(summary, indent=1))
