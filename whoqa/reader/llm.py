@@ -196,6 +196,28 @@ def model_fingerprint(base: str) -> str:
     return digest([file_digest(root / "config.json"), [(p.name, p.stat().st_size) for p in files]])
 
 
+def _tokenizer(folder: str, gguf: str | None):
+    """The model's tokenizer. Read from a GGUF file it takes transformers 10-15 s (the vocabulary is rebuilt), so it is
+    saved once under the cache, keyed by the file's name and size, and read from there afterwards."""
+    import os
+    from transformers import AutoTokenizer
+    if not gguf:
+        return AutoTokenizer.from_pretrained(folder)
+    path = Path(folder) / gguf
+    saved = cache_dir().parent / "tokenizers" / f"{gguf}-{path.stat().st_size}"
+    if (saved / "tokenizer_config.json").is_file():
+        return AutoTokenizer.from_pretrained(saved)
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
+    tmp = saved.with_name(f"{saved.name}.tmp-{os.getpid()}")
+    tok.save_pretrained(tmp)
+    try:
+        tmp.rename(saved)
+    except OSError:  # another process saved it first
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tok
+
+
 class LLMReader:
     """A causal LM answering from passages: prompt (chat template or plain), greedy decoding, first line.
 
@@ -206,7 +228,6 @@ class LLMReader:
     def __init__(self, base: str, device=None, prompt_tokens: int = LLMConfig.prompt_tokens,
                  max_new_tokens: int = LLMConfig.max_new_tokens, chat: str = LLMConfig.chat,
                  half: bool = LLMConfig.half, runtime: str = LLMConfig.runtime):
-        from transformers import AutoTokenizer
         from transformers.utils import logging as hf_logging
         if chat not in ("auto", "plain"):
             raise ValueError(f"unknown prompt {chat!r}: use auto (the model's chat template) or plain")
@@ -216,7 +237,7 @@ class LLMReader:
         folder, gguf = locate(base)
         kw = {"gguf_file": gguf} if gguf else {}
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+            self.tokenizer = _tokenizer(folder, gguf)
         except ImportError as e:  # GGUF needs the gguf package (and accelerate)
             raise RuntimeError(f"loading {base}: {e}") from e
         self.llama = None
