@@ -514,7 +514,7 @@ def ask(
         typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
     reranked = None
     if rerank:
-        from whoqa.reader.rerank import Reranker
+        from whoqa.evaluation.rerank import Reranker
         rr = _stage(Reranker, workspace, llm or default(RerankConfig, "base"), device=device)
         names = [n for n, _ in ans.characters]
         probs = [p if p is not None else 1.0 / len(names) for _, p in ans.characters]
@@ -581,7 +581,7 @@ def rerank(
     """Who answers re-ranked by a local LLM reading the passages: the run's top-k characters scored by each name's
     log-likelihood, combined with the network's calibrated probabilities by a weight fit on the other folds
     -> WS/runs/<run>/rerank@<model>+k<k>/ (resumable)."""
-    from whoqa.reader.rerank import rerank as rerank_run
+    from whoqa.evaluation.rerank import rerank as rerank_run
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
                        max_eval_samples=max_eval_samples)
     s = _stage(rerank_run, workspace, run, cfg, device=device)

@@ -121,7 +121,7 @@ def test_reranking_follows_an_llm_that_is_sure_and_ignores_one_that_misleads():
     """The LLM's weight is fit on the other folds: where it always puts the right name far ahead, it gets weight and
     lifts P@1 over the network's; where it always puts the right name last, it gets no weight and the network's
     order stays."""
-    from whoqa.reader.rerank import combined, evaluate
+    from whoqa.evaluation.rerank import combined, evaluate
     sure, wrong = [], []
     for q in range(40):
         ranking = [10, 11, 12, 13, 14]

@@ -101,7 +101,7 @@ class LLMConfig:
 
 @dataclass
 class RerankConfig:
-    """A local LLM re-ranking the memory network's Who candidates (whoqa.reader.rerank)."""
+    """A local LLM re-ranking the memory network's Who candidates (whoqa.evaluation.rerank)."""
     base: str = LLMConfig.base  # the LLM; it runs on transformers, which gives token probabilities
     top_k: int = 5  # the candidates the LLM scores
     candidates: str = "network"  # whose top k: the memory network's (its run's calibrated ensemble) or book-frequency's
