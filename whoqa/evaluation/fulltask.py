@@ -74,7 +74,7 @@ def llm_command(cfg: dict) -> str:
 def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
     """question id -> canonical name of the top-ranked character (trial 0 of each fold)."""
     ws = Workspace(workspace)
-    names = _names(ws)
+    names = who_names(ws)
     out = {}
     for f in sorted((ws.runs / run).glob("fold*_trial0.json")):
         for p in json.loads(f.read_text())["predictions"]:
@@ -83,7 +83,8 @@ def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
     return out
 
 
-def _names(ws: Workspace) -> dict[str, dict[int, str]]:
+def who_names(ws: Workspace) -> dict[str, dict[int, str]]:
+    """book -> character id -> canonical name, from the Who set."""
     chars = json.loads((ws.who / "characters.json").read_text())
     return {d: {c["id"]: c["name"] for c in cs} for d, cs in chars.items()}
 
@@ -93,7 +94,7 @@ def reranked_answers(workspace: Path, run: str) -> dict[str, dict[int, str]]:
     question id -> the name of the combined top character."""
     ws = Workspace(workspace)
     who = {q["question_id"]: q["document_id"] for q in json.loads((ws.who / "who_questions.json").read_text())}
-    names = _names(ws)
+    names = who_names(ws)
     out = {}
     for path in sorted((ws.runs / run).glob("rerank@*/summary.json")):
         s = json.loads(path.read_text())

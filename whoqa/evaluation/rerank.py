@@ -14,7 +14,6 @@ the judged book. The LLM's scores are kept per question (WS/runs/<run>/rerank@<m
 from __future__ import annotations
 
 import json
-import logging
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -29,12 +28,11 @@ from whoqa.core.runs import digest
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.baselines import book_frequency
+from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items
-from whoqa.reader.config import LLMConfig, RerankConfig
+from whoqa.reader.config import LLMConfig, RerankConfig, model_name
 from whoqa.reader.data import build_examples
 from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
-
-log = logging.getLogger(__name__)
 
 # the LLM's weights tried (one number per fold: a grid is enough); 100 is the LLM's order alone, ties to the network's
 WEIGHTS = np.array([0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0])
@@ -44,7 +42,7 @@ CANDIDATES = ("network", "book-frequency")
 
 
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
-    model = Path(cfg.base.rstrip("/")).name.removesuffix(".gguf")
+    model = model_name(cfg.base)
     source = "" if cfg.candidates == "network" else f"+{cfg.candidates}"
     return Workspace(workspace).runs / run / f"rerank@{model}+k{cfg.top_k}{source}"
 
@@ -109,8 +107,7 @@ def score_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = Tru
                 done[row["question_id"]] = row
     todo = [c for c in cands if c["question_id"] not in done]
     if todo:
-        chars = json.loads((ws.who / "characters.json").read_text())
-        names = {b: {c["id"]: c["name"] for c in cs} for b, cs in chars.items()}
+        names = who_names(ws)
         who = {q["question_id"]: q for q in json.loads((ws.who / "who_questions.json").read_text())}
         examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
         pool = [(q["question"], q["answer1"], q["document_id"]) for q in who.values()]
@@ -205,7 +202,7 @@ MEASURED_WEIGHT = 0.2  # the weight fit on all 254 questions of the 41 shared bo
 def served_weight(workspace: Path, base: str) -> tuple[float, str]:
     """(weight, where it comes from) for re-ranking in `ask`: the workspace's own re-ranking of a by-book run with
     this model (fit on all its questions), else of any run, else the weight measured on the shared books."""
-    model = Path(base.rstrip("/")).name.removesuffix(".gguf")
+    model = model_name(base)
     found = sorted(Workspace(workspace).runs.glob(f"*/rerank@{model}+k*/summary.json"),
                    key=lambda p: ("+by-book" not in p.parent.parent.name, p.parent.name))
     for path in found:

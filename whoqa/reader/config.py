@@ -111,11 +111,16 @@ class RerankConfig:
     max_eval_samples: int | None = None  # debug: the first N questions
 
 
+def model_name(base: str) -> str:
+    """A --reader-base as a short name for run folders: its last path part, without .gguf."""
+    from pathlib import Path
+    return Path(base.rstrip("/")).name.removesuffix(".gguf")
+
+
 def llm_run_name(cfg: LLMConfig) -> str:
     """llm[<context>]@<model>, then what differs from the defaults that change answers (+k3, +tokens1024, +rank,
     +shots0), then +sample<N>: each variant is its own run, so variants can be compared side by side."""
-    from pathlib import Path
-    model = Path(cfg.base.rstrip("/")).name.removesuffix(".gguf")
+    model = model_name(cfg.base)
     d = LLMConfig()
     variant = "".join(f"+{tag}{getattr(cfg, f)}" for f, tag in (("top_k", "k"), ("prompt_tokens", "tokens"),
                                                                 ("shots", "shots")) if getattr(cfg, f) != getattr(d, f))
