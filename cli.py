@@ -443,9 +443,10 @@ def ask(
                                                   "characters with probabilities, evidence, calibration) to this file."),
     adapt: bool = typer.Option(False, help="Tune a new book's vectors on its own artificial questions first (once; "
                                            "off by default: it did not help on unseen books, docs/who-ranker.md)."),
-    rerank: bool = typer.Option(False, help="Who questions: a local LLM reads the question's passages and re-ranks "
-                                            "the top characters (better P@1 on books never seen; loads the LLM, "
-                                            "seconds per question: docs/who-ranker.md)."),
+    rerank: bool = typer.Option(False, help="Who questions, best on books no model trained on: the feature ranker "
+                                            "(book share, mentions in the question's context, named in the question) "
+                                            "with a local LLM reading the passages for its top 5; no trained network "
+                                            "needed (loads the LLM: docs/who-ranker.md)."),
     device: str = typer.Option("auto", help=f"Memory network or reader: {DEVICE_HELP}."),
     using: str = typer.Option("auto", "--with", help="auto (Who questions -> memory network, the rest -> reader), "
                                                      "memnet or reader."),
@@ -493,6 +494,10 @@ def ask(
         for p in ra.passages[:3]:
             typer.echo(f"  | {p[:300]}")
         return
+    if rerank:
+        _ask_features(workspace, _stage(_add_book, workspace, text, data, book), question, top, out,
+                      llm or default(RerankConfig, "base"), device)
+        return
     from whoqa.memnet.ask import Asker
     asker = _stage(Asker, workspace, model, adapt=adapt, device=device)
     if text is not None:
@@ -512,30 +517,39 @@ def ask(
                     fg=typer.colors.YELLOW, err=True)
     for w in ans.warnings:
         typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
-    reranked = None
-    if rerank:
-        from whoqa.evaluation.rerank import Reranker
-        rr = _stage(Reranker, workspace, llm or default(RerankConfig, "base"), device=device)
-        names = [n for n, _ in ans.characters]
-        probs = [p if p is not None else 1.0 / len(names) for _, p in ans.characters]
-        reranked = _stage(rr.rerank, book, question, names, probs)
-        typer.echo(f"(re-ranked by {rr.base} reading the passages, weight {rr.weight:g}: {rr.why}; the network's "
-                   f"and the LLM's probabilities shown, the order is the combination's)", err=True)
-        for r in reranked:
-            typer.echo(f"{r['network']:6.1%} {r['llm']:6.1%}  {r['name']}")
-    else:
-        for i, (name, p) in enumerate(ans.characters, 1):
-            typer.echo(f"{p:6.1%}  {name}" if p is not None else f"{i:>5}.  {name}")
+    for i, (name, p) in enumerate(ans.characters, 1):
+        typer.echo(f"{p:6.1%}  {name}" if p is not None else f"{i:>5}.  {name}")
     if out is not None:
         from whoqa.core.book import atomic_write
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(out, json.dumps({"question": question, "book": book, "model": asker.model_name,
                                       "members": len(asker.members), "characters": ans.characters,
                                       "evidence": ans.evidence, "calibration": ans.calibration,
-                                      "adapted": ans.adapted, "warnings": ans.warnings,
-                                      **({"reranked": reranked} if reranked else {})}, indent=1))
+                                      "adapted": ans.adapted, "warnings": ans.warnings}, indent=1))
     for w, sent in ans.evidence:
         typer.echo(f"  [{w:.2f}] {sent}")
+
+
+def _ask_features(workspace: Path, book: str, question: str, top: int, out: Optional[Path], base: str,
+                  device: str) -> None:
+    """`ask --rerank`: the feature ranker with the local LLM reading the passages (no trained network needed)."""
+    from whoqa.evaluation.rerank import Reranker
+    rr = _stage(Reranker, workspace, base, device=device)
+    ranked = _stage(rr.rank, book, question, top)
+    r = rr.ranker
+    typer.echo(f"(book share, context mentions, named in the question, and {rr.base} reading the passages for the "
+               f"top {r.top_k}; fit on {r.source or 'the 41 shared books'}"
+               + (f"; cross-validated ECE {r.ece:.3f}" if r.ece is not None else "") + ")", err=True)
+    for c in ranked:
+        typer.echo(f"{c['probability']:6.1%}  {c['name']}" + (f"   (LLM {c['llm']:.1%} of the top {r.top_k})"
+                                                               if c["llm"] is not None else ""))
+    if out is not None:
+        from dataclasses import asdict
+        from whoqa.core.book import atomic_write
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(out, json.dumps({"question": question, "book": book, "model": f"features+{rr.base}",
+                                      "characters": [[c["name"], c["probability"]] for c in ranked],
+                                      "llm": [c["llm"] for c in ranked], "ranker": asdict(r)}, indent=1))
 
 
 def _add_book(workspace: Path, text: Optional[Path], data: Optional[Path], book: Optional[str]) -> str:
@@ -573,7 +587,9 @@ def rerank(
                                                                          "hub id, .gguf file or a packaged model)."),
     top_k: int = typer.Option(default(RerankConfig, "top_k"), help="The candidates the LLM scores."),
     candidates: str = typer.Option(default(RerankConfig, "candidates"), help="Whose top k: network (the run's "
-                                                                             "ensemble) or book-frequency."),
+                                                                             "ensemble), book-frequency, or features "
+                                                                             "(the feature ranker: its own first stage, "
+                                                                             "then the LLM's scores as a feature)."),
     prompt_tokens: int = typer.Option(default(RerankConfig, "prompt_tokens"), help="Prompt budget in tokens."),
     device: str = typer.Option("auto", help=f"Where the LLM runs, {DEVICE_HELP}."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
@@ -589,8 +605,13 @@ def rerank(
                        ("combined", "combined")):
         m = s[row]
         typer.echo(f"{label:22s} P@1 {m['p@1']:6.2f}  P@5 {m['p@5']:6.2f}  MRR {m['mrr']:.3f}")
-    typer.echo(f"LLM weight per fold: {sorted(set(s['fold_weights'].values()))}; {s['seconds_per_question']} s/question;"
-               f" {s['questions']} questions")
+    if "fold_weights" in s:
+        typer.echo(f"LLM weight per fold: {sorted(set(s['fold_weights'].values()))}")
+    else:
+        typer.echo(f"book frequency         P@1 {s['book_frequency']['p@1']:6.2f}  P@5 {s['book_frequency']['p@5']:6.2f}"
+                   f"  MRR {s['book_frequency']['mrr']:.3f}\nECE {s['ece']:.3f}; weights fit on all: stage 1 "
+                   f"{[round(w, 3) for w in s['ranker']['stage1']]}, stage 2 {[round(w, 3) for w in s['ranker']['stage2']]}")
+    typer.echo(f"{s['seconds_per_question']} s/question (LLM); {s['questions']} questions")
 
 
 @app.command("check")

@@ -89,3 +89,20 @@ def test_score_cli_counts_lines_alike_and_refuses_empty_files(tmp_path):
     (tmp_path / "e2.txt").write_text("")
     res = CliRunner().invoke(app, ["score", "--pred", str(tmp_path / "e1.txt"), "--ref", str(tmp_path / "e2.txt")])
     assert res.exit_code == 2 and "no lines" in res.output
+
+
+def test_a_book_bootstrap_spreads_by_book_and_centres_the_difference():
+    """Two systems on 3 books x 4 questions: a is right on every question of books 0 and 1, b on book 0 only. The
+    difference in P@1 is 33.3 points, its interval stays within what resampling 3 books can give (0 to 100), and a
+    system compared with itself differs by exactly 0."""
+    from whoqa.core.metrics import book_bootstrap
+    books = [d for d in "xyz" for _ in range(4)]
+    correct = [[1]] * 12
+    a = [[1, 2] if d in "xy" else [2, 1] for d in books]
+    b = [[1, 2] if d == "x" else [2, 1] for d in books]
+    s = book_bootstrap(a, b, correct, books, samples=500)
+    d = s["difference"]["p@1"]
+    assert s["books"] == 3 and abs(d["mean"] - 100 / 3) < 1e-3 and 0 <= d["ci95"][0] <= d["ci95"][1] <= 100
+    assert s["sd"]["p@1"] > 0 and s["difference"]["p@5"]["mean"] == 0
+    same = book_bootstrap(a, a, correct, books, samples=100)["difference"]["mrr"]
+    assert same == {"mean": 0.0, "sd": 0.0, "ci95": [0.0, 0.0]}

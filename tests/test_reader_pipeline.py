@@ -223,6 +223,19 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     assert r.exit_code == 0 and freq["candidates"]["n"] == 3 and "book-frequency" in r.output, r.output
     assert freq["candidates"]["p@1"] == pytest.approx(json.loads((ws / "results" / "book_frequency.json").read_text())
                                                       ["p@1"])  # what `whoqa eval` reported for book frequency
+    r = run(app, cmd + ["--candidates", "features"])  # the feature ranker: its first stage's top k, the LLM a feature
+    feats = folder.with_name(folder.name + "+features")
+    summary = json.loads((feats / "summary.json").read_text())
+    assert r.exit_code == 0 and "ECE" in r.output and summary["combined"]["n"] == 3, r.output
+    assert len(summary["ranker"]["stage1"]) == 3 and len(summary["ranker"]["stage2"]) == 4
+    assert summary["book_frequency"]["p@1"] == freq["candidates"]["p@1"]
+    scored = (feats / "scores.jsonl").read_text()
+    names: dict = {}  # every name a fold's first stage put in a question's top 3 is scored once
+    for row in map(json.loads, scored.splitlines()):
+        assert len(row["llm"]) == len(row["candidates"]) and not set(row["candidates"]) & names.get(row["question_id"], set())
+        names.setdefault(row["question_id"], set()).update(row["candidates"])
+    assert all(set(top) <= names[int(q)] for q, top in summary["rankings"].items())
+    assert run(app, cmd + ["--candidates", "features"]).exit_code == 0 and (feats / "scores.jsonl").read_text() == scored
     assert run(app, ["eval", "--workspace", str(ws)]).exit_code == 0  # the sampled LLM routed with both Who systems
     rows = json.loads((ws / "results" / "full_task.json").read_text())["samples"]["4"]["rows"]
     llm = f"llm[bm25f]@{tiny_llm_path.rstrip('/').split('/')[-1]}+sample4"
@@ -230,19 +243,21 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     assert f"routed: memnet+salience[bm25f]+{folder.name} + {llm}" in rows
 
 
-def test_ask_rerank_has_the_llm_reorder_the_networks_answer(ws, tiny_llm_path):
-    """`ask --rerank`: the final network's top characters re-ordered with the LLM's opinion, at the weight the
-    workspace's own re-ranking run fit; both probabilities shown and saved."""
+def test_ask_rerank_ranks_with_the_feature_ranker_and_the_llm(ws, tiny_llm_path):
+    """`ask --rerank`: the book's characters by the feature ranker the workspace's own `whoqa rerank --candidates
+    features` fit, the LLM reading the passages for the first stage's top k; probabilities saved with the ranker."""
     r = run(app, ["train", "--workspace", str(ws), "--final", "--trials", "1", "--epochs", "2"])
     assert r.exit_code == 0, r.output
     out = ws / "ask-rerank.json"
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?",
                   "--rerank", "--llm", tiny_llm_path, "--device", "cpu", "--out", str(out)])
-    assert r.exit_code == 0 and "re-ranked by" in r.output and "fit on run memnet+salience[bm25f]" in r.output, r.output
+    assert r.exit_code == 0 and "reading the passages" in r.output and "memnet+salience[bm25f]" in r.output, r.output
     saved = json.loads(out.read_text())
-    names = [n for n, _ in saved["characters"]]
-    assert sorted(x["name"] for x in saved["reranked"]) == sorted(names)  # the same characters, in a new order
-    assert abs(sum(x["llm"] for x in saved["reranked"]) - 1) < 1e-6
+    probs = [p for _, p in saved["characters"]]
+    assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-9
+    k = saved["ranker"]["top_k"]
+    read = [x for x in saved["llm"] if x is not None]
+    assert len(read) <= k and (len(saved["characters"]) < k or sum(read) == pytest.approx(1.0))
 
 
 def test_ask_serves_the_final_reader(ws, tiny_reader_path):

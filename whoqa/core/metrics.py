@@ -45,6 +45,34 @@ def ranking_metrics(rankings: Sequence[Sequence[int]], corrects: Sequence[Iterab
             "n": n}
 
 
+def book_bootstrap(a: Sequence[Sequence[int]], b: Sequence[Sequence[int]], corrects: Sequence[Iterable[int]],
+                   books: Sequence[str], samples: int = 2000, seed: int = 13) -> dict:
+    """Spread of two systems' P@1 / P@5 / MRR over the same questions, resampling whole books (questions of a book are
+    not independent): each metric's standard deviation for a, and a - b's mean, sd and 95% interval."""
+    import numpy as np
+    corrects = [list(c) for c in corrects]
+    per = {}
+    for name, rankings in (("a", a), ("b", b)):
+        ranks = [rank_of_first_correct(r, c) for r, c in zip(rankings, corrects)]
+        per[name] = np.array([[100.0 * (r == 1), 100.0 * (r is not None and r <= 5), 1 / r if r else 0.0]
+                              for r in ranks])  # (n, 3)
+    ids = sorted(set(books))
+    rows = {d: [i for i, x in enumerate(books) if x == d] for d in ids}
+    rng = np.random.default_rng(seed)
+    ma, md = [], []
+    for _ in range(samples):
+        idx = [i for d in rng.choice(len(ids), len(ids)) for i in rows[ids[d]]]
+        ma.append(per["a"][idx].mean(0))
+        md.append(per["a"][idx].mean(0) - per["b"][idx].mean(0))
+    ma, md = np.array(ma), np.array(md)  # (samples, 3)
+    keys = ("p@1", "p@5", "mrr")
+    return {"books": len(ids), "samples": samples, "sd": dict(zip(keys, ma.std(0).round(4).tolist())),
+            "difference": {k: {"mean": float(round(per["a"][:, j].mean() - per["b"][:, j].mean(), 4)),
+                               "sd": float(round(md[:, j].std(), 4)),
+                               "ci95": [float(round(v, 4)) for v in np.percentile(md[:, j], [2.5, 97.5])]}
+                           for j, k in enumerate(keys)}}
+
+
 # ---- text metrics ---------------------------------------------------------------------------------------------
 def normalize_text(s: str) -> str:
     return " ".join(_TOKEN.findall(s.lower()))

@@ -90,15 +90,15 @@ def who_names(ws: Workspace) -> dict[str, dict[int, str]]:
 
 
 def reranked_answers(workspace: Path, run: str) -> dict[str, dict[int, str]]:
-    """For each LLM re-ranking of a memory-network run (`whoqa rerank`, the network's candidates): its name ->
-    question id -> the name of the combined top character."""
+    """For each LLM re-ranking of a memory-network run (`whoqa rerank`, the network's candidates or the feature
+    ranker's, which judges on the run's folds): its name -> question id -> the name of the combined top character."""
     ws = Workspace(workspace)
     who = {q["question_id"]: q["document_id"] for q in json.loads((ws.who / "who_questions.json").read_text())}
     names = who_names(ws)
     out = {}
     for path in sorted((ws.runs / run).glob("rerank@*/summary.json")):
         s = json.loads(path.read_text())
-        if s.get("config", {}).get("candidates", "network") != "network" or "rankings" not in s:
+        if s.get("config", {}).get("candidates", "network") == "book-frequency" or "rankings" not in s:
             continue
         out[f"{run}+{path.parent.name}"] = {int(q): names[who[int(q)]].get(r[0], "") for q, r in
                                              s["rankings"].items() if r and int(q) in who}

@@ -15,19 +15,22 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from whoqa.core.book import atomic_write
-from whoqa.core.calibration import probabilities
-from whoqa.core.metrics import ranking_metrics
+from whoqa.core.calibration import ece, probabilities, reliability
+from whoqa.core.metrics import book_bootstrap, ranking_metrics
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.baselines import book_frequency
+from whoqa.evaluation.feature_ranker import (CONTEXT_SENTENCES, MEASURED, FeatureRanker, character_features, fit,
+                                            fit_ranker)
 from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items
 from whoqa.reader.config import LLMConfig, RerankConfig, model_name
@@ -38,7 +41,7 @@ from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
 WEIGHTS = np.array([0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0])
 
 
-CANDIDATES = ("network", "book-frequency")
+CANDIDATES = ("network", "book-frequency", "features")
 
 
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
@@ -80,59 +83,85 @@ def network_candidates(run_dir: Path) -> list[dict]:
     return out
 
 
+def llm_key(cfg: RerankConfig) -> str:
+    """What an LLM name score depends on: the model and the prompt (not whose candidates asked for it)."""
+    return digest([{f: getattr(cfg, f) for f in ("base", "passages", "prompt_tokens", "shots")},
+                   model_fingerprint(cfg.base)])
+
+
+class NameScores:
+    """The LLM's log-likelihood of each (question, name) as the answer, kept in scores.jsonl (one row per LLM call,
+    resumable: a question is prompted again only for names it has not scored; a changed model or prompt starts
+    afresh)."""
+
+    def __init__(self, ws: Workspace, folder: Path, cfg: RerankConfig, progress: bool = True, device=None):
+        self.ws, self.cfg, self.progress, self.device = ws, cfg, progress, device
+        self.key = llm_key(cfg)
+        self.path = folder / "scores.jsonl"
+        self.done: dict[int, dict[int, float]] = {}
+        self.seconds: dict[int, float] = {}  # the LLM's seconds per question, over its calls
+        self.calls: dict[int, int] = {}
+        if self.path.is_file():
+            for line in self.path.read_text().splitlines():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by an interruption: those names are scored again
+                if row.get("key") == self.key:
+                    self._keep(row)
+
+    def _keep(self, row: dict) -> None:
+        q = row["question_id"]
+        self.done.setdefault(q, {}).update(zip(row["candidates"], row["llm"]))
+        self.seconds[q] = self.seconds.get(q, 0.0) + row["seconds"]
+        self.calls[q] = self.calls.get(q, 0) + 1
+
+    def ensure(self, wanted: dict[int, list[int]]) -> None:
+        """Score every question's wanted character ids it has not scored yet."""
+        todo = {q: [c for c in cs if c not in self.done.get(q, {})] for q, cs in wanted.items()}
+        todo = {q: cs for q, cs in todo.items() if cs}
+        if not todo:
+            return
+        ws, cfg = self.ws, self.cfg
+        names = who_names(ws)
+        who = {q["question_id"]: q for q in json.loads((ws.who / "who_questions.json").read_text())}
+        examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
+        pool = [(q["question"], q["answer1"], q["document_id"]) for q in who.values()]
+        reader = LLMReader(cfg.base, self.device, cfg.prompt_tokens, runtime="transformers")
+        bar = progress_bar(total=len(todo), desc="LLM name scores", unit="q", progress=self.progress)
+        with self.path.open("a") as out:
+            for qid, cs in todo.items():
+                t = time.perf_counter()
+                q, e = who[qid], examples.get(qid)
+                shots = few_shots(pool, q["document_id"], cfg.shots, SEED * 1_000_003 + qid)
+                llm = reader.name_scores(q["question"], e.passages if e else [],
+                                         [names[q["document_id"]][c] for c in cs], shots, e.starts if e else None,
+                                         LLMConfig.order)
+                row = {"question_id": qid, "key": self.key, "candidates": cs, "llm": llm,
+                       "seconds": round(time.perf_counter() - t, 3)}
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+                self._keep(row)
+                bar.update(1)
+        bar.close()
+
+    def of(self, qid: int, cs: list[int]) -> list[float]:
+        return [self.done[qid][c] for c in cs]
+
+
 def score_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, device=None) -> list[dict]:
-    """The LLM's log-likelihood of each question's top-k names -> scores.jsonl (resumable per question; a changed
-    config or model starts it afresh)."""
+    """The network's or book frequency's candidates of each question of the run, with the LLM's log-likelihood of
+    their top-k names (`llm`, in the candidates' order)."""
     ws = Workspace(workspace)
-    if cfg.candidates not in CANDIDATES:
-        raise ValueError(f"unknown candidates {cfg.candidates!r}: use one of {', '.join(CANDIDATES)}")
     cands = network_candidates(ws.runs / run)[:cfg.max_eval_samples]
     if cfg.candidates == "book-frequency":
         cands = frequency_candidates(ws, cands)
     folder = rerank_dir(ws, run, cfg)
     folder.mkdir(parents=True, exist_ok=True)
-    recipe = asdict(cfg) | {"max_eval_samples": None}
-    if cfg.candidates == "network":  # (a field added later: scores made before it stay valid)
-        del recipe["candidates"]
-    key = digest([recipe, model_fingerprint(cfg.base)])
-    path = folder / "scores.jsonl"
-    done = {}
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by an interruption: that question is scored again
-            if row.get("key") == key:
-                done[row["question_id"]] = row
-    todo = [c for c in cands if c["question_id"] not in done]
-    if todo:
-        names = who_names(ws)
-        who = {q["question_id"]: q for q in json.loads((ws.who / "who_questions.json").read_text())}
-        examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
-        pool = [(q["question"], q["answer1"], q["document_id"]) for q in who.values()]
-        reader = LLMReader(cfg.base, device, cfg.prompt_tokens, runtime="transformers")
-        bar = progress_bar(total=len(cands), desc=f"rerank {run}", unit="q", progress=progress)
-        bar.update(len(done))
-        with path.open("a") as out:
-            for c in todo:
-                t = time.perf_counter()
-                q = who[c["question_id"]]
-                e = examples.get(c["question_id"])
-                top = c["ranking"][:cfg.top_k]
-                shots = few_shots(pool, q["document_id"], cfg.shots, SEED * 1_000_003 + c["question_id"])
-                llm = reader.name_scores(q["question"], e.passages if e else [], [names[q["document_id"]][x]
-                                                                                     for x in top],
-                                         shots, e.starts if e else None, LLMConfig.order)
-                row = {"question_id": c["question_id"], "key": key, "candidates": top, "llm": llm,
-                       "seconds": round(time.perf_counter() - t, 3)}
-                out.write(json.dumps(row) + "\n")
-                out.flush()
-                done[c["question_id"]] = row
-                bar.update(1)
-        bar.close()
-    return [{**c, "llm": done[c["question_id"]]["llm"], "seconds": done[c["question_id"]]["seconds"]}
-            for c in cands]
+    scores = NameScores(ws, folder, cfg, progress, device)
+    scores.ensure({c["question_id"]: c["ranking"][:cfg.top_k] for c in cands})
+    return [{**c, "llm": scores.of(c["question_id"], c["ranking"][:cfg.top_k]),
+             "seconds": scores.seconds.get(c["question_id"], 0.0)} for c in cands]
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
@@ -187,38 +216,114 @@ def evaluate(rows: list[dict]) -> dict:
     return out
 
 
+def question_features(ws: Workspace, cands: list[dict]) -> list[dict]:
+    """Per question of a run: its characters' ids, stage-1 features (C, 3) and right answers (C,) bool."""
+    from whoqa.core.aliases import AliasIndex
+    from whoqa.evaluation.evaluate import ContextView
+    from whoqa.retrieval.bm25f import question_fields
+    chars = json.loads((ws.who / "characters.json").read_text())
+    who = {q["question_id"]: q for q in json.loads((ws.who / "who_questions.json").read_text())}
+    view = ContextView(ws, "bm25f", CONTEXT_SENTENCES)
+    aliases: dict = {}
+    out = []
+    for c in cands:
+        q = who[c["question_id"]]
+        d = q["document_id"]
+        index = aliases.setdefault(d, AliasIndex.from_records(chars[d]))
+        named = {int(t[5:]) for t in question_fields(q["question"], index)[1].split()}
+        ids, x = character_features(chars[d], Counter(view.mentions(d, c["question_id"])), named)
+        out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x,
+                    "y": np.array([i in c["answers"] for i in ids]), "answers": c["answers"],
+                    "frequency": book_frequency(chars[d]), "book": d})
+    return out
+
+
+def feature_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
+    """The feature ranker (whoqa.evaluation.feature_ranker) judged on the run's folds: both stages fit on the other
+    folds' questions, the LLM scoring every name some fold's first stage puts in a question's top k."""
+    ws = Workspace(workspace)
+    rows = question_features(ws, network_candidates(ws.runs / run)[:cfg.max_eval_samples])
+    folds = sorted({r["fold"] for r in rows})
+    xs, ys = [r["x"] for r in rows], [r["y"] for r in rows]
+    train = {f: [i for i, r in enumerate(rows) if r["fold"] != f] for f in folds}
+    firsts = [fit([xs[i] for i in idx], [ys[i] for i in idx]) for idx in train.values()] + [fit(xs, ys)]
+    wanted = {r["question_id"]: sorted({r["ids"][j] for w in firsts
+                                        for j in np.argsort(-(r["x"] @ w), kind="stable")[:cfg.top_k]}) for r in rows}
+    folder = rerank_dir(ws, run, cfg)
+    folder.mkdir(parents=True, exist_ok=True)
+    scores = NameScores(ws, folder, cfg, progress, device)
+    scores.ensure(wanted)
+
+    def llm_of(sub):
+        return lambda i, top: scores.of(sub[i]["question_id"], [sub[i]["ids"][j] for j in top])
+    first, final, llm_only, conf, hit, fitted = [], [], [], [], [], {}
+    for f in folds:
+        sub = [rows[i] for i in train[f]]
+        ranker = fit_ranker([r["x"] for r in sub], [r["y"] for r in sub], cfg.top_k, llm_of(sub))
+        fitted[str(f)] = asdict(ranker)
+        for r in rows:
+            if r["fold"] != f:
+                continue
+            top = ranker.first(r["x"])
+            llm = scores.of(r["question_id"], [r["ids"][j] for j in top[:cfg.top_k]])
+            order, probs = ranker.probabilities(r["x"], llm)
+            first.append((r, [r["ids"][j] for j in top]))
+            final.append((r, [r["ids"][j] for j in order]))
+            by_llm = top[:cfg.top_k][np.argsort(-np.array(llm), kind="stable")]
+            llm_only.append((r, [r["ids"][j] for j in by_llm] + [r["ids"][j] for j in top[cfg.top_k:]]))
+            conf.append(float(probs[0]))
+            hit.append(bool(r["y"][order[0]]))
+    conf_a, hit_a = np.array(conf), np.array(hit)
+    served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions")
+    served.ece = ece(conf_a, hit_a)
+    metrics = {name: ranking_metrics([o for _, o in pairs], [r["answers"] for r, _ in pairs])
+               for name, pairs in (("candidates", first), ("llm_over_top_k", llm_only), ("combined", final))}
+    return {"questions": len(rows), "top_k": cfg.top_k, **metrics,
+            "book_frequency": ranking_metrics([r["frequency"] for r in rows], [r["answers"] for r in rows]),
+            "bootstrap_vs_book_frequency": book_bootstrap(
+                [o for _, o in final], [r["frequency"] for r, _ in final], [r["answers"] for r, _ in final],
+                [r["book"] for r, _ in final]),
+            "ece": ece(conf_a, hit_a), "reliability": reliability(conf_a, hit_a), "fold_rankers": fitted,
+            "ranker": asdict(served), "seconds_per_question": round(float(np.mean(
+                [scores.seconds.get(r["question_id"], 0.0) / scores.calls.get(r["question_id"], 1) for r in rows])), 3),
+            "rankings": {str(r["question_id"]): o[:cfg.top_k] for r, o in final}}
+
+
 def rerank(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
     """Score, evaluate and save (WS/runs/<run>/rerank@<model>+k<k>/summary.json, with each question's combined top
     k, which the full task's routed rows read)."""
-    rows = score_run(workspace, run, cfg, progress, device)
-    summary = {"run": run, "config": asdict(cfg), **evaluate(rows)}
+    if cfg.candidates not in CANDIDATES:
+        raise ValueError(f"unknown candidates {cfg.candidates!r}: use one of {', '.join(CANDIDATES)}")
+    if cfg.candidates == "features":
+        summary = {"run": run, "config": asdict(cfg), **feature_run(workspace, run, cfg, progress, device)}
+    else:
+        summary = {"run": run, "config": asdict(cfg), **evaluate(score_run(workspace, run, cfg, progress, device))}
     atomic_write(rerank_dir(workspace, run, cfg) / "summary.json", json.dumps(summary, indent=1))
     return summary
 
 
-MEASURED_WEIGHT = 0.2  # the weight fit on all 254 questions of the 41 shared books (book-level CV, docs/who-ranker.md)
-
-
-def served_weight(workspace: Path, base: str) -> tuple[float, str]:
-    """(weight, where it comes from) for re-ranking in `ask`: the workspace's own re-ranking of a by-book run with
-    this model (fit on all its questions), else of any run, else the weight measured on the shared books."""
+def served_ranker(workspace: Path, base: str) -> FeatureRanker:
+    """The feature ranker `ask --rerank` serves: fit on this workspace's own questions by `whoqa rerank RUN
+    --candidates features` with this model (a by-book run's first), else the one fit on the 41 shared books."""
     model = model_name(base)
-    found = sorted(Workspace(workspace).runs.glob(f"*/rerank@{model}+k*/summary.json"),
+    found = sorted(Workspace(workspace).runs.glob(f"*/rerank@{model}+k*+features/summary.json"),
                    key=lambda p: ("+by-book" not in p.parent.parent.name, p.parent.name))
     for path in found:
-        s = json.loads(path.read_text())
-        if s.get("config", {}).get("candidates", "network") == "network":
-            return float(s["weight_on_all"]), f"fit on run {s['run']}'s {s['questions']} questions"
-    return MEASURED_WEIGHT, "the weight measured on the 41 shared books (book-level cross-validation)"
+        try:
+            return FeatureRanker(**json.loads(path.read_text())["ranker"])
+        except (ValueError, KeyError, TypeError):
+            continue  # an older or damaged summary: the next one, or the measured fit
+    return FeatureRanker(**MEASURED)
 
 
 class Reranker:
-    """`ask --rerank`: the LLM scores the memory network's top characters after the question's BM25F passages."""
+    """`ask --rerank`: a book's characters ranked by the feature ranker, the local LLM reading the question's BM25F
+    passages for the first stage's top k; calibrated probabilities (maximum likelihood on other books' questions)."""
 
     def __init__(self, workspace: Path, base: str = RerankConfig.base, device=None):
         self.ws = Workspace(workspace)
         self.base = base
-        self.weight, self.why = served_weight(self.ws, base)
+        self.ranker = served_ranker(self.ws, base)
         self.reader = LLMReader(base, device, RerankConfig.prompt_tokens, runtime="transformers")
         try:
             who = json.loads((self.ws.who / "who_questions.json").read_text())
@@ -226,15 +331,29 @@ class Reranker:
         except (FileNotFoundError, ValueError, KeyError):
             self.pool = []
 
-    def rerank(self, book_id: str, question: str, names: list[str], probs: list[float]) -> list[dict]:
-        """The network's top names (best first, with its probabilities) in the combined order, each with its network
-        and LLM probability (the LLM's over these names)."""
+    def rank(self, book_id: str, question: str, top: int = 5) -> list[dict]:
+        """The top characters, best first: name, id, probability, and the LLM's own share among the k it read (None
+        for those it did not)."""
         from whoqa.reader.data import bm25f_passages
-        from whoqa.retrieval.bm25f import RetrievalConfig, open_book
-        passages, starts = bm25f_passages(*open_book(self.ws, book_id, RetrievalConfig()), question,
-                                          RerankConfig.passages, starts=True)
+        from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences, open_book, question_fields, windows
+        rcfg = RetrievalConfig()
+        book, aliases, index = open_book(self.ws, book_id, rcfg)
+        if not book.characters:
+            raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
+        words, chars = question_fields(question, aliases)
+        ranked = index.search(words, chars, rcfg.pool)
+        ctx = context_sentences(windows(ranked, rcfg.context_sentences, len(book.sentences), rcfg.window),
+                                CONTEXT_SENTENCES)
+        mentions = Counter(m.char_id for s in ctx for m in book.sentence_mentions(s))
+        named = {int(t[5:]) for t in chars.split()}
+        ids, x = character_features([{"id": c.id, "count": c.count} for c in book.characters.values()], mentions,
+                                    named)
+        first = self.ranker.first(x)[:self.ranker.top_k]
+        names = [book.characters[ids[j]].name for j in first]
+        passages, starts = bm25f_passages(book, aliases, index, question, RerankConfig.passages, starts=True)
         shots = few_shots(self.pool, book_id, RerankConfig.shots, SEED)
-        llm = np.array(self.reader.name_scores(question, passages, names, shots, starts, LLMConfig.order))  # (k,)
-        p_llm = np.exp(_log_softmax(llm))  # (k,)
-        row = {"ranking": list(range(len(names))), "probs": probs, "llm": list(llm)}
-        return [{"name": names[i], "network": probs[i], "llm": float(p_llm[i])} for i in combined(row, self.weight)]
+        llm = self.reader.name_scores(question, passages, names, shots, starts, LLMConfig.order)  # (k,)
+        share = dict(zip(first.tolist(), np.exp(_log_softmax(np.array(llm)))))
+        order, probs = self.ranker.probabilities(x, llm)
+        return [{"name": book.characters[ids[j]].name, "id": ids[j], "probability": float(p),
+                 "llm": float(share[j]) if j in share else None} for j, p in zip(order[:top], probs[:top])]
