@@ -495,8 +495,10 @@ def ask(
             typer.echo(f"  | {p[:300]}")
         return
     if rerank:
-        _ask_features(workspace, _stage(_add_book, workspace, text, data, book), question, top, out,
-                      llm or default(RerankConfig, "base"), device)
+        book_id = _stage(_add_book, workspace, text, data, book)
+        if text is not None:
+            typer.echo(f"book {book_id} ({text})", err=True)
+        _ask_features(workspace, book_id, question, top, out, llm or default(RerankConfig, "base"), device)
         return
     from whoqa.memnet.ask import Asker
     asker = _stage(Asker, workspace, model, adapt=adapt, device=device)
