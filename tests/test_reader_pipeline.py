@@ -237,6 +237,8 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     assert all(set(top) <= names[int(q)] for q, top in summary["rankings"].items())
     assert run(app, cmd + ["--candidates", "features"]).exit_code == 0 and (feats / "scores.jsonl").read_text() == scored
     assert run(app, ["eval", "--workspace", str(ws)]).exit_code == 0  # the sampled LLM routed with both Who systems
+    judged = json.loads((ws / "results" / f"memnet+salience[bm25f]+{feats.name}.json").read_text())
+    assert judged["p@1"] == summary["combined"]["p@1"] and judged["ece"] == summary["ece"]  # beside the others
     rows = json.loads((ws / "results" / "full_task.json").read_text())["samples"]["4"]["rows"]
     llm = f"llm[bm25f]@{tiny_llm_path.rstrip('/').split('/')[-1]}+sample4"
     assert f"routed: memnet+salience[bm25f] + {llm}" in rows

@@ -156,6 +156,30 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
         out[run.name] = res
         if len({r["trial"] for r in runs}) > 1 and all("probs" in p for r in runs for p in r["predictions"]):
             out[f"ensemble:{run.name}"] = ensemble_result(run.name, runs, qmap, names, res)
+        out.update(reranked_results(run, qmap, names))
+    return out
+
+
+def reranked_results(run: Path, qmap: dict, names: dict) -> dict:
+    """`whoqa rerank`'s summaries of a run (the LLM re-ranking, the feature ranker), judged on the run's folds:
+    their combined ranking's P@1 / P@5 / MRR, ECE where measured, and text metrics of the top name."""
+    out = {}
+    for path in sorted(run.glob("rerank@*/summary.json")):
+        try:
+            s = json.loads(path.read_text())
+            m = s["combined"]
+        except (ValueError, KeyError):
+            continue  # a summary being written, or from an older layout: `whoqa rerank` rewrites it
+        preds, refs = [], []
+        for q, top in s.get("rankings", {}).items():
+            q = qmap.get(int(q))
+            if q and top:
+                preds.append(names[q["document_id"]].get(top[0], ""))
+                refs.append([q["answer1"], q["answer2"]])
+        out[f"{run.name}+{path.parent.name}"] = {
+            "system": f"{run.name}+{path.parent.name}", "trials": 1, "questions": m["n"], "config": s.get("config", {}),
+            **{k: m[k] for k in RANKING_KEYS}, **{k + "_std": 0.0 for k in RANKING_KEYS}, "ece": s.get("ece"),
+            "text": text_metrics(preds, refs) if preds else {"n": 0}}
     return out
 
 
