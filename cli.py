@@ -832,8 +832,11 @@ def bench(
                                                 "to first answer)."),
     workspace: Path = typer.Option(Path("ws"), help="--stage index: a workspace with prepared books."),
     text: Optional[Path] = typer.Option(None, help="--stage new-book: a plain-text book the workspace has not seen."),
-    reader_base: str = typer.Option(default(RerankConfig, "base"), help="--stage llm: the model (folder, hub id, "
-                                                                         ".gguf file or a packaged model)."),
+    rerank: bool = typer.Option(False, help="--stage new-book: time `ask --rerank` (the feature ranker with the local "
+                                            "LLM) instead of the memory network."),
+    reader_base: str = typer.Option(default(RerankConfig, "base"), help="--stage llm and new-book --rerank: the "
+                                                                         "model (folder, hub id, .gguf file or a "
+                                                                         "packaged model)."),
     runtime: str = typer.Option(default(LLMConfig, "runtime"), help="--stage llm: auto, transformers or llamacpp."),
 ):
     """Benchmarks that print figures: the book engine (words/s, --jobs 2, peak RSS), context selection (index
@@ -851,7 +854,11 @@ def bench(
         from whoqa.evaluation.bench import run_new_book
         if text is None:
             _fail("--stage new-book needs --text FILE (a book the workspace has not seen)")
-        typer.echo(json.dumps(run_new_book(str(workspace), str(text)), indent=1))
+        if rerank:
+            from whoqa.evaluation.bench import run_new_book_rerank
+            typer.echo(json.dumps(run_new_book_rerank(str(workspace), str(text), reader_base), indent=1))
+        else:
+            typer.echo(json.dumps(run_new_book(str(workspace), str(text)), indent=1))
         return
     if stage in ("index", "ask", "reader", "processes"):
         from whoqa.core.distributed import world

@@ -262,6 +262,22 @@ def test_ask_rerank_ranks_with_the_feature_ranker_and_the_llm(ws, tiny_llm_path)
     assert len(read) <= k and (len(saved["characters"]) < k or sum(read) == pytest.approx(1.0))
 
 
+def test_bench_times_the_first_rerank_answer_about_a_new_book(ws, tiny_llm_path, tmp_path):
+    """`whoqa bench --stage new-book --rerank`: a text the workspace never saw, processed, the LLM loaded, then ranked,
+    each stage timed; the book stays in the workspace, ready for `ask --rerank`."""
+    story = tmp_path / "story.txt"
+    story.write_text("Anna Gray lived by the river with her brother Tom Gray. Every morning Anna rowed to the village "
+                     "for bread, and Tom mended the nets. One day Anna met the miller, John Hale, who told her of a "
+                     "storm. She warned Tom, and he pulled the boat ashore. John Hale came that night and thanked "
+                     "Anna for the warning. Tom laughed at him.\n" * 3)
+    r = run(app, ["bench", "--stage", "new-book", "--rerank", "--workspace", str(ws), "--text", str(story),
+                  "--reader-base", tiny_llm_path])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output[r.output.index("{"):])
+    assert got["time_to_first_answer_s"] >= got["prepare_s"] > 0 and got["questions"] == 5
+    assert (ws / "books" / got["book"]).is_dir()
+
+
 def test_ask_serves_the_final_reader(ws, tiny_reader_path):
     small = SMALL
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", *small, "--context", "bm25f",

@@ -129,6 +129,36 @@ def run_new_book(workspace: str, text: str, questions: list[str] | None = None, 
             "ask_ms_p95": round(1000 * _pct(lat, 0.95), 1), "questions": len(lat)}
 
 
+def run_new_book_rerank(workspace: str, text: str, base: str | None = None, questions: list[str] | None = None,
+                        n: int = 5, device=None) -> dict:
+    """`ask --rerank`'s time to the first answer about a new book, split by stage: process the text (the book
+    engine; no vectors to fold in, no network), load the LLM (transformers, for token probabilities), then index and
+    rank (BM25F, the feature ranker, one LLM pass over the passages); then the latency of later questions."""
+    from data_prep.addbook import add_text
+    from whoqa.evaluation.rerank import Reranker
+    questions = questions or ["Who is the hero of the story?", "Who dies at the end?", "Who does the narrator meet?",
+                              "Who lives in the house?", "Who helps him escape?"]
+    t = time.perf_counter()
+    book_id = add_text(workspace, text)
+    added = time.perf_counter() - t
+    t = time.perf_counter()
+    rr = Reranker(workspace, base, device) if base else Reranker(workspace, device=device)
+    load = time.perf_counter() - t
+    t = time.perf_counter()
+    rr.rank(book_id, questions[0])
+    first = time.perf_counter() - t
+    lat = []
+    for i in range(n):
+        t = time.perf_counter()
+        rr.rank(book_id, questions[(i + 1) % len(questions)])
+        lat.append(time.perf_counter() - t)
+    words = len(Path(text).read_text(encoding="utf-8", errors="replace").split())
+    return {"book": book_id, "words_in_file": words, "prepare_s": round(added, 2), "llm_load_s": round(load, 2),
+            "first_answer_s (index, rank)": round(first, 2), "time_to_first_answer_s": round(added + load + first, 2),
+            "ask_s_p50": round(_pct(lat, 0.5), 2), "ask_s_p95": round(_pct(lat, 0.95), 2), "questions": len(lat),
+            "llm": rr.base}
+
+
 def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | None = None) -> dict:
     """The default reader on real examples (10 passages each): encoding, training examples/s (frozen encoder with
     cached states, in float32 and bfloat16 autocast, and the whole model), generation latency per question (greedy
