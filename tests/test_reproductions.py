@@ -67,7 +67,7 @@ def test_every_reproduction_parses_and_the_readme_shows_main_s_numbers():
         assert f"{e['value']:.2f}" in results, e["metric"]
     pipeline = (ROOT / "docs" / "pipeline.md").read_text()
     for e in load("coref")["expect"]:  # the coreference tables of docs/pipeline.md
-        assert f"{e['value']:.1f}" in pipeline, e
+        assert f"{e['value']:.1f}" in pipeline or f"{e['value']:.2f}" in pipeline, e
     assert (FOLDER / "main.json").is_file()
 
 
