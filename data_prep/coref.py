@@ -143,7 +143,8 @@ class Resolver:
         self.quotes = _quotes(tokens, self.qids)
         self.names = sorted(names, key=lambda m: m.start)
         self.history: list[Resolved] = []  # resolved mentions in text order so far
-        self.decisions: list | None = None  # set to [] to record (token, {character: features}) per pronoun scored
+        self.decisions: list | None = None  # set to [] to record (token, {character: features}, {character: its
+        # nearest mention's first token}) per pronoun scored
         self.narrator_seen = any(m.char == NARRATOR for m in self.names)
         self.unnamed: dict[str, tuple[int, int]] = {}  # gender -> (latest unnamed person's id, its last sentence)
         self.n_unnamed = 0
@@ -311,6 +312,7 @@ class Resolver:
         in_quote = self.qids[i] >= 0
         subj = t.dep in SUBJECT_DEPS
         best: dict[int, dict] = {}
+        where: dict[int, int] = {}  # candidate -> first token of its nearest mention (for contextual features)
         recent: dict[int, int] = {}
         fallback, last_subject = None, None
         for m in self._recent(i, current):
@@ -345,12 +347,13 @@ class Resolver:
                  "name": float(m.kind == "PROP"), "nearest": float(not best), "same_sentence": float(s_back == 0),
                  "possessive_subject": float(t.dep == "poss" and s_back == 0 and m.subject)}
             best[c] = f
+            where[c] = m.start
         for c, f in best.items():
             f["recent"] = salience(recent[c])
             f["last_subject"] = float(c == last_subject)
         vectors = {c: [sign * f[k] for k, sign in FEATURES.items()] for c, f in best.items()}
         if self.decisions is not None and vectors:
-            self.decisions.append((i, vectors))
+            self.decisions.append((i, vectors, where))
         if vectors:
             weights = w.vector()
             scores = {c: sum(a * b for a, b in zip(weights, x)) for c, x in vectors.items()}

@@ -46,7 +46,7 @@ def instances(doc, engine, parsed) -> list[tuple[np.ndarray, np.ndarray]]:
             entity_of.setdefault(char, Counter())[doc.mentions[span][0]] += 1
     char_entity = {c: n.most_common(1)[0][0] for c, n in entity_of.items()}
     rows = []
-    for i, cands in out.decisions or []:
+    for i, cands, _ in out.decisions or []:
         gold = doc.mentions.get((i, i))
         if gold is None or gold[1] != "PRON" or len(cands) < 2:
             continue

@@ -20,7 +20,8 @@ class Processed:
     entity_rows: list[list]
     book: dict
     stats: dict = field(default_factory=dict)
-    decisions: list | None = None  # with SpacyEngine.record: (token, {character: features}) per pronoun scored
+    decisions: list | None = None  # with SpacyEngine.record: (token, {character: features}, {character: mention
+    # start}) per pronoun scored
 
 
 class SpacyEngine:
