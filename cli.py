@@ -537,7 +537,8 @@ def _ask_features(workspace: Path, book: str, question: str, top: int, out: Opti
     """`ask --rerank`: the feature ranker with the local LLM reading the passages (no trained network needed)."""
     from whoqa.evaluation.rerank import Reranker
     rr = _stage(Reranker, workspace, base, device=device)
-    ranked = _stage(rr.rank, book, question, top)
+    answer = _stage(rr.rank, book, question, top)
+    ranked = answer["characters"]
     r = rr.ranker
     typer.echo(f"(book share, context mentions, named in the question, and {rr.base} reading the passages for the "
                f"top {r.top_k}; fit on {r.source or 'the 41 shared books'}"
@@ -545,13 +546,16 @@ def _ask_features(workspace: Path, book: str, question: str, top: int, out: Opti
     for c in ranked:
         typer.echo(f"{c['probability']:6.1%}  {c['name']}" + (f"   (LLM {c['llm']:.1%} of the top {r.top_k})"
                                                                if c["llm"] is not None else ""))
+    for _, sentence in answer["evidence"]:  # where the context mentions the answer
+        typer.echo(f"  | {sentence[:300]}")
     if out is not None:
         from dataclasses import asdict
         from whoqa.core.book import atomic_write
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(out, json.dumps({"question": question, "book": book, "model": f"features+{rr.base}",
                                       "characters": [[c["name"], c["probability"]] for c in ranked],
-                                      "llm": [c["llm"] for c in ranked], "ranker": asdict(r)}, indent=1))
+                                      "llm": [c["llm"] for c in ranked], "evidence": answer["evidence"],
+                                      "ranker": asdict(r)}, indent=1))
 
 
 def _add_book(workspace: Path, text: Optional[Path], data: Optional[Path], book: Optional[str]) -> str:
@@ -645,6 +649,9 @@ def serve(
     read_only: bool = typer.Option(False, help="Serve a shared workspace: no uploads."),
     max_upload_mb: float = typer.Option(20.0, help="Largest book file accepted, in MB."),
     device: str = typer.Option("auto", help=f"Where the models run: {DEVICE_HELP}."),
+    rerank: bool = typer.Option(False, help="Who questions by the feature ranker with the local LLM reading the "
+                                            "passages (as `ask --rerank`; best on books no model trained on)."),
+    llm: Optional[str] = typer.Option(None, help="With --rerank: the LLM (default: the packaged one)."),
 ):
     """A web page for the workspace's books: the cast and where each character appears, Who answers with their
     evidence highlighted, any other question to the reader, uploads of new books; with its JSON API (/docs)."""
@@ -653,7 +660,7 @@ def serve(
         _fail(f"workspace {workspace} not found: run `whoqa prepare` (or the main job) first, or pass --workspace")
     typer.echo(f"whoqa: serving {workspace} on http://{host}:{port}/ (API docs: /docs){' read-only' if read_only else ''}")
     run(ServeConfig(workspace=str(workspace), host=host, port=port, read_only=read_only, max_upload_mb=max_upload_mb,
-                    device=device))
+                    device=device, rerank=rerank, llm=llm))
 
 
 @app.command("sample-questions")

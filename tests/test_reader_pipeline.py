@@ -258,6 +258,7 @@ def test_ask_rerank_ranks_with_the_feature_ranker_and_the_llm(ws, tiny_llm_path)
     probs = [p for _, p in saved["characters"]]
     assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-9
     k = saved["ranker"]["top_k"]
+    assert len(saved["evidence"]) <= 3 and all(isinstance(t, str) and t for _, t in saved["evidence"])
     read = [x for x in saved["llm"] if x is not None]
     assert len(read) <= k and (len(saved["characters"]) < k or sum(read) == pytest.approx(1.0))
 

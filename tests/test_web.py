@@ -67,6 +67,21 @@ def test_a_who_question_is_answered_with_highlighted_evidence(served):
     assert all(s["text"] == s["text"].strip() for e in a["evidence"] for s in e["segments"] if s["char"] is not None)
 
 
+def test_serve_rerank_answers_who_questions_with_the_feature_ranker(served, tiny_llm_path):
+    """`serve --rerank`: Who questions go to the feature ranker with the LLM reading the passages (here a tiny one):
+    calibrated probabilities, the LLM's share for the top k, and evidence sentences that mention the answer."""
+    c = client(served, rerank=True, llm=tiny_llm_path, device="cpu")
+    r = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": "Who poisons Holmes with a box?"})
+    assert r.status_code == 200, r.text
+    a = r.json()
+    assert a["kind"] == "who" and a["model"].startswith("features+") and len(a["characters"]) == 5
+    probs = [x["probability"] for x in a["characters"]]
+    assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0001
+    assert sum(x["llm"] for x in a["characters"] if x["llm"] is not None) <= 1.0001
+    best = a["characters"][0]["id"]
+    assert all(any(s["char"] == best for s in e["segments"]) and e["attention"] is None for e in a["evidence"])
+
+
 def test_bad_ids_and_requests_get_json_errors_and_nothing_outside_is_read(served, tmp_path):
     c = client(served)
     for path, status in ((f"/api/books/{'0' * 40}", 404), ("/api/books/..%2F..%2Fetc", 400),

@@ -331,9 +331,10 @@ class Reranker:
         except (FileNotFoundError, ValueError, KeyError):
             self.pool = []
 
-    def rank(self, book_id: str, question: str, top: int = 5) -> list[dict]:
-        """The top characters, best first: name, id, probability, and the LLM's own share among the k it read (None
-        for those it did not)."""
+    def rank(self, book_id: str, question: str, top: int = 5, evidence: int = 3) -> dict:
+        """{"characters": the top characters, best first (name, id, probability, and the LLM's own share among the k
+        it read, None for those it did not), "evidence": the first context sentences (id, text; in BM25F's order) that
+        mention the best one}."""
         from whoqa.reader.data import bm25f_passages
         from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences, open_book, question_fields, windows
         rcfg = RetrievalConfig()
@@ -355,5 +356,9 @@ class Reranker:
         llm = self.reader.name_scores(question, passages, names, shots, starts, LLMConfig.order)  # (k,)
         share = dict(zip(first.tolist(), np.exp(_log_softmax(np.array(llm)))))
         order, probs = self.ranker.probabilities(x, llm)
-        return [{"name": book.characters[ids[j]].name, "id": ids[j], "probability": float(p),
-                 "llm": float(share[j]) if j in share else None} for j, p in zip(order[:top], probs[:top])]
+        best = ids[order[0]]
+        return {"characters": [{"name": book.characters[ids[j]].name, "id": ids[j], "probability": float(p),
+                                "llm": float(share[j]) if j in share else None}
+                               for j, p in zip(order[:top], probs[:top])],
+                "evidence": [(s, " ".join(book.sentence_words(s))) for s in ctx
+                             if any(m.char_id == best for m in book.sentence_mentions(s))][:evidence]}

@@ -51,6 +51,8 @@ class ServeConfig:
     read_only: bool = False  # serve a shared workspace: no uploads
     max_upload_mb: float = 20.0  # a long novel is 1-2 MB of text
     device: str = "auto"
+    rerank: bool = False  # Who questions by the feature ranker with the local LLM (`ask --rerank`), not the network
+    llm: str | None = None  # with rerank: the LLM (default: the packaged one install.sh installs)
 
 
 class ApiError(Exception):
@@ -93,6 +95,7 @@ class Service:
         self.model_lock = threading.Lock()
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whoqa-upload")
         self._asker = None
+        self._reranker = None
         self._reader = None
         self._books: dict[str, Book] = {}
 
@@ -260,6 +263,8 @@ class Service:
             raise ApiError(400, "the question is longer than 500 characters")
         if not is_who_question(question):
             return self._read(book_id, question)
+        if self.cfg.rerank:
+            return self._rank(book_id, question)
         t0 = time.perf_counter()
         with self.model_lock:
             asker = self.asker()
@@ -271,6 +276,28 @@ class Service:
                                for i, (n, p) in zip(ans.character_ids, ans.characters)],
                 "evidence": [{"attention": w, "sentence": s, "segments": sentence_segments(book, s)}
                              for (w, _), s in zip(ans.evidence, ans.evidence_sentences)],
+                "seconds": round(time.perf_counter() - t0, 4)}
+
+    def _rank(self, book_id: str, question: str) -> dict:
+        """A Who question by the feature ranker, the local LLM reading the passages (`serve --rerank`)."""
+        from dataclasses import asdict
+        t0 = time.perf_counter()
+        with self.model_lock:
+            if self._reranker is None:
+                from whoqa.evaluation.rerank import Reranker
+                from whoqa.reader.config import RerankConfig
+                self._reranker = Reranker(self.ws, self.cfg.llm or RerankConfig.base, device=self.cfg.device)
+            rr = self._reranker
+            got = rr.rank(book_id, question)
+        book = self.book(book_id)
+        r = rr.ranker
+        return {"kind": "who", "question": question, "model": f"features+{rr.base}",
+                "why": f"feature ranker fit on {r.source or 'the 41 shared books'}, {rr.base} reading the passages",
+                "members": 1, "calibration": {"ece": r.ece, "ranker": asdict(r)}, "warnings": [],
+                "characters": [{"id": c["id"], "name": c["name"], "probability": c["probability"], "llm": c["llm"]}
+                               for c in got["characters"]],
+                "evidence": [{"attention": None, "sentence": sid, "segments": sentence_segments(book, sid)}
+                             for sid, _ in got["evidence"]],
                 "seconds": round(time.perf_counter() - t0, 4)}
 
     def _read(self, book_id: str, question: str) -> dict:
