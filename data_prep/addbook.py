@@ -32,7 +32,7 @@ def text_book_id(body: str) -> str:
 
 def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = None) -> str:
     """Prepare a plain-text book (Project Gutenberg header and licence removed when present) into the workspace and
-    fold it in; returns its id. `timings`, if given, receives the seconds of each part (engine, fold_in)."""
+    fold it into the word vectors, if the workspace has any; returns its id. `timings`, if given, receives the seconds of each part (engine, fold_in)."""
     import time
     from data_prep.narrativeqa import extract_body
     from data_prep.prepare import process_text
@@ -56,7 +56,9 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
         if book_id not in texts:
             texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
             atomic_write(texts_path, json.dumps(texts, indent=1))
-        fold_books(ws, [book_id])
+        from data_prep.embeddings import read_state
+        if read_state(ws) is not None:  # a workspace without word vectors (no network: `ask --rerank`) has none to
+            fold_books(ws, [book_id])   # fold into; `whoqa prepare` makes them for the whole workspace later
         timings["fold_in_s"] = round(time.perf_counter() - t0, 2)
     return book_id
 

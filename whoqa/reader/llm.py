@@ -218,6 +218,33 @@ def _tokenizer(folder: str, gguf: str | None):
     return tok
 
 
+def _causal_lm(folder: str, gguf: str | None):
+    """The model as torch weights. From a GGUF file transformers dequantises every tensor (25 s for the 0.5B on 2
+    cores, most of `ask --rerank`'s first answer), so the dequantised weights are saved once under the cache (the same
+    tensors, safetensors, keyed by the file's name and size) and memory-mapped from there afterwards."""
+    import os
+    from transformers import AutoModelForCausalLM
+    if not gguf:
+        return AutoModelForCausalLM.from_pretrained(folder)
+    path = Path(folder) / gguf
+    saved = cache_dir().parent / "dequantised" / f"{gguf}-{path.stat().st_size}"
+    if (saved / "config.json").is_file():
+        return AutoModelForCausalLM.from_pretrained(saved)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf)
+    tmp = saved.with_name(f"{saved.name}.tmp-{os.getpid()}")
+    try:  # (save_pretrained refuses a model loaded from GGUF: the tensors and the config are saved as they are)
+        from safetensors.torch import save_model
+        tmp.mkdir(parents=True, exist_ok=True)
+        save_model(model, str(tmp / "model.safetensors"))
+        model.generation_config.save_pretrained(tmp)
+        model.config.save_pretrained(tmp)  # last: its presence marks a complete copy
+        tmp.rename(saved)
+    except OSError:  # another process saved it first, or the disk is full: this load is not affected
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+    return model
+
+
 class LLMReader:
     """A causal LM answering from passages: prompt (chat template or plain), greedy decoding, first line.
 
@@ -235,7 +262,6 @@ class LLMReader:
             raise ValueError(f"unknown runtime {runtime!r}: use auto, transformers or llamacpp")
         hf_logging.disable_progress_bar()
         folder, gguf = locate(base)
-        kw = {"gguf_file": gguf} if gguf else {}
         try:
             self.tokenizer = _tokenizer(folder, gguf)
         except ImportError as e:  # GGUF needs the gguf package (and accelerate)
@@ -245,9 +271,8 @@ class LLMReader:
             self.llama = _llamacpp(Path(folder) / gguf, prompt_tokens + max_new_tokens, strict=runtime == "llamacpp")
         self.runtime = "llamacpp" if self.llama is not None else "transformers"
         if self.llama is None:
-            from transformers import AutoModelForCausalLM
             try:
-                self.model = AutoModelForCausalLM.from_pretrained(folder, **kw)
+                self.model = _causal_lm(folder, gguf)
             except ImportError as e:
                 raise RuntimeError(f"loading {base}: {e}") from e
             if self.model.config.is_encoder_decoder:
