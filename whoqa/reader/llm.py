@@ -196,53 +196,55 @@ def model_fingerprint(base: str) -> str:
     return digest([file_digest(root / "config.json"), [(p.name, p.stat().st_size) for p in files]])
 
 
-def _tokenizer(folder: str, gguf: str | None):
-    """The model's tokenizer. Read from a GGUF file it takes transformers 10-15 s (the vocabulary is rebuilt), so it is
-    saved once under the cache, keyed by the file's name and size, and read from there afterwards."""
+def _from_gguf_once(kind: str, folder: str, gguf: str, marker: str, read, make, save):
+    """What transformers makes slowly from a GGUF file (its tokenizer, its dequantised weights): made once, saved
+    under `<cache>/<kind>/<file name>-<size>` (outside any workspace) (`marker` present = a complete copy), and
+    read from there afterwards. A failed save (another process first, a full disk) does not affect this load."""
     import os
+    import shutil
+    saved = cache_dir().parent / kind / f"{gguf}-{(Path(folder) / gguf).stat().st_size}"
+    if (saved / marker).is_file():
+        return read(saved)
+    made = make()
+    tmp = saved.with_name(f"{saved.name}.tmp-{os.getpid()}")
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        save(made, tmp)
+        tmp.rename(saved)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return made
+
+
+def _tokenizer(folder: str, gguf: str | None):
+    """The model's tokenizer. Read from a GGUF file it takes transformers 10-15 s (the vocabulary is rebuilt): kept
+    in the cache after the first time."""
     from transformers import AutoTokenizer
     if not gguf:
         return AutoTokenizer.from_pretrained(folder)
-    path = Path(folder) / gguf
-    saved = cache_dir().parent / "tokenizers" / f"{gguf}-{path.stat().st_size}"
-    if (saved / "tokenizer_config.json").is_file():
-        return AutoTokenizer.from_pretrained(saved)
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
-    tmp = saved.with_name(f"{saved.name}.tmp-{os.getpid()}")
-    tok.save_pretrained(tmp)
-    try:
-        tmp.rename(saved)
-    except OSError:  # another process saved it first
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
-    return tok
+    return _from_gguf_once("tokenizers", folder, gguf, "tokenizer_config.json", AutoTokenizer.from_pretrained,
+                           lambda: AutoTokenizer.from_pretrained(folder, gguf_file=gguf),
+                           lambda tok, to: tok.save_pretrained(to))
+
+
+def _save_weights(model, to: Path) -> None:
+    """save_pretrained refuses a model loaded from GGUF: its tensors and config are saved as they are (config last,
+    the marker of a complete copy)."""
+    from safetensors.torch import save_model
+    save_model(model, str(to / "model.safetensors"))
+    model.generation_config.save_pretrained(to)
+    model.config.save_pretrained(to)
 
 
 def _causal_lm(folder: str, gguf: str | None):
     """The model as torch weights. From a GGUF file transformers dequantises every tensor (25 s for the 0.5B on 2
-    cores, most of `ask --rerank`'s first answer), so the dequantised weights are saved once under the cache (the same
-    tensors, safetensors, keyed by the file's name and size) and memory-mapped from there afterwards."""
-    import os
+    cores, most of `ask --rerank`'s first answer): the same tensors are kept in the cache (safetensors, 2.4 GB for the
+    0.5B) after the first time and memory-mapped from there."""
     from transformers import AutoModelForCausalLM
     if not gguf:
         return AutoModelForCausalLM.from_pretrained(folder)
-    path = Path(folder) / gguf
-    saved = cache_dir().parent / "dequantised" / f"{gguf}-{path.stat().st_size}"
-    if (saved / "config.json").is_file():
-        return AutoModelForCausalLM.from_pretrained(saved)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf)
-    tmp = saved.with_name(f"{saved.name}.tmp-{os.getpid()}")
-    try:  # (save_pretrained refuses a model loaded from GGUF: the tensors and the config are saved as they are)
-        from safetensors.torch import save_model
-        tmp.mkdir(parents=True, exist_ok=True)
-        save_model(model, str(tmp / "model.safetensors"))
-        model.generation_config.save_pretrained(tmp)
-        model.config.save_pretrained(tmp)  # last: its presence marks a complete copy
-        tmp.rename(saved)
-    except OSError:  # another process saved it first, or the disk is full: this load is not affected
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
-    return model
+    return _from_gguf_once("dequantised", folder, gguf, "config.json", AutoModelForCausalLM.from_pretrained,
+                           lambda: AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf), _save_weights)
 
 
 class LLMReader:
