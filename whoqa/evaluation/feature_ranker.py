@@ -41,9 +41,7 @@ def character_features(characters: list[dict], context: Counter, named: set[int]
 
 def with_llm(x: np.ndarray, llm: list[float]) -> np.ndarray:
     """Stage-2 features of the top k: (k, 3) stage-1 features and the LLM's k log-likelihoods -> (k, 4)."""
-    s = np.array(llm, dtype=float)  # (k,)
-    s = s - s.max()
-    return np.column_stack([x, s - np.log(np.exp(s).sum())])  # (k, 4)
+    return np.column_stack([x, log_softmax(np.array(llm, dtype=float))])  # (k, 4)
 
 
 def _padded(xs: list[np.ndarray], ys: list[np.ndarray]):
@@ -77,6 +75,11 @@ def fit(xs: list[np.ndarray], ys: list[np.ndarray], l2: float = L2) -> np.ndarra
         grad = ((p - q / r)[..., None] * x).sum((0, 1)) + 2 * l2 * w  # E_p[x] - E_{p | right}[x]
         return float(-np.log(r).sum() + l2 * w @ w), grad
     return minimize(loss, np.zeros(x.shape[2]), jac=True, method="L-BFGS-B").x
+
+
+def log_softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max()
+    return z - np.log(np.exp(z).sum())
 
 
 def softmax(z: np.ndarray) -> np.ndarray:

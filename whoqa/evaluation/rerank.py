@@ -35,7 +35,7 @@ from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.baselines import book_frequency
 from whoqa.evaluation.feature_ranker import (CONTEXT_SENTENCES, MEASURED, FeatureRanker, character_features, fit,
-                                            fit_ranker)
+                                            fit_ranker, log_softmax)
 from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items
 from whoqa.reader.config import LLMConfig, RerankConfig, model_name
@@ -169,16 +169,11 @@ def score_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = Tru
              "seconds": scores.seconds.get(c["question_id"], 0.0)} for c in cands]
 
 
-def _log_softmax(x: np.ndarray) -> np.ndarray:
-    x = x - x.max()
-    return x - np.log(np.exp(x).sum())
-
-
 def combined(row: dict, w: float) -> list[int]:
     """The question's ranking with its top k reordered by log p_memnet + w * log p_llm."""
     k = len(row["llm"])
     mem = np.log(np.maximum(np.array(row["probs"][:k]), 1e-12))  # (k,)
-    s = mem + w * _log_softmax(np.array(row["llm"]))  # (k,)
+    s = mem + w * log_softmax(np.array(row["llm"]))  # (k,)
     top = [row["ranking"][i] for i in np.argsort(-s, kind="stable")]
     return top + row["ranking"][k:]
 
@@ -280,7 +275,7 @@ def feature_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = T
             hit.append(bool(r["y"][order[0]]))
     conf_a, hit_a = np.array(conf), np.array(hit)
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions")
-    served.ece = ece(conf_a, hit_a)
+    served.ece = ece(conf_a, hit_a)  # (the cross-validated figure: what a user of the served fit can expect)
     metrics = {name: ranking_metrics([o for _, o in pairs], [r["answers"] for r, _ in pairs])
                for name, pairs in (("candidates", first), ("llm_over_top_k", llm_only), ("combined", final))}
     return {"questions": len(rows), "top_k": cfg.top_k, **metrics,
@@ -288,7 +283,7 @@ def feature_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = T
             "bootstrap_vs_book_frequency": book_bootstrap(
                 [o for _, o in final], [r["frequency"] for r, _ in final], [r["answers"] for r, _ in final],
                 [r["book"] for r, _ in final]),
-            "ece": ece(conf_a, hit_a), "reliability": reliability(conf_a, hit_a), "fold_rankers": fitted,
+            "ece": served.ece, "reliability": reliability(conf_a, hit_a), "fold_rankers": fitted,
             "ranker": asdict(served), "seconds_per_question": round(float(np.mean(
                 [scores.seconds.get(r["question_id"], 0.0) / scores.calls.get(r["question_id"], 1) for r in rows])), 3),
             "rankings": {str(r["question_id"]): o[:cfg.top_k] for r, o in final}}
@@ -359,7 +354,7 @@ class Reranker:
         passages, starts = bm25f_passages(book, aliases, index, question, RerankConfig.passages, starts=True)
         shots = few_shots(self.pool, book_id, RerankConfig.shots, SEED)
         llm = self.reader.name_scores(question, passages, names, shots, starts, LLMConfig.order)  # (k,)
-        share = dict(zip(first.tolist(), np.exp(_log_softmax(np.array(llm)))))
+        share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))
         order, probs = self.ranker.probabilities(x, llm)
         best = ids[order[0]]
         return {"characters": [{"name": book.characters[ids[j]].name, "id": ids[j], "probability": float(p),
