@@ -47,6 +47,18 @@ def _wait_for_workers(proc: subprocess.Popen, n: int = 1, limit: float = 120) ->
     raise AssertionError("no worker process appeared")
 
 
+LONG_BOOK = "0d0bc01441afbec48663e3b38827e1529a287765"  # The Spoilers, 88k words: still running when a test acts
+
+
+def _add_long_book(mini_data: Path, shared_data: Path) -> None:
+    import shutil
+    shutil.copy(shared_data / "books" / f"{LONG_BOOK}.txt", mini_data / "books" / f"{LONG_BOOK}.txt")
+    row = next(l for l in (shared_data / "narrativeqa" / "documents.csv").read_text().splitlines()
+               if l.startswith(LONG_BOOK))
+    with open(mini_data / "narrativeqa" / "documents.csv", "a") as f:
+        f.write(row + "\n")
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
@@ -55,17 +67,33 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_a_killed_worker_loses_no_book(mini_data, tmp_path):
+def _kill_a_busy_worker(proc: subprocess.Popen) -> None:
+    """SIGKILL one of the pool's workers that is alive now (the short books may finish, and their pool go, within
+    seconds on a fast machine; the long book keeps a pool busy)."""
+    _wait_for_workers(proc, 2)
+    time.sleep(3)  # let them start on their books
+    end = time.monotonic() + 120
+    while time.monotonic() < end and proc.poll() is None:
+        for victim in _workers(proc.pid):
+            try:
+                os.kill(victim, signal.SIGKILL)
+                return
+            except ProcessLookupError:  # gone between listing and kill: take another
+                continue
+        time.sleep(0.1)
+    raise AssertionError("no live worker to kill")
+
+
+def test_a_killed_worker_loses_no_book(mini_data, shared_data, tmp_path):
+    _add_long_book(mini_data, shared_data)
     ws = tmp_path / "ws"
-    proc = _start(mini_data, ws)
-    victim = _wait_for_workers(proc, 2)[0]
-    time.sleep(3)  # let it start on a book
-    os.kill(victim, signal.SIGKILL)
+    proc = _start(mini_data, ws, (LONG_BOOK,))
+    _kill_a_busy_worker(proc)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     assert "Traceback" not in out and "BrokenProcessPool" not in out
     report = json.loads((ws / "prepare_report.json").read_text())["report"]
-    assert sorted(report["done"]) == sorted([DYING_DETECTIVE, *SHORT_BOOKS]) and not report["failed"]
+    assert sorted(report["done"]) == sorted([DYING_DETECTIVE, *SHORT_BOOKS, LONG_BOOK]) and not report["failed"]
 
 
 def test_workers_die_with_their_parent(mini_data, tmp_path):
@@ -79,16 +107,10 @@ def test_workers_die_with_their_parent(mini_data, tmp_path):
     assert not any(_alive(w) for w in workers)
 
 
-LONG_BOOK = "0d0bc01441afbec48663e3b38827e1529a287765"  # The Spoilers, 88k words: still running when Ctrl-C comes
 
 
 def test_ctrl_c_stops_with_one_line_and_keeps_finished_books(mini_data, shared_data, tmp_path):
-    import shutil
-    shutil.copy(shared_data / "books" / f"{LONG_BOOK}.txt", mini_data / "books" / f"{LONG_BOOK}.txt")
-    row = next(l for l in (shared_data / "narrativeqa" / "documents.csv").read_text().splitlines()
-               if l.startswith(LONG_BOOK))
-    with open(mini_data / "narrativeqa" / "documents.csv", "a") as f:
-        f.write(row + "\n")
+    _add_long_book(mini_data, shared_data)
     ws = tmp_path / "ws"
     proc = _start(mini_data, ws, (LONG_BOOK,))
     _wait_for_workers(proc, 2)
