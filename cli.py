@@ -792,16 +792,25 @@ def eval_coref(
     litbank: Path = typer.Option(Path(DEFAULT_DATA) / "litbank", help="LitBank coref folder (<name>.txt + .ann)."),
     max_docs: Optional[int] = typer.Option(None, help="Debug: only the first N documents."),
     out: Optional[Path] = typer.Option(None, help="Also write the JSON here."),
-    resolver: str = typer.Option("rules", help="rules (hand-set weights, the engine's default) or learned (weights "
-                                               "learned on LitBank, 5-fold cross-validated by document)."),
+    resolver: str = typer.Option("rules", help="rules (hand-set weights, the engine's default), learned (weights "
+                                               "learned on LitBank, 5-fold cross-validated by document) or "
+                                               "coreferee (the peer, trained on the same folds; whoqa[coref])."),
+    mentions: str = typer.Option("coreferee", help="--resolver coreferee: coreferee (spaCy's PERSON entities and "
+                                                   "pronouns in its chains), engine-names (the engine's names and "
+                                                   "characters, each pronoun by coreferee) or engine-names+rules "
+                                                   "(the rules deciding the pronouns coreferee links to no name)."),
 ):
     """Score the offline engine's characters and pronouns against LitBank's gold coreference (PER, names + pronouns)."""
-    from data_prep.coref_learn import cross_validated_predictions
+    from data_prep import coref_learn, coref_peer
     from data_prep.litbank import evaluate, rule_predictions
-    if resolver not in ("rules", "learned"):
-        _fail(f"unknown --resolver {resolver!r}: use rules or learned")
-    res = _stage(evaluate, litbank, max_docs=max_docs,
-                 predictions=cross_validated_predictions if resolver == "learned" else rule_predictions)
+    from functools import partial
+    predictions = {"rules": rule_predictions, "learned": coref_learn.cross_validated_predictions,
+                   "coreferee": partial(coref_peer.cross_validated_predictions, mentions=mentions)}
+    if resolver not in predictions:
+        _fail(f"unknown --resolver {resolver!r}: use {', '.join(predictions)}")
+    if mentions not in coref_peer.MENTIONS:
+        _fail(f"unknown --mentions {mentions!r}: use {', '.join(coref_peer.MENTIONS)}")
+    res = _stage(evaluate, litbank, max_docs=max_docs, predictions=predictions[resolver])
     text = json.dumps(res, indent=1)
     typer.echo(text)
     if out:

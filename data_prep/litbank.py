@@ -8,7 +8,7 @@ Scores are micro-averaged over documents: numerators and denominators are summed
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,7 @@ class GoldDoc:
     name: str
     sentences: list[list[str]]
     mentions: dict[Span, tuple[str, str]]  # span -> (entity, PROP|PRON), PER names and pronouns only
+    chains: list[set[Span]] = field(default_factory=list)  # every gold entity's mentions, all types (for training)
 
 
 def load_litbank(folder: Path, max_docs: int | None = None) -> list[GoldDoc]:
@@ -54,7 +55,8 @@ def load_litbank(folder: Path, max_docs: int | None = None) -> list[GoldDoc]:
             raise DataError(f"{ann} holds no MENTION records: is it a LitBank coref .ann file?")
         mentions = {(s, e): (entity.get(mid, mid), prop) for mid, (s, e, cat, prop) in raw.items()
                     if cat == "PER" and prop in ("PROP", "PRON")}
-        docs.append(GoldDoc(ann.stem, sentences, mentions))
+        docs.append(GoldDoc(ann.stem, sentences, mentions, clusters({(s, e): entity.get(mid, mid)
+                                                                     for mid, (s, e, _, _) in raw.items()})))
     return docs
 
 
