@@ -513,7 +513,7 @@ def ask(
     if cal:
         typer.echo(f"(probabilities at temperature {cal['temperature']:.2f}, fit on the held-out folds of run "
                    f"{cal['run']}: ECE {cal['ece']:.3f})", err=True)
-    else:
+    elif asker.calibration is None:
         typer.secho("warning: no cross-validated run of this model's recipe measured its calibration, so no "
                     "probability is shown: run `whoqa train --folds 10 --by-book` with the same options", 
                     fg=typer.colors.YELLOW, err=True)

@@ -90,6 +90,15 @@ def build_mini_data(root: Path, shared_data: Path) -> Path:
     return root
 
 
+def litbank_folder(shared_data: Path, folder: Path, names: tuple[str, ...]) -> Path:
+    """A LitBank coref folder holding only the named documents (their .ann and .txt)."""
+    import shutil
+    for name in names:
+        for ext in (".ann", ".txt"):
+            shutil.copy(shared_data / "litbank" / "coref" / f"{name}{ext}", folder)
+    return folder
+
+
 def write_qaps(data_root: Path, rows: list[tuple[str, str, str, str]]) -> None:
     """qaps.csv for a test data folder: (document_id, question, answer1, answer2) rows, set 'test'."""
     import csv

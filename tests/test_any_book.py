@@ -2,6 +2,7 @@
 (`ask --text`, `ask --data`, `eval --data`), and bad input is refused with one line, leaving everything intact."""
 import hashlib
 import json
+import re
 import shutil
 
 import numpy as np
@@ -57,6 +58,11 @@ def ws(trained, tmp_path):
 
 
 def _ranking(output: str) -> list[str]:
+    """The ranked characters' lines: "21.4%  Name", or "    1.  Name" where no probability is shown."""
+    return [l for l in output.splitlines() if "%" in l[:8] or re.match(r"\s+\d+\.  \S", l)]
+
+
+def _probabilities(output: str) -> list[str]:
     return [l for l in output.splitlines() if "%" in l[:8]]
 
 
@@ -119,6 +125,24 @@ def test_ask_a_text_file(ws, tmp_path):
     again = run(app, ["ask", "--workspace", str(ws), "--text", str(story), "Who rowed to the village for bread?"])
     assert _ranking(again.output) == _ranking(r.output)
     assert sorted(p.name for p in (ws / "books").iterdir()) == books  # the same text is the same book: reused
+
+
+def test_a_new_book_gets_no_probability_from_a_calibration_made_on_trained_books(ws, tmp_path):
+    """The final ensemble's temperature was fit on held-out questions of books it trained on; on a book it never
+    trained on (a --text book) it would overstate, so `ask` ranks without probabilities and says what gives them."""
+    _, ws = ws
+    story = tmp_path / "lighthouse.txt"
+    story.write_text(STORY)
+    out = tmp_path / "a.json"
+    r = run(app, ["ask", "--workspace", str(ws), "--text", str(story), "--out", str(out),
+                  "Who rowed to the village for bread?"])
+    assert r.exit_code == 0, r.output
+    assert _ranking(r.output) and not _probabilities(r.output)
+    assert "never trained on this book" in r.output and "--by-book" in r.output
+    saved = json.loads(out.read_text())
+    assert saved["calibration"] is None and all(p is None for _, p in saved["characters"])
+    trained = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "Who poisons Holmes with a box?"])
+    assert _probabilities(trained.output) and "never trained" not in trained.output  # a book it trained on
 
 
 def test_ask_a_gutenberg_file_and_a_folder_book(ws, shared_data, tmp_path):
@@ -223,7 +247,7 @@ def test_ask_shows_only_calibrated_probabilities(ws, tmp_path):
     assert saved["members"] == 2 and abs(sum(p for _, p in saved["characters"]) - 1) < 0.5
     shutil.rmtree(ws / "runs")
     r = run(app, q)
-    assert r.exit_code == 0 and not _ranking(r.output) and "no probability is shown" in r.output
+    assert r.exit_code == 0 and not _probabilities(r.output) and "no probability is shown" in r.output
     names = [l.split(".", 1)[1].strip() for l in r.output.splitlines() if l.strip()[:2].rstrip(".").isdigit()]
     assert names == [n for n, _ in saved["characters"]]  # the same ranking, without numbers
     assert all(p is None for _, p in json.loads((tmp_path / "a.json").read_text())["characters"])

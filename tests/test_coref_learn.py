@@ -4,6 +4,7 @@ import pytest
 
 from data_prep.coref import FEATURES, Weights
 from data_prep.coref_learn import fit, instances, learned_weights, train
+from tests.conftest import litbank_folder
 
 pytestmark = pytest.mark.integration
 
@@ -13,12 +14,7 @@ TWO = ("1245_night_and_day_brat", "145_middlemarch_brat")  # third-person narrat
 
 @pytest.fixture(scope="module")
 def two_folder(shared_data, tmp_path_factory):
-    import shutil
-    folder = tmp_path_factory.mktemp("litbank2")
-    for name in TWO:
-        for ext in (".ann", ".txt"):
-            shutil.copy(shared_data / "litbank" / "coref" / f"{name}{ext}", folder)
-    return folder
+    return litbank_folder(shared_data, tmp_path_factory.mktemp("litbank2"), TWO)
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,13 @@
 """Coreferee as the peer resolver: its training marks join mentions of one gold chain, it is trained and judged on
 LitBank document folds, and nothing of a held-out document's gold reaches its predictions."""
 import dataclasses
-import shutil
 
 import pytest
 
 pytest.importorskip("coreferee", reason="coreferee is installed by install.sh (whoqa[coref])")
 from data_prep import coref_peer  # noqa: E402
 from data_prep.litbank import evaluate, load_litbank  # noqa: E402
+from tests.conftest import litbank_folder  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -16,11 +16,7 @@ FOUR = ("1245_night_and_day_brat", "145_middlemarch_brat", "1342_pride_and_preju
 
 @pytest.fixture(scope="module")
 def four_folder(shared_data, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("litbank4")
-    for name in FOUR:
-        for ext in (".ann", ".txt"):
-            shutil.copy(shared_data / "litbank" / "coref" / f"{name}{ext}", folder)
-    return folder
+    return litbank_folder(shared_data, tmp_path_factory.mktemp("litbank4"), FOUR)
 
 
 def test_training_marks_join_mentions_of_one_gold_chain(engine, four_folder):

@@ -73,6 +73,7 @@ class Asker:
         self.memories = config.get("memories", 100)
         self.threads = config.get("threads", 1)  # torch's intra-op threads, as the model was trained
         self.calibration = calibration_for(self.ws, self.model_name, config) if self.model_name != "pretrain" else None
+        self.trained_books = saved_config(self.model_dir).get("stats", {}).get("trained_books")
         self.rcfg = RetrievalConfig(context_sentences=self.memories)
         self._books: dict[str, tuple] = {}
 
@@ -125,6 +126,28 @@ class Asker:
         with intra_op_threads(self.threads), torch.no_grad():
             return self._ask(book_id, question, top, evidence)
 
+    def trained_on(self, book_id: str) -> bool:
+        """Whether the model trained on questions about the book (models saved before the record: the books with
+        Who questions in the workspace; a --text book never has any)."""
+        if self.trained_books is None:
+            from data_prep.who_set import load_who_set
+            try:
+                self.trained_books = sorted({q["document_id"] for q in load_who_set(self.ws)[1]})
+            except FileNotFoundError:
+                self.trained_books = []
+        return book_id in self.trained_books
+
+    def calibration_for_book(self, book_id: str) -> tuple[dict | None, str | None]:
+        """(the calibration that holds for this book, or None; why not). A temperature measured on held-out questions
+        of books the model trained on is far too sure on a new book (unseen ECE 0.533, docs/who-ranker.md), so a new
+        book gets probabilities only from a book-level (`--by-book`) run."""
+        cal = self.calibration
+        if cal and not cal.get("by_book") and not self.trained_on(book_id):
+            return None, (f"the model never trained on this book and its calibration (run {cal['run']}) was measured "
+                          f"on books it trained on, so no probability is shown: `whoqa train --folds 10 --by-book` "
+                          f"measures one for new books, and `ask --rerank` gives calibrated ones without training")
+        return cal, None
+
     def _ask(self, book_id: str, question: str, top: int, evidence: int) -> Answer:
         from whoqa.memnet.adapt import patched
         from whoqa.memnet.data import Example, collate, question_tokens
@@ -136,6 +159,8 @@ class Asker:
             raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
         warnings = [f"the question names {n!r}, who is not a character of this book" for n in
                     unknown_names(question, aliases)]
+        calibration, why = self.calibration_for_book(book_id)
+        warnings += [why] if why else []
         ranked = index.search(*question_fields(question, aliases), self.rcfg.pool)
         ctx = context_sentences(windows(ranked, self.memories, len(book.sentences)), self.memories)
         ex = Example(book_id, self.vocab.ids(question_tokens(question, book_id, aliases)), ctx, [])
@@ -143,7 +168,7 @@ class Asker:
         chars = b.cand_chars
         b = b.to(self.device)
         none = (torch.zeros(0, dtype=torch.long), torch.zeros(0, self.vocab.matrix.shape[1]))
-        t = self.calibration["temperature"] if self.calibration else 1.0
+        t = calibration["temperature"] if calibration else 1.0
         probs, atts = [], []
         shared = cache.batch([ex], self.memories) if cache is not None else None  # (the same for every member)
         for m, patch in zip(self.members, patches):
@@ -155,11 +180,11 @@ class Asker:
         probs = torch.stack(probs).mean(0)  # (C,) the members' calibrated probabilities averaged
         att = torch.stack(atts).mean(0)  # (hops, M)
         order = probs.argsort(descending=True)[:top]
-        names = [(book.characters[int(chars[0, i])].name, float(probs[i]) if self.calibration else None)
+        names = [(book.characters[int(chars[0, i])].name, float(probs[i]) if calibration else None)
                  for i in order]
         weight = att.max(0).values[:len(ctx)]  # (M,) strongest attention over hops
         best = weight.argsort(descending=True)[:evidence]
         best = [int(i) for i in best if weight[i] > 0]
         ev = [(float(weight[i]), " ".join(book.sentence_words(ctx[i]))) for i in best]
-        return Answer(names, ev, warnings, any(p is not None for p in patches), self.calibration,
+        return Answer(names, ev, warnings, any(p is not None for p in patches), calibration,
                       [int(chars[0, i]) for i in order], [int(ctx[i]) for i in best])

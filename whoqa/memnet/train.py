@@ -348,7 +348,8 @@ def _train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> di
         losses.append(fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed, cfg.decay,
                           cfg.decay_every, cache=cache, salience_lr=cfg.salience_lr))
         save_model(model, member, final_cfg, {"questions": len(examples), "skipped": skipped, "losses": losses[-1],
-                                              "seed": seed, "threads": torch.get_num_threads()}, vocab, prov)
+                                              "seed": seed, "threads": torch.get_num_threads(),
+                                              "trained_books": sorted({e.book for e in examples})}, vocab, prov)
     for stale in sorted((folder / "members").glob("trial*")) if (folder / "members").is_dir() else []:
         if int(stale.name[len("trial"):]) >= cfg.trials:  # an earlier, larger ensemble's members
             import shutil
