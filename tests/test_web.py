@@ -174,7 +174,9 @@ def test_the_page_in_a_real_browser(served, tmp_path):
             page.fill("#question", "Who rowed to the village for bread?")
             page.click("#ask button")
             page.wait_for_selector("#evidence mark.m")
-            assert "%" in page.inner_text("#ranking")
+            ranking = page.inner_text("#ranking")
+            assert "Tom" in ranking and "%" not in ranking  # a book no model trained on: no uncalibrated numbers
+            assert "never trained on this book" in page.inner_text("body")  # and the page says why
             assert page.locator("#evidence mark.m a").count() >= 1  # highlighted mentions link to characters
             page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
             browser.close()

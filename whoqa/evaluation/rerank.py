@@ -336,17 +336,16 @@ class Reranker:
         it read, None for those it did not), "evidence": the first context sentences (id, text; in BM25F's order) that
         mention the best one}."""
         from whoqa.reader.data import bm25f_passages
-        from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences, open_book, question_fields, windows
+        from whoqa.retrieval.bm25f import (RetrievalConfig, context_sentences, open_book, question_fields,
+                                           question_windows)
         rcfg = RetrievalConfig()
         book, aliases, index = open_book(self.ws, book_id, rcfg)
         if not book.characters:
             raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
-        words, chars = question_fields(question, aliases)
-        ranked = index.search(words, chars, rcfg.pool)
-        ctx = context_sentences(windows(ranked, rcfg.context_sentences, len(book.sentences), rcfg.window),
+        ctx = context_sentences(question_windows(index, question, aliases, len(book.sentences), rcfg),
                                 CONTEXT_SENTENCES)
         mentions = Counter(m.char_id for s in ctx for m in book.sentence_mentions(s))
-        named = {int(t[5:]) for t in chars.split()}
+        named = {int(t[5:]) for t in question_fields(question, aliases)[1].split()}
         ids, x = character_features([{"id": c.id, "count": c.count} for c in book.characters.values()], mentions,
                                     named)
         first = self.ranker.first(x)[:self.ranker.top_k]

@@ -74,7 +74,7 @@ class Asker:
         self.threads = config.get("threads", 1)  # torch's intra-op threads, as the model was trained
         self.calibration = calibration_for(self.ws, self.model_name, config) if self.model_name != "pretrain" else None
         self.trained_books = saved_config(self.model_dir).get("stats", {}).get("trained_books")
-        self.rcfg = RetrievalConfig(context_sentences=self.memories)
+        self.rcfg = RetrievalConfig()
         self._books: dict[str, tuple] = {}
 
     def add_text(self, path: str | Path, timings: dict | None = None) -> str:
@@ -151,7 +151,7 @@ class Asker:
     def _ask(self, book_id: str, question: str, top: int, evidence: int) -> Answer:
         from whoqa.memnet.adapt import patched
         from whoqa.memnet.data import Example, collate, question_tokens
-        from whoqa.retrieval.bm25f import context_sentences, question_fields, windows
+        from whoqa.retrieval.bm25f import context_sentences, question_windows
         if not question.strip():
             raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
         book, aliases, index, arrays, patches, cache = self._book(book_id)
@@ -161,8 +161,8 @@ class Asker:
                     unknown_names(question, aliases)]
         calibration, why = self.calibration_for_book(book_id)
         warnings += [why] if why else []
-        ranked = index.search(*question_fields(question, aliases), self.rcfg.pool)
-        ctx = context_sentences(windows(ranked, self.memories, len(book.sentences)), self.memories)
+        ctx = context_sentences(question_windows(index, question, aliases, len(book.sentences), self.rcfg),
+                                self.memories)  # (the stored contexts' recipe, cut where the model reads)
         ex = Example(book_id, self.vocab.ids(question_tokens(question, book_id, aliases)), ctx, [])
         b = collate([ex], {book_id: arrays}, self.memories)
         chars = b.cand_chars

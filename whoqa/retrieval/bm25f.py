@@ -93,6 +93,13 @@ def context_sentences(wins: list[list], limit: int) -> list[int]:
     return out[:limit]
 
 
+def question_windows(index: "BM25FIndex", text: str, aliases, total: int, cfg: RetrievalConfig) -> list[list]:
+    """A question's BM25F windows as the index stage stores them (cfg.context_sentences sentences, rank order): the
+    one recipe for the contexts models are trained and judged on and the ones `ask` builds for a new question."""
+    words, chars = question_fields(text, aliases)
+    return windows(index.search(words, chars, cfg.pool), cfg.context_sentences, total, cfg.window)
+
+
 class BM25FIndex:
     """A book's sentence index in Lucene, searched with Lucene's IndexSearcher directly.
 
@@ -207,9 +214,7 @@ def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: Retrie
     out = {}
     for q in questions:
         text = " ".join([q["question"], q["answer1"], q["answer2"]]) if oracle else q["question"]
-        words, chars = question_fields(text, aliases)
-        ranked = idx.search(words, chars, cfg.pool)
-        out[str(q["question_id"])] = windows(ranked, cfg.context_sentences, len(book.sentences), cfg.window)
+        out[str(q["question_id"])] = question_windows(idx, text, aliases, len(book.sentences), cfg)
     atomic_write(ws.contexts / ("oracle" if oracle else "bm25f") / f"{book_id}.json",
                  json.dumps({"config": asdict(cfg), "questions": out}))
     return {"questions": len(out), "sentences": len(book.sentences)}
