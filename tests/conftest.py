@@ -90,12 +90,20 @@ def build_mini_data(root: Path, shared_data: Path) -> Path:
     return root
 
 
-def litbank_folder(shared_data: Path, folder: Path, names: tuple[str, ...]) -> Path:
-    """A LitBank coref folder holding only the named documents (their .ann and .txt)."""
-    import shutil
+def litbank_folder(shared_data: Path, folder: Path, names: tuple[str, ...], sentences: int | None = None) -> Path:
+    """A LitBank coref folder holding only the named documents (their .ann and .txt), each cut to its first
+    `sentences` sentences and the mentions inside them when given."""
     for name in names:
-        for ext in (".ann", ".txt"):
-            shutil.copy(shared_data / "litbank" / "coref" / f"{name}{ext}", folder)
+        src = shared_data / "litbank" / "coref" / name
+        txt = src.with_suffix(".txt").read_text(encoding="utf-8").split("\n")
+        ann = src.with_suffix(".ann").read_text(encoding="utf-8").splitlines()
+        if sentences is not None:
+            txt = txt[:sentences]
+            ann = [l for l in ann if not l.startswith("MENTION") or int(l.split("\t")[4]) < sentences]
+            kept = {l.split("\t")[1] for l in ann if l.startswith("MENTION")}
+            ann = [l for l in ann if not l.startswith("COREF") or l.split("\t")[1] in kept]
+        (folder / f"{name}.txt").write_text("\n".join(txt), encoding="utf-8")
+        (folder / f"{name}.ann").write_text("\n".join(ann) + "\n", encoding="utf-8")
     return folder
 
 

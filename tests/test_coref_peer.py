@@ -16,7 +16,19 @@ FOUR = ("1245_night_and_day_brat", "145_middlemarch_brat", "1342_pride_and_preju
 
 @pytest.fixture(scope="module")
 def four_folder(shared_data, tmp_path_factory):
-    return litbank_folder(shared_data, tmp_path_factory.mktemp("litbank4"), FOUR)
+    return litbank_folder(shared_data, tmp_path_factory.mktemp("litbank4"), FOUR, sentences=40)  # (for speed)
+
+
+@pytest.fixture(scope="module")
+def judged(engine, four_folder):
+    """evaluate()'s result with coreferee over 2 document folds, and each document's predictions."""
+    preds = []
+
+    def two_folds(engine_, docs, parsed):
+        got, info = coref_peer.cross_validated_predictions(engine_, docs, parsed, folds=2)
+        preds.extend(got)
+        return got, info
+    return evaluate(four_folder, engine=engine, predictions=two_folds), preds
 
 
 def test_training_marks_join_mentions_of_one_gold_chain(engine, four_folder):
@@ -37,18 +49,16 @@ def test_training_marks_join_mentions_of_one_gold_chain(engine, four_folder):
     assert all(chain_of.get(a, set()) & chain_of.get(b, set()) for a, b in pairs)
 
 
-def test_coreferee_is_trained_and_judged_on_document_folds(engine, four_folder):
-    def two_folds(engine_, docs, parsed):
-        return coref_peer.cross_validated_predictions(engine_, docs, parsed, folds=2)
-    res = evaluate(four_folder, engine=engine, predictions=two_folds)
+def test_coreferee_is_trained_and_judged_on_document_folds(judged):
+    res, _ = judged
     assert res["resolver"].startswith("coreferee") and res["documents"] == 4
     assert res["conll_f1"] > 20 and res["pronoun_accuracy"] > 5  # it links pronouns to names
     assert res["mentions"]["aligned"] > 0.5 * res["mentions"]["gold"]
 
 
-def test_no_gold_of_a_held_out_document_reaches_its_predictions(engine, four_folder):
+def test_no_gold_of_a_held_out_document_reaches_its_predictions(engine, four_folder, judged):
     docs = load_litbank(four_folder)
-    preds, _ = coref_peer.cross_validated_predictions(engine, docs, None, folds=2)
+    _, preds = judged
     halved = [dataclasses.replace(d, chains=d.chains[::2]) if k % 2 == 0 else d  # half of fold 0's gold gone
               for k, d in enumerate(docs)]
     changed, _ = coref_peer.cross_validated_predictions(engine, halved, None, folds=2)
