@@ -78,6 +78,9 @@ def train(nlp, rules, docs: list, seed: int = 13, dev_every: int = 5):
     on every dev_every-th document (held out of the gradient) falls."""
     from thinc.api import fix_random_seed
     _, _, ensemble, DocumentPairInfo, TendenciesAnalyzer, generate_feature_table, TrainingManager = require()
+    if len(docs) < 2:
+        raise DataError(f"coreferee needs at least 2 training documents per fold (one to fit, one to stop on); got "
+                        f"{len(docs)}: give it more LitBank documents (or fewer folds)")
     fix_random_seed(seed)
     for doc in docs:
         _forget_feature_maps(doc)
