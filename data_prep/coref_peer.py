@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 
-from data_prep.litbank import GoldDoc, Span, doc_folds
+from data_prep.litbank import GoldDoc, Span, doc_folds, parse_docs, predicted
 from data_prep.narrativeqa import DataError
 
 PERSONAL_PRONOUNS = frozenset(
@@ -20,18 +21,12 @@ PERSONAL_PRONOUNS = frozenset(
     "ourselves they them their theirs themselves thee thou thy thine ye".split())
 
 
-def require():
-    """coreferee's modules, or one line saying how to install it."""
+def require() -> None:
+    """coreferee importable (it registers token._.coref_chains), or one line saying how to install it."""
     try:
-        import coreferee  # noqa: F401  (registers token._.coref_chains)
-        from coreferee.annotation import Annotator
-        from coreferee.rules import RulesAnalyzerFactory
-        from coreferee.tendencies import ENSEMBLE_SIZE, DocumentPairInfo, TendenciesAnalyzer, generate_feature_table
-        from coreferee.training.train import TrainingManager
+        import coreferee  # noqa: F401
     except ImportError as e:
         raise DataError(f"coreferee is not installed ({e}): pip install 'whoqa[coref]' (bash install.sh does)") from None
-    return Annotator, RulesAnalyzerFactory, ENSEMBLE_SIZE, DocumentPairInfo, TendenciesAnalyzer, \
-        generate_feature_table, TrainingManager
 
 
 def whole_doc(nlp, gold: GoldDoc):
@@ -76,8 +71,10 @@ def _forget_feature_maps(doc) -> None:
 def train(nlp, rules, docs: list, seed: int = 13, dev_every: int = 5):
     """(feature table, thinc model) learned on the marked docs with coreferee's own loop: epochs until the accuracy
     on every dev_every-th document (held out of the gradient) falls."""
+    require()
+    from coreferee.tendencies import ENSEMBLE_SIZE, DocumentPairInfo, TendenciesAnalyzer, generate_feature_table
+    from coreferee.training.train import TrainingManager
     from thinc.api import fix_random_seed
-    _, _, ensemble, DocumentPairInfo, TendenciesAnalyzer, generate_feature_table, TrainingManager = require()
     if len(docs) < 2:
         raise DataError(f"coreferee needs at least 2 training documents per fold (one to fit, one to stop on); got "
                         f"{len(docs)}: give it more LitBank documents (or fewer folds)")
@@ -87,7 +84,7 @@ def train(nlp, rules, docs: list, seed: int = 13, dev_every: int = 5):
     dev, fit = docs[::dev_every], [d for k, d in enumerate(docs) if k % dev_every]
     table = generate_feature_table(docs, nlp)
     analyzer = TendenciesAnalyzer(rules, nlp, table)
-    pairs = [p for p in (DocumentPairInfo.from_doc(d, analyzer, ensemble, is_train=True) for d in fit)
+    pairs = [p for p in (DocumentPairInfo.from_doc(d, analyzer, ENSEMBLE_SIZE, is_train=True) for d in fit)
              if len(p.candidates.dataXd) > 0]
     if not pairs:
         raise DataError("coreferee found no training pair in the training documents: are they LitBank coref files?")
@@ -104,21 +101,13 @@ def predicted_mentions(doc) -> dict[Span, tuple[int, str]]:
             if len(m.token_indexes) == 1:  # (coordinations, "Tom and Mary", are no one character)
                 chain_of.setdefault(m.token_indexes[0], chain.index)
     out: dict[Span, tuple[int, str]] = {}
-    alone = 1_000_000  # ids of mentions in no chain
-
-    def cluster(i: int) -> int:
-        nonlocal alone
-        if i in chain_of:
-            return chain_of[i]
-        alone += 1
-        return alone
-
+    alone = itertools.count(1_000_001)  # ids of mentions in no chain
     for ent in doc.ents:
         if ent.label_ == "PERSON":
-            out[(ent.start, ent.end - 1)] = (cluster(ent.root.i), "PROP")
+            out[(ent.start, ent.end - 1)] = (chain_of[ent.root.i] if ent.root.i in chain_of else next(alone), "PROP")
     for t in doc:
         if t.pos_ == "PRON" and t.lower_ in PERSONAL_PRONOUNS:
-            out[(t.i, t.i)] = (cluster(t.i), "PRON")
+            out[(t.i, t.i)] = (chain_of[t.i] if t.i in chain_of else next(alone), "PRON")
     return out
 
 
@@ -136,13 +125,12 @@ def on_engine_names(engine_pred: dict[Span, tuple[int, str]], doc, fallback: boo
                 continue
             before = [c for j, c in named if j < i]
             linked.setdefault(i, before[-1] if before else named[0][1])
-    out, alone = {}, 1_000_000
+    out, alone = {}, itertools.count(1_000_001)
     for span, (c, kind) in engine_pred.items():
         if kind == "PRON" and span[0] in linked:
             c = linked[span[0]]
         elif kind == "PRON" and not fallback:
-            alone += 1
-            c = alone
+            c = next(alone)
         out[span] = (c, kind)
     return out
 
@@ -159,9 +147,10 @@ def cross_validated_predictions(engine, docs: list[GoldDoc], parsed, folds: int 
     if mentions not in MENTIONS:
         raise ValueError(f"mentions={mentions!r}: use one of {MENTIONS}")
     if mentions != "coreferee" and parsed is None:
-        from data_prep.litbank import parse_docs
         parsed = parse_docs(engine, docs)
-    Annotator, RulesAnalyzerFactory = require()[:2]
+    require()
+    from coreferee.annotation import Annotator
+    from coreferee.rules import RulesAnalyzerFactory
     from whoqa.core.progress import bar
     nlp = engine.nlp
     rules = RulesAnalyzerFactory().get_rules_analyzer(nlp)
@@ -180,8 +169,7 @@ def cross_validated_predictions(engine, docs: list[GoldDoc], parsed, folds: int 
             if mentions == "coreferee":
                 preds[j] = predicted_mentions(doc)
             else:
-                from data_prep.litbank import predicted
                 preds[j] = on_engine_names(predicted(engine, parsed[j]), doc, fallback=mentions.endswith("rules"))
     from importlib.metadata import version
-    return preds, {"resolver": f"coreferee {version('coreferee')} trained on LitBank ({folds}-fold cross-validated by document, "
-                               f"seed {seed}); mentions: {mentions}"}
+    return preds, {"resolver": f"coreferee {version('coreferee')} trained on LitBank ({folds}-fold cross-validated "
+                               f"by document, seed {seed}); mentions: {mentions}"}

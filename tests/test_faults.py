@@ -107,8 +107,6 @@ def test_workers_die_with_their_parent(mini_data, tmp_path):
     assert not any(_alive(w) for w in workers)
 
 
-
-
 def test_ctrl_c_stops_with_one_line_and_keeps_finished_books(mini_data, shared_data, tmp_path):
     _add_long_book(mini_data, shared_data)
     ws = tmp_path / "ws"

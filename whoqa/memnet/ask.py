@@ -69,11 +69,12 @@ class Asker:
         self.member_dirs = member_folders(self.model_dir)
         self.model = self.members[0]
         self.shared_embeddings = all(torch.equal(m.embed.weight, self.model.embed.weight) for m in self.members[1:])
-        config = saved_config(self.model_dir).get("config", {})
+        saved = saved_config(self.model_dir)
+        config = saved.get("config", {})
         self.memories = config.get("memories", 100)
         self.threads = config.get("threads", 1)  # torch's intra-op threads, as the model was trained
         self.calibration = calibration_for(self.ws, self.model_name, config) if self.model_name != "pretrain" else None
-        self.trained_books = saved_config(self.model_dir).get("stats", {}).get("trained_books")
+        self.trained_books = saved.get("stats", {}).get("trained_books")
         self.rcfg = RetrievalConfig()
         self._books: dict[str, tuple] = {}
 
