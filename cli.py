@@ -586,8 +586,9 @@ def models():
 
 @app.command()
 def rerank(
-    run: str = typer.Argument(..., help="A cross-validated memory-network run (WS/runs/<name>), e.g. "
-                                        "'memnet+pretrain+salience[bm25f]+by-book'."),
+    run: Optional[str] = typer.Argument(None, help="A cross-validated memory-network run (WS/runs/<name>), e.g. "
+                                                   "'memnet+pretrain+salience[bm25f]+by-book'; none with --candidates "
+                                                   "features: book folds of its own, no network trained."),
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare` and `whoqa train`."),
     reader_base: str = typer.Option(default(RerankConfig, "base"), help="The LLM that scores the names (a folder, "
                                                                          "hub id, .gguf file or a packaged model)."),
@@ -598,14 +599,17 @@ def rerank(
                                                                              "then the LLM's scores as a feature)."),
     prompt_tokens: int = typer.Option(default(RerankConfig, "prompt_tokens"), help="Prompt budget in tokens."),
     device: str = typer.Option("auto", help=f"Where the LLM runs, {DEVICE_HELP}."),
+    folds: int = typer.Option(default(RerankConfig, "folds"), help="Book folds of --candidates features without a "
+                                                                   "run (a run's own folds otherwise)."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
 ):
     """Who answers re-ranked by a local LLM reading the passages: the run's top-k characters scored by each name's
     log-likelihood, combined with the network's calibrated probabilities by a weight fit on the other folds
-    -> WS/runs/<run>/rerank@<model>+k<k>/ (resumable)."""
+    -> WS/runs/<run>/rerank@<model>+k<k>/ (resumable). `--candidates features` without a run judges the feature
+    ranker on book folds of its own -> WS/runs/features+by-book/."""
     from whoqa.evaluation.rerank import rerank as rerank_run
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
-                       max_eval_samples=max_eval_samples)
+                       folds=folds, max_eval_samples=max_eval_samples)
     s = _stage(rerank_run, workspace, run, cfg, device=device)
     for row, label in (("candidates", candidates), ("llm_over_top_k", f"LLM over its top {top_k}"),
                        ("combined", "combined")):

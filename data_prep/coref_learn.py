@@ -31,8 +31,10 @@ ATTRIBUTION = ("Learned from LitBank (Bamman, Lewke and Mansoor 2020; https://gi
                "CC BY 4.0, with `whoqa train-coref`.")
 
 
-def instances(doc, engine, parsed) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(features (C, F), correct (C,) bool) per pronoun the engine scored whose gold entity is among its candidates."""
+def instances(doc, engine, parsed, positions: bool = False) -> list[tuple]:
+    """(features (C, F), correct (C,) bool) per pronoun the engine scored whose gold entity is among its candidates;
+    with `positions`, also the pronoun's token and each candidate's nearest mention's token (C,) (for experiments
+    that read the text around them, docs/experiments/)."""
     from data_prep.litbank import align, per_mentions
     engine.record = True
     try:
@@ -46,14 +48,15 @@ def instances(doc, engine, parsed) -> list[tuple[np.ndarray, np.ndarray]]:
             entity_of.setdefault(char, Counter())[doc.mentions[span][0]] += 1
     char_entity = {c: n.most_common(1)[0][0] for c, n in entity_of.items()}
     rows = []
-    for i, cands, _ in out.decisions or []:
+    for i, cands, where in out.decisions or []:
         gold = doc.mentions.get((i, i))
         if gold is None or gold[1] != "PRON" or len(cands) < 2:
             continue
         chars = sorted(cands)
         correct = np.array([char_entity.get(c) == gold[0] for c in chars])
         if correct.any():
-            rows.append((np.array([cands[c] for c in chars], dtype=float), correct))
+            rows.append((np.array([cands[c] for c in chars], dtype=float), correct)
+                        + ((i, [where[c] for c in chars]) if positions else ()))
     return rows
 
 

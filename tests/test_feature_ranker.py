@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from whoqa.core.calibration import ece
-from whoqa.evaluation.feature_ranker import (STAGE1, FeatureRanker, character_features, fit, fit_ranker, softmax,
-                                             with_llm)
+from whoqa.evaluation.feature_ranker import (STAGE1, FeatureRanker, character_features, fit, fit_ranker, joint_features,
+                                             softmax, with_llm)
 
 
 def _questions(w, n, seed, chars=8):
@@ -85,3 +85,42 @@ def test_character_features_name_the_share_the_context_and_the_question():
     assert list(x[:, 2]) == [0.0, 0.0, 1.0]
     s = with_llm(x, [-1.0, -2.0, -3.0])  # (3, 4): the LLM's scores log-softmaxed over the k names
     assert np.exp(s[:, 3]).sum() == pytest.approx(1.0) and s[0, 3] > s[1, 3] > s[2, 3]
+
+
+def test_the_joint_form_learns_how_sure_the_top_k_is_per_question_and_stays_calibrated():
+    """Answers drawn from a joint model (stage 1 over all characters, the top 5 lifted by an LLM that is informative):
+    the joint fit recovers its second-stage weights, its top probabilities are calibrated on new questions, and the
+    top k's mass moves with the LLM's certainty where the product form's is the constant p_in."""
+    rng = np.random.default_rng(5)
+    w1 = np.array([1.0, 0.5, -1.0])
+    w2 = np.array([1.0, 0.5, -1.0, 0.8, 0.0, 0.3, 0.0, 0.6])  # stage-1 features; in_top_k, their top-k terms, llm
+
+    def draw(n):
+        xs, ys, llms = [], [], []
+        for _ in range(n):
+            x = rng.normal(size=(12, 3))  # (C, 3)
+            top = np.argsort(-(x @ w1), kind="stable")[:5]
+            llm = rng.normal(scale=3.0, size=12)  # (C,) the LLM's score of every character's name
+            z = joint_features(x, top, list(llm[top])) @ w2  # (C,)
+            y = np.zeros(12, dtype=bool)
+            y[rng.choice(12, p=softmax(z))] = True
+            xs.append(x), ys.append(y), llms.append(llm)
+        return xs, ys, llms
+    xs, ys, llms = draw(3000)
+    r = fit_ranker(xs, ys, 5, lambda i, top: list(llms[i][top]), form="joint")
+    assert r.form == "joint" and len(r.stage2) == 8 and r.features["stage2"][3] == "in_top_k"
+    assert r.stage2 == pytest.approx(list(w2), abs=0.2)
+    test_x, test_y, test_llm = draw(2000)
+    conf, hit, mass = [], [], []
+    for x, y, llm in zip(test_x, test_y, test_llm):
+        order, p = r.probabilities(x, list(llm[r.first(x)[:5]]))
+        conf.append(p[0])
+        hit.append(bool(y[order[0]]))
+        mass.append(p[np.isin(order, r.first(x)[:5])].sum())
+    assert ece(np.array(conf), np.array(hit)) < 0.03
+    assert np.std(mass) > 0.05  # the top k's share is the question's own
+    product = fit_ranker(xs, ys, 5, lambda i, top: list(llms[i][top]))
+    order, p = product.probabilities(test_x[0], list(test_llm[0][product.first(test_x[0])[:5]]))
+    assert p[np.isin(order, product.first(test_x[0])[:5])].sum() == pytest.approx(product.p_in)
+    with pytest.raises(ValueError, match="form"):
+        fit_ranker(xs[:5], ys[:5], 5, lambda i, top: list(llms[i][top]), form="stacked")

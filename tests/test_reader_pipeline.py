@@ -243,6 +243,18 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     llm = f"llm[bm25f]@{tiny_llm_path.rstrip('/').split('/')[-1]}+sample4"
     assert f"routed: memnet+salience[bm25f] + {llm}" in rows
     assert f"routed: memnet+salience[bm25f]+{folder.name} + {llm}" in rows
+    # without a run: book folds of its own, no network needed; every form judged on them; `eval` shows it by name
+    free = ["rerank", "--candidates", "features", "--folds", "2", "--workspace", str(ws), "--reader-base",
+            tiny_llm_path, "--top-k", "3", "--device", "cpu"]
+    r = run(app, free)
+    own = ws / "runs" / "features+by-book+folds2" / feats.name
+    summary = json.loads((own / "summary.json").read_text())
+    assert r.exit_code == 0 and summary["by_book_folds"] == 2 and summary["combined"]["n"] == 3, r.output
+    assert set(summary["forms"]) == {"product", "joint"} and summary["form"] == "product"
+    assert summary["forms"]["product"]["ece"] == summary["ece"]
+    assert run(app, ["eval", "--workspace", str(ws)]).exit_code == 0
+    judged = json.loads((ws / "results" / f"features+by-book+folds2+{feats.name}.json").read_text())
+    assert judged["p@1"] == summary["combined"]["p@1"] and judged["calibration"]["reliability"]
 
 
 def test_ask_rerank_ranks_with_the_feature_ranker_and_the_llm(ws, tiny_llm_path):
@@ -253,7 +265,8 @@ def test_ask_rerank_ranks_with_the_feature_ranker_and_the_llm(ws, tiny_llm_path)
     out = ws / "ask-rerank.json"
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?",
                   "--rerank", "--llm", tiny_llm_path, "--device", "cpu", "--out", str(out)])
-    assert r.exit_code == 0 and "reading the passages" in r.output and "memnet+salience[bm25f]" in r.output, r.output
+    # the workspace's own fit, a book-level one first (the previous test's `rerank --candidates features --folds 2`)
+    assert r.exit_code == 0 and "reading the passages" in r.output and "features+by-book" in r.output, r.output
     saved = json.loads(out.read_text())
     probs = [p for _, p in saved["characters"]]
     assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-9

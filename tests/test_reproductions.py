@@ -18,15 +18,20 @@ def test_smoke_reproduction_checks(shared_data, tmp_path):
     assert "FAIL" not in r.output
     # book-level folds: a book's questions all sit in one fold, answered by models pretrained without that book
     ws = tmp_path / "ws"
-    folds = {}
+    folds, questions = {}, {}
     for f in (ws / "runs" / "memnet+pretrain+salience[bm25f]+by-book").glob("fold*_trial*.json"):
         run = json.loads(f.read_text())
         books = {p["book"] for p in run["predictions"]}
+        questions.update({p["question_id"]: (run["fold"], sorted(p["answers"])) for p in run["predictions"]})
         assert folds.setdefault(run["fold"], books) == books
         pretrained = json.loads((ws / "models" / run["pretrained"] / "config.json").read_text())
         assert sorted(pretrained["config"]["exclude"]) == sorted(books)
         assert pretrained["stats"]["books"] == 3 - len(books)  # pretrained on the other books' artificial questions
     assert len(folds) == 2 and not set.intersection(*folds.values())
+    # the feature ranker without a network run draws the same questions into the same book folds
+    from whoqa.evaluation.rerank import book_fold_candidates
+    own = {c["question_id"]: (c["fold"], sorted(c["answers"])) for c in book_fold_candidates(ws, 2)}
+    assert own == questions
 
 
 def test_coref_reproduction_checks(shared_data, tmp_path):

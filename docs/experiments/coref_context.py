@@ -14,9 +14,9 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from collections import Counter
 from data_prep.engine_spacy import SpacyEngine
-from data_prep.litbank import load_litbank, parse_docs, align, per_mentions, doc_folds
+from data_prep.litbank import load_litbank, parse_docs, doc_folds
+from data_prep.coref_learn import instances
 from data_prep.coref import Weights, FEATURES
 from whoqa.core.minilm import bundled_minilm
 from transformers import AutoTokenizer, AutoModel
@@ -31,13 +31,6 @@ else:
     docs_inst = []
     t0 = time.time()
     for d, p in zip(docs, parsed):
-        eng.record = True; out = eng.process_parsed(p); eng.record = False
-        pred = per_mentions(out)
-        ent = {}
-        for span, (char, kind) in align(pred, d.mentions).items():
-            if kind == "PROP" and span in d.mentions:
-                ent.setdefault(char, Counter())[d.mentions[span][0]] += 1
-        char_entity = {c: n.most_common(1)[0][0] for c, n in ent.items()}
         words = [w for s in d.sentences for w in s]
         # contextual embeddings: chunks of whole sentences up to ~200 wordpieces, each word's first piece
         E = np.zeros((len(words), 384), dtype=np.float32)
@@ -57,15 +50,7 @@ else:
                 flush(chunk, start); chunk, start = [], pos
             chunk = chunk + s; pos += len(s)
         flush(chunk, start)
-        rows = []
-        for i, cands, where in out.decisions or []:
-            gold = d.mentions.get((i, i))
-            if gold is None or gold[1] != "PRON" or len(cands) < 2:
-                continue
-            chars = sorted(cands)
-            ok = np.array([char_entity.get(c) == gold[0] for c in chars])
-            if ok.any():
-                rows.append((np.array([cands[c] for c in chars], float), E[i], E[[where[c] for c in chars]], ok))
+        rows = [(x, E[i], E[where], ok) for x, ok, i, where in instances(d, eng, p, positions=True)]
         docs_inst.append(rows)
     print("built", sum(map(len, docs_inst)), "instances in", round(time.time() - t0), "s")
     pickle.dump(docs_inst, open(cache, "wb"))

@@ -113,16 +113,18 @@ def cross_fitted(items: list[Item]) -> dict:
 
 
 def plot_reliability(reports: dict[str, dict], path) -> None:
-    """A reliability diagram per report (name -> cross_fitted() output), calibrated and not, into a PNG."""
+    """A reliability diagram per report (name -> cross_fitted() output, or any {"ece", "reliability"}), calibrated
+    and not, into a PNG."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(reports), figsize=(4.2 * len(reports), 4.2), squeeze=False)
     for ax, (name, rep) in zip(axes[0], reports.items()):
         ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--")
-        for key, label, style in (("reliability_uncalibrated", f"T=1 (ECE {rep['ece_uncalibrated']:.3f})", "o:"),
+        for key, label, style in (("reliability_uncalibrated", f"T=1 (ECE {rep.get('ece_uncalibrated', 0):.3f})", "o:"),
                                   ("reliability", f"fitted on other folds (ECE {rep['ece']:.3f})", "s-")):
-            pts = [(b["confidence"], b["accuracy"]) for b in rep[key] if b["n"]]
+            pts = [(b["confidence"], b["accuracy"]) for b in rep.get(key, []) if b["n"]]  # (a ranker fit by
+            # maximum likelihood, the feature ranker, has no uncalibrated form)
             if pts:
                 ax.plot(*zip(*pts), style, label=label)
         ax.set_title(name, fontsize=9)

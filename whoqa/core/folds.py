@@ -17,3 +17,13 @@ def book_folds(book_ids: list[str], folds: int, seed: int) -> list[list[str]]:
     ids = sorted(book_ids)
     random.Random(seed).shuffle(ids)
     return [ids[k::folds] for k in range(max(1, folds))]
+
+
+def who_book_folds(books_with_questions: set[str] | list[str], folds: int, seed: int) -> list[list[str]]:
+    """Book-level CV's folds of the Who questions: the books that have usable questions in `folds` seeded groups (the
+    same for every training seed). One rule for the memory network's `--by-book` runs and the feature ranker's."""
+    books = sorted(set(books_with_questions))
+    if len(books) < folds:
+        raise ValueError(f"{len(books)} books with usable Who questions for {folds} book folds: use "
+                         f"--folds {len(books)} or fewer")
+    return book_folds(books, folds, seed)

@@ -108,7 +108,8 @@ def evaluate(cfg: EvalConfig) -> dict:
     table = format_table(results, meta)
     atomic_write(ws.results / f"table{suffix}.txt", table + "\n")
     calibrated = {n.removeprefix("ensemble:"): r["calibration"] for n, r in results.items()
-                  if n.startswith("ensemble:") and r.get("calibration", {}).get("reliability")}  # what `ask` serves
+                  if (n.startswith("ensemble:") or n.endswith("+features"))
+                  and r.get("calibration", {}).get("reliability")}  # what `ask` and `ask --rerank` serve
     if calibrated:
         from whoqa.core.calibration import plot_reliability
         plot_reliability(calibrated, ws.results / f"reliability{suffix}.png")
@@ -127,7 +128,8 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
     names = {d: {c["id"]: c["name"] for c in cs} for d, cs in characters.items()}
     for run in sorted((Workspace(workspace).runs).glob("*/")):
         files = sorted(run.glob("fold*_trial*.json"))
-        if not files:
+        if not files:  # no network trained: a feature ranker judged on book folds of its own, if any
+            out.update(reranked_results(run, qmap, names))
             continue
         runs = [json.loads(f.read_text()) for f in files]
         res = {"system": run.name, "trials": len(runs), "questions": sum(len(r["predictions"]) for r in runs
@@ -180,6 +182,11 @@ def reranked_results(run: Path, qmap: dict, names: dict) -> dict:
             "system": f"{run.name}+{path.parent.name}", "trials": 1, "questions": m["n"], "config": s.get("config", {}),
             **{k: m[k] for k in RANKING_KEYS}, **{k + "_std": 0.0 for k in RANKING_KEYS}, "ece": s.get("ece"),
             "text": text_metrics(preds, refs) if preds else {"n": 0}}
+        if s.get("reliability"):
+            out[f"{run.name}+{path.parent.name}"]["calibration"] = {
+                "ece": s["ece"], "reliability": s["reliability"], "questions": s.get("questions"),
+                "forms": {f: {"ece": v["ece"], **{k: v["combined"][k] for k in RANKING_KEYS}}
+                          for f, v in s.get("forms", {}).items()}}
     return out
 
 

@@ -44,29 +44,35 @@ def with_llm(x: np.ndarray, llm: list[float]) -> np.ndarray:
     return np.column_stack([x, log_softmax(np.array(llm, dtype=float))])  # (k, 4)
 
 
-def _padded(xs: list[np.ndarray], ys: list[np.ndarray]):
-    """Questions with a right candidate, padded into (n, C, F) features, (n, C) mask and (n, C) answers."""
+def _padded(xs: list[np.ndarray], ys: list[np.ndarray], offsets: list[np.ndarray] | None = None):
+    """Questions with a right candidate, padded into (n, C, F) features, (n, C) mask, (n, C) answers and (n, C)
+    fixed offsets of the logits (0 without)."""
     keep = [i for i, y in enumerate(ys) if y.any()]
     n, width = len(keep), max((len(ys[i]) for i in keep), default=1)
     x = np.zeros((n, width, xs[0].shape[1] if xs else 1))  # (n, C, F)
     mask = np.zeros((n, width), dtype=bool)  # (n, C)
     right = np.zeros((n, width), dtype=bool)  # (n, C)
+    off = np.zeros((n, width))  # (n, C)
     for k, i in enumerate(keep):
         x[k, :len(ys[i])], mask[k, :len(ys[i])], right[k, :len(ys[i])] = xs[i], True, ys[i]
-    return x, mask, right
+        if offsets is not None:
+            off[k, :len(ys[i])] = offsets[i]
+    return x, mask, right, off
 
 
-def fit(xs: list[np.ndarray], ys: list[np.ndarray], l2: float = L2) -> np.ndarray:
+def fit(xs: list[np.ndarray], ys: list[np.ndarray], l2: float = L2,
+        offsets: list[np.ndarray] | None = None) -> np.ndarray:
     """Maximum-likelihood weights (F,) of the conditional logit: each question's features (C, F) and right
-    characters (C,) bool (all of them share the probability: -log sum_{c right} p(c)). Questions whose answer is not
-    among their candidates say nothing and are left out."""
+    characters (C,) bool (all of them share the probability: -log sum_{c right} p(c)); `offsets` (C,) per question
+    are added to the logits with a fixed weight of 1. Questions whose answer is not among their candidates say
+    nothing and are left out."""
     from scipy.optimize import minimize
-    x, mask, right = _padded(xs, ys)
+    x, mask, right, off = _padded(xs, ys, offsets)
     if not len(x):
         return np.zeros(xs[0].shape[1] if xs else 1)
 
     def loss(w):
-        s = np.where(mask, x @ w, -np.inf)  # (n, C)
+        s = np.where(mask, x @ w + off, -np.inf)  # (n, C)
         s = s - s.max(1, keepdims=True)
         p = np.exp(s)
         p /= p.sum(1, keepdims=True)  # (n, C)
@@ -88,9 +94,26 @@ def softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
+def joint_features(x: np.ndarray, top: np.ndarray, llm: list[float]) -> np.ndarray:
+    """The joint form's features of every character (C, 8): its stage-1 features; then, for the first stage's top k,
+    1 (a bias: how much likelier a top-k character is than its features say) and its stage-2 features, 0 for the
+    rest."""
+    f = np.zeros((len(x), len(STAGE1) + 1 + len(STAGE2)))  # (C, 8)
+    f[:, :len(STAGE1)] = x
+    f[top, len(STAGE1)] = 1.0
+    f[top, len(STAGE1) + 1:] = with_llm(x[top], llm)
+    return f
+
+
 @dataclass
 class FeatureRanker:
-    """The two fitted stages: stage 1's weights (3,), stage 2's (4,), k and p_in."""
+    """The two fitted stages: stage 1's weights (3,), stage 2's (4,; 5 in the joint form), k and p_in.
+
+    form "product": a top-k character's probability is p_in x softmax over the k of stage 2; the rest share 1 - p_in
+    by stage 1. form "joint": one conditional logit over all the book's characters (`joint_features`: everyone's
+    stage-1 features, and for stage 1's top k a bias and their stage-2 features; stage2 holds its 8 weights), fit at
+    once by maximum likelihood on every question, so how sure the answer is among the k is learned per question
+    instead of a constant p_in."""
     stage1: list[float]
     stage2: list[float]
     top_k: int = 5
@@ -99,6 +122,7 @@ class FeatureRanker:
     source: str = ""  # where it was fit
     ece: float | None = None  # expected calibration error of its cross-validated probabilities, where measured
     features: dict = field(default_factory=lambda: {"stage1": list(STAGE1), "stage2": list(STAGE2)})
+    form: str = "product"
 
     def first(self, x: np.ndarray) -> np.ndarray:
         """Stage 1: (C, 3) features -> (C,) the candidates' order, best first."""
@@ -111,6 +135,10 @@ class FeatureRanker:
         p1 = softmax(x @ np.array(self.stage1))  # (C,)
         if llm is None:
             return order, p1[order]
+        if self.form == "joint":
+            p = softmax(joint_features(x, order[:len(llm)], llm) @ np.array(self.stage2))  # (C,)
+            order = np.argsort(-p, kind="stable")  # (C,) a top-k character the LLM rules out may fall below the rest
+            return order, p[order]
         top, rest = order[:len(llm)], order[len(llm):]
         p2 = softmax(with_llm(x[top], llm) @ np.array(self.stage2))  # (k,)
         inner = np.argsort(-p2, kind="stable")
@@ -119,18 +147,30 @@ class FeatureRanker:
         return np.concatenate([top[inner], rest]), probs
 
 
+FORMS = ("product", "joint")
+
+
 def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
-               llm: Callable[[int, np.ndarray], list[float]] | None = None, source: str = "") -> FeatureRanker:
+               llm: Callable[[int, np.ndarray], list[float]] | None = None, source: str = "",
+               form: str = "product") -> FeatureRanker:
     """Both stages fit on these questions: stage 1 on all their characters; stage 2 on each question's stage-1 top
-    k, with llm(i, top) giving the LLM's scores of question i's candidates `top` (indices into its characters)."""
+    k (form "product"), or on all its characters with stage 1's scores as fixed offsets (form "joint"), with
+    llm(i, top) giving the LLM's scores of question i's candidates `top` (indices into its characters)."""
+    if form not in FORMS:
+        raise ValueError(f"unknown feature-ranker form {form!r}: use one of {', '.join(FORMS)}")
     w1 = fit(x1, y1)
     tops = [np.argsort(-(x @ w1), kind="stable")[:top_k] for x in x1]
     p_in = float(np.mean([y[t].any() for y, t in zip(y1, tops)])) if x1 else 0.0
-    w2 = np.zeros(len(STAGE2))
-    if llm is not None:
+    w2 = np.zeros(len(STAGE2)) if form == "product" else np.concatenate([w1, np.zeros(1 + len(STAGE2))])
+    if llm is not None and form == "joint":
+        w2 = fit([joint_features(x, t, llm(i, t)) for i, (x, t) in enumerate(zip(x1, tops))], y1)
+    elif llm is not None:
         w2 = fit([with_llm(x[t], llm(i, t)) for i, (x, t) in enumerate(zip(x1, tops))],
                  [y[t] for y, t in zip(y1, tops)])
-    return FeatureRanker([float(v) for v in w1], [float(v) for v in w2], top_k, p_in, len(x1), source)
+    feats = {"stage1": list(STAGE1), "stage2": list(STAGE2) if form == "product" else
+             list(STAGE1) + ["in_top_k"] + [f"top_k_{f}" for f in STAGE2]}
+    return FeatureRanker([float(v) for v in w1], [float(v) for v in w2], top_k, p_in, len(x1), source,
+                         features=feats, form=form)
 
 
 # Fit on all 254 Who questions of the 41 shared books with Qwen2.5-Coder-0.5B's scores (`whoqa rerank

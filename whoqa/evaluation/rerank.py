@@ -34,8 +34,8 @@ from whoqa.core.runs import digest
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.baselines import book_frequency
-from whoqa.evaluation.feature_ranker import (CONTEXT_SENTENCES, MEASURED, FeatureRanker, character_features, fit,
-                                            fit_ranker, log_softmax)
+from whoqa.evaluation.feature_ranker import (CONTEXT_SENTENCES, FORMS, MEASURED, FeatureRanker, character_features,
+                                            fit, fit_ranker, log_softmax)
 from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items
 from whoqa.reader.config import LLMConfig, RerankConfig, model_name
@@ -86,6 +86,31 @@ def network_candidates(run_dir: Path) -> list[dict]:
         out.append({"question_id": int(it.key[1]), "fold": int(it.group), "ranking": [int(it.chars[i]) for i in order],
                     "probs": [float(p[i]) for i in order], "answers": [int(c) for c in it.chars[it.correct]]})
     return out
+
+
+def features_run(folds: int) -> str:
+    """Where a feature ranker judged on book folds of its own (no network run) is kept: WS/runs/<this>/."""
+    return "features+by-book" + (f"+folds{folds}" if folds != RerankConfig.folds else "")
+
+
+def book_fold_candidates(workspace: Path, folds: int) -> list[dict]:
+    """Book-level CV's questions without a trained network: each usable Who question (its book has BM25F contexts
+    and its answer is one of the book's characters, as the memory network's runs ask) with its book's fold (the same
+    folds a `--by-book` run draws) and its right characters."""
+    from data_prep.who_set import load_who_set
+    from whoqa.core.folds import who_book_folds
+    from whoqa.retrieval.contexts import load_contexts
+    ws = Workspace(workspace)
+    characters, questions = load_who_set(ws)
+    has_contexts = {b: load_contexts(ws, "bm25f", b) is not None for b in {q["document_id"] for q in questions}}
+    usable = [q for q in questions if has_contexts[q["document_id"]]
+              and set(q["answers"]) & {c["id"] for c in characters.get(q["document_id"], [])}]
+    if not usable:
+        raise ValueError(f"{ws} has no usable Who question: run `whoqa prepare` and `whoqa index` first")
+    groups = who_book_folds({q["document_id"] for q in usable}, folds, SEED)
+    fold_of = {b: k for k, g in enumerate(groups) for b in g}
+    return [{"question_id": int(q["question_id"]), "fold": fold_of[q["document_id"]],
+             "answers": [int(c) for c in q["answers"]]} for q in usable]
 
 
 def llm_key(cfg: RerankConfig) -> str:
@@ -238,11 +263,14 @@ def question_features(ws: Workspace, cands: list[dict]) -> list[dict]:
     return out
 
 
-def feature_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
-    """The feature ranker (whoqa.evaluation.feature_ranker) judged on the run's folds: both stages fit on the other
-    folds' questions, the LLM scoring every name some fold's first stage puts in a question's top k."""
+def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
+    """The feature ranker (whoqa.evaluation.feature_ranker) judged on the run's folds, or, with no run, on book folds
+    of its own (`cfg.folds`; no network is trained): both stages fit on the other folds' questions, the LLM scoring
+    every name some fold's first stage puts in a question's top k."""
     ws = Workspace(workspace)
-    rows = question_features(ws, network_candidates(ws.runs / run)[:cfg.max_eval_samples])
+    cands = network_candidates(ws.runs / run) if run else book_fold_candidates(ws, cfg.folds)
+    run = run or features_run(cfg.folds)
+    rows = question_features(ws, cands[:cfg.max_eval_samples])
     folds = sorted({r["fold"] for r in rows})
     xs, ys = [r["x"] for r in rows], [r["y"] for r in rows]
     train = {f: [i for i, r in enumerate(rows) if r["fold"] != f] for f in folds}
@@ -256,46 +284,61 @@ def feature_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = T
 
     def llm_of(sub):
         return lambda i, top: scores.of(sub[i]["question_id"], [sub[i]["ids"][j] for j in top])
-    first, final, llm_only, conf, hit, fitted = [], [], [], [], [], {}
-    for f in folds:
-        sub = [rows[i] for i in train[f]]
-        ranker = fit_ranker([r["x"] for r in sub], [r["y"] for r in sub], cfg.top_k, llm_of(sub))
-        fitted[str(f)] = asdict(ranker)
-        for r in rows:
-            if r["fold"] != f:
-                continue
-            top = ranker.first(r["x"])
-            llm = scores.of(r["question_id"], [r["ids"][j] for j in top[:cfg.top_k]])
-            order, probs = ranker.probabilities(r["x"], llm)
-            first.append((r, [r["ids"][j] for j in top]))
-            final.append((r, [r["ids"][j] for j in order]))
-            by_llm = top[:cfg.top_k][np.argsort(-np.array(llm), kind="stable")]
-            llm_only.append((r, [r["ids"][j] for j in by_llm] + [r["ids"][j] for j in top[cfg.top_k:]]))
-            conf.append(float(probs[0]))
-            hit.append(bool(r["y"][order[0]]))
-    conf_a, hit_a = np.array(conf), np.array(hit)
-    served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions")
-    served.ece = ece(conf_a, hit_a)  # (the cross-validated figure: what a user of the served fit can expect)
-    metrics = {name: ranking_metrics([o for _, o in pairs], [r["answers"] for r, _ in pairs])
-               for name, pairs in (("candidates", first), ("llm_over_top_k", llm_only), ("combined", final))}
-    return {"questions": len(rows), "top_k": cfg.top_k, **metrics,
-            "book_frequency": ranking_metrics([r["frequency"] for r in rows], [r["answers"] for r in rows]),
+    answers = [r["answers"] for r in rows]
+
+    def judged(form: str) -> dict:
+        """Both stages fit per fold on the other folds' questions, in this form; every question judged once."""
+        first, final, llm_only, conf, hit, fitted = [], [], [], [], [], {}
+        for f in folds:
+            sub = [rows[i] for i in train[f]]
+            ranker = fit_ranker([r["x"] for r in sub], [r["y"] for r in sub], cfg.top_k, llm_of(sub), form=form)
+            fitted[str(f)] = asdict(ranker)
+            for r in (r for r in rows if r["fold"] == f):
+                top = ranker.first(r["x"])
+                llm = scores.of(r["question_id"], [r["ids"][j] for j in top[:cfg.top_k]])
+                order, probs = ranker.probabilities(r["x"], llm)
+                first.append((r, [r["ids"][j] for j in top]))
+                final.append((r, [r["ids"][j] for j in order]))
+                by_llm = top[:cfg.top_k][np.argsort(-np.array(llm), kind="stable")]
+                llm_only.append((r, [r["ids"][j] for j in by_llm] + [r["ids"][j] for j in top[cfg.top_k:]]))
+                conf.append(float(probs[0]))
+                hit.append(bool(r["y"][order[0]]))
+        conf_a, hit_a = np.array(conf), np.array(hit)
+        metrics = {name: ranking_metrics([o for _, o in pairs], [r["answers"] for r, _ in pairs])
+                   for name, pairs in (("candidates", first), ("llm_over_top_k", llm_only), ("combined", final))}
+        return {**metrics, "ece": ece(conf_a, hit_a), "mean_confidence": float(conf_a.mean()),
+                "reliability": reliability(conf_a, hit_a), "fold_rankers": fitted, "final": final}
+
+    forms = {form: judged(form) for form in FORMS}  # every form on the same folds (fits take milliseconds)
+    chosen = forms[cfg.form]
+    final = chosen.pop("final")
+    served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
+                        form=cfg.form)
+    served.ece = chosen["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
+    return {"questions": len(rows), "top_k": cfg.top_k, "form": cfg.form, **chosen,
+            "book_frequency": ranking_metrics([r["frequency"] for r in rows], answers),
             "bootstrap_vs_book_frequency": book_bootstrap(
                 [o for _, o in final], [r["frequency"] for r, _ in final], [r["answers"] for r, _ in final],
                 [r["book"] for r, _ in final]),
-            "ece": served.ece, "reliability": reliability(conf_a, hit_a), "fold_rankers": fitted,
+            "forms": {form: {k: v for k, v in f.items() if k in ("combined", "ece", "mean_confidence", "reliability")}
+                      for form, f in forms.items()},
             "ranker": asdict(served), "seconds_per_question": round(float(np.mean(
                 [scores.seconds.get(r["question_id"], 0.0) / scores.calls.get(r["question_id"], 1) for r in rows])), 3),
             "rankings": {str(r["question_id"]): o[:cfg.top_k] for r, o in final}}
 
 
-def rerank(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
+def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
     """Score, evaluate and save (WS/runs/<run>/rerank@<model>+k<k>/summary.json, with each question's combined top
-    k, which the full task's routed rows read)."""
+    k, which the full task's routed rows read). The feature ranker needs no run: without one it draws book folds of
+    its own (WS/runs/features+by-book/)."""
     if cfg.candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {cfg.candidates!r}: use one of {', '.join(CANDIDATES)}")
     if cfg.candidates == "features":
-        summary = {"run": run, "config": asdict(cfg), **feature_run(workspace, run, cfg, progress, device)}
+        summary = {"run": run or features_run(cfg.folds), "by_book_folds": None if run else cfg.folds,
+                   "config": asdict(cfg), **feature_run(workspace, run, cfg, progress, device)}
+        run = summary["run"]
+    elif not run:
+        raise ValueError(f"--candidates {cfg.candidates} re-ranks a cross-validated run: name one (WS/runs/<run>)")
     else:
         summary = {"run": run, "config": asdict(cfg), **evaluate(score_run(workspace, run, cfg, progress, device))}
     atomic_write(rerank_dir(workspace, run, cfg) / "summary.json", json.dumps(summary, indent=1))

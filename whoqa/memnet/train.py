@@ -13,7 +13,7 @@ import torch
 
 from whoqa.core.book import atomic_write
 from whoqa.core.device import resolve_device
-from whoqa.core.folds import book_folds, index_folds
+from whoqa.core.folds import index_folds, who_book_folds
 from whoqa.core.numerics import intra_op_threads
 from whoqa.core.seed import SEED, set_seed
 from whoqa.memnet.checkpoint import load_model, save_model, saved_config
@@ -189,11 +189,7 @@ def pretrain_without(workspace: Path, cfg: TrainConfig, books: list[str], progre
 
 def book_groups(examples: list[Example], folds: int) -> list[list[str]]:
     """Book-level CV's folds: the books with usable Who questions in `folds` seeded groups (the same for every seed)."""
-    with_questions = sorted({e.book for e in examples})
-    if len(with_questions) < folds:
-        raise ValueError(f"{len(with_questions)} books with usable Who questions for {folds} book folds: use "
-                         f"--folds {len(with_questions)} or fewer")
-    return book_folds(with_questions, folds, SEED)
+    return who_book_folds({e.book for e in examples}, folds, SEED)
 
 
 def pretrain_folds(workspace: Path, cfg: TrainConfig, which: list[int] | None = None, progress: bool = False) -> list:

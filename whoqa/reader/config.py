@@ -108,6 +108,8 @@ class RerankConfig:
     passages: int = LLMConfig.top_k  # BM25F passages offered (as many as fit the prompt budget, in book order)
     prompt_tokens: int = LLMConfig.prompt_tokens
     shots: int = LLMConfig.shots  # Who questions of other books with their answers, before the question
+    folds: int = 10  # the feature ranker without a network run: book folds of its own (the paper's 10)
+    form: str = "product"  # the feature ranker's form (whoqa.evaluation.feature_ranker.FORMS); every form is judged
     max_eval_samples: int | None = None  # debug: the first N questions
 
 
