@@ -601,6 +601,10 @@ def rerank(
     device: str = typer.Option("auto", help=f"Where the LLM runs, {DEVICE_HELP}."),
     folds: int = typer.Option(default(RerankConfig, "folds"), help="Book folds of --candidates features without a "
                                                                    "run (a run's own folds otherwise)."),
+    llm_features: str = typer.Option(default(RerankConfig, "llm_features"), help="--candidates features: how the "
+                                     "LLM's scores enter its second stage (log_softmax, clipped, probability, rank, "
+                                     "log_softmax+first, clipped+first), or select: chosen per fold by "
+                                     "cross-validation on the training books."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
 ):
     """Who answers re-ranked by a local LLM reading the passages: the run's top-k characters scored by each name's
@@ -609,7 +613,7 @@ def rerank(
     ranker on book folds of its own -> WS/runs/features+by-book/."""
     from whoqa.evaluation.rerank import rerank as rerank_run
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
-                       folds=folds, max_eval_samples=max_eval_samples)
+                       folds=folds, llm_features=llm_features, max_eval_samples=max_eval_samples)
     s = _stage(rerank_run, workspace, run, cfg, device=device)
     for row, label in (("candidates", candidates), ("llm_over_top_k", f"LLM over its top {top_k}"),
                        ("combined", "combined")):
@@ -619,8 +623,11 @@ def rerank(
         typer.echo(f"LLM weight per fold: {sorted(set(s['fold_weights'].values()))}")
     else:
         typer.echo(f"book frequency         P@1 {s['book_frequency']['p@1']:6.2f}  P@5 {s['book_frequency']['p@5']:6.2f}"
-                   f"  MRR {s['book_frequency']['mrr']:.3f}\nECE {s['ece']:.3f}; weights fit on all: stage 1 "
-                   f"{[round(w, 3) for w in s['ranker']['stage1']]}, stage 2 {[round(w, 3) for w in s['ranker']['stage2']]}")
+                   f"  MRR {s['book_frequency']['mrr']:.3f}\nECE {s['ece']:.3f} (a calibrated ranker: "
+                   f"{s['ece_if_calibrated']['mean']:.3f} on average, {s['ece_if_calibrated']['p95']:.3f} at the 95th "
+                   f"percentile); LLM as {sorted(set(s['llm_features_chosen'].values()))} in the folds; weights fit "
+                   f"on all ({s['ranker']['llm_features']}): stage 1 {[round(w, 3) for w in s['ranker']['stage1']]}, "
+                   f"stage 2 {[round(w, 3) for w in s['ranker']['stage2']]}")
     typer.echo(f"{s['seconds_per_question']} s/question (LLM); {s['questions']} questions")
 
 

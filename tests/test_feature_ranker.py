@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from whoqa.core.calibration import ece
-from whoqa.evaluation.feature_ranker import (STAGE1, FeatureRanker, character_features, fit, fit_ranker, joint_features,
-                                             softmax, with_llm)
+from whoqa.evaluation.feature_ranker import (LLM_FEATURES, STAGE1, FeatureRanker, character_features, fit, fit_ranker,
+                                             select_llm_features, softmax, with_llm)
 
 
 def _questions(w, n, seed, chars=8):
@@ -87,40 +87,44 @@ def test_character_features_name_the_share_the_context_and_the_question():
     assert np.exp(s[:, 3]).sum() == pytest.approx(1.0) and s[0, 3] > s[1, 3] > s[2, 3]
 
 
-def test_the_joint_form_learns_how_sure_the_top_k_is_per_question_and_stays_calibrated():
-    """Answers drawn from a joint model (stage 1 over all characters, the top 5 lifted by an LLM that is informative):
-    the joint fit recovers its second-stage weights, its top probabilities are calibrated on new questions, and the
-    top k's mass moves with the LLM's certainty where the product form's is the constant p_in."""
-    rng = np.random.default_rng(5)
-    w1 = np.array([1.0, 0.5, -1.0])
-    w2 = np.array([1.0, 0.5, -1.0, 0.8, 0.0, 0.3, 0.0, 0.6])  # stage-1 features; in_top_k, their top-k terms, llm
+def test_the_llm_feature_forms_and_their_choice_by_cross_validation():
+    """Every LLM_FEATURES form is a function of the LLM's order and margins; the choice among them is made by the
+    likelihood over the questions' own folds: an LLM whose log-likelihood gaps are huge but whose first choice is
+    right 90% of the time is best entered bounded, not as the raw gap (which a single weight makes far too sure)."""
+    l = [-1.0, -40.0, -3.0]
+    for kind in LLM_FEATURES:
+        f = with_llm(np.zeros((3, len(STAGE1))), l, kind)[:, len(STAGE1):]  # (3, m)
+        assert f.shape[0] == 3 and f[0, 0] > f[2, 0] >= f[1, 0], kind  # the LLM's order is kept
+    assert with_llm(np.zeros((3, 3)), l, "clipped")[1, 3] == -10.0
+    with pytest.raises(ValueError, match="LLM feature"):
+        with_llm(np.zeros((3, 3)), l, "raw")
+    rng = np.random.default_rng(7)
+    xs, ys, llms, groups = [], [], [], []
+    for q in range(600):
+        x = rng.normal(size=(8, len(STAGE1)))  # (C, 3)
+        y = np.zeros(8, dtype=bool)
+        right = int(np.argsort(-(x @ np.array([1.0, 0.0, 0.0])))[rng.integers(0, 3)])  # in stage 1's top 3
+        y[right] = True
+        llm = rng.normal(scale=1.0, size=8) - 60.0 * rng.random(8)  # gaps of tens of nats, mostly noise
+        llm[right if rng.random() < 0.9 else (right + 1) % 8] = 5.0  # its first choice: right 90% of the time
+        xs.append(x), ys.append(y), llms.append(llm), groups.append(q % 5)
+    kind, loss = select_llm_features(xs, ys, groups, 5, lambda i, top: list(llms[i][top]))
+    assert set(loss) == set(LLM_FEATURES) and loss[kind] == min(loss.values())
+    assert kind != "log_softmax" and loss["log_softmax"] > loss[kind]
+    r = fit_ranker(xs, ys, 5, lambda i, top: list(llms[i][top]), llm_features=kind)
+    assert r.llm_features == kind and len(r.stage2) == len(STAGE1) + LLM_FEATURES[kind](np.zeros(5)).shape[1]
+    order, p = r.probabilities(xs[0], list(llms[0][r.first(xs[0])[:5]]))
+    assert r.right_probability(xs[0], ys[0], list(llms[0][r.first(xs[0])[:5]])) == pytest.approx(p[ys[0][order]].sum())
 
-    def draw(n):
-        xs, ys, llms = [], [], []
-        for _ in range(n):
-            x = rng.normal(size=(12, 3))  # (C, 3)
-            top = np.argsort(-(x @ w1), kind="stable")[:5]
-            llm = rng.normal(scale=3.0, size=12)  # (C,) the LLM's score of every character's name
-            z = joint_features(x, top, list(llm[top])) @ w2  # (C,)
-            y = np.zeros(12, dtype=bool)
-            y[rng.choice(12, p=softmax(z))] = True
-            xs.append(x), ys.append(y), llms.append(llm)
-        return xs, ys, llms
-    xs, ys, llms = draw(3000)
-    r = fit_ranker(xs, ys, 5, lambda i, top: list(llms[i][top]), form="joint")
-    assert r.form == "joint" and len(r.stage2) == 8 and r.features["stage2"][3] == "in_top_k"
-    assert r.stage2 == pytest.approx(list(w2), abs=0.2)
-    test_x, test_y, test_llm = draw(2000)
-    conf, hit, mass = [], [], []
-    for x, y, llm in zip(test_x, test_y, test_llm):
-        order, p = r.probabilities(x, list(llm[r.first(x)[:5]]))
-        conf.append(p[0])
-        hit.append(bool(y[order[0]]))
-        mass.append(p[np.isin(order, r.first(x)[:5])].sum())
-    assert ece(np.array(conf), np.array(hit)) < 0.03
-    assert np.std(mass) > 0.05  # the top k's share is the question's own
-    product = fit_ranker(xs, ys, 5, lambda i, top: list(llms[i][top]))
-    order, p = product.probabilities(test_x[0], list(test_llm[0][product.first(test_x[0])[:5]]))
-    assert p[np.isin(order, product.first(test_x[0])[:5])].sum() == pytest.approx(product.p_in)
-    with pytest.raises(ValueError, match="form"):
-        fit_ranker(xs[:5], ys[:5], 5, lambda i, top: list(llms[i][top]), form="stacked")
+
+def test_the_ece_of_a_calibrated_ranker_on_few_questions_is_not_zero_and_is_told():
+    """ece_if_calibrated: what a perfectly calibrated ranker shows on this many questions; a ranker whose answers do
+    come true at its confidence falls inside it, one twice too sure does not."""
+    from whoqa.core.calibration import ece_if_calibrated
+    rng = np.random.default_rng(6)
+    conf = rng.uniform(0.1, 0.5, size=254)
+    ref = ece_if_calibrated(conf, draws=500)
+    assert 0.01 < ref["mean"] < ref["p95"] < 0.12
+    assert ece(conf, rng.random(254) < conf) < ref["p95"] + 0.02
+    assert ece(conf, rng.random(254) < conf / 2) > ref["p95"]
+    assert ece_if_calibrated(conf, draws=50) == ece_if_calibrated(conf, draws=50)  # seeded

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, build_mini_data, write_qaps
+from whoqa.evaluation.feature_ranker import LLM_FEATURES
 
 ROWS = [(DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?", "Watson", "Dr. Watson"),
         (DYING_DETECTIVE, "What does Holmes ask Watson to bring from the mantelpiece?", "a small box", "the box"),
@@ -227,7 +228,8 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     feats = folder.with_name(folder.name + "+features")
     summary = json.loads((feats / "summary.json").read_text())
     assert r.exit_code == 0 and "ECE" in r.output and summary["combined"]["n"] == 3, r.output
-    assert len(summary["ranker"]["stage1"]) == 3 and len(summary["ranker"]["stage2"]) == 4
+    assert len(summary["ranker"]["stage1"]) == 3 and len(summary["ranker"]["stage2"]) >= 4  # 3 + the LLM's form's
+    assert len(summary["ranker"]["stage2"]) == len(summary["ranker"]["features"]["stage2"])
     assert summary["book_frequency"]["p@1"] == freq["candidates"]["p@1"]
     scored = (feats / "scores.jsonl").read_text()
     names: dict = {}  # every name a fold's first stage put in a question's top 3 is scored once
@@ -250,11 +252,12 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     own = ws / "runs" / "features+by-book+folds2" / feats.name
     summary = json.loads((own / "summary.json").read_text())
     assert r.exit_code == 0 and summary["by_book_folds"] == 2 and summary["combined"]["n"] == 3, r.output
-    assert set(summary["forms"]) == {"product", "joint"} and summary["form"] == "product"
-    assert summary["forms"]["product"]["ece"] == summary["ece"]
+    assert set(summary["llm_features_fixed"]) == set(LLM_FEATURES) and summary["llm_features"] == "select"
+    assert set(summary["llm_features_chosen"]) == {"0", "1"} and summary["ranker"]["llm_features"] in LLM_FEATURES
     assert run(app, ["eval", "--workspace", str(ws)]).exit_code == 0
     judged = json.loads((ws / "results" / f"features+by-book+folds2+{feats.name}.json").read_text())
     assert judged["p@1"] == summary["combined"]["p@1"] and judged["calibration"]["reliability"]
+    assert (ws / "results" / "reliability.png").is_file()
 
 
 def test_ask_rerank_ranks_with_the_feature_ranker_and_the_llm(ws, tiny_llm_path):

@@ -1,13 +1,13 @@
-"""Issue 32's second experiment (docs/pipeline.md): does a *fine-tuned* MiniLM cross-encoder help the pronoun resolver
+"""Issue 32's second experiment (docs/pipeline.md): does a *fine-tuned* MiniLM encoder help the pronoun resolver
 choose among its candidates, where frozen MiniLM vectors did not (coref_context.py)? Teacher-forced on the rules' own
 decisions, as there: each he/she/him/her the engine scored with 2+ candidates whose gold entity is among them.
 
 One pass per pronoun, as mention-ranking coreference models do: the words from the earliest candidate mention's
 sentence to the end of the pronoun's sentence (the last MAX_WORDS at most) are encoded by the bundled
-all-MiniLM-L6-v2, fine-tuned; the pronoun's and each candidate's nearest mention's first word piece give vectors p
-and m, and a linear head over [p * m, m] (zero at the start) adds a score to the rules' hand-set one (the residual
-the text adds; a candidate whose mention is outside the window gets none). A softmax over the pronoun's candidates,
-trained by the log-likelihood of its right ones. 5 folds by document (the resolver's folds); accuracy of the top
+all-MiniLM-L6-v2, its upper layers fine-tuned (the lower FROZEN kept: CPU time); the pronoun's and each candidate's
+nearest mention's first word piece give vectors p and m, and a linear head over [p * m, m] (zero at the start)
+adds a score to the rules' hand-set one (the residual the text adds; a candidate whose mention is outside the window
+gets none). A softmax over the pronoun's candidates, trained by the log-likelihood of its right ones. 5 folds by document (the resolver's folds); accuracy of the top
 candidate on the held-out fold, against the rules' hand-set weights. Seeded; CPU.
 
     .venv/bin/python docs/experiments/coref_finetune.py ../shared/data/litbank/coref [windows.pkl] [epochs]
@@ -27,7 +27,7 @@ from data_prep.coref_learn import instances  # noqa: E402
 from data_prep.litbank import doc_folds, load_litbank, parse_docs  # noqa: E402
 from whoqa.core.minilm import bundled_minilm  # noqa: E402
 
-SEED, MAX_WORDS, BATCH = 13, 200, 8
+SEED, MAX_WORDS, BATCH, FROZEN = 13, 150, 8, 3  # FROZEN: the encoder's lower layers kept as they are (CPU time)
 torch.manual_seed(SEED)
 torch.set_num_threads(2)
 cache = Path(sys.argv[2] if len(sys.argv) > 2 else "coref_windows.pkl")
@@ -70,6 +70,8 @@ class SpanScorer(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.enc = AutoModel.from_pretrained(bundled_minilm())
+        for part in [self.enc.embeddings, *self.enc.encoder.layer[:FROZEN]]:
+            part.requires_grad_(False)
         d = self.enc.config.hidden_size
         self.head = torch.nn.Linear(2 * d, 1)
         torch.nn.init.zeros_(self.head.weight)
@@ -98,7 +100,7 @@ def scores(model, rows):
 def train(rows, epochs):
     torch.manual_seed(SEED)
     model = SpanScorer()
-    opt = torch.optim.AdamW([{"params": model.enc.parameters(), "lr": 2e-5},
+    opt = torch.optim.AdamW([{"params": [q for q in model.enc.parameters() if q.requires_grad], "lr": 2e-5},
                              {"params": model.head.parameters(), "lr": 1e-3}], weight_decay=0.01)
     g = torch.Generator().manual_seed(SEED)
     for _ in range(epochs):

@@ -7,6 +7,7 @@ log-likelihood of the right characters on questions whose labels the judged ones
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,6 +97,16 @@ def ece(confidence: np.ndarray, correct: np.ndarray, bins: int = BINS) -> float:
                      for b in reliability(confidence, correct, bins) if b["n"])) if n else 0.0
 
 
+def ece_if_calibrated(confidence: np.ndarray, draws: int = 2000, seed: int = 13) -> dict:
+    """What ECE a perfectly calibrated ranker shows with these confidences on this many questions (each question
+    right with its own top probability, `draws` times, seeded): its mean and 95th percentile. ECE is biased upward
+    on few questions, so an observed ECE is read against these, not against 0."""
+    rng = np.random.default_rng(seed)
+    conf = np.asarray(confidence, dtype=float)
+    sims = np.array([ece(conf, rng.random(len(conf)) < conf) for _ in range(draws)]) if len(conf) else np.zeros(1)
+    return {"mean": float(sims.mean()), "p95": float(np.quantile(sims, 0.95)), "draws": draws}
+
+
 def cross_fitted(items: list[Item]) -> dict:
     """Calibration judged honestly: each group's items at the temperature fit on the other groups' items. Returns
     the temperature fit on all items (for serving), each group's, the ECE before (T = 1) and after, and the
@@ -123,11 +134,15 @@ def plot_reliability(reports: dict[str, dict], path) -> None:
         ax.plot([0, 1], [0, 1], color="grey", lw=1, ls="--")
         for key, label, style in (("reliability_uncalibrated", f"T=1 (ECE {rep.get('ece_uncalibrated', 0):.3f})", "o:"),
                                   ("reliability", f"fitted on other folds (ECE {rep['ece']:.3f})", "s-")):
-            pts = [(b["confidence"], b["accuracy"]) for b in rep.get(key, []) if b["n"]]  # (a ranker fit by
-            # maximum likelihood, the feature ranker, has no uncalibrated form)
-            if pts:
-                ax.plot(*zip(*pts), style, label=label)
-        ax.set_title(name, fontsize=9)
+            bins = [b for b in rep.get(key, []) if b["n"]]  # (a ranker fit by maximum likelihood, the feature
+            # ranker, has no uncalibrated form)
+            if bins:
+                ax.plot([b["confidence"] for b in bins], [b["accuracy"] for b in bins], style, label=label)
+            if key == "reliability":  # how many questions each point stands on
+                for b in bins:
+                    ax.annotate(str(b["n"]), (b["confidence"], b["accuracy"]), textcoords="offset points",
+                                xytext=(5, -10), fontsize=7)
+        ax.set_title("\n".join(textwrap.wrap(name, 48)), fontsize=8)
         ax.set_xlabel("top answer's probability")
         ax.set_ylabel("share right")
         ax.set_xlim(0, 1)

@@ -185,8 +185,8 @@ def reranked_results(run: Path, qmap: dict, names: dict) -> dict:
         if s.get("reliability"):
             out[f"{run.name}+{path.parent.name}"]["calibration"] = {
                 "ece": s["ece"], "reliability": s["reliability"], "questions": s.get("questions"),
-                "forms": {f: {"ece": v["ece"], **{k: v["combined"][k] for k in RANKING_KEYS}}
-                          for f, v in s.get("forms", {}).items()}}
+                "llm_features_fixed": {f: {"ece": v["ece"], **{k: v["combined"][k] for k in RANKING_KEYS}}
+                                       for f, v in s.get("llm_features_fixed", {}).items()}}
     return out
 
 

@@ -27,15 +27,15 @@ from pathlib import Path
 import numpy as np
 
 from whoqa.core.book import atomic_write
-from whoqa.core.calibration import ece, probabilities, reliability
+from whoqa.core.calibration import ece, ece_if_calibrated, probabilities, reliability
 from whoqa.core.metrics import book_bootstrap, ranking_metrics
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.baselines import book_frequency
-from whoqa.evaluation.feature_ranker import (CONTEXT_SENTENCES, FORMS, MEASURED, FeatureRanker, character_features,
-                                            fit, fit_ranker, log_softmax)
+from whoqa.evaluation.feature_ranker import (CONTEXT_SENTENCES, LLM_FEATURES, MEASURED, SELECT, FeatureRanker,
+                                            character_features, fit, fit_ranker, log_softmax, select_llm_features)
 from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items
 from whoqa.reader.config import LLMConfig, RerankConfig, model_name
@@ -274,7 +274,12 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
     folds = sorted({r["fold"] for r in rows})
     xs, ys = [r["x"] for r in rows], [r["y"] for r in rows]
     train = {f: [i for i, r in enumerate(rows) if r["fold"] != f] for f in folds}
-    firsts = [fit([xs[i] for i in idx], [ys[i] for i in idx]) for idx in train.values()] + [fit(xs, ys)]
+    # the first stages of every fit made: each fold's, the inner ones that choose the LLM's form without fold f and
+    # fold g, and the one on all questions; the LLM scores every name any of them puts in a question's top k
+    left_out = [out for out in [{f} for f in folds] + [{f, g} for f in folds for g in folds if f < g] + [set()]
+                if any(r["fold"] not in out for r in rows)]
+    firsts = [fit([xs[i] for i, r in enumerate(rows) if r["fold"] not in out],
+                  [ys[i] for i, r in enumerate(rows) if r["fold"] not in out]) for out in left_out]
     wanted = {r["question_id"]: sorted({r["ids"][j] for w in firsts
                                         for j in np.argsort(-(r["x"] @ w), kind="stable")[:cfg.top_k]}) for r in rows}
     folder = rerank_dir(ws, run, cfg)
@@ -284,14 +289,23 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
 
     def llm_of(sub):
         return lambda i, top: scores.of(sub[i]["question_id"], [sub[i]["ids"][j] for j in top])
-    answers = [r["answers"] for r in rows]
 
-    def judged(form: str) -> dict:
-        """Both stages fit per fold on the other folds' questions, in this form; every question judged once."""
+    def chosen(sub: list[dict]) -> tuple[str, dict]:
+        """The LLM's form for a fit on these questions: the configured one, or the one their own book folds choose."""
+        if cfg.llm_features != SELECT:
+            return cfg.llm_features, {}
+        return select_llm_features([r["x"] for r in sub], [r["y"] for r in sub], [r["fold"] for r in sub],
+                                   cfg.top_k, llm_of(sub))
+
+    def judged(kind: str | None) -> dict:
+        """Both stages fit per fold on the other folds' questions (the LLM's form `kind`, or chosen on those folds
+        when None); every question judged once."""
         first, final, llm_only, conf, hit, fitted = [], [], [], [], [], {}
         for f in folds:
             sub = [rows[i] for i in train[f]]
-            ranker = fit_ranker([r["x"] for r in sub], [r["y"] for r in sub], cfg.top_k, llm_of(sub), form=form)
+            form, _ = (kind, {}) if kind else chosen(sub)
+            ranker = fit_ranker([r["x"] for r in sub], [r["y"] for r in sub], cfg.top_k, llm_of(sub),
+                                llm_features=form)
             fitted[str(f)] = asdict(ranker)
             for r in (r for r in rows if r["fold"] == f):
                 top = ranker.first(r["x"])
@@ -306,25 +320,33 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
         conf_a, hit_a = np.array(conf), np.array(hit)
         metrics = {name: ranking_metrics([o for _, o in pairs], [r["answers"] for r, _ in pairs])
                    for name, pairs in (("candidates", first), ("llm_over_top_k", llm_only), ("combined", final))}
-        return {**metrics, "ece": ece(conf_a, hit_a), "mean_confidence": float(conf_a.mean()),
+        return {**metrics, "ece": ece(conf_a, hit_a), "ece_if_calibrated": ece_if_calibrated(conf_a),
+                "mean_confidence": float(conf_a.mean()), "accuracy": float(hit_a.mean()),
                 "reliability": reliability(conf_a, hit_a), "fold_rankers": fitted, "final": final}
 
-    forms = {form: judged(form) for form in FORMS}  # every form on the same folds (fits take milliseconds)
-    chosen = forms[cfg.form]
-    final = chosen.pop("final")
+    result = judged(None)  # what is served: the configured form, or each fold's own choice
+    final = result.pop("final")
+    ablation = {kind: judged(kind) for kind in LLM_FEATURES}  # each form fixed, on the same folds (not nested)
+    form, losses = chosen(rows)
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
-                        form=cfg.form)
-    served.ece = chosen["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
-    return {"questions": len(rows), "top_k": cfg.top_k, "form": cfg.form, **chosen,
-            "book_frequency": ranking_metrics([r["frequency"] for r in rows], answers),
+                        llm_features=form)
+    served.ece = result["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
+    return {"questions": len(rows), "top_k": cfg.top_k, "llm_features": cfg.llm_features, **result,
+            "book_frequency": ranking_metrics([r["frequency"] for r in rows], answers_of(rows)),
             "bootstrap_vs_book_frequency": book_bootstrap(
-                [o for _, o in final], [r["frequency"] for r, _ in final], [r["answers"] for r, _ in final],
+                [o for _, o in final], [r["frequency"] for r, _ in final], answers_of([r for r, _ in final]),
                 [r["book"] for r, _ in final]),
-            "forms": {form: {k: v for k, v in f.items() if k in ("combined", "ece", "mean_confidence", "reliability")}
-                      for form, f in forms.items()},
+            "llm_features_chosen": {f: v["llm_features"] for f, v in result["fold_rankers"].items()},
+            "llm_features_losses": losses,
+            "llm_features_fixed": {k: {m: v[m] for m in ("combined", "ece", "ece_if_calibrated", "mean_confidence",
+                                                         "accuracy")} for k, v in ablation.items()},
             "ranker": asdict(served), "seconds_per_question": round(float(np.mean(
                 [scores.seconds.get(r["question_id"], 0.0) / scores.calls.get(r["question_id"], 1) for r in rows])), 3),
             "rankings": {str(r["question_id"]): o[:cfg.top_k] for r, o in final}}
+
+
+def answers_of(rows: list[dict]) -> list[list[int]]:
+    return [r["answers"] for r in rows]
 
 
 def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool = True, device=None) -> dict:

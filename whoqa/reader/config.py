@@ -109,7 +109,8 @@ class RerankConfig:
     prompt_tokens: int = LLMConfig.prompt_tokens
     shots: int = LLMConfig.shots  # Who questions of other books with their answers, before the question
     folds: int = 10  # the feature ranker without a network run: book folds of its own (the paper's 10)
-    form: str = "product"  # the feature ranker's form (whoqa.evaluation.feature_ranker.FORMS); every form is judged
+    llm_features: str = "select"  # how the LLM's scores enter the feature ranker (feature_ranker.LLM_FEATURES), or
+    # "select": the form with the best likelihood in cross-validation on the training books, chosen per fold
     max_eval_samples: int | None = None  # debug: the first N questions
 
 
