@@ -98,6 +98,8 @@ def test_the_llm_feature_forms_and_their_choice_by_cross_validation():
     assert with_llm(np.zeros((3, 3)), l, "clipped")[1, 3] == -10.0
     with pytest.raises(ValueError, match="LLM feature"):
         with_llm(np.zeros((3, 3)), l, "raw")
+    with pytest.raises(ValueError, match="LLM feature"):  # even without the LLM's scores to enter
+        fit_ranker([np.zeros((4, 3))], [np.array([True, False, False, False])], 3, llm_features="raw")
     rng = np.random.default_rng(7)
     xs, ys, llms, groups = [], [], [], []
     for q in range(600):

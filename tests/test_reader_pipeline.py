@@ -248,6 +248,9 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     # without a run: book folds of its own, no network needed; every form judged on them; `eval` shows it by name
     free = ["rerank", "--candidates", "features", "--folds", "2", "--workspace", str(ws), "--reader-base",
             tiny_llm_path, "--top-k", "3", "--device", "cpu"]
+    r = run(app, free + ["--llm-features", "raw"])  # a wrong form is said before any LLM work
+    assert r.exit_code != 0 and "--llm-features 'raw'" in r.output and "clipped" in r.output, r.output
+    assert not (ws / "runs" / "features+by-book+folds2").exists()
     r = run(app, free)
     own = ws / "runs" / "features+by-book+folds2" / feats.name
     summary = json.loads((own / "summary.json").read_text())

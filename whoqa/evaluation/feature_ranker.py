@@ -159,12 +159,13 @@ def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
     w1 = fit(x1, y1)
     tops = [np.argsort(-(x @ w1), kind="stable")[:top_k] for x in x1]
     p_in = float(np.mean([y[t].any() for y, t in zip(y1, tops)])) if x1 else 0.0
-    extra = LLM_FEATURES[llm_features](np.zeros(top_k)).shape[1] if llm_features in LLM_FEATURES else 1
-    w2 = np.zeros(len(STAGE1) + extra)
+    width = with_llm(np.zeros((top_k, len(STAGE1))), [0.0] * top_k, llm_features).shape[1]  # (checks the form)
+    w2 = np.zeros(width)
     if llm is not None:
         w2 = fit([with_llm(x[t], llm(i, t), llm_features) for i, (x, t) in enumerate(zip(x1, tops))],
                  [y[t] for y, t in zip(y1, tops)])
-    names = {"stage1": list(STAGE1), "stage2": list(STAGE1) + [f"llm:{llm_features}:{k}" for k in range(extra)]}
+    names = {"stage1": list(STAGE1),
+             "stage2": list(STAGE1) + [f"llm:{llm_features}:{k}" for k in range(width - len(STAGE1))]}
     return FeatureRanker([float(v) for v in w1], [float(v) for v in w2], top_k, p_in, len(x1), source,
                          features=names, llm_features=llm_features)
 

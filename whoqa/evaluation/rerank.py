@@ -324,17 +324,18 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
                 "mean_confidence": float(conf_a.mean()), "accuracy": float(hit_a.mean()),
                 "reliability": reliability(conf_a, hit_a), "fold_rankers": fitted, "final": final}
 
-    result = judged(None)  # what is served: the configured form, or each fold's own choice
-    final = result.pop("final")
     ablation = {kind: judged(kind) for kind in LLM_FEATURES}  # each form fixed, on the same folds (not nested)
+    # what is served: each fold's own choice, or the configured form (already judged above)
+    result = judged(None) if cfg.llm_features == SELECT else dict(ablation[cfg.llm_features])
+    final = result.pop("final")
     form, losses = chosen(rows)
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
                         llm_features=form)
     served.ece = result["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
     return {"questions": len(rows), "top_k": cfg.top_k, "llm_features": cfg.llm_features, **result,
-            "book_frequency": ranking_metrics([r["frequency"] for r in rows], answers_of(rows)),
+            "book_frequency": ranking_metrics([r["frequency"] for r in rows], [r["answers"] for r in rows]),
             "bootstrap_vs_book_frequency": book_bootstrap(
-                [o for _, o in final], [r["frequency"] for r, _ in final], answers_of([r for r, _ in final]),
+                [o for _, o in final], [r["frequency"] for r, _ in final], [r["answers"] for r, _ in final],
                 [r["book"] for r, _ in final]),
             "llm_features_chosen": {f: v["llm_features"] for f, v in result["fold_rankers"].items()},
             "llm_features_losses": losses,
@@ -345,16 +346,15 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
             "rankings": {str(r["question_id"]): o[:cfg.top_k] for r, o in final}}
 
 
-def answers_of(rows: list[dict]) -> list[list[int]]:
-    return [r["answers"] for r in rows]
-
-
 def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
     """Score, evaluate and save (WS/runs/<run>/rerank@<model>+k<k>/summary.json, with each question's combined top
     k, which the full task's routed rows read). The feature ranker needs no run: without one it draws book folds of
     its own (WS/runs/features+by-book/)."""
     if cfg.candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {cfg.candidates!r}: use one of {', '.join(CANDIDATES)}")
+    if cfg.llm_features not in (*LLM_FEATURES, SELECT):  # said before minutes of LLM scoring, not after
+        raise ValueError(f"unknown --llm-features {cfg.llm_features!r}: use one of {', '.join(LLM_FEATURES)} or "
+                         f"{SELECT}")
     if cfg.candidates == "features":
         summary = {"run": run or features_run(cfg.folds), "by_book_folds": None if run else cfg.folds,
                    "config": asdict(cfg), **feature_run(workspace, run, cfg, progress, device)}
