@@ -160,8 +160,12 @@ def test_the_page_in_a_real_browser(served, tmp_path):
             page.goto(f"http://127.0.0.1:{port}/#/add")
             page.set_input_files("#file", str(story))
             page.click("#upload button")
+            page.wait_for_function("localStorage.getItem('whoqa-job') !== null")  # the server took the upload
             page.reload()  # the job's progress survives a reload
-            page.wait_for_selector("#job-book", timeout=300_000)
+            page.wait_for_selector("#job-book, #job .error", timeout=300_000)
+            assert page.locator("#job-book").count() == 1, page.inner_text("#job")
+            page.reload()  # a finished job is still shown after a reload
+            page.wait_for_selector("#job-book")
             page.click("#job-book")
             page.wait_for_selector("#cast")
             cast = page.inner_text("#cast")
