@@ -162,7 +162,11 @@ def test_the_page_in_a_real_browser(served, tmp_path):
             page.click("#upload button")
             page.wait_for_function("localStorage.getItem('whoqa-job') !== null")  # the server took the upload
             page.reload()  # the job's progress survives a reload
-            page.wait_for_selector("#job-book, #job .error", timeout=300_000)
+            try:
+                page.wait_for_selector("#job-book, #job .error", timeout=300_000)
+            except sync_api.TimeoutError:  # say where the job stood, not only that the page waited
+                jobs = [p.read_text() for p in (served / "jobs").glob("*.json")]
+                raise AssertionError(f"page: {page.inner_text('#job')!r}; jobs: {jobs}") from None
             assert page.locator("#job-book").count() == 1, page.inner_text("#job")
             page.reload()  # a finished job is still shown after a reload
             page.wait_for_selector("#job-book")
