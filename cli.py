@@ -89,13 +89,16 @@ def prepare(
     booknlp_python: Optional[str] = typer.Option(None, help="Python of an environment with booknlp, transformers<=4.30."),
     booknlp_models: Optional[str] = typer.Option(None, help="Folder of BookNLP's model files (~/booknlp_models)."),
     max_books: Optional[int] = typer.Option(None, help="Debug: only the first N books."),
+    coref_weights: Optional[Path] = typer.Option(None, help="The spacy engine's pronoun resolver with these "
+                                                            "`whoqa train-coref` weights (default: the hand-set rules); "
+                                                            "books made otherwise are redone."),
 ):
     """Books -> sentences, parses, characters and coreference, as BookNLP-format files under WS/books/<id>/."""
     from data_prep.prepare import Interrupted, prepare as run
     cfg = PrepareConfig(data=str(data), workspace=str(workspace), books=list(book or []), engine=engine, jobs=jobs,
                         unlabeled=unlabeled, booknlp_python=booknlp_python, booknlp_models=booknlp_models,
                         max_books=max_books, artificial=artificial, embeddings=embeddings,
-                        rebuild_vectors=rebuild_vectors)
+                        rebuild_vectors=rebuild_vectors, coref_weights=str(coref_weights) if coref_weights else None)
     try:
         rep = _stage(run, cfg)
     except Interrupted as e:
@@ -126,6 +129,9 @@ def prepare(
                         fg=typer.colors.YELLOW, err=True)
     if rep.redone_text_changed:
         typer.secho(f"redone {len(rep.redone_text_changed)} book(s) whose text changed since they were prepared",
+                    fg=typer.colors.YELLOW, err=True)
+    if rep.redone_engine_changed:
+        typer.secho(f"redone {len(rep.redone_engine_changed)} book(s) prepared by another engine or coreference weights",
                     fg=typer.colors.YELLOW, err=True)
     for b, err in rep.failed.items():
         typer.secho(f"  failed {b}: {err.splitlines()[0]}", fg=typer.colors.YELLOW, err=True)

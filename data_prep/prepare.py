@@ -32,6 +32,7 @@ class PrepareConfig:
     booknlp_python: str | None = None  # BookNLP engine: the Python of an environment with booknlp + transformers<=4.30
     booknlp_models: str | None = None  # BookNLP engine: folder of its model files (default ~/booknlp_models)
     max_books: int | None = None  # debug knob: only the first N books
+    coref_weights: str | None = None  # spaCy engine: a `whoqa train-coref` weights file (None: the hand-set rules)
     who_set: bool = True  # build WS/who/ from qaps.csv once the books are done
     artificial: bool = True  # artificial Who questions per book under WS/artificial/
     embeddings: bool = True  # word2vec over all books' mention-replaced text under WS/embeddings/
@@ -44,6 +45,7 @@ class PrepareReport:
     skipped: list[str] = field(default_factory=list)  # already processed
     failed: dict[str, str] = field(default_factory=dict)
     redone_text_changed: list[str] = field(default_factory=list)  # prepared before from another text
+    redone_engine_changed: list[str] = field(default_factory=list)  # prepared before by another engine or weights
     words: int = 0
     seconds: float = 0.0
     per_book: dict[str, dict] = field(default_factory=dict)
@@ -56,10 +58,23 @@ def books_dir(workspace: str | Path) -> Path:
     return Workspace(workspace).books
 
 
+def engine_identity(cfg: PrepareConfig) -> dict:
+    """What a prepared book was made by, recorded beside it (SOURCE_FILE): a book made otherwise is redone."""
+    weights = None
+    if cfg.coref_weights:
+        if cfg.engine != "spacy":
+            raise ValueError(f"--coref-weights is for the spacy engine's resolver, not {cfg.engine!r}")
+        if not Path(cfg.coref_weights).is_file():
+            raise DataError(f"coreference weights {cfg.coref_weights} not found: write them with `whoqa train-coref`")
+        weights = file_sha1(Path(cfg.coref_weights))
+    return {"engine": cfg.engine, "coref_weights": weights}
+
+
 def make_engine(cfg: PrepareConfig):
     if cfg.engine == "spacy":
+        from data_prep.coref_learn import learned_weights
         from data_prep.engine_spacy import SpacyEngine
-        return SpacyEngine()
+        return SpacyEngine(weights=learned_weights(Path(cfg.coref_weights)) if cfg.coref_weights else None)
     if cfg.engine == "booknlp":
         from data_prep.engine_booknlp import BookNLPEngine
         return BookNLPEngine(python=cfg.booknlp_python, models=cfg.booknlp_models)
@@ -67,14 +82,15 @@ def make_engine(cfg: PrepareConfig):
 
 
 _engine = None
+_identity: dict | None = None
 
 
 def _init_worker(cfg: PrepareConfig) -> None:
-    global _engine
+    global _engine, _identity
     logging.basicConfig(level=logging.WARNING)
     if mp_child():
         _die_with_parent()
-    _engine = make_engine(cfg)
+    _engine, _identity = make_engine(cfg), engine_identity(cfg)
 
 
 def mp_child() -> bool:
@@ -95,12 +111,15 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def process_book(data: NarrativeQA, book_id: str, out_dir: Path, engine, documents=None) -> dict:
-    """Process one book into out_dir/<id>/; returns its stats."""
+def process_book(data: NarrativeQA, book_id: str, out_dir: Path, engine, documents=None,
+                 identity: dict | None = None) -> dict:
+    """Process one book into out_dir/<id>/; returns its stats. `identity` (engine_identity) is recorded with it."""
     t0 = time.perf_counter()
     text, source = data.book_source(book_id, documents)
     if not text.strip():
         raise ValueError(f"book {book_id} is empty after removing the Gutenberg header and licence")
+    if identity is not None:
+        source = {**source, "made_by": identity}
     atomic_write(Path(out_dir) / book_id / SOURCE_FILE, json.dumps(source))  # before the book files: it is done after
     stats = process_text(text, book_id, out_dir, engine)
     stats.update(source)
@@ -123,7 +142,7 @@ def process_text(text: str, book_id: str, out_dir: Path, engine) -> dict:
 
 def _work(data_root: str, book_id: str, out_dir: str) -> tuple[str, dict | None, str | None]:
     try:
-        return book_id, process_book(NarrativeQA(data_root), book_id, Path(out_dir), _engine), None
+        return book_id, process_book(NarrativeQA(data_root), book_id, Path(out_dir), _engine, identity=_identity), None
     except Exception as e:  # reported per book; the other books go on
         return book_id, None, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
 
@@ -153,6 +172,7 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
     if cfg.max_books is not None:
         ids = ids[:cfg.max_books]
     report = PrepareReport()
+    identity = engine_identity(cfg)  # (fails here, before any engine loads, on a missing weights file)
     todo = []
     for b in ids:
         done = is_done(out_dir / b, b)
@@ -161,6 +181,11 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
                         "until `whoqa prepare --rebuild-vectors`)", b)
             forget_derived(Path(cfg.workspace), b)
             report.redone_text_changed.append(b)
+            done = False
+        elif done and made_otherwise(out_dir / b, identity):
+            log.warning("book %s: prepared by another engine or coreference weights than %s: redone", b, identity)
+            forget_derived(Path(cfg.workspace), b)
+            report.redone_engine_changed.append(b)
             done = False
         (report.skipped if done else todo).append(b)
     t0 = time.perf_counter()
@@ -260,6 +285,14 @@ def text_changed(folder: Path, path: Path | None) -> bool:
     if path is None or not src.is_file():
         return False
     return json.loads(src.read_text()).get("sha1") != file_sha1(path)
+
+
+def made_otherwise(folder: Path, identity: dict) -> bool:
+    """True when the book was prepared by another engine or coreference weights (books prepared before this was
+    recorded, or by `ask --text`: False)."""
+    src = Path(folder) / SOURCE_FILE
+    saved = json.loads(src.read_text()).get("made_by") if src.is_file() else None
+    return saved is not None and saved != identity
 
 
 def forget_derived(workspace: Path, book_id: str) -> None:

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from data_prep.prepare import PrepareConfig, prepare
 from tests.conftest import SHORT_BOOKS
 from whoqa.core.book import Book
@@ -91,3 +93,36 @@ def test_a_book_whose_text_changed_is_redone(mini_data, tmp_path):
     book = Book.load(ws / "books" / SHORT_BOOKS[1], SHORT_BOOKS[1])
     assert any("Jeremiah" in c.name for c in book.characters.values())
     assert (ws / "artificial" / f"{SHORT_BOOKS[1]}.jsonl.gz").is_file()  # derived again from the new text
+
+
+def test_coref_weights_change_the_pronouns_and_a_book_made_otherwise_is_redone(mini_data, tmp_path):
+    """`prepare --coref-weights` resolves pronouns with `whoqa train-coref`'s weights, records them with the book, and
+    a book prepared with other weights (or the rules) is redone rather than reused."""
+    from dataclasses import asdict
+
+    from data_prep.coref import Weights
+    from data_prep.narrativeqa import DataError
+    from data_prep.prepare import SOURCE_FILE
+
+    book_id = SHORT_BOOKS[1]
+    ws = tmp_path / "ws"
+    rules = PrepareConfig(str(mini_data), str(ws), books=[book_id], who_set=False, artificial=False, embeddings=False)
+    prepare(rules, progress=False)
+    entities = (ws / "books" / book_id / f"{book_id}.entities").read_text()
+    # weights that prefer the farthest candidate and ignore gender: other pronouns go to other characters
+    perverse = {**asdict(Weights()), "distance": -3.0, "gender": 0.0, "salience": -1.0}
+    weights = tmp_path / "coref_weights.json"
+    weights.write_text(json.dumps({"weights": perverse}))
+    learned = PrepareConfig(**{**rules.__dict__, "coref_weights": str(weights)})
+    rep = prepare(learned, progress=False)
+    assert rep.redone_engine_changed == [book_id] and rep.done == [book_id]
+    made_by = json.loads((ws / "books" / book_id / SOURCE_FILE).read_text())["made_by"]
+    assert made_by["engine"] == "spacy" and len(made_by["coref_weights"]) == 40
+    assert (ws / "books" / book_id / f"{book_id}.entities").read_text() != entities
+    assert prepare(learned, progress=False).skipped == [book_id]  # the same weights: reused
+    rep = prepare(rules, progress=False)  # back to the rules: redone, and the rules' output again
+    assert rep.redone_engine_changed == [book_id]
+    assert (ws / "books" / book_id / f"{book_id}.entities").read_text() == entities
+    missing = PrepareConfig(**{**rules.__dict__, "coref_weights": str(tmp_path / "nope.json")})
+    with pytest.raises(DataError, match="nope.json not found"):
+        prepare(missing, progress=False)
