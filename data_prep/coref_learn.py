@@ -9,7 +9,7 @@ over the candidates (L2 pull towards the hand-set weights, which is all a small 
 
 Learned weights are written with LitBank's attribution (CC BY 4.0); they would ship as
 data_prep/resources/coref_weights.json if they beat the rules, which they do not yet (docs/pipeline.md), so none
-ship. Evaluation is cross-validated by document (`whoqa eval-coref --resolver learned`): a document is never resolved
+ship; `whoqa prepare --coref-weights FILE` prepares books with a weights file. Evaluation is cross-validated by document (`whoqa eval-coref --resolver learned`): a document is never resolved
 with weights learned on it.
 """
 from __future__ import annotations
