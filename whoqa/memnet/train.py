@@ -192,15 +192,21 @@ def book_groups(examples: list[Example], folds: int) -> list[list[str]]:
     return who_book_folds({e.book for e in examples}, folds, SEED)
 
 
+def who_data(ws: Workspace, cfg: TrainConfig, progress: bool):
+    """(vocab, the Who set's books, its usable questions as examples, what was skipped and why) for a run."""
+    from data_prep.who_set import load_who_set
+    vocab = Vocab(ws)
+    characters, _ = load_who_set(ws)
+    books = load_books(ws, vocab, sorted(characters), progress)
+    examples, skipped = who_examples(ws, cfg.ranker, vocab, books, cfg.memories)
+    return vocab, books, examples, skipped
+
+
 def pretrain_folds(workspace: Path, cfg: TrainConfig, which: list[int] | None = None, progress: bool = False) -> list:
     """Book-level CV's per-fold pretrainings ahead of time (e.g. several at once in separate processes): the
     pretraining without each fold's books, for the folds in `which` (all by default). Returns their folders."""
     ws = Workspace(workspace)
-    vocab = Vocab(ws)
-    from data_prep.who_set import load_who_set
-    characters, _ = load_who_set(ws)
-    books = load_books(ws, vocab, sorted(characters), progress)
-    examples, _ = who_examples(ws, cfg.ranker, vocab, books, cfg.memories)
+    vocab, books, examples, _ = who_data(ws, cfg, progress)
     groups = book_groups(examples, cfg.folds)
     return [pretrain_without(ws, cfg, groups[k], progress) for k in (which if which is not None else range(len(groups)))]
 
@@ -225,11 +231,7 @@ def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> 
 def _cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
     """`cross_validate`'s work, in the intra-op threads it set."""
     ws = Workspace(workspace)
-    vocab = Vocab(ws)
-    from data_prep.who_set import load_who_set
-    characters, _ = load_who_set(ws)
-    books = load_books(ws, vocab, sorted(characters), progress)
-    examples, skipped = who_examples(ws, cfg.ranker, vocab, books, cfg.memories)
+    vocab, books, examples, skipped = who_data(ws, cfg, progress)
     if len(examples) < cfg.folds:
         raise ValueError(f"{len(examples)} usable Who questions for {cfg.folds} folds: run `whoqa index --ranker "
                          f"{cfg.ranker}` first, or use fewer folds")
@@ -318,11 +320,7 @@ def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dic
 def _train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
     """`train_final`'s work, in the intra-op threads it set."""
     ws = Workspace(workspace)
-    vocab = Vocab(ws)
-    from data_prep.who_set import load_who_set
-    characters, _ = load_who_set(ws)
-    books = load_books(ws, vocab, sorted(characters), progress)
-    examples, skipped = who_examples(ws, cfg.ranker, vocab, books, cfg.memories)
+    vocab, books, examples, skipped = who_data(ws, cfg, progress)
     if not examples:
         raise ValueError(f"no usable Who questions: run `whoqa index --ranker {cfg.ranker}` first")
     folder = ws.models / model_name(cfg)
