@@ -62,11 +62,18 @@ def character_features(characters: list[dict], context: Counter, named: set[int]
     return ids, x
 
 
+def check_llm_features(kind: str, name: str = "LLM feature", select: bool = False) -> str:
+    """`kind` if it is one of LLM_FEATURES (or SELECT, where choosing is allowed); else a ValueError naming `name`."""
+    if kind in LLM_FEATURES or select and kind == SELECT:
+        return kind
+    raise ValueError(f"unknown {name} {kind!r}: use one of {', '.join(LLM_FEATURES)}" + (f" or {SELECT}" if select
+                                                                                            else ""))
+
+
 def with_llm(x: np.ndarray, llm: list[float], kind: str = "log_softmax") -> np.ndarray:
     """Stage-2 features of the top k: (k, 3) stage-1 features and the LLM's k log-likelihoods, log-softmaxed and
     entered as LLM_FEATURES[kind] -> (k, 3 + m)."""
-    if kind not in LLM_FEATURES:
-        raise ValueError(f"unknown LLM feature {kind!r}: use one of {', '.join(LLM_FEATURES)} or {SELECT}")
+    check_llm_features(kind)
     return np.column_stack([x, LLM_FEATURES[kind](log_softmax(np.array(llm, dtype=float)))])  # (k, 3 + m)
 
 

@@ -35,7 +35,8 @@ from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.baselines import book_frequency
 from whoqa.evaluation.feature_ranker import (CONTEXT_SENTENCES, LLM_FEATURES, MEASURED, SELECT, FeatureRanker,
-                                            character_features, fit, fit_ranker, log_softmax, select_llm_features)
+                                            character_features, check_llm_features, fit, fit_ranker, log_softmax,
+                                            select_llm_features)
 from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items
 from whoqa.reader.config import LLMConfig, RerankConfig, model_name
@@ -352,9 +353,7 @@ def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool =
     its own (WS/runs/features+by-book/)."""
     if cfg.candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {cfg.candidates!r}: use one of {', '.join(CANDIDATES)}")
-    if cfg.llm_features not in (*LLM_FEATURES, SELECT):  # said before minutes of LLM scoring, not after
-        raise ValueError(f"unknown --llm-features {cfg.llm_features!r}: use one of {', '.join(LLM_FEATURES)} or "
-                         f"{SELECT}")
+    check_llm_features(cfg.llm_features, "--llm-features", select=True)  # said before minutes of LLM scoring
     if cfg.candidates == "features":
         summary = {"run": run or features_run(cfg.folds), "by_book_folds": None if run else cfg.folds,
                    "config": asdict(cfg), **feature_run(workspace, run, cfg, progress, device)}
