@@ -279,19 +279,22 @@ def pooled(fn, args: dict[str, tuple], jobs: int, initializer=None, initargs=())
                 left.append(b)
 
 
+def _recorded(folder: Path) -> dict | None:
+    """A prepared book's SOURCE_FILE (None for books prepared before it was kept)."""
+    src = Path(folder) / SOURCE_FILE
+    return json.loads(src.read_text()) if src.is_file() else None
+
+
 def text_changed(folder: Path, path: Path | None) -> bool:
     """True when the book's file is not the one it was prepared from (books prepared before hashes were kept: False)."""
-    src = Path(folder) / SOURCE_FILE
-    if path is None or not src.is_file():
-        return False
-    return json.loads(src.read_text()).get("sha1") != file_sha1(path)
+    source = _recorded(folder) if path is not None else None
+    return source is not None and source.get("sha1") != file_sha1(path)
 
 
 def made_otherwise(folder: Path, identity: dict) -> bool:
     """True when the book was prepared by another engine or coreference weights (books prepared before this was
     recorded, or by `ask --text`: False)."""
-    src = Path(folder) / SOURCE_FILE
-    saved = json.loads(src.read_text()).get("made_by") if src.is_file() else None
+    saved = (_recorded(folder) or {}).get("made_by")
     return saved is not None and saved != identity
 
 
