@@ -24,6 +24,7 @@ from whoqa.memnet.config import PretrainConfig, TrainConfig
 from whoqa.reader.config import LLMConfig, LookupConfig, PrereadConfig, ReaderConfig, RerankConfig
 from whoqa.retrieval.bert_ranker import RankerConfig
 from whoqa.retrieval.bm25f import RetrievalConfig
+from whoqa.service import ServiceConfig
 
 DEVICE_HELP = f"{DEVICES} (auto: a GPU when there is one)"
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_show_locals=False,
@@ -441,137 +442,66 @@ def ask(
                                                    "removed): prepared into the workspace the first time."),
     data: Optional[Path] = typer.Option(None, help="With --book: a NarrativeQA folder holding that book, prepared into "
                                                    "the workspace the first time."),
-    workspace: Path = typer.Option(Path("ws"), help="Workspace with a trained model."),
-    model: Optional[str] = typer.Option(None, help="Memory network under WS/models (default: the one whose "
-                                                   "cross-validated run has the best P@1)."),
-    top: int = typer.Option(5, help="Characters to show."),
-    out: Optional[Path] = typer.Option(None, help="Also write the answer as JSON (question, book, model, ranked "
-                                                  "characters with probabilities, evidence, calibration) to this file."),
-    adapt: bool = typer.Option(False, help="Tune a new book's vectors on its own artificial questions first (once; "
-                                           "off by default: it did not help on unseen books, docs/who-ranker.md)."),
-    rerank: bool = typer.Option(False, help="Who questions, best on books no model trained on: the feature ranker "
-                                            "(book share, mentions in the question's context, named in the question) "
-                                            "with a local LLM reading the passages for its top 5; no trained network "
-                                            "needed (loads the LLM: docs/who-ranker.md)."),
-    device: str = typer.Option("auto", help=f"Memory network or reader: {DEVICE_HELP}."),
-    using: str = typer.Option("auto", "--with", help="auto (Who questions -> memory network, the rest -> reader), "
-                                                     "memnet or reader."),
-    reader_model: Optional[str] = typer.Option(None, help="Reader under WS/models/reader (default: the one whose "
-                                                          "cross-validated run has the best ROUGE-L)."),
-    llm: Optional[str] = typer.Option(None, help="Instead of the trained reader: a local language model (folder, hub "
-                                                 f"id, .gguf file or {default(LLMConfig, 'base')}) answering from the "
-                                                 "book's BM25F passages; with --rerank, the model that re-ranks."),
+    workspace: Path = typer.Option(Path("ws"), help="Workspace (a trained model is used where it measured better)."),
+    route: str = typer.Option("auto", help="auto (the route the workspace measured best, printed with its reason), "
+                                           "or one of network, features (Who), reader, llm (other questions)."),
+    top: int = typer.Option(default(ServiceConfig, "top"), help="Characters to show."),
+    out: Optional[Path] = typer.Option(None, help="Also write the answer as JSON (Answer.to_json) to this file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON only (the web API's schema)."),
+    model: Optional[str] = typer.Option(None, help="Memory network under WS/models (default: the best cross-validated)."),
+    reader_model: Optional[str] = typer.Option(None, help="FiD reader under WS/models/reader (default: the best)."),
+    llm: Optional[str] = typer.Option(None, help="The local LLM that reads (folder, hub id, .gguf file or a packaged "
+                                                 "model; default: the best measured one installed)."),
+    device: str = typer.Option("auto", help=f"Where the models run: {DEVICE_HELP}."),
 ):
     """Ask a book a question: a prepared book (--book), any text file (--text) or a NarrativeQA folder's book (--data
-    --book). Who questions: ranked characters with probabilities and the sentences attended to; other questions: the
-    FiD reader's answer and the passages it read."""
-    if using not in ("auto", "memnet", "reader"):
-        _fail(f"unknown --with {using!r}: use auto, memnet or reader")
-    if not question.strip():
-        _fail("the question is empty: ask e.g. \"Who helps Emily escape?\"")
-    if (text is None) == (book is None):
-        _fail("name the book: --book ID (prepared, or with --data DIR) or --text FILE")
-    from data_prep.who_set import is_who_question  # the Who set's own rule: routing sends what it would keep
-    if using == "reader" or (using == "auto" and not is_who_question(question)):
-        from whoqa.reader.ask import ReaderAsker
-        if not llm:
-            try:
-                asker = ReaderAsker(workspace, reader_model, device=device)
-            except FileNotFoundError as e:  # no trained reader: the local language model, if it is installed
-                if reader_model:
-                    _fail(str(e))
-                llm = default(LLMConfig, "base")
-                typer.echo(f"(no trained reader in {workspace}: the local language model {llm} reads the book)",
-                           err=True)
-            except ValueError as e:  # a named reader that is not there
-                _fail(str(e))
-        if llm:
-            from whoqa.reader.llm import ask_llm
-            answer, passages = _stage(ask_llm, workspace, llm, _stage(_add_book, workspace, text, data, book),
-                                      question, device=device)
-            typer.echo(f"({llm}, zero-shot, from the {len(passages)} passages below, in the book's order)", err=True)
-            typer.echo(answer)
-            for p in passages:
-                typer.echo(f"  | {p[:300]}")
-            return
-        ra = _stage(asker.ask, _stage(_add_book, workspace, text, data, book), question)
-        typer.echo(f"({asker.choice.why})", err=True)
-        typer.echo(ra.answer)
-        for p in ra.passages[:3]:
-            typer.echo(f"  | {p[:300]}")
+    --book). Who questions: the book's characters ranked, with calibrated probabilities and the sentences that mention
+    the answer; other questions: a reader's answer and the passages it read. The route is printed with its reason."""
+    from whoqa.service import Service
+    svc = Service(workspace, ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model, top=top))
+    book_id = _stage(svc.intake, text, data, book)
+    ans = _stage(svc.answer, book_id, question, route)
+    _stage(show_answer, ans, out, as_json, text)
+
+
+def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path]) -> None:
+    """An Answer on the terminal (the route and its reason, warnings and notes on stderr), and as JSON."""
+    from whoqa.core.book import atomic_write
+    doc = ans.to_json()
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(out, json.dumps(doc, indent=1))
+    if as_json:
+        typer.echo(json.dumps(doc, indent=1))
         return
-    if rerank:
-        book_id = _stage(_add_book, workspace, text, data, book)
-        if text is not None:
-            typer.echo(f"book {book_id} ({text})", err=True)
-        _ask_features(workspace, book_id, question, top, out, llm or default(RerankConfig, "base"), device)
-        return
-    from whoqa.memnet.ask import Asker
-    asker = _stage(Asker, workspace, model, adapt=adapt, device=device)
     if text is not None:
-        book = _stage(asker.add_text, text)
-        typer.echo(f"book {book} ({text})", err=True)
-    elif data is not None:
-        _stage(asker.add_book, data, book)
-    ans = _stage(asker.ask, book, question, top)
-    typer.echo(f"({asker.choice.why}; {len(asker.members)} member(s))", err=True)
-    cal = ans.calibration
-    if cal:
-        typer.echo(f"(probabilities at temperature {cal['temperature']:.2f}, fit on the held-out folds of run "
-                   f"{cal['run']}: ECE {cal['ece']:.3f})", err=True)
-    elif asker.calibration is None:
-        typer.secho("warning: no cross-validated run of this model's recipe measured its calibration, so no "
-                    "probability is shown: run `whoqa train --folds 10 --by-book` with the same options", 
-                    fg=typer.colors.YELLOW, err=True)
+        typer.echo(f"book {ans.book} ({text})", err=True)
+    typer.echo(f"({ans.route}: {ans.reason})", err=True)
     for w in ans.warnings:
         typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
-    for i, (name, p) in enumerate(ans.characters, 1):
-        typer.echo(f"{p:6.1%}  {name}" if p is not None else f"{i:>5}.  {name}")
-    if out is not None:
-        from whoqa.core.book import atomic_write
-        out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(out, json.dumps({"question": question, "book": book, "model": asker.model_name,
-                                      "members": len(asker.members), "characters": ans.characters,
-                                      "evidence": ans.evidence, "calibration": ans.calibration,
-                                      "adapted": ans.adapted, "warnings": ans.warnings}, indent=1))
-    for w, sent in ans.evidence:
-        typer.echo(f"  [{w:.2f}] {sent}")
-
-
-def _ask_features(workspace: Path, book: str, question: str, top: int, out: Optional[Path], base: str,
-                  device: str) -> None:
-    """`ask --rerank`: the feature ranker with the local LLM reading the passages (no trained network needed)."""
-    from whoqa.evaluation.rerank import Reranker
-    rr = _stage(Reranker, workspace, base, device=device)
-    answer = _stage(rr.rank, book, question, top)
-    ranked = answer["characters"]
-    r = rr.ranker
-    typer.echo(f"(book share, context mentions, named in the question, and {rr.base} reading the passages for the "
-               f"top {r.top_k}; fit on {r.source or 'the 41 shared books'}"
-               + (f"; cross-validated ECE {r.ece:.3f}" if r.ece is not None else "") + ")", err=True)
-    for c in ranked:
-        typer.echo(f"{c['probability']:6.1%}  {c['name']}" + (f"   (LLM {c['llm']:.1%} of the top {r.top_k})"
-                                                               if c["llm"] is not None else ""))
-    for _, sentence in answer["evidence"]:  # where the context mentions the answer
-        typer.echo(f"  | {sentence[:300]}")
-    if out is not None:
-        from dataclasses import asdict
-        from whoqa.core.book import atomic_write
-        out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(out, json.dumps({"question": question, "book": book, "model": f"features+{rr.base}",
-                                      "characters": [[c["name"], c["probability"]] for c in ranked],
-                                      "llm": [c["llm"] for c in ranked], "evidence": answer["evidence"],
-                                      "ranker": asdict(r)}, indent=1))
-
-
-def _add_book(workspace: Path, text: Optional[Path], data: Optional[Path], book: Optional[str]) -> str:
-    """The id of the book asked about, preparing it into the workspace first if it comes from --text or --data."""
-    from data_prep.addbook import add_from_data, add_text
-    if text is not None:
-        return add_text(workspace, text)
-    if data is not None:
-        return add_from_data(workspace, data, book)
-    return book
+    if ans.kind == "reader":
+        typer.echo(ans.answer)
+        for p in ans.passages[:3]:
+            typer.echo(f"  | {p[:300]}")
+        return
+    cal = ans.calibration or {}
+    if "temperature" in cal:
+        typer.echo(f"(probabilities at temperature {cal['temperature']:.2f}, fit on the held-out folds of run "
+                   f"{cal['run']}: ECE {cal['ece']:.3f})", err=True)
+    elif cal.get("by"):
+        typer.echo(f"(probabilities by {cal['by']}: {cal['questions']} questions"
+                   + (f", cross-validated ECE {cal['ece']:.3f}" if cal.get("ece") is not None else "") + ")", err=True)
+    for i, c in enumerate(ans.characters, 1):
+        typer.echo((f"{c.probability:6.1%}  {c.name}" if c.probability is not None else f"{i:>5}.  {c.name}")
+                   + (f"   (LLM {c.llm:.1%} of the names it read)" if c.llm is not None else ""))
+    for e in ans.evidence:  # sentences that mention the answer, its mentions in bold
+        marked, last = "", 0
+        for a, b in e.marks:
+            marked += e.text[last:a] + typer.style(e.text[a:b], bold=True, underline=True)
+            last = b
+        typer.echo(f"  | {marked + e.text[last:]}")
+    for e in ans.attention:
+        typer.echo(f"  attention {e.attention:.2f}: {e.text[:200]}")
 
 
 @app.command()
@@ -666,18 +596,19 @@ def serve(
     read_only: bool = typer.Option(False, help="Serve a shared workspace: no uploads."),
     max_upload_mb: float = typer.Option(20.0, help="Largest book file accepted, in MB."),
     device: str = typer.Option("auto", help=f"Where the models run: {DEVICE_HELP}."),
-    rerank: bool = typer.Option(False, help="Who questions by the feature ranker with the local LLM reading the "
-                                            "passages (as `ask --rerank`; best on books no model trained on)."),
-    llm: Optional[str] = typer.Option(None, help="With --rerank: the LLM (default: the packaged one)."),
+    llm: Optional[str] = typer.Option(None, help="The local LLM that reads (default: the best measured one installed)."),
+    allow_host: List[str] = typer.Option([], help="Another Host name the page may be reached by (e.g. behind a proxy); "
+                                                  "requests naming any other host are refused."),
 ):
-    """A web page for the workspace's books: the cast and where each character appears, Who answers with their
-    evidence highlighted, any other question to the reader, uploads of new books; with its JSON API (/docs)."""
+    """A web page for the workspace's books: the cast and where each character appears, answers by the same route
+    as `whoqa ask` (which it names) with their evidence highlighted, uploads of new books; with its JSON API (/docs).
+    Only the page itself can change the workspace: other sites' requests are refused."""
     from whoqa.web.app import ServeConfig, serve as run
     if not Path(workspace).is_dir():
         _fail(f"workspace {workspace} not found: run `whoqa prepare` (or the main job) first, or pass --workspace")
     typer.echo(f"whoqa: serving {workspace} on http://{host}:{port}/ (API docs: /docs){' read-only' if read_only else ''}")
     run(ServeConfig(workspace=str(workspace), host=host, port=port, read_only=read_only, max_upload_mb=max_upload_mb,
-                    device=device, rerank=rerank, llm=llm))
+                    device=device, llm=llm, allow_hosts=list(allow_host)))
 
 
 @app.command("sample-questions")
@@ -865,11 +796,11 @@ def bench(
                                                 "to first answer)."),
     workspace: Path = typer.Option(Path("ws"), help="--stage index: a workspace with prepared books."),
     text: Optional[Path] = typer.Option(None, help="--stage new-book: a plain-text book the workspace has not seen."),
-    rerank: bool = typer.Option(False, help="--stage new-book: time `ask --rerank` (the feature ranker with the local "
-                                            "LLM) instead of the memory network."),
-    reader_base: str = typer.Option(default(RerankConfig, "base"), help="--stage llm and new-book --rerank: the "
-                                                                         "model (folder, hub id, .gguf file or a "
-                                                                         "packaged model)."),
+    route: str = typer.Option("auto", help="--stage ask and new-book: the route to time (auto: what `ask` chooses)."),
+    llm: Optional[str] = typer.Option(None, help="--stage new-book: the local LLM that reads (default: the best "
+                                                 "installed)."),
+    reader_base: str = typer.Option(default(RerankConfig, "base"), help="--stage llm: the model (folder, hub id, "
+                                                                         ".gguf file or a packaged model)."),
     runtime: str = typer.Option(default(LLMConfig, "runtime"), help="--stage llm: auto, transformers or llamacpp."),
 ):
     """Benchmarks that print figures: the book engine (words/s, --jobs 2, peak RSS), context selection (index
@@ -887,16 +818,13 @@ def bench(
         from whoqa.evaluation.bench import run_new_book
         if text is None:
             _fail("--stage new-book needs --text FILE (a book the workspace has not seen)")
-        if rerank:
-            from whoqa.evaluation.bench import run_new_book_rerank
-            typer.echo(json.dumps(run_new_book_rerank(str(workspace), str(text), reader_base), indent=1))
-        else:
-            typer.echo(json.dumps(run_new_book(str(workspace), str(text)), indent=1))
+        typer.echo(json.dumps(_stage(run_new_book, str(workspace), str(text), route, llm), indent=1))
         return
     if stage in ("index", "ask", "reader", "processes"):
         from whoqa.core.distributed import world
         from whoqa.evaluation import bench as wb
-        fn = {"index": wb.run, "ask": wb.run_ask, "reader": wb.run_reader, "processes": wb.run_processes}[stage]
+        fn = {"index": wb.run, "ask": lambda w: wb.run_ask(w, route=route), "reader": wb.run_reader,
+              "processes": wb.run_processes}[stage]
         out = _stage(fn, str(workspace))
         if world().main:
             typer.echo(json.dumps(out, indent=1))

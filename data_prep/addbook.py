@@ -31,11 +31,16 @@ def text_book_id(body: str) -> str:
 
 
 def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = None) -> str:
-    """Prepare a plain-text book (Project Gutenberg header and licence removed when present) into the workspace and
-    fold it into the word vectors, if the workspace has any; returns its id. `timings`, if given, receives the seconds of each part (engine, fold_in)."""
+    """Prepare a plain-text book (Project Gutenberg header and licence removed when present) into the workspace, made
+    by the engine its `prepare` recorded (unless `engine` is given), and fold it into the word vectors if the
+    workspace has any; returns its id. A text in which the engine finds no person is refused (DataError) and leaves
+    nothing behind: whoqa answers with a book's characters. `timings`, if given, receives the seconds of each part
+    (engine, fold_in)."""
+    import shutil
     import time
     from data_prep.narrativeqa import extract_body
-    from data_prep.prepare import process_text
+    from data_prep.prepare import SOURCE_FILE, process_text, recorded_engine
+    from whoqa.core.book import read_characters
     timings = {} if timings is None else timings
     ws = Workspace(workspace)
     t0 = time.perf_counter()
@@ -44,11 +49,22 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
         raise DataError(f"{path} holds no story text once the Project Gutenberg header and licence are removed")
     book_id = text_book_id(body)
     with locked(ws):
-        if not is_done(ws.books / book_id, book_id):
+        folder = ws.books / book_id
+        if not is_done(folder, book_id):
+            identity = None
             if engine is None:
-                from data_prep.engine_spacy import SpacyEngine
-                engine = SpacyEngine()
-            process_text(body, book_id, ws.books, engine)
+                engine, identity = recorded_engine(ws)
+            try:
+                if identity is not None:
+                    atomic_write(folder / SOURCE_FILE, json.dumps({"text": str(Path(path).resolve()),
+                                                                   "made_by": identity}))
+                process_text(body, book_id, ws.books, engine)
+                if not read_characters(folder / f"{book_id}.book"):
+                    raise DataError(f"{path}: no person was found in it, so it has no characters to answer Who "
+                                    f"questions with; it was not added")
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)  # nothing half-made, and no book without characters
+                raise
         timings["engine_s"] = round(time.perf_counter() - t0, 2)
         t0 = time.perf_counter()
         texts_path = ws.texts

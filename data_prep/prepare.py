@@ -70,6 +70,40 @@ def engine_identity(cfg: PrepareConfig) -> dict:
     return {"engine": cfg.engine, "coref_weights": weights}
 
 
+ENGINE_FIELDS = ("engine", "coref_weights", "booknlp_python", "booknlp_models")
+
+
+def record_engine(cfg: PrepareConfig, identity: dict) -> None:
+    """Keep how this workspace's books are made (WS/engine.json), so a book added later (`ask --text`, an upload,
+    `eval --data`) is made the same way."""
+    rec = {**{f: getattr(cfg, f) for f in ENGINE_FIELDS}, "identity": identity}
+    if rec["coref_weights"]:
+        rec["coref_weights"] = str(Path(rec["coref_weights"]).resolve())
+    path = Workspace(cfg.workspace).engine_record
+    if not path.is_file() or json.loads(path.read_text() or "{}") != rec:
+        atomic_write(path, json.dumps(rec, indent=1))
+
+
+def recorded_engine(workspace: Path) -> tuple[object, dict | None]:
+    """(engine, identity) as the workspace's `prepare` recorded them; the default spaCy engine and no identity for a
+    workspace prepared before this was kept (or never prepared). A recorded weights file that is gone or changed is
+    a one-line error: the book would be made otherwise than its workspace."""
+    path = Workspace(workspace).engine_record
+    try:
+        rec = json.loads(path.read_text())
+    except FileNotFoundError:
+        from data_prep.engine_spacy import SpacyEngine
+        return SpacyEngine(), None
+    except ValueError:
+        raise ValueError(f"{path} is damaged: run `whoqa prepare` again on this workspace to record its engine") from None
+    cfg = PrepareConfig(data="", workspace=str(workspace), **{f: rec.get(f) for f in ENGINE_FIELDS if rec.get(f)})
+    identity = engine_identity(cfg)
+    if rec.get("identity") and identity != rec["identity"]:
+        raise DataError(f"{cfg.coref_weights} changed since this workspace's books were made with it: put the "
+                        f"original back or run `whoqa prepare --coref-weights FILE` again")
+    return make_engine(cfg), identity
+
+
 def make_engine(cfg: PrepareConfig):
     if cfg.engine == "spacy":
         from data_prep.coref_learn import learned_weights
@@ -173,6 +207,7 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
         ids = ids[:cfg.max_books]
     report = PrepareReport()
     identity = engine_identity(cfg)  # (fails here, before any engine loads, on a missing weights file)
+    record_engine(cfg, identity)
     todo = []
     for b in ids:
         done = is_done(out_dir / b, b)

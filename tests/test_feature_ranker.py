@@ -2,13 +2,15 @@
 the data, whose probabilities are calibrated on data like its training data, and whose second stage only reorders the
 first stage's top k by what the LLM adds."""
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from whoqa.core.calibration import ece
-from whoqa.evaluation.feature_ranker import (LLM_FEATURES, STAGE1, FeatureRanker, character_features, fit, fit_ranker,
-                                             select_llm_features, softmax, with_llm)
+from whoqa.ranker.features import FEATURE_VERSION, STAGE1, character_features
+from whoqa.ranker.model import (LLM_FEATURES, FeatureRanker, fit, fit_ranker, select_llm_features, softmax,
+                                with_llm)
 
 
 def _questions(w, n, seed, chars=8):
@@ -130,3 +132,28 @@ def test_the_ece_of_a_calibrated_ranker_on_few_questions_is_not_zero_and_is_told
     assert ece(conf, rng.random(254) < conf) < ref["p95"] + 0.02
     assert ece(conf, rng.random(254) < conf / 2) > ref["p95"]
     assert ece_if_calibrated(conf, draws=50) == ece_if_calibrated(conf, draws=50)  # seeded
+
+
+def test_a_fit_made_with_other_features_is_refused_with_one_line(tmp_path):
+    """A fit records its feature list and the registry's version; `served_fit` refuses one that does not match
+    (before, a changed feature set failed at ask time as a matrix-shape error), and passes over a damaged one."""
+    import json
+    from whoqa.ranker.fits import fit_dir, save_fit, served_fit, shipped_fit
+    shipped = shipped_fit()
+    assert shipped.ranker.features["stage1"] == list(STAGE1) and shipped.ranker.version == FEATURE_VERSION
+    assert shipped.provenance["book_level_cv"]["p@1"] == 27.56 and shipped.provenance["command"]
+    folder = fit_dir(tmp_path, "features+by-book", "m", 5, "features")
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text("{")  # damaged: passed over, the shipped fit serves
+    assert served_fit(tmp_path, "m").where == shipped.where
+    other = {**json.loads(Path(shipped.where).read_text())["ranker"], "stage1": [0.5, 0.3, -1.0, 0.2],
+             "features": {"stage1": list(STAGE1) + ["chapter"], "stage2": []}}
+    save_fit(folder, {"ranker": other})
+    with pytest.raises(ValueError, match=r"made with features .*chapter.*whoqa rerank --candidates features"):
+        served_fit(tmp_path, "m")
+    save_fit(folder, {"ranker": {**other, "stage1": [0.5, 0.3, -1.0], "features": {"stage1": list(STAGE1)},
+                                 "version": FEATURE_VERSION + 1}})
+    with pytest.raises(ValueError, match="version"):
+        served_fit(tmp_path, "m")
+    save_fit(folder, {"ranker": {**other, "stage1": [0.5, 0.3, -1.0], "features": {"stage1": list(STAGE1)}}})
+    assert served_fit(tmp_path, "m").ranker.stage1 == [0.5, 0.3, -1.0]

@@ -1,4 +1,4 @@
-"""The package's layers point one way: core <- data_prep <- retrieval <- memnet | reader <- evaluation <- cli.
+"""The package's layers point one way: core <- data_prep <- retrieval <- memnet | reader <- ranker <- service <- evaluation <- web <- cli.
 
 Every import is read from the source (function-level ones included, since they hide cycles from Python) and checked:
 a module imports only from its own layer or below, the two readers of questions (memnet, reader) never import each
@@ -8,8 +8,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = [("whoqa.core",), ("data_prep",), ("whoqa.retrieval",), ("whoqa.memnet", "whoqa.reader"),
-          ("whoqa.evaluation",), ("whoqa.web",), ("cli",)]
+LAYERS = [("whoqa.core",), ("data_prep",), ("whoqa.retrieval",), ("whoqa.memnet", "whoqa.reader"), ("whoqa.ranker",),
+          ("whoqa.service",), ("whoqa.evaluation",), ("whoqa.web",), ("cli",)]
 
 
 def layer(module: str) -> tuple[int, str] | None:

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from tests.conftest import DYING_DETECTIVE, SHORT_BOOKS, build_mini_data, write_qaps
-from whoqa.evaluation.feature_ranker import LLM_FEATURES
+from whoqa.ranker.model import LLM_FEATURES
 
 ROWS = [(DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?", "Watson", "Dr. Watson"),
         (DYING_DETECTIVE, "What does Holmes ask Watson to bring from the mantelpiece?", "a small box", "the box"),

@@ -28,6 +28,7 @@ class Workspace(_PathBase):
     books/<id>/          processed books (<id>.tokens, .entities, .book, source.json)    data_prep.prepare
     who/                 the Who set: characters.json, who_questions.json, report.json  data_prep.who_set
     questions.json       every question of a prepared book; summaries.json, texts.json  data_prep.who_set
+    engine.json          the engine and coreference weights the books were made with    data_prep.prepare
     artificial/          artificial Who questions per book (<id>.jsonl.gz)               data_prep.artificial
     embeddings/          word2vec vectors, corpus and state.json (lineage, books)        data_prep.embeddings
     index/<ranker>/<id>  Lucene indexes                                                  whoqa.retrieval
@@ -63,6 +64,11 @@ class Workspace(_PathBase):
     @property
     def texts(self) -> Path:
         return Path(self, "texts.json")
+
+    @property
+    def engine_record(self) -> Path:
+        """The engine (and its coreference weights) `prepare` made the books with: what later books are made by."""
+        return Path(self, "engine.json")
 
     @property
     def prepare_report(self) -> Path:

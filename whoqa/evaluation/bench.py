@@ -71,92 +71,73 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
     }
 
 
-def run_ask(workspace: str, n: int = 20) -> dict:
-    """Latency of `ask` on a prepared book once the model is loaded (BM25F retrieval + one forward pass)."""
-    from whoqa.memnet.ask import Asker
+QUESTIONS = ["Who is the hero of the story?", "Who dies at the end?", "Who does the narrator meet?",
+             "Who lives in the house?", "Who helps him escape?"]
+
+
+def run_ask(workspace: str, n: int = 20, route: str = "auto") -> dict:
+    """Latency of `ask` (whoqa.service, the route it chooses) on the prepared book with the most questions: the first
+    question (reads the book, loads the models), then the p50/p95 of later ones."""
     from data_prep.who_set import load_questions
+    from whoqa.service import Service
     ws = Workspace(workspace)
-    t0 = time.perf_counter()
-    asker = Asker(ws)
-    load = time.perf_counter() - t0
+    svc = Service(ws)
     by_book = load_questions(ws)
     book_id = max(by_book, key=lambda b: len(by_book[b]))
     qs = [q["question"] for q in by_book[book_id]][:n]
     t0 = time.perf_counter()
-    asker.ask(book_id, qs[0])  # first question of a book also loads the book
-    first = time.perf_counter() - t0
+    first = svc.answer(book_id, qs[0], route)
+    first_s = time.perf_counter() - t0
     lat = []
     for q in qs:
         t = time.perf_counter()
-        asker.ask(book_id, q)
+        svc.answer(book_id, q, route)
         lat.append(time.perf_counter() - t)
-    return {"model": asker.model_name, "model_load_s": round(load, 2), "book": book_id,
-            "first_question_s (loads the book)": round(first, 2), "ask_ms_p50": round(1000 * _pct(lat, 0.5), 1),
-            "ask_ms_p95": round(1000 * _pct(lat, 0.95), 1), "questions": len(lat)}
+    return {"route": first.route, "model": first.model, "book": book_id,
+            "first_question_s (reads the book, loads the models)": round(first_s, 2),
+            "ask_ms_p50": round(1000 * _pct(lat, 0.5), 1), "ask_ms_p95": round(1000 * _pct(lat, 0.95), 1),
+            "questions": len(lat), "peak_rss_mb": _peak_rss_mb()}
 
 
-def run_new_book(workspace: str, text: str, questions: list[str] | None = None, n: int = 20) -> dict:
-    """Time to the first answer about a book the workspace has never seen (`ask --text`), split by stage: load the
-    model, process the text (the book engine), fold it in (artificial questions, word2vec), reload the vectors, index
-    and answer (adaptation only if the workspace's Asker default asks for it); then the latency of later questions.
-    Run it on a copy of a workspace, or the book stays in it (a second run on the same text then measures reuse)."""
-    from whoqa.memnet.ask import Asker
-    questions = questions or ["Who is the hero of the story?", "Who dies at the end?", "Who does the narrator meet?",
-                              "Who lives in the house?", "Who helps him escape?"]
-    t0 = time.perf_counter()
-    asker = Asker(workspace)
-    load = time.perf_counter() - t0
+def run_new_book(workspace: str, text: str, route: str = "auto", llm: str | None = None,
+                 questions: list[str] | None = None, n: int = 5, device: str = "auto") -> dict:
+    """Time to the first answer about a book the workspace has never seen (`ask --text`, the default route unless
+    `route` says otherwise), split by stage: prepare the text (the book engine; artificial questions and word vectors
+    where the workspace has them), then the first answer (open the book and its index, load the models, answer);
+    then the p50/p95 of later questions, and the peak memory. Run it on a copy of a workspace, or the book stays in
+    it (a second run on the same text then measures reuse)."""
+    from data_prep.addbook import add_text
+    from whoqa.service import Service, ServiceConfig
+    questions = questions or QUESTIONS
+    svc = Service(workspace, ServiceConfig(device=device, llm=llm))
     t = time.perf_counter()
     parts: dict = {}
-    book_id = asker.add_text(text, timings=parts)
+    book_id = add_text(workspace, Path(text), timings=parts)
     added = time.perf_counter() - t
     t = time.perf_counter()
-    asker._book(book_id)  # index (BM25F over Lucene) and memory arrays
-    indexed = time.perf_counter() - t
+    svc.opened(book_id)
+    opened = time.perf_counter() - t
     t = time.perf_counter()
-    asker.ask(book_id, questions[0])
-    first = indexed + time.perf_counter() - t
+    first = svc.answer(book_id, questions[0], route)
+    answered = time.perf_counter() - t
     lat = []
     for i in range(n):
         t = time.perf_counter()
-        asker.ask(book_id, questions[i % len(questions)])
+        svc.answer(book_id, questions[(i + 1) % len(questions)], route)
         lat.append(time.perf_counter() - t)
     words = len(Path(text).read_text(encoding="utf-8", errors="replace").split())
-    return {"book": book_id, "words_in_file": words, "model_load_s": round(load, 2), "members": len(asker.members),
-            "prepare_and_fold_in_s": round(added, 2), **parts, "index_s": round(indexed, 2),
-            "first_answer_s (index, answer)": round(first, 2), "adapted": asker.adapt,
-            "time_to_first_answer_s": round(load + added + first, 2), "ask_ms_p50": round(1000 * _pct(lat, 0.5), 1),
-            "ask_ms_p95": round(1000 * _pct(lat, 0.95), 1), "questions": len(lat)}
-
-
-def run_new_book_rerank(workspace: str, text: str, base: str | None = None, questions: list[str] | None = None,
-                        n: int = 5, device=None) -> dict:
-    """`ask --rerank`'s time to the first answer about a new book, split by stage: process the text (the book
-    engine; no vectors to fold in, no network), load the LLM (transformers, for token probabilities), then index and
-    rank (BM25F, the feature ranker, one LLM pass over the passages); then the latency of later questions."""
-    from data_prep.addbook import add_text
-    from whoqa.evaluation.rerank import Reranker
-    questions = questions or ["Who is the hero of the story?", "Who dies at the end?", "Who does the narrator meet?",
-                              "Who lives in the house?", "Who helps him escape?"]
-    t = time.perf_counter()
-    book_id = add_text(workspace, text)
-    added = time.perf_counter() - t
-    t = time.perf_counter()
-    rr = Reranker(workspace, base, device) if base else Reranker(workspace, device=device)
-    load = time.perf_counter() - t
-    t = time.perf_counter()
-    rr.rank(book_id, questions[0])
-    first = time.perf_counter() - t
-    lat = []
-    for i in range(n):
-        t = time.perf_counter()
-        rr.rank(book_id, questions[(i + 1) % len(questions)])
-        lat.append(time.perf_counter() - t)
-    words = len(Path(text).read_text(encoding="utf-8", errors="replace").split())
-    return {"book": book_id, "words_in_file": words, "prepare_s": round(added, 2), "llm_load_s": round(load, 2),
-            "first_answer_s (index, rank)": round(first, 2), "time_to_first_answer_s": round(added + load + first, 2),
+    return {"book": book_id, "words_in_file": words, "route": first.route, "model": first.model,
+            "prepare_s": round(added, 2), **parts, "open_book_and_index_s": round(opened, 2),
+            "first_answer_s (models load, answer)": round(answered, 2),
+            "time_to_first_answer_s": round(added + opened + answered, 2),
+            "calibrated": bool(first.characters) and first.characters[0].probability is not None,
             "ask_s_p50": round(_pct(lat, 0.5), 2), "ask_s_p95": round(_pct(lat, 0.95), 2), "questions": len(lat),
-            "llm": rr.base}
+            "peak_rss_mb": _peak_rss_mb()}
+
+
+def _peak_rss_mb() -> float:
+    import resource
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | None = None) -> dict:

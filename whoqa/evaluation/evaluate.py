@@ -259,6 +259,9 @@ class ContextView:
             self._ctx[book_id] = load_contexts(self.ws, self.ranker, book_id) or {}
         return self._books[book_id], self._ctx[book_id]
 
+    def book(self, book_id: str):
+        return self._load(book_id)[0]
+
     def sentences(self, book_id: str, question_id: int) -> list[int]:
         from whoqa.retrieval.contexts import question_context
         _, ctx = self._load(book_id)

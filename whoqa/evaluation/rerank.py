@@ -12,21 +12,19 @@ of the right character among the k; the smallest of equal weights). A by-book ru
 the judged book. The LLM's scores are kept per question and name (WS/runs/<run>/rerank@<model>+k<k>.../scores.jsonl)
 and resumable.
 
-`--candidates features` judges the feature ranker (whoqa.evaluation.feature_ranker) on the same folds instead: its
-first stage picks the k names, the LLM's scores are its second stage's fourth feature. `Reranker` serves it in
-`ask --rerank` and `serve --rerank`.
+`--candidates features` judges the feature ranker (whoqa.ranker) on the same folds instead: its
+first stage picks the k names, the LLM's scores are its second stage's fourth feature; the fit it saves is what
+`whoqa.service` serves (`whoqa.ranker.fits.served_fit`).
 """
 from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-from whoqa.core.book import atomic_write
 from whoqa.core.calibration import ece, ece_if_calibrated, probabilities, reliability
 from whoqa.core.metrics import book_bootstrap, ranking_metrics
 from whoqa.core.progress import bar as progress_bar
@@ -34,9 +32,10 @@ from whoqa.core.runs import digest
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.baselines import book_frequency
-from whoqa.evaluation.feature_ranker import (CONTEXT_SENTENCES, LLM_FEATURES, MEASURED, SELECT, FeatureRanker,
-                                            character_features, check_llm_features, fit, fit_ranker, log_softmax,
-                                            select_llm_features)
+from whoqa.ranker.features import CONTEXT_SENTENCES, book_features
+from whoqa.ranker.fits import fit_dir, save_fit
+from whoqa.ranker.model import (LLM_FEATURES, SELECT, check_llm_features, fit, fit_ranker, log_softmax,
+                                select_llm_features)
 from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items
 from whoqa.reader.config import LLMConfig, RerankConfig, model_name
@@ -51,9 +50,7 @@ CANDIDATES = ("network", "book-frequency", "features")
 
 
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
-    model = model_name(cfg.base)
-    source = "" if cfg.candidates == "network" else f"+{cfg.candidates}"
-    return Workspace(workspace).runs / run / f"rerank@{model}+k{cfg.top_k}{source}"
+    return fit_dir(workspace, run, model_name(cfg.base), cfg.top_k, cfg.candidates)
 
 
 def frequency_candidates(workspace: Path, cands: list[dict]) -> list[dict]:
@@ -243,10 +240,11 @@ def evaluate(rows: list[dict]) -> dict:
 
 
 def question_features(ws: Workspace, cands: list[dict]) -> list[dict]:
-    """Per question of a run: its characters' ids, stage-1 features (C, 3) and right answers (C,) bool."""
+    """Per question of a run: its characters' ids, stage-1 features (C, F) from its stored BM25F context (the recipe
+    `ask` builds afresh, read by the same `book_features`) and right answers (C,) bool."""
     from whoqa.core.aliases import AliasIndex
+    from whoqa.core.names import name_spans, named_characters
     from whoqa.evaluation.evaluate import ContextView
-    from whoqa.retrieval.bm25f import question_fields
     chars = json.loads((ws.who / "characters.json").read_text())
     who = {q["question_id"]: q for q in json.loads((ws.who / "who_questions.json").read_text())}
     view = ContextView(ws, "bm25f", CONTEXT_SENTENCES)
@@ -256,8 +254,8 @@ def question_features(ws: Workspace, cands: list[dict]) -> list[dict]:
         q = who[c["question_id"]]
         d = q["document_id"]
         index = aliases.setdefault(d, AliasIndex.from_records(chars[d]))
-        named = {int(t[5:]) for t in question_fields(q["question"], index)[1].split()}
-        ids, x = character_features(chars[d], Counter(view.mentions(d, c["question_id"])), named)
+        named = named_characters(name_spans(q["question"], index))
+        ids, x = book_features(view.book(d), view.sentences(d, c["question_id"]), named)
         out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x,
                     "y": np.array([i in c["answers"] for i in ids]), "answers": c["answers"],
                     "frequency": book_frequency(chars[d]), "book": d})
@@ -265,7 +263,7 @@ def question_features(ws: Workspace, cands: list[dict]) -> list[dict]:
 
 
 def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
-    """The feature ranker (whoqa.evaluation.feature_ranker) judged on the run's folds, or, with no run, on book folds
+    """The feature ranker (whoqa.ranker) judged on the run's folds, or, with no run, on book folds
     of its own (`cfg.folds`; no network is trained): both stages fit on the other folds' questions, the LLM scoring
     every name some fold's first stage puts in a question's top k."""
     ws = Workspace(workspace)
@@ -362,66 +360,5 @@ def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool =
         raise ValueError(f"--candidates {cfg.candidates} re-ranks a cross-validated run: name one (WS/runs/<run>)")
     else:
         summary = {"run": run, "config": asdict(cfg), **evaluate(score_run(workspace, run, cfg, progress, device))}
-    atomic_write(rerank_dir(workspace, run, cfg) / "summary.json", json.dumps(summary, indent=1))
+    save_fit(rerank_dir(workspace, run, cfg), summary)
     return summary
-
-
-def served_ranker(workspace: Path, base: str) -> FeatureRanker:
-    """The feature ranker `ask --rerank` serves: fit on this workspace's own questions by `whoqa rerank RUN
-    --candidates features` with this model (a by-book run's first), else the one fit on the 41 shared books."""
-    model = model_name(base)
-    found = sorted(Workspace(workspace).runs.glob(f"*/rerank@{model}+k*+features/summary.json"),
-                   key=lambda p: ("+by-book" not in p.parent.parent.name, p.parent.name))
-    for path in found:
-        try:
-            return FeatureRanker(**json.loads(path.read_text())["ranker"])
-        except (ValueError, KeyError, TypeError):
-            continue  # an older or damaged summary: the next one, or the measured fit
-    return FeatureRanker(**MEASURED)
-
-
-class Reranker:
-    """`ask --rerank`: a book's characters ranked by the feature ranker, the local LLM reading the question's BM25F
-    passages for the first stage's top k; calibrated probabilities (maximum likelihood on other books' questions)."""
-
-    def __init__(self, workspace: Path, base: str = RerankConfig.base, device=None):
-        self.ws = Workspace(workspace)
-        self.base = base
-        self.ranker = served_ranker(self.ws, base)
-        self.reader = LLMReader(base, device, RerankConfig.prompt_tokens, runtime="transformers")
-        try:
-            who = json.loads((self.ws.who / "who_questions.json").read_text())
-            self.pool = [(q["question"], q["answer1"], q["document_id"]) for q in who]
-        except (FileNotFoundError, ValueError, KeyError):
-            self.pool = []
-
-    def rank(self, book_id: str, question: str, top: int = 5, evidence: int = 3) -> dict:
-        """{"characters": the top characters, best first (name, id, probability, and the LLM's own share among the k
-        it read, None for those it did not), "evidence": the first context sentences (id, text; in BM25F's order) that
-        mention the best one}."""
-        from whoqa.reader.data import bm25f_passages
-        from whoqa.retrieval.bm25f import (RetrievalConfig, context_sentences, open_book, question_fields,
-                                           question_windows)
-        rcfg = RetrievalConfig()
-        book, aliases, index = open_book(self.ws, book_id, rcfg)
-        if not book.characters:
-            raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
-        ctx = context_sentences(question_windows(index, question, aliases, len(book.sentences), rcfg),
-                                CONTEXT_SENTENCES)
-        mentions = Counter(m.char_id for s in ctx for m in book.sentence_mentions(s))
-        named = {int(t[5:]) for t in question_fields(question, aliases)[1].split()}
-        ids, x = character_features([{"id": c.id, "count": c.count} for c in book.characters.values()], mentions,
-                                    named)
-        first = self.ranker.first(x)[:self.ranker.top_k]
-        names = [book.characters[ids[j]].name for j in first]
-        passages, starts = bm25f_passages(book, aliases, index, question, RerankConfig.passages, starts=True)
-        shots = few_shots(self.pool, book_id, RerankConfig.shots, SEED)
-        llm = self.reader.name_scores(question, passages, names, shots, starts, LLMConfig.order)  # (k,)
-        share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))
-        order, probs = self.ranker.probabilities(x, llm)
-        best = ids[order[0]]
-        return {"characters": [{"name": book.characters[ids[j]].name, "id": ids[j], "probability": float(p),
-                                "llm": float(share[j]) if j in share else None}
-                               for j, p in zip(order[:top], probs[:top])],
-                "evidence": [(s, " ".join(book.sentence_words(s))) for s in ctx
-                             if any(m.char_id == best for m in book.sentence_mentions(s))][:evidence]}

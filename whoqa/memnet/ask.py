@@ -15,9 +15,6 @@ from whoqa.core.book import is_done
 from whoqa.retrieval.bm25f import open_book
 from whoqa.core.workspace import Workspace
 
-QUESTION_WORDS = {"who", "whom", "whose", "which", "what", "where", "when", "why", "how", "did", "does", "is", "was"}
-
-
 @dataclass
 class Answer:
     characters: list[tuple[str, float | None]]  # (name, calibrated probability or None if uncalibrated), best first
@@ -27,19 +24,6 @@ class Answer:
     calibration: dict | None = None  # {"temperature", "run", "ece", "by_book"}: where the probabilities' scale comes from
     character_ids: list[int] = field(default_factory=list)  # the book's ids of `characters`, in the same order
     evidence_sentences: list[int] = field(default_factory=list)  # the book's sentence ids of `evidence`
-
-
-def unknown_names(question: str, aliases) -> list[str]:
-    """Capitalised spans of the question that name no character of the book (question words aside)."""
-    from whoqa.retrieval.bm25f import CAP_SPAN
-    out = []
-    for m in CAP_SPAN.finditer(question):
-        span = m.group(0)
-        if span.split()[0].lower() in QUESTION_WORDS or span in ("I",):
-            continue
-        if not aliases.match(span)[0]:
-            out.append(span)
-    return out
 
 
 class Asker:
@@ -98,14 +82,15 @@ class Asker:
             self._load()
         return book_id
 
-    def _book(self, book_id: str):
+    def _book(self, book_id: str, opened: tuple | None = None):
+        """The book's (Book, AliasIndex, BM25FIndex) (`opened`, when the caller has them) with its memory arrays."""
         from whoqa.memnet.data import book_arrays
         if book_id not in self._books:
             if is_done(self.ws.books / book_id, book_id) and book_id not in self.vocab.books:
                 from data_prep.addbook import fold_books
                 fold_books(self.ws, [book_id])  # prepared without vectors (e.g. --no-embeddings): fold it in now
                 self._load()
-            book, aliases, index = open_book(self.ws, book_id, self.rcfg)
+            book, aliases, index = opened or open_book(self.ws, book_id, self.rcfg)
             arrays = book_arrays(self.ws, book_id, self.vocab)
             patches = [None] * len(self.members)
             if self.adapt:
@@ -121,11 +106,14 @@ class Asker:
             self._books[book_id] = (book, aliases, index, arrays, patches, cache)
         return self._books[book_id]
 
-    def ask(self, book_id: str, question: str, top: int = 5, evidence: int = 3) -> Answer:
-        """The book's characters ranked for a Who question, with calibrated probabilities and the evidence."""
+    def ask(self, book_id: str, question: str, top: int = 5, evidence: int = 3, opened: tuple | None = None,
+            spans: list | None = None, context: list[int] | None = None) -> Answer:
+        """The book's characters ranked for a Who question, with calibrated probabilities and the sentences attended
+        to most. The caller may pass what it has already read: the opened book, the question's `name_spans` and its
+        BM25F context sentences (`question_windows`' recipe)."""
         from whoqa.core.numerics import intra_op_threads
         with intra_op_threads(self.threads), torch.no_grad():
-            return self._ask(book_id, question, top, evidence)
+            return self._ask(book_id, question, top, evidence, opened, spans, context)
 
     def trained_on(self, book_id: str) -> bool:
         """Whether the model trained on questions about the book (models saved before the record: the books with
@@ -149,22 +137,25 @@ class Asker:
                           f"measures one for new books, and `ask --rerank` gives calibrated ones without training")
         return cal, None
 
-    def _ask(self, book_id: str, question: str, top: int, evidence: int) -> Answer:
+    def _ask(self, book_id: str, question: str, top: int, evidence: int, opened, spans, context) -> Answer:
+        from whoqa.core.names import name_spans, unknown_names
         from whoqa.memnet.adapt import patched
         from whoqa.memnet.data import Example, collate, question_tokens
         from whoqa.retrieval.bm25f import context_sentences, question_windows
         if not question.strip():
             raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
-        book, aliases, index, arrays, patches, cache = self._book(book_id)
+        book, aliases, index, arrays, patches, cache = self._book(book_id, opened)
         if len(arrays.candidates) == 0:
             raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
-        warnings = [f"the question names {n!r}, who is not a character of this book" for n in
-                    unknown_names(question, aliases)]
+        spans = name_spans(question, aliases) if spans is None else spans
+        warnings = [f"the question names {n!r}, who is not a character of this book" for n in unknown_names(spans)]
         calibration, why = self.calibration_for_book(book_id)
         warnings += [why] if why else []
-        ctx = context_sentences(question_windows(index, question, aliases, len(book.sentences), self.rcfg),
-                                self.memories)  # (the stored contexts' recipe, cut where the model reads)
-        ex = Example(book_id, self.vocab.ids(question_tokens(question, book_id, aliases)), ctx, [])
+        if context is None:
+            context = context_sentences(question_windows(index, question, aliases, len(book.sentences), self.rcfg,
+                                                         spans), len(book.sentences))
+        ctx = context[:self.memories]  # (the stored contexts' recipe, cut where the model reads)
+        ex = Example(book_id, self.vocab.ids(question_tokens(question, book_id, aliases, spans)), ctx, [])
         b = collate([ex], {book_id: arrays}, self.memories)
         chars = b.cand_chars
         b = b.to(self.device)

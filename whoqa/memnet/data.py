@@ -16,7 +16,7 @@ import torch
 
 from whoqa.core.book import Book
 from data_prep.embeddings import scoped
-from whoqa.retrieval.bm25f import CAP_SPAN
+from whoqa.core.names import name_spans
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
 
@@ -131,17 +131,16 @@ def _tokenizer():
     return spacy.blank("en").tokenizer
 
 
-def question_tokens(question: str, book_id: str, aliases) -> list[str]:
+def question_tokens(question: str, book_id: str, aliases, spans: list | None = None) -> list[str]:
     """A question as corpus tokens: spans naming a book character become its character token, the rest is
-    tokenised as the books were and lowercased."""
+    tokenised as the books were and lowercased (`spans`: the question's `name_spans`, when the caller has them)."""
     out: list[str] = []
     pos = 0
-    for m in CAP_SPAN.finditer(question):
-        ids, _ = aliases.match(m.group(0))
-        if ids:
-            out += [t.text.lower() for t in _tokenizer()(question[pos:m.start()])]
-            out += [scoped(f"CHAR_{c}", book_id) for c in sorted(ids)]
-            pos = m.end()
+    for s in spans if spans is not None else name_spans(question, aliases):
+        if s.ids:
+            out += [t.text.lower() for t in _tokenizer()(question[pos:s.start])]
+            out += [scoped(f"CHAR_{c}", book_id) for c in s.ids]
+            pos = s.end
     out += [t.text.lower() for t in _tokenizer()(question[pos:])]
     return out
 

@@ -48,14 +48,15 @@ class ReaderAsker:
             self._books[book_id] = open_book(self.ws, book_id, RetrievalConfig())
         return self._books[book_id]
 
-    def ask(self, book_id: str, question: str) -> ReaderAnswer:
+    def ask(self, book_id: str, question: str, opened: tuple | None = None) -> ReaderAnswer:
+        """The reader's answer (`opened`: the book's (Book, AliasIndex, BM25FIndex), when the caller has them)."""
         import torch
         with torch.no_grad():
-            return self._ask(book_id, question)
+            return self._ask(book_id, question, opened)
 
-    def _ask(self, book_id: str, question: str) -> ReaderAnswer:
+    def _ask(self, book_id: str, question: str, opened: tuple | None) -> ReaderAnswer:
         from whoqa.reader.data import ReaderExample, bm25f_passages
-        opened = self._book(book_id)  # (book, aliases, index): prepared (and indexed) or a clear error
+        opened = opened or self._book(book_id)  # (book, aliases, index): prepared (and indexed) or a clear error
         passages = bm25f_passages(*opened, question, self.top_k) if self.passages else []
         ex = ReaderExample(-1, book_id, question, [], passages)
         fused = self.reader.encode(*self.batcher.inputs([ex]))  # states (1, T, H)

@@ -561,21 +561,30 @@ def llm_runs(workspace: Path) -> dict[str, dict[int, str]]:
     return out
 
 
-def ask_llm(workspace: Path, base: str, book_id: str, question: str, top_k: int = LLMConfig.top_k,
-            device=None) -> tuple[str, list[str]]:
-    """One answer about a prepared book from its BM25F passages (as `whoqa ask` serves the FiD reader)."""
-    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+class NothingMatched(ValueError):
+    """No passage of the book matches the question: a reader would answer from nothing."""
+
+
+def answer_from_book(reader: "LLMReader", opened: tuple, question: str, pool: list[tuple[str, str, str]] = (),
+                     cfg: LLMConfig = LLMConfig()) -> tuple[str, list[str]]:
+    """(answer, passages read) for a question about an opened book ((Book, AliasIndex, BM25FIndex)): its BM25F
+    passages, a few (question, answer, book) examples of other books from `pool` for the answers' style. No passage
+    matched, no answer: NothingMatched, rather than the model inventing one."""
     from whoqa.reader.data import bm25f_passages
-    from data_prep.who_set import load_questions
-    cfg = LLMConfig()
-    passages, starts = bm25f_passages(*open_book(Workspace(workspace), book_id, RetrievalConfig()), question, top_k,
-                                      starts=True)
-    try:  # the answers' style from the workspace's questions about other books, if it has any
-        pool = [(q["question"], q["answer1"], b) for b, qs in load_questions(Workspace(workspace)).items() for q in qs]
-    except (FileNotFoundError, ValueError):
-        pool = []
-    shots = few_shots(pool, book_id, cfg.shots, cfg.seed)
-    text, info = LLMReader(base, device, runtime=cfg.runtime).answer(question, passages, shots, starts, cfg.order,
-                                                                     keep_prompt=True)
+    book = opened[0]
+    passages, starts = bm25f_passages(*opened, question, cfg.top_k, starts=True)
+    if not passages:
+        raise NothingMatched(f"nothing in book {book.id} matches the question's words, so there is nothing to answer "
+                             f"from: ask with words the book uses")
+    shots = few_shots(list(pool), book.id, cfg.shots, cfg.seed)
+    text, info = reader.answer(question, passages, shots, starts, cfg.order, keep_prompt=True)
     return text, info["passages_used"]
 
+
+def question_pool(workspace: Path) -> list[tuple[str, str, str]]:
+    """(question, answer, book) of the workspace's questions (none where it has none): the few-shot examples."""
+    from data_prep.who_set import load_questions
+    try:
+        return [(q["question"], q["answer1"], b) for b, qs in load_questions(Workspace(workspace)).items() for q in qs]
+    except (FileNotFoundError, ValueError):
+        return []

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from whoqa.core.book import Book, atomic_write, is_done
+from whoqa.core.names import name_spans
 from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
-CAP_SPAN = re.compile(  # a capitalised name-like span: "Mr. Sherlock Holmes's", "Comte de Gormas"
-    r"[A-Z][\w\-]*(?:'s)?(?:\s+(?:[A-Z][\w\-]*(?:'s)?|de|van|von|of|the)\b)*")
 
 
 @dataclass
@@ -47,17 +45,15 @@ def sentence_fields(book: Book, sid: int) -> tuple[str, str]:
     return " ".join(words), " ".join(chars)
 
 
-def question_fields(question: str, characters) -> tuple[str, str]:
-    """(words, character ids) of a question: capitalised spans that name a character of the book become its id."""
-    from whoqa.core.aliases import AliasIndex
-    index = characters if isinstance(characters, AliasIndex) else AliasIndex(characters)
+def question_fields(question: str, characters, spans: list | None = None) -> tuple[str, str]:
+    """(words, character ids) of a question: capitalised spans that name a character of the book become its id
+    (`spans`: the question's `name_spans`, when the caller has them already)."""
     chars: list[str] = []
     words = question
-    for m in CAP_SPAN.finditer(question):
-        ids, _ = index.match(m.group(0))
-        if ids:
-            chars += [f"char_{c}" for c in sorted(ids)]
-            words = words.replace(m.group(0), " ", 1)
+    for s in spans if spans is not None else name_spans(question, characters):
+        if s.ids:
+            chars += [f"char_{c}" for c in s.ids]
+            words = words.replace(s.text, " ", 1)
     return " ".join(words.split()), " ".join(chars)
 
 
@@ -93,10 +89,11 @@ def context_sentences(wins: list[list], limit: int) -> list[int]:
     return out[:limit]
 
 
-def question_windows(index: "BM25FIndex", text: str, aliases, total: int, cfg: RetrievalConfig) -> list[list]:
+def question_windows(index: "BM25FIndex", text: str, aliases, total: int, cfg: RetrievalConfig,
+                     spans: list | None = None) -> list[list]:
     """A question's BM25F windows as the index stage stores them (cfg.context_sentences sentences, rank order): the
     one recipe for the contexts models are trained and judged on and the ones `ask` builds for a new question."""
-    words, chars = question_fields(text, aliases)
+    words, chars = question_fields(text, aliases, spans)
     return windows(index.search(words, chars, cfg.pool), cfg.context_sentences, total, cfg.window)
 
 

@@ -23,7 +23,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fastapi import FastAPI, File, Request, UploadFile
@@ -34,12 +34,12 @@ from starlette.exceptions import HTTPException
 
 from whoqa.core.book import Book, atomic_write, is_done
 from whoqa.core.workspace import Workspace
+from whoqa.service import Service as Answers, ServiceConfig
 
 log = logging.getLogger(__name__)
 BOOK_ID = re.compile(r"^[0-9a-f]{40}$")
 JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 PAGE = Path(__file__).with_name("page.html")
-KEEP_BOOKS = 4  # books kept loaded by the service
 NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", "'s", "n't", ")", "'", "''", "--"}
 
 
@@ -51,8 +51,8 @@ class ServeConfig:
     read_only: bool = False  # serve a shared workspace: no uploads
     max_upload_mb: float = 20.0  # a long novel is 1-2 MB of text
     device: str = "auto"
-    rerank: bool = False  # Who questions by the feature ranker with the local LLM (`ask --rerank`), not the network
-    llm: str | None = None  # with rerank: the LLM (default: the packaged one install.sh installs)
+    llm: str | None = None  # the local LLM that reads (default: the best measured one installed)
+    allow_hosts: list[str] = field(default_factory=list)  # other Host names the page is reached by (a proxy's)
 
 
 class ApiError(Exception):
@@ -92,12 +92,8 @@ class Service:
         self.ws = Workspace(cfg.workspace)
         self.jobs_dir = Path(self.ws, "jobs")
         self.uploads = Path(self.ws, "uploads")
-        self.model_lock = threading.Lock()
+        self.answers = Answers(self.ws, ServiceConfig(device=cfg.device, llm=cfg.llm))
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whoqa-upload")
-        self._asker = None
-        self._reranker = None
-        self._reader = None
-        self._books: dict[str, Book] = {}
 
     # --- books -------------------------------------------------------------------------------------------------
     def book_id(self, book_id: str) -> str:
@@ -108,15 +104,8 @@ class Service:
         return book_id
 
     def book(self, book_id: str) -> Book:
-        """A book, loaded once; the few most recently viewed are kept (a workspace may hold hundreds)."""
-        book_id = self.book_id(book_id)
-        if book_id not in self._books:
-            if len(self._books) >= KEEP_BOOKS:
-                self._books.pop(next(iter(self._books)))
-            self._books[book_id] = Book.load(self.ws.books / book_id, book_id)
-        else:
-            self._books[book_id] = self._books.pop(book_id)  # most recent last
-        return self._books[book_id]
+        """A book, read once by the answering service (which keeps the few most recent)."""
+        return self.answers.book(self.book_id(book_id))
 
     def summary(self, book_id: str) -> dict:
         """Title, words, sentences and characters of a book, read without loading it and kept beside it
@@ -126,10 +115,12 @@ class Service:
         tokens, chars = folder / f"{book_id}.tokens", folder / f"{book_id}.book"
         stamp = [tokens.stat().st_mtime_ns, tokens.stat().st_size, chars.stat().st_mtime_ns]
         path = folder / "summary.json"
-        if path.is_file():
+        try:
             saved = json.loads(path.read_text())
             if saved.get("stamp") == stamp:
                 return saved["summary"]
+        except (FileNotFoundError, ValueError, AttributeError):
+            pass  # no cache yet, or a damaged one: made again below
         from whoqa.core.book import read_characters
         words = sentences = 0
         first: list[str] = []
@@ -221,16 +212,14 @@ class Service:
         job.update(state="running", started=time.time())
         self._save_job(job)
         try:
-            with self.model_lock:
-                asker = self.asker()
-                asker.add_text(path)
+            self.answers.intake(text=path)
             job.update(state="done", finished=time.time())
         except Exception as e:  # the upload fails alone, and leaves no half-made book behind
             log.warning("upload %s failed: %s", job["file"], e)
             if not existed and not is_done(self.ws.books / job["book"], job["book"]):
                 shutil.rmtree(self.ws.books / job["book"], ignore_errors=True)
-            job.update(state="failed", error=str(e).splitlines()[0] if str(e) else type(e).__name__,
-                       finished=time.time())
+            job.update(state="failed", error=(str(e).splitlines()[0] if str(e) else type(e).__name__)
+                       .replace(str(path), job["file"]), finished=time.time())
         self._save_job(job)
 
     def _save_job(self, job: dict) -> None:
@@ -241,87 +230,22 @@ class Service:
         if not JOB_ID.match(job_id or ""):
             raise ApiError(400, f"{job_id!r} is not a job id")
         path = self.jobs_dir / f"{job_id}.json"
-        if not path.is_file():
-            raise ApiError(404, f"no job {job_id}")
-        return json.loads(path.read_text())
+        try:
+            return json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ApiError(404, f"no job {job_id}") from None
+        except ValueError:  # a damaged job record (a crash while it was written): the job is lost, not the server
+            raise ApiError(410, f"job {job_id}'s record {path} is damaged: upload the book again") from None
 
     # --- answers -----------------------------------------------------------------------------------------------
-    def asker(self):
-        """The memory network, loaded on first use (callers hold model_lock)."""
-        if self._asker is None:
-            from whoqa.memnet.ask import Asker
-            self._asker = Asker(self.ws, device=self.cfg.device)
-        return self._asker
-
     def ask(self, book_id: str, question: str) -> dict:
-        from data_prep.who_set import is_who_question
-        book_id = self.book_id(book_id)
-        question = (question or "").strip()
-        if not question:
-            raise ApiError(400, "the question is empty: ask e.g. \"Who helps Emily escape?\"")
-        if len(question) > 500:
-            raise ApiError(400, "the question is longer than 500 characters")
-        if not is_who_question(question):
-            return self._read(book_id, question)
-        if self.cfg.rerank:
-            return self._rank(book_id, question)
-        t0 = time.perf_counter()
-        with self.model_lock:
-            asker = self.asker()
-            ans = asker.ask(book_id, question)
+        """`whoqa ask`'s answer (whoqa.service: the same route, the same JSON), each evidence sentence with its
+        text segments for highlighting."""
+        ans = self.answers.answer(self.book_id(book_id), question).to_json()
         book = self.book(book_id)
-        return {"kind": "who", "question": question, "model": asker.model_name, "why": asker.choice.why,
-                "members": len(asker.members), "calibration": ans.calibration, "warnings": ans.warnings,
-                "characters": [{"id": i, "name": n, "probability": p}
-                               for i, (n, p) in zip(ans.character_ids, ans.characters)],
-                "evidence": [{"attention": w, "sentence": s, "segments": sentence_segments(book, s)}
-                             for (w, _), s in zip(ans.evidence, ans.evidence_sentences)],
-                "seconds": round(time.perf_counter() - t0, 4)}
-
-    def _rank(self, book_id: str, question: str) -> dict:
-        """A Who question by the feature ranker, the local LLM reading the passages (`serve --rerank`)."""
-        from dataclasses import asdict
-        t0 = time.perf_counter()
-        with self.model_lock:
-            if self._reranker is None:
-                from whoqa.evaluation.rerank import Reranker
-                from whoqa.reader.config import RerankConfig
-                self._reranker = Reranker(self.ws, self.cfg.llm or RerankConfig.base, device=self.cfg.device)
-            rr = self._reranker
-            got = rr.rank(book_id, question)
-        book = self.book(book_id)
-        r = rr.ranker
-        return {"kind": "who", "question": question, "model": f"features+{rr.base}",
-                "why": f"feature ranker fit on {r.source or 'the 41 shared books'}, {rr.base} reading the passages",
-                "members": 1, "calibration": {"ece": r.ece, "ranker": asdict(r)}, "warnings": [],
-                "characters": [{"id": c["id"], "name": c["name"], "probability": c["probability"], "llm": c["llm"]}
-                               for c in got["characters"]],
-                "evidence": [{"attention": None, "sentence": sid, "segments": sentence_segments(book, sid)}
-                             for sid, _ in got["evidence"]],
-                "seconds": round(time.perf_counter() - t0, 4)}
-
-    def _read(self, book_id: str, question: str) -> dict:
-        """A question that is not about a character: the trained reader if the workspace has one, else the local
-        language model if it is installed (as `whoqa ask`)."""
-        t0 = time.perf_counter()
-        with self.model_lock:
-            try:
-                if self._reader is None:
-                    from whoqa.reader.ask import ReaderAsker
-                    self._reader = ReaderAsker(self.ws, device=self.cfg.device)
-                ra = self._reader.ask(book_id, question)
-                answer, passages, model, why = ra.answer, ra.passages, self._reader.model_name, self._reader.choice.why
-            except FileNotFoundError:
-                from whoqa.reader.config import LLMConfig
-                from whoqa.reader.llm import ask_llm
-                try:
-                    answer, passages = ask_llm(self.ws, LLMConfig.base, book_id, question)
-                except Exception as e:
-                    raise ApiError(501, f"no reader to answer a non-Who question: train one (`whoqa train --reader "
-                                        f"fid --final`) or install the local language model ({e})") from None
-                model, why = LLMConfig.base, "no trained reader in this workspace: a local language model, zero-shot"
-        return {"kind": "reader", "question": question, "model": model, "why": why, "answer": answer,
-                "passages": passages[:5], "seconds": round(time.perf_counter() - t0, 4)}
+        for e in ans["evidence"] + ans["attention"]:
+            e["segments"] = sentence_segments(book, e["sentence"])
+        return ans
 
 
 class Question(BaseModel):
@@ -350,10 +274,42 @@ def create_app(cfg: ServeConfig) -> FastAPI:
         return JSONResponse({"error": f"bad request: {where} {first.get('msg', '')}".strip()}, status_code=422)
 
     @app.exception_handler(Exception)
-    async def internal(request: Request, e: Exception):  # a bug: a message, never a traceback page
-        log.exception("internal error on %s", request.url.path)
-        return JSONResponse({"error": f"internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"},
-                            status_code=500)
+    async def error(request: Request, e: Exception):
+        """Expected errors (bad input, a workspace missing a stage, a damaged artifact: what the CLI says in one line)
+        are 4xx with that line; anything else is a bug: logged with its traceback under an id the response carries."""
+        status = expected_status(e)
+        if status:
+            return JSONResponse({"error": str(e).splitlines()[0] if str(e) else type(e).__name__}, status_code=status)
+        incident = uuid.uuid4().hex[:12]
+        log.exception("internal error %s on %s", incident, request.url.path)
+        return JSONResponse({"error": f"internal error {incident} (the server's log has its traceback): "
+                                      f"{type(e).__name__}", "incident": incident}, status_code=500)
+
+    hosts, wildcard = allowed_hosts(cfg), cfg.host in ("0.0.0.0", "::", "")
+
+    @app.middleware("http")
+    async def only_the_page(request: Request, call_next):
+        """Only the page itself drives the server: a Host it is not served as (DNS rebinding) is refused, and a
+        request that changes something must come from the page's own origin and carry its X-Whoqa header (a
+        non-simple request, which another site's form or script cannot send without a CORS grant)."""
+        host = host_name(request.headers.get("host", ""))
+        if host not in hosts and not (wildcard and _ip_literal(host)):
+            return JSONResponse({"error": f"host {host!r} is not where this server is served: use "
+                                          f"http://{cfg.host}:{cfg.port}/ (or whoqa serve --allow-host NAME)"},
+                                status_code=403)
+        if request.method not in ("GET", "HEAD", "OPTIONS"):
+            origin = request.headers.get("origin")
+            site = request.headers.get("sec-fetch-site")
+            if origin is not None and origin != "null" and host_name(origin.split("://", 1)[-1]) != host:
+                return JSONResponse({"error": f"a request from {origin} may not change this workspace: only the "
+                                              f"page itself can"}, status_code=403)
+            if origin == "null" or site not in (None, "same-origin", "none"):
+                return JSONResponse({"error": "a cross-site request may not change this workspace: only the page "
+                                              "itself can"}, status_code=403)
+            if request.headers.get("x-whoqa") is None:
+                return JSONResponse({"error": "a request that changes the workspace must carry the page's X-Whoqa "
+                                              "header (scripts: add -H 'X-Whoqa: 1')"}, status_code=403)
+        return await call_next(request)
 
     @app.get("/", include_in_schema=False)
     def page():
@@ -389,6 +345,44 @@ def create_app(cfg: ServeConfig) -> FastAPI:
         return service.ask(book_id, q.question)
 
     return app
+
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def allowed_hosts(cfg: ServeConfig) -> set[str]:
+    """The Host names a request may carry: the bound address (and the loopback names, when bound to loopback) and
+    --allow-host's. (A server bound to every interface also takes any IP literal: a rebinding attack needs a name.)"""
+    return {cfg.host.lower(), *(LOOPBACK if cfg.host in LOOPBACK else ()), *(h.lower() for h in cfg.allow_hosts)}
+
+
+def host_name(value: str) -> str:
+    """"127.0.0.1:8000" -> "127.0.0.1", "[::1]:8000" -> "::1", "Example.org" -> "example.org"."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _ip_literal(host: str) -> bool:
+    import ipaddress
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
+
+
+def expected_status(e: Exception) -> int | None:
+    """The HTTP status of an error the user can act on (as the CLI's one-line errors), None for a bug."""
+    from data_prep.narrativeqa import DataError
+    if isinstance(e, FileNotFoundError):
+        return 409  # the workspace lacks a stage, a model or a file: the message says which command makes it
+    if isinstance(e, (ValueError, DataError, UnicodeError)):
+        return 400
+    if isinstance(e, PermissionError) or isinstance(e, OSError) and e.errno in (28, 30):  # ENOSPC, EROFS
+        return 507
+    return None
 
 
 def serve(cfg: ServeConfig) -> None:

@@ -39,14 +39,16 @@ def run_serve(workspace: str, book: str | None = None, requests: int = 80, text:
     out: dict = {"server_start_s": round(time.perf_counter() - t0, 2)}
     base = f"http://127.0.0.1:{port}"
     try:
-        with httpx.Client(base_url=base, timeout=600) as c:
+        with httpx.Client(base_url=base, timeout=600, headers={"X-Whoqa": "bench"}) as c:
             books = c.get("/api/books").json()
             if not books:
                 raise FileNotFoundError(f"no books in {workspace}: run `whoqa prepare` first")
             book = book or max(books, key=lambda b: b["words"])["id"]
             t = time.perf_counter()
-            c.post(f"/api/books/{book}/ask", json={"question": QUESTIONS[0]}).raise_for_status()
+            first = c.post(f"/api/books/{book}/ask", json={"question": QUESTIONS[0]})
+            first.raise_for_status()
             out["first_ask_s (loads the model)"] = round(time.perf_counter() - t, 2)
+            out["route"] = first.json()["route"]
 
             def one(i: int) -> float:
                 t = time.perf_counter()
@@ -66,8 +68,11 @@ def run_serve(workspace: str, book: str | None = None, requests: int = 80, text:
                     job = c.get(f"/api/jobs/{job['id']}").json()
                 if job.get("state") != "done":
                     raise RuntimeError(f"upload of {text} failed: {job.get('error')}")
-                c.post(f"/api/books/{job['book']}/ask", json={"question": QUESTIONS[0]}).raise_for_status()
+                a = c.post(f"/api/books/{job['book']}/ask", json={"question": QUESTIONS[0]})
+                a.raise_for_status()
                 out["upload_to_first_answer_s"] = round(time.perf_counter() - t, 2)
+                out["upload_route"] = a.json()["route"]
+                out["upload_calibrated"] = a.json()["characters"][0]["probability"] is not None
                 out["uploaded_words"] = len(Path(text).read_text(encoding="utf-8", errors="replace").split())
     finally:
         server.should_exit = True

@@ -1,12 +1,11 @@
 """Who answers for a book no model trained on: a conditional logit over features that need no per-book training.
 
-Each of the book's characters c gets a few numbers that mean the same in every book:
+Each of the book's characters c gets a few numbers that mean the same in every book (whoqa.ranker.features: its
+share of the book, its mentions in the question's context, whether the question names it), and, for the first
+stage's top k,
 
-    book_share        log of c's share of the book's character mentions (book frequency, as a feature)
-    context_mentions  log(1 + c's mentions in the question's BM25F context, its first CONTEXT_SENTENCES sentences)
-    named             1 if the question itself names c (who is then rarely the answer: "Who does Glenister love?")
     llm               the local LLM's log-likelihood of c's name as the answer after the question's passages,
-                      log-softmaxed over the k names it scored (whoqa.evaluation.rerank), entered as one of
+                      log-softmaxed over the k names it scored (whoqa.ranker.serve), entered as one of
                       LLM_FEATURES (as it is, clipped, its probability, its rank, with or without "the LLM's first
                       choice"), the one chosen by cross-validation on the training books (`select_llm_features`)
 
@@ -20,14 +19,13 @@ all characters with the top k's terms added, fit at once, gave the same figures:
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-STAGE1 = ("book_share", "context_mentions", "named")
-STAGE2 = STAGE1 + ("llm",)
+from whoqa.ranker.features import FEATURE_VERSION, STAGE1, STAGE2
+
 CLIP = -10.0  # nats: below this the LLM's log-likelihood says only "not this name"
 
 
@@ -48,18 +46,7 @@ LLM_FEATURES = {
 }
 SELECT = "select"  # choose among LLM_FEATURES by cross-validation on the training books
 UNCHOSEN = "clipped"  # where there are too few book folds to choose: the 41 shared books' choice
-CONTEXT_SENTENCES = 100  # the question's BM25F context, as the memory network reads it (MemNetConfig's memories)
 L2 = 0.01  # a ridge on the weights: keeps a fold with a separable feature finite
-
-
-def character_features(characters: list[dict], context: Counter, named: set[int]) -> tuple[list[int], np.ndarray]:
-    """(ids, (C, 3) stage-1 features) for a book's characters (the Who set's records: id, count) given the question's
-    context mentions (character id -> count) and the characters the question names."""
-    total = sum(c["count"] for c in characters) or 1
-    ids = [c["id"] for c in characters]
-    x = np.array([[np.log(max(c["count"], 1) / total), np.log1p(context[c["id"]]), float(c["id"] in named)]
-                  for c in characters], dtype=float).reshape(-1, len(STAGE1))  # (C, 3)
-    return ids, x
 
 
 def check_llm_features(kind: str, name: str = "LLM feature", select: bool = False) -> str:
@@ -133,6 +120,18 @@ class FeatureRanker:
     ece: float | None = None  # expected calibration error of its cross-validated probabilities, where measured
     features: dict = field(default_factory=lambda: {"stage1": list(STAGE1), "stage2": list(STAGE2)})
     llm_features: str = "log_softmax"  # how the LLM's scores enter stage 2 (LLM_FEATURES)
+    version: int = FEATURE_VERSION  # of the feature registry the fit was made with
+
+    def check(self, where: str = "this fit") -> "FeatureRanker":
+        """The fit itself if it was made with today's features; else a ValueError naming it and the fix (a changed
+        feature set would otherwise fail later as a matrix of the wrong shape, or silently mean something else)."""
+        check_llm_features(self.llm_features)
+        want = list(STAGE1)
+        if self.features.get("stage1") != want or self.version != FEATURE_VERSION or len(self.stage1) != len(want):
+            raise ValueError(f"{where} was made with features {self.features.get('stage1')} (version {self.version}); "
+                             f"whoqa builds {want} (version {FEATURE_VERSION}): fit it again with `whoqa rerank "
+                             f"--candidates features`")
+        return self
 
     def first(self, x: np.ndarray) -> np.ndarray:
         """Stage 1: (C, 3) features -> (C,) the candidates' order, best first."""
@@ -197,13 +196,3 @@ def select_llm_features(x1: list[np.ndarray], y1: list[np.ndarray], groups: list
                     for i, h in enumerate(groups) if h == g and y1[i].any()]
         loss[kind] = float(np.mean(nll)) if nll else 0.0
     return min(loss, key=loss.get), loss
-
-
-# Fit on all 254 Who questions of the 41 shared books with Qwen2.5-Coder-0.5B's scores (`whoqa rerank --candidates
-# features --workspace ws41`, 2026-11-25, docs/who-ranker.md; the LLM's form chosen by cross-validation on the books:
-# clipped): what `ask --rerank` serves where its workspace has no fit of its own. Its book-level CV, each fold's form
-# chosen on its training books: P@1 27.56, P@5 71.65, MRR 0.445, ECE 0.029 (book frequency 17.32 / 68.11 / 0.389).
-MEASURED = {"stage1": [0.573, 0.3813, -1.1887], "stage2": [0.0663, 0.189, -1.364, 0.0931], "top_k": 5,
-            "p_in": 0.7126, "questions": 254, "ece": 0.029, "llm_features": "clipped",
-            "features": {"stage1": list(STAGE1), "stage2": list(STAGE1) + ["llm:clipped:0"]},
-            "source": "the 254 Who questions of the 41 shared books (book-level CV: docs/who-ranker.md)"}

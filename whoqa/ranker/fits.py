@@ -1,0 +1,77 @@
+"""Fitted feature rankers: where `whoqa rerank --candidates features` keeps them in a workspace, and the one whoqa
+ships (fit on the 41 shared books, `shipped.json`, with its provenance). One reader and one writer: `save_fit`
+writes a fit with its cross-validation summary, `served_fit` reads the one to serve, refusing a fit made with other
+features (`FeatureRanker.check`)."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from whoqa.core.book import atomic_write
+from whoqa.core.workspace import Workspace
+from whoqa.ranker.model import FeatureRanker
+
+SHIPPED = Path(__file__).with_name("shipped.json")
+SUMMARY = "summary.json"
+
+
+def fit_dir(workspace: Path, run: str, model: str, top_k: int, candidates: str) -> Path:
+    """WS/runs/<run>/rerank@<model>+k<k>[+<candidates>]/: one LLM re-ranking of a run (the network's candidates
+    have no suffix)."""
+    source = "" if candidates == "network" else f"+{candidates}"
+    return Workspace(workspace).runs / run / f"rerank@{model}+k{top_k}{source}"
+
+
+def save_fit(folder: Path, summary: dict) -> None:
+    atomic_write(Path(folder) / SUMMARY, json.dumps(summary, indent=1))
+
+
+def read_summary(folder: Path) -> dict | None:
+    """A re-ranking's saved summary, None when there is none or it is damaged (it is redone by `whoqa rerank`)."""
+    try:
+        return json.loads((Path(folder) / SUMMARY).read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+@dataclass
+class ServedFit:
+    ranker: FeatureRanker
+    where: str  # the file it was read from
+    provenance: dict  # how it was made and what its cross-validation measured
+    measured_on: str | None = None  # the run whose questions its CV judged (None: the shipped fit's 41 books)
+
+
+def shipped_fit() -> ServedFit:
+    saved = json.loads(SHIPPED.read_text())
+    return ServedFit(FeatureRanker(**saved["ranker"]).check(f"the shipped fit {SHIPPED}"), str(SHIPPED),
+                     saved["provenance"])
+
+
+def workspace_fits(workspace: Path, model: str) -> list[tuple[str, Path]]:
+    """(run, folder) of the workspace's own feature-ranker fits with this LLM, book-level ones first."""
+    runs = Workspace(workspace).runs
+    found = sorted(runs.glob(f"*/rerank@{model}+k*+features/{SUMMARY}")) if runs.is_dir() else []
+    found.sort(key=lambda p: ("+by-book" not in p.parent.parent.name, p.parent.name))
+    return [(p.parent.parent.name, p.parent) for p in found]
+
+
+def served_fit(workspace: Path, model: str) -> ServedFit:
+    """The fit to serve with this LLM: the workspace's own (`whoqa rerank --candidates features`, a book-level one
+    first), else the shipped one. A damaged summary is passed over; one made with other features is refused."""
+    for run, folder in workspace_fits(workspace, model):
+        s = read_summary(folder)
+        if s is None or "ranker" not in s:
+            continue
+        ranker = FeatureRanker(**s["ranker"]).check(str(folder / SUMMARY))
+        cv = {k: s["combined"][k] for k in ("p@1", "p@5", "mrr")} if "combined" in s else {}
+        return ServedFit(ranker, str(folder / SUMMARY), {"command": f"whoqa rerank --candidates features"
+                                                                    f"{'' if s.get('by_book_folds') else ' ' + run}",
+                                                         "cv": {**cv, "ece": s.get("ece")},
+                                                         "book_frequency": s.get("book_frequency")}, run)
+    return shipped_fit()
+
+
+def as_record(ranker: FeatureRanker) -> dict:
+    return asdict(ranker)

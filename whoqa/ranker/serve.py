@@ -1,0 +1,46 @@
+"""Ranking a book's characters for a question with a fitted feature ranker: the first stage over all characters,
+then, where a local LLM is at hand, its name scores of the first stage's top k after the question's BM25F passages.
+Calibrated probabilities either way: stage 1's softmax is itself a maximum-likelihood fit over all characters, and
+stage 2 keeps the share p_in that the top k held in the fit's questions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from whoqa.core.names import NameSpan, named_characters
+from whoqa.core.seed import SEED
+from whoqa.ranker.features import CONTEXT_SENTENCES, book_features
+from whoqa.ranker.model import FeatureRanker, log_softmax
+from whoqa.reader.config import LLMConfig, RerankConfig
+from whoqa.reader.data import bm25f_passages
+from whoqa.reader.llm import few_shots
+
+
+@dataclass
+class Ranked:
+    """A book's characters for a question, best first."""
+    ids: list[int]
+    probabilities: list[float]  # calibrated, in the same order
+    llm: list[float | None]  # the LLM's own share among the k names it read (None for those it did not read)
+    read: bool  # whether the LLM read the passages (False: the first stage alone)
+
+
+def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSpan], context: list[int],
+         reader=None, pool: list[tuple[str, str, str]] = ()) -> Ranked:
+    """The book's characters ranked for the question. `opened`: (Book, AliasIndex, BM25FIndex); `context`: the
+    question's BM25F context sentences (best first); `reader`: an LLMReader on the transformers runtime, or None for
+    the first stage alone; `pool`: (question, answer, book) examples of other books for the prompt's few shots."""
+    book, aliases, index = opened
+    ids, x = book_features(book, context[:CONTEXT_SENTENCES], named_characters(spans))  # (C, F)
+    llm = None
+    if reader is not None:
+        first = ranker.first(x)[:ranker.top_k]
+        names = [book.characters[ids[j]].name for j in first]
+        passages, starts = bm25f_passages(book, aliases, index, question, RerankConfig.passages, starts=True)
+        shots = few_shots(list(pool), book.id, RerankConfig.shots, SEED)
+        llm = reader.name_scores(question, passages, names, shots, starts, LLMConfig.order)  # (k,)
+        share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))
+    order, probs = ranker.probabilities(x, llm)
+    return Ranked([ids[j] for j in order], [float(p) for p in probs],
+                  [float(share[j]) if llm is not None and j in share else None for j in order], llm is not None)

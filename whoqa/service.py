@@ -1,0 +1,403 @@
+"""One path from a book and a question to the best answer whoqa has: `ask`, the web page, `bench` and `eval --data`
+all call this.
+
+    intake(text | data + id | id) -> book id     made by the engine and weights the workspace's `prepare` recorded
+    answer(book, question, route) -> Answer      one JSON schema (Answer.to_json) for the CLI, the API and eval
+
+The route is chosen in one function, `choose_route`, from what the workspace measured:
+- a Who question about a book the served memory network trained on: the network, when its cross-validated P@1 on
+  those books beats the feature ranker's on the same questions (its own measurement there, or its book-level figure:
+  nothing in it is fit to a book, so it holds for any book); else the feature ranker;
+- a Who question about any other book: the feature ranker, with the local LLM reading the passages where one is
+  installed (its first stage alone otherwise), calibrated either way;
+- any other question: the trained FiD reader where its cross-validated ROUGE-L beats the best installed LLM's measured
+  one; else that LLM (the best measured whose answer takes at most READ_SECONDS on 2 cores).
+Every Who answer carries evidence: the context sentences that mention its top character (by name or a resolved
+pronoun), those matching the question best first. The models load once per process and are shared by every caller
+(one lock: answers run one at a time on a 2-core machine).
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from data_prep.who_set import is_who_question
+from whoqa.core.names import name_spans, unknown_names
+from whoqa.core.workspace import Workspace
+from whoqa.reader.config import LLMConfig, RerankConfig, model_name
+
+ROUTES = ("network", "features", "reader", "llm")
+KEEP_BOOKS = 4  # books kept open (a workspace may hold hundreds)
+READ_SECONDS = 10.0  # the slowest LLM answer (p50, 2 cores) the default route accepts
+# The local LLMs measured as readers: (name, ROUGE-L on the 200-question sample of the 41 shared books, s/answer on 2
+# quiet cores), best first (docs/reader.md). The default reader is the first one installed within READ_SECONDS.
+MEASURED_LLMS = (("qwen2.5-coder-1.5b", 15.61, 7.9), ("qwen2.5-coder-0.5b", 12.25, 4.3), ("smollm2-135m", 9.38, 1.5))
+WORD = re.compile(r"[a-z]+")
+STOP = {"who", "whom", "whose", "what", "the", "a", "an", "of", "to", "in", "on", "at", "is", "was", "does", "did",
+        "do", "and", "or", "his", "her", "their", "he", "she", "they", "it", "for", "with", "by", "from", "that", "be"}
+
+
+@dataclass
+class ServiceConfig:
+    device: str = "auto"  # where the models run: auto | cpu | cuda[:N]
+    llm: str | None = None  # the local LLM that reads (Who name scores, other answers); None: the best installed;
+    #                         "none": no LLM (Who questions by the feature ranker's first stage)
+    model: str | None = None  # memory network under WS/models (None: the best cross-validated)
+    reader_model: str | None = None  # FiD reader under WS/models/reader (None: the best cross-validated)
+    top: int = 5  # characters in a Who answer
+    evidence: int = 3  # evidence sentences
+
+
+@dataclass
+class Route:
+    name: str  # one of ROUTES
+    reason: str  # one line: why this route, with the measurements that chose it
+
+
+@dataclass
+class Ranked:
+    id: int
+    name: str
+    probability: float | None  # calibrated; None where no calibration holds for this book
+    llm: float | None = None  # the LLM's own share among the names it read (feature ranker)
+
+
+@dataclass
+class Evidence:
+    sentence: int  # the book's sentence id
+    text: str
+    marks: list[tuple[int, int]]  # character offsets in text of the top answer's mentions
+    attention: float | None = None  # the network's attention (attention list only)
+
+
+@dataclass
+class Answer:
+    question: str
+    book: str
+    kind: str  # who | reader
+    route: str
+    reason: str
+    model: str  # what answered
+    characters: list[Ranked] = field(default_factory=list)  # Who: best first
+    answer: str | None = None  # other questions: the reader's text
+    passages: list[str] = field(default_factory=list)  # what the reader read
+    evidence: list[Evidence] = field(default_factory=list)  # sentences mentioning the top character
+    attention: list[Evidence] = field(default_factory=list)  # the network's most attended sentences
+    calibration: dict | None = None  # where the probabilities' scale comes from
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def installed_llm(wanted: str | None = None) -> str | None:
+    """The LLM to read with: `wanted` (checked to exist), else the best measured one installed within READ_SECONDS,
+    else None (no local LLM: the feature ranker's first stage answers Who questions; other questions need a
+    reader)."""
+    from whoqa.reader.llm import locate
+    if wanted == "none":
+        return None
+    if wanted:
+        locate(wanted)  # a clear FileNotFoundError naming it and how to install it
+        return wanted
+    for name, _, seconds in MEASURED_LLMS:
+        if seconds <= READ_SECONDS and llm_installed(name):
+            return name
+    return None
+
+
+def llm_installed(name: str) -> bool:
+    """Whether a packaged LLM's packages are there (found, not imported or joined)."""
+    import importlib.util
+    from whoqa.reader.llm import JOINED, PACKAGED
+    packages = [p for p, _ in JOINED[name]["packages"]] if name in JOINED else [PACKAGED[name][0]]
+    return all(importlib.util.find_spec(p) is not None for p in packages)
+
+
+def network_for(ws: Workspace, wanted: str | None = None):
+    """(the memory network that would serve: its Choice, the books it trained on) or (None, []) where none is
+    trained. Read from its saved config: nothing is loaded."""
+    from whoqa.memnet.checkpoint import saved_config
+    from whoqa.memnet.choose import choose_model
+    try:
+        choice = choose_model(ws, wanted)
+    except FileNotFoundError:
+        if wanted:
+            raise
+        return None, []
+    books = saved_config(ws.models / choice.name).get("stats", {}).get("trained_books")
+    if books is None:  # models saved before the record: the books with Who questions
+        from data_prep.who_set import load_who_set
+        try:
+            books = sorted({q["document_id"] for q in load_who_set(ws)[1]})
+        except (FileNotFoundError, ValueError):
+            books = []
+    return choice, books
+
+
+def features_p1(ws: Workspace, run: str | None, llm: str | None) -> tuple[float, str]:
+    """(the feature ranker's P@1, where it was measured): on the run's own questions where `whoqa rerank RUN
+    --candidates features` measured it, else its book-level figure on the 41 shared books (with the LLM, or its
+    first stage alone)."""
+    from whoqa.ranker.fits import fit_dir, read_summary, shipped_fit
+    if run and llm:
+        s = read_summary(fit_dir(ws, run, model_name(llm), RerankConfig.top_k, "features"))
+        if s and "combined" in s:
+            return s["combined"]["p@1"], f"on run {run}'s questions"
+    p = shipped_fit().provenance
+    cv = p["book_level_cv"] if llm else p["first_stage_cv"]
+    return cv["p@1"], "by book-level CV on the 41 shared books" + ("" if llm else ", its first stage")
+
+
+def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig, forced: str = "auto") -> Route:
+    """The route for a question (the one place it is decided), with its reason."""
+    who = is_who_question(question)
+    if forced not in ("auto", *ROUTES):
+        raise ValueError(f"unknown route {forced!r}: use auto, {', '.join(ROUTES)}")
+    if forced != "auto":
+        if (forced in ("network", "features")) != who:
+            raise ValueError(f"--route {forced} answers {'Who' if forced in ('network', 'features') else 'other'} "
+                             f"questions; this one is {'a Who question' if who else 'not a Who question'}")
+        return Route(forced, "as asked")
+    if who:
+        llm = installed_llm(cfg.llm)
+        choice, books = network_for(ws, cfg.model)
+        fp1, where = features_p1(ws, choice.name if choice else None, llm)
+        ranker = f"the feature ranker{' with ' + llm if llm else ' (first stage: no local LLM installed)'}"
+        if choice is None:
+            return Route("features", f"{ranker}: no memory network is trained in this workspace")
+        if book_id not in books:
+            return Route("features", f"{ranker}: the memory network {choice.name} never trained on this book")
+        if choice.score is not None and choice.score > fp1:
+            return Route("network", f"memory network {choice.name}: its cross-validated P@1 {choice.score:.2f} on "
+                                    f"its books beats the feature ranker's {fp1:.2f} ({where})")
+        return Route("features", f"{ranker}: its P@1 {fp1:.2f} ({where}) is not beaten by the memory network's "
+                                 + (f"{choice.score:.2f}" if choice.score is not None else "(not cross-validated)"))
+    llm = installed_llm(cfg.llm)
+    rouge = next((r for n, r, _ in MEASURED_LLMS if n == llm), None)
+    try:
+        from whoqa.reader.ask import SERVABLE
+        from whoqa.reader.choose import choose_model
+        fid = choose_model(ws, cfg.reader_model, contexts=None if cfg.reader_model else SERVABLE)
+    except FileNotFoundError:
+        fid = None
+    if fid is not None and (llm is None or fid.score is not None and fid.score > (rouge or 0.0)):
+        return Route("reader", f"FiD reader {fid.name}: " + (f"its cross-validated ROUGE-L {fid.score:.2f} beats "
+                                                             f"{llm}'s {rouge}" if llm else "no local LLM installed"))
+    if llm is None:
+        raise FileNotFoundError("no reader for a question that is not about a character: train one (`whoqa train "
+                                "--reader fid --final`) or install the local LLM (`bash install.sh`)")
+    return Route("llm", f"{llm}, reading the book's passages (ROUGE-L {rouge} on the 200-question sample)"
+                        + (f": the FiD reader {fid.name} did not beat it by cross-validation" if fid else
+                           ": no trained FiD reader"))
+
+
+class Service:
+    """A workspace's books and models, loaded once per process; `answer` is the one path to an answer."""
+
+    def __init__(self, workspace: str | Path, cfg: ServiceConfig | None = None):
+        self.ws = Workspace(workspace)
+        self.cfg = cfg or ServiceConfig()
+        self.lock = threading.RLock()  # the models and the open books, one caller at a time
+        self._opened: OrderedDict[str, tuple] = OrderedDict()
+        self._network = None
+        self._reader = None
+        self._llms: dict[tuple[str, str], object] = {}
+        self._fits: dict[str, object] = {}
+        self._pools: dict[str, list] = {}
+
+    # --- books -------------------------------------------------------------------------------------------------
+    def intake(self, text: str | Path | None = None, data: str | Path | None = None, book: str | None = None) -> str:
+        """The id of the book asked about: a plain-text file (prepared the first time), a NarrativeQA folder's book
+        (prepared the first time) or a prepared book's id."""
+        from data_prep.addbook import add_from_data, add_text
+        if (text is None) == (book is None):
+            raise ValueError("name the book: --book ID (prepared, or with --data DIR) or --text FILE")
+        with self.lock:
+            if text is not None:
+                book_id = add_text(self.ws, Path(text))
+            elif data is not None:
+                book_id = add_from_data(self.ws, Path(data), book)
+            else:
+                book_id = book
+            self._opened.pop(book_id, None)  # (re)made: read afresh
+            return book_id
+
+    def opened(self, book_id: str) -> tuple:
+        """(Book, AliasIndex, BM25FIndex) of a prepared book, read once and kept (the few most recent)."""
+        from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+        with self.lock:
+            if book_id in self._opened:
+                self._opened.move_to_end(book_id)
+            else:
+                if len(self._opened) >= KEEP_BOOKS:
+                    self._opened.popitem(last=False)
+                self._opened[book_id] = open_book(self.ws, book_id, RetrievalConfig())
+            return self._opened[book_id]
+
+    def book(self, book_id: str):
+        return self.opened(book_id)[0]
+
+    # --- models ------------------------------------------------------------------------------------------------
+    def network(self):
+        from whoqa.memnet.ask import Asker
+        if self._network is None:
+            self._network = Asker(self.ws, self.cfg.model, device=self.cfg.device)
+        return self._network
+
+    def llm(self, base: str, runtime: str):
+        """A local LLM, loaded once per (model, runtime): transformers for name scores, any runtime for answers."""
+        from whoqa.reader.llm import LLMReader
+        key = (base, runtime)
+        if key not in self._llms:
+            self._llms[key] = LLMReader(base, self.cfg.device, RerankConfig.prompt_tokens, runtime=runtime)
+        return self._llms[key]
+
+    def fit(self, llm: str | None):
+        from whoqa.ranker.fits import served_fit, shipped_fit
+        key = llm or ""
+        if key not in self._fits:
+            self._fits[key] = served_fit(self.ws, model_name(llm)) if llm else shipped_fit()
+        return self._fits[key]
+
+    def pool(self, who: bool) -> list[tuple[str, str, str]]:
+        """Few-shot examples: the workspace's Who questions for name scores, all its questions for answers."""
+        from whoqa.reader.llm import question_pool
+        key = "who" if who else "all"
+        if key not in self._pools:
+            if who:
+                from data_prep.who_set import load_who_set
+                try:
+                    self._pools[key] = [(q["question"], q["answer1"], q["document_id"])
+                                        for q in load_who_set(self.ws)[1]]
+                except (FileNotFoundError, ValueError, KeyError):
+                    self._pools[key] = []
+            else:
+                self._pools[key] = question_pool(self.ws)
+        return self._pools[key]
+
+    # --- answers -----------------------------------------------------------------------------------------------
+    def route(self, book_id: str, question: str, forced: str = "auto") -> Route:
+        return choose_route(self.ws, book_id, question, self.cfg, forced)
+
+    def answer(self, book_id: str, question: str, route: str = "auto") -> Answer:
+        question = check_question(question)
+        t0 = time.perf_counter()
+        with self.lock:
+            chosen = self.route(book_id, question, route)
+            opened = self.opened(book_id)
+            ans = {"network": self._network_answer, "features": self._features_answer,
+                   "reader": self._reader_answer, "llm": self._llm_answer}[chosen.name](book_id, question, opened)
+        ans.route, ans.reason = chosen.name, chosen.reason
+        ans.seconds = round(time.perf_counter() - t0, 4)
+        return ans
+
+    def _context(self, opened: tuple, question: str, spans) -> list[int]:
+        from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences, question_windows
+        book, aliases, index = opened
+        return context_sentences(question_windows(index, question, aliases, len(book.sentences), RetrievalConfig(),
+                                                  spans), len(book.sentences))
+
+    def _who(self, book_id: str, question: str, opened: tuple) -> tuple:
+        book, aliases, _ = opened
+        if not book.characters:
+            raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
+        spans = name_spans(question, aliases)
+        warnings = [f"the question names {n!r}, who is not a character of this book" for n in unknown_names(spans)]
+        return spans, self._context(opened, question, spans), warnings
+
+    def _network_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
+        from whoqa.ranker.features import CONTEXT_SENTENCES
+        spans, context, _ = self._who(book_id, question, opened)
+        net = self.network()
+        got = net.ask(book_id, question, self.cfg.top, self.cfg.evidence, opened, spans, context)
+        book = opened[0]
+        chars = [Ranked(i, n, p) for i, (n, p) in zip(got.character_ids, got.characters)]
+        attention = [Evidence(s, text, [], w) for (w, text), s in zip(got.evidence, got.evidence_sentences)]
+        if net.calibration is None:
+            got.warnings.append("no cross-validated run of this model's recipe measured its calibration, so no "
+                                "probability is shown: run `whoqa train --folds 10` with the same options")
+        return Answer(question, book_id, "who", "network", "", f"memory network {net.model_name} "
+                      f"({len(net.members)} member(s))", chars, evidence=self._evidence(book, context[:CONTEXT_SENTENCES],
+                                                                                        chars, question),
+                      attention=attention, calibration=got.calibration, warnings=got.warnings)
+
+    def _features_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
+        from whoqa.ranker.features import CONTEXT_SENTENCES
+        from whoqa.ranker.serve import rank
+        spans, context, warnings = self._who(book_id, question, opened)
+        llm = installed_llm(self.cfg.llm)
+        fit = self.fit(llm)
+        reader = self.llm(llm, "transformers") if llm else None
+        got = rank(fit.ranker, opened, question, spans, context, reader, self.pool(who=True))
+        book = opened[0]
+        chars = [Ranked(i, book.characters[i].name, p, s)
+                 for i, p, s in list(zip(got.ids, got.probabilities, got.llm))[:self.cfg.top]]
+        r = fit.ranker
+        model = f"feature ranker{' + ' + llm + ' reading the passages for its top ' + str(r.top_k) if llm else ''}"
+        calibration = {"by": "maximum likelihood on other books' questions", "fit": fit.where,
+                       "questions": r.questions, "ece": r.ece, "provenance": fit.provenance,
+                       "stage": "both" if got.read else "first"}
+        return Answer(question, book_id, "who", "features", "", model, chars,
+                      evidence=self._evidence(book, context[:CONTEXT_SENTENCES], chars, question),
+                      calibration=calibration, warnings=warnings)
+
+    def _reader_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
+        from whoqa.reader.ask import ReaderAsker
+        if self._reader is None:
+            self._reader = ReaderAsker(self.ws, self.cfg.reader_model, device=self.cfg.device)
+        got = self._reader.ask(book_id, question, opened)
+        return Answer(question, book_id, "reader", "reader", "", f"FiD reader {self._reader.model_name}",
+                      answer=got.answer, passages=got.passages)
+
+    def _llm_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
+        from whoqa.reader.llm import answer_from_book
+        llm = installed_llm(self.cfg.llm)
+        if llm is None:
+            raise FileNotFoundError("no local LLM installed: `bash install.sh` installs one")
+        text, passages = answer_from_book(self.llm(llm, LLMConfig.runtime), opened, question, self.pool(who=False))
+        return Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot", answer=text, passages=passages)
+
+    def _evidence(self, book, context: list[int], chars: list[Ranked], question: str) -> list[Evidence]:
+        """The context sentences that mention the top character (by name or a resolved pronoun), those sharing the
+        most of the question's words first (ties: the context's order), its mentions marked."""
+        if not chars:
+            return []
+        best = chars[0].id
+        asked = set(WORD.findall(question.lower())) - STOP
+        found = []
+        for rank_, s in enumerate(dict.fromkeys(context)):
+            marks, text = sentence_marks(book, s, best)
+            if marks:
+                found.append((-len(asked & set(WORD.findall(text.lower()))), rank_, Evidence(s, text, marks)))
+        return [e for *_, e in sorted(found, key=lambda x: x[:2])[:self.cfg.evidence]]
+
+
+def sentence_marks(book, sid: int, char: int) -> tuple[list[tuple[int, int]], str]:
+    """(offsets of `char`'s mentions, the sentence's text: its words joined by spaces)."""
+    first, last = book.sentences[sid]
+    marks = []
+    for m in (m for m in book.sentence_mentions(sid) if m.char_id == char):
+        a = sum(len(t.word) + 1 for t in book.tokens[first:m.start])
+        marks.append((a, a + sum(len(t.word) + 1 for t in book.tokens[m.start:m.end + 1]) - 1))
+    return marks, " ".join(t.word for t in book.tokens[first:last])
+
+
+def check_question(question: str) -> str:
+    """The question stripped; an empty one, one too long or one that is not valid text is a one-line ValueError."""
+    question = (question or "").strip()
+    if not question:
+        raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
+    if len(question) > 500:
+        raise ValueError("the question is longer than 500 characters: ask one question")
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the question holds a character that is not valid text (a lone surrogate): type it "
+                         "again") from None
+    return question
