@@ -238,10 +238,10 @@ class Service:
             raise ApiError(410, f"job {job_id}'s record {path} is damaged: upload the book again") from None
 
     # --- answers -----------------------------------------------------------------------------------------------
-    def ask(self, book_id: str, question: str) -> dict:
+    def ask(self, book_id: str, question: str, route: str = "auto") -> dict:
         """`whoqa ask`'s answer (whoqa.service: the same route, the same JSON), each evidence sentence with its
         text segments for highlighting."""
-        ans = self.answers.answer(self.book_id(book_id), question).to_json()
+        ans = self.answers.answer(self.book_id(book_id), question, route).to_json()
         book = self.book(book_id)
         for e in ans["evidence"] + ans["attention"]:
             e["segments"] = sentence_segments(book, e["sentence"])
@@ -250,6 +250,7 @@ class Service:
 
 class Question(BaseModel):
     question: str
+    route: str = "auto"  # as `whoqa ask --route`
 
 
 def create_app(cfg: ServeConfig) -> FastAPI:
@@ -342,7 +343,7 @@ def create_app(cfg: ServeConfig) -> FastAPI:
 
     @app.post("/api/books/{book_id}/ask")
     def ask(book_id: str, q: Question) -> dict:
-        return service.ask(book_id, q.question)
+        return service.ask(book_id, q.question, q.route)
 
     return app
 
