@@ -195,14 +195,12 @@ def test_a_local_language_model_answers_zero_shot_beside_the_fid_rows(ws, tiny_l
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--llm",
                   tiny_llm_path, "--device", "cpu"])
     assert r.exit_code == 0 and "zero-shot" in r.output and 1 <= r.output.count("  | ") <= 5, r.output  # read
-    from whoqa.reader.config import LLMConfig
-    field = LLMConfig.__dataclass_fields__["base"]
-    installed, field.default = field.default, tiny_llm_path  # the local model install.sh puts in place, made small
-    try:  # no trained reader yet: a non-Who question goes to the local language model, which says so
-        r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?"])
-    finally:
-        field.default = installed
-    assert r.exit_code == 0 and "no trained reader" in r.output and "zero-shot" in r.output, r.output
+    # no trained reader yet: a non-Who question goes to the local language model, which says so
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--llm",
+                  tiny_llm_path, "--json"])
+    a = json.loads(r.output[r.output.index("{"):])
+    assert r.exit_code == 0 and a["route"] == "llm" and "no trained FiD reader" in a["reason"], r.output
+    assert a["kind"] == "reader" and a["passages"] and isinstance(a["answer"], str)
 
 
 def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
@@ -270,15 +268,16 @@ def test_ask_rerank_ranks_with_the_feature_ranker_and_the_llm(ws, tiny_llm_path)
     assert r.exit_code == 0, r.output
     out = ws / "ask-rerank.json"
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "Who is sent to fetch Culverton Smith?",
-                  "--rerank", "--llm", tiny_llm_path, "--device", "cpu", "--out", str(out)])
+                  "--route", "features", "--llm", tiny_llm_path, "--device", "cpu", "--out", str(out)])
     # the workspace's own fit, a book-level one first (the previous test's `rerank --candidates features --folds 2`)
     assert r.exit_code == 0 and "reading the passages" in r.output and "features+by-book" in r.output, r.output
     saved = json.loads(out.read_text())
-    probs = [p for _, p in saved["characters"]]
+    probs = [c["probability"] for c in saved["characters"]]
     assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1 + 1e-9
-    k = saved["ranker"]["top_k"]
-    assert len(saved["evidence"]) <= 3 and all(isinstance(t, str) and t for _, t in saved["evidence"])
-    read = [x for x in saved["llm"] if x is not None]
+    k = 5
+    assert "features+by-book" in saved["calibration"]["fit"] and saved["calibration"]["stage"] == "both"
+    assert len(saved["evidence"]) <= 3 and all(isinstance(e["text"], str) and e["text"] for e in saved["evidence"])
+    read = [c["llm"] for c in saved["characters"] if c["llm"] is not None]
     assert len(read) <= k and (len(saved["characters"]) < k or sum(read) == pytest.approx(1.0))
 
 
@@ -290,11 +289,12 @@ def test_bench_times_the_first_rerank_answer_about_a_new_book(ws, tiny_llm_path,
                      "for bread, and Tom mended the nets. One day Anna met the miller, John Hale, who told her of a "
                      "storm. She warned Tom, and he pulled the boat ashore. John Hale came that night and thanked "
                      "Anna for the warning. Tom laughed at him.\n" * 3)
-    r = run(app, ["bench", "--stage", "new-book", "--rerank", "--workspace", str(ws), "--text", str(story),
-                  "--reader-base", tiny_llm_path])
+    r = run(app, ["bench", "--stage", "new-book", "--workspace", str(ws), "--text", str(story),
+                  "--llm", tiny_llm_path])
     assert r.exit_code == 0, r.output
     got = json.loads(r.output[r.output.index("{"):])
     assert got["time_to_first_answer_s"] >= got["prepare_s"] > 0 and got["questions"] == 5
+    assert got["route"] == "features" and got["calibrated"] and got["peak_rss_mb"] > 0
     assert (ws / "books" / got["book"]).is_dir()
 
 
@@ -303,6 +303,7 @@ def test_ask_serves_the_final_reader(ws, tiny_reader_path):
     r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", *small, "--context", "bm25f",
                   "--reader-base", tiny_reader_path, "--device", "cpu"])
     assert r.exit_code == 0 and "trained on 6 questions" in r.output, r.output
-    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--device", "cpu"])
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--device", "cpu",
+                  "--route", "reader"])
     assert r.exit_code == 0, r.output
     assert sum(1 for l in r.output.splitlines() if l.startswith("  | ")) == 3  # the answer, then passages read

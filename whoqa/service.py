@@ -185,6 +185,8 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
         from whoqa.reader.choose import choose_model
         fid = choose_model(ws, cfg.reader_model, contexts=None if cfg.reader_model else SERVABLE)
     except FileNotFoundError:
+        if cfg.reader_model:
+            raise
         fid = None
     if fid is not None and (llm is None or fid.score is not None and fid.score > (rouge or 0.0)):
         return Route("reader", f"FiD reader {fid.name}: " + (f"its cross-validated ROUGE-L {fid.score:.2f} beats "
@@ -192,7 +194,9 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
     if llm is None:
         raise FileNotFoundError("no reader for a question that is not about a character: train one (`whoqa train "
                                 "--reader fid --final`) or install the local LLM (`bash install.sh`)")
-    return Route("llm", f"{llm}, reading the book's passages (ROUGE-L {rouge} on the 200-question sample)"
+    return Route("llm", f"{llm}, zero-shot, reading the book's passages ("
+                        + (f"ROUGE-L {rouge} on the 200-question sample" if rouge is not None else "not measured here")
+                        + ")"
                         + (f": the FiD reader {fid.name} did not beat it by cross-validation" if fid else
                            ": no trained FiD reader"))
 

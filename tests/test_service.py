@@ -1,0 +1,96 @@
+"""whoqa.service: the route each kind of question and book gets (decided in one place, from the workspace's
+measurements), the book read once per ask, and one Answer schema."""
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import DYING_DETECTIVE
+from tests.test_any_book import STORY, trained  # noqa: F401  (the module's trained workspace fixture)
+from whoqa.ranker.fits import fit_dir, save_fit
+from whoqa.service import Service, ServiceConfig, choose_route
+from whoqa.core.workspace import Workspace
+
+NET = "memnet+salience[bm25f]"
+
+
+@pytest.fixture
+def ws(trained, tmp_path):  # noqa: F811
+    shutil.copytree(trained[1], tmp_path / "ws")
+    return Workspace(tmp_path / "ws")
+
+
+def _measured(ws, llm: str, p1: float) -> None:
+    """The feature ranker's P@1 on the network run's own questions, as `whoqa rerank RUN --candidates features`
+    records it."""
+    save_fit(fit_dir(ws, NET, llm, 5, "features"), {"combined": {"p@1": p1, "p@5": 0, "mrr": 0}})
+
+
+def test_the_route_of_each_kind_of_question_and_book(ws, tiny_llm_path, tmp_path):
+    cfg = ServiceConfig(llm=tiny_llm_path)
+    who, other = "Who poisons Holmes with a box?", "What is in the box?"
+    net_p1 = json.loads((ws / "runs" / NET / "summary.json").read_text())["p@1"]
+    # a book the network trained on: the network where its CV P@1 beats the feature ranker's on the same questions
+    _measured(ws, "tiny_llm0", net_p1 - 1)
+    r = choose_route(ws, DYING_DETECTIVE, who, cfg)
+    assert r.name == "network" and f"{net_p1:.2f}" in r.reason and "beats" in r.reason
+    _measured(ws, "tiny_llm0", net_p1 + 1)
+    r = choose_route(ws, DYING_DETECTIVE, who, cfg)
+    assert r.name == "features" and "not beaten" in r.reason and "tiny_llm0" in r.reason
+    # a book it never trained on: the feature ranker, whatever the measurements
+    svc = Service(ws, cfg)
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    new = svc.intake(text=story)
+    r = choose_route(ws, new, who, cfg)
+    assert r.name == "features" and "never trained on this book" in r.reason
+    # no local LLM: the first stage alone, judged by its own figure
+    r = choose_route(ws, new, who, ServiceConfig(llm="none"))
+    assert r.name == "features" and "first stage" in r.reason
+    # other questions: no trained reader -> the LLM
+    assert choose_route(ws, DYING_DETECTIVE, other, cfg).name == "llm"
+    with pytest.raises(FileNotFoundError, match="train one"):
+        choose_route(ws, DYING_DETECTIVE, other, ServiceConfig(llm="none"))
+    # forced routes, and a forced route that does not fit the question
+    assert choose_route(ws, new, who, cfg, "network").name == "network"
+    with pytest.raises(ValueError, match="not a Who question"):
+        choose_route(ws, new, other, cfg, "features")
+    with pytest.raises(ValueError, match="unknown route"):
+        choose_route(ws, new, who, cfg, "fastest")
+    # no trained network at all (only prepare and index): still the feature ranker
+    shutil.rmtree(ws / "models")
+    r = choose_route(ws, DYING_DETECTIVE, who, cfg)
+    assert r.name == "features" and "no memory network is trained" in r.reason
+
+
+def test_the_first_ask_of_a_new_book_reads_it_once(ws, tiny_llm_path, tmp_path, monkeypatch):
+    """Intake, the features, the LLM's passages and the evidence of the first answer and a second one: one
+    Book.load (the network-free route of a workspace without word vectors, as a fresh `prepare --no-embeddings`)."""
+    from whoqa.core.book import Book
+    shutil.rmtree(ws / "models")
+    shutil.rmtree(ws / "embeddings")
+    loads = []
+    real = Book.load.__func__
+    monkeypatch.setattr(Book, "load", classmethod(lambda cls, *a, **k: loads.append(a) or real(cls, *a, **k)))
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    svc = Service(ws, ServiceConfig(llm=tiny_llm_path, device="cpu"))
+    book = svc.intake(text=story)
+    first = svc.answer(book, "Who rowed to the village for bread?")
+    second = svc.answer(book, "Who thanked Anna?")
+    assert len(loads) == 1, loads
+    assert first.route == second.route == "features" and first.characters[0].probability is not None
+    assert json.loads(json.dumps(first.to_json()))["characters"][0]["name"] == first.characters[0].name
+
+
+def test_evidence_mentions_the_answer_and_attention_is_apart(ws):
+    """The network's answer: its evidence is the context's sentences that mention its top character (by name or a
+    resolved pronoun, the mention marked), not the sentences it attended to, which come apart as attention."""
+    svc = Service(ws, ServiceConfig(llm="none"))
+    a = svc.answer(DYING_DETECTIVE, "Who poisons Holmes with a box?", "network")
+    book = svc.book(DYING_DETECTIVE)
+    best = a.characters[0].id
+    assert a.evidence and a.attention and all(e.attention is not None for e in a.attention)
+    for e in a.evidence:
+        assert any(m.char_id == best for m in book.sentence_mentions(e.sentence)) and e.marks
+        assert all(e.text[x:y].split()[0] in " ".join(book.sentence_words(e.sentence)) for x, y in e.marks)
