@@ -646,6 +646,8 @@ def eval_(
                                                                     f"networks and readers run, {DEVICE_HELP}."),
     adapt: bool = typer.Option(default(EvalConfig, "adapt"), help="With --data: also judge the final models after "
                                                                    "test-time adaptation (cached per model and book)."),
+    llm: Optional[str] = typer.Option(None, help="With --data: the local LLM the served route reads with (default: "
+                                                 "the best installed, as `ask`; none: without one)."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
     reader is trained, the full task (all questions; Who questions routed to the memory network)."""
@@ -668,7 +670,7 @@ def eval_(
         typer.echo(f"plot: {workspace}/results/ablation-{ablation}.png")
         return
     res = _stage(evaluate, EvalConfig(workspace=str(workspace), data=str(data) if data else None, seed=seed,
-                                      random_trials=random_trials, jobs=jobs, device=device, adapt=adapt))
+                                      random_trials=random_trials, jobs=jobs, device=device, adapt=adapt, llm=llm))
     typer.echo(res["table"])
     if res.get("full_task"):
         typer.echo("\n" + res["full_task"]["table"])

@@ -212,13 +212,13 @@ def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path
     shutil.copy(shared_data / "books" / f"{SHORT_BOOKS[0]}.txt", other / "books" / f"{SHORT_BOOKS[0]}.txt")
     for name in ("documents.csv", "qaps.csv"):
         shutil.copy(shared_data / "narrativeqa" / name, other / "narrativeqa" / name)
-    r = run(app, ["eval", "--workspace", str(ws), "--data", str(other), "--jobs", "1", "--adapt"])
+    r = run(app, ["eval", "--workspace", str(ws), "--data", str(other), "--jobs", "1", "--adapt", "--llm", "none"])
     assert r.exit_code == 0, r.output
     assert "final:memnet+salience[bm25f] " in r.output and "final:memnet+salience[bm25f]+adapt" in r.output
     cached = sorted((ws / "eval-data" / "other" / "adapted").rglob("*.pt"))
     assert len(cached) == 2  # one adaptation per member and book
     stamps = [p.stat().st_mtime_ns for p in cached]
-    again = run(app, ["eval", "--workspace", str(ws), "--data", str(other), "--jobs", "1", "--adapt"])
+    again = run(app, ["eval", "--workspace", str(ws), "--data", str(other), "--jobs", "1", "--adapt", "--llm", "none"])
     assert again.exit_code == 0 and [p.stat().st_mtime_ns for p in cached] == stamps  # reused, not redone
     assert "book_frequency" in r.output
     res = json.loads((ws / "results" / "final:memnet+salience[bm25f]+adapt@other.json").read_text())
@@ -230,6 +230,12 @@ def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path
     plain = json.loads((ws / "results" / "final:memnet+salience[bm25f]@other.json").read_text())
     assert plain["questions"] == res["questions"] == json.loads(
         (ws / "results" / "book_frequency@other.json").read_text())["questions"]
+    # what `ask` serves, judged beside them: the feature ranker (no LLM here: its first stage), calibrated
+    served = json.loads((ws / "results" / "served:features@other.json").read_text())
+    assert served["route"] == ["features"] and served["questions"] == res["questions"] and served["ece"] is not None
+    assert "first stage" in served["reason"] and served["calibration"]["reliability"] and "served:features" in r.output
+    cache = served["answers_cache"]
+    assert sum(1 for _ in open(cache)) == served["questions"]  # one answer per question, kept: the rerun reused them
 
 
 def test_the_reader_is_served_as_it_was_trained(ws, tiny_reader_path):

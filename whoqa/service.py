@@ -204,9 +204,12 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
 class Service:
     """A workspace's books and models, loaded once per process; `answer` is the one path to an answer."""
 
-    def __init__(self, workspace: str | Path, cfg: ServiceConfig | None = None):
+    def __init__(self, workspace: str | Path, cfg: ServiceConfig | None = None, fits_from: str | Path | None = None):
+        """fits_from: the workspace whose feature-ranker fit and questions serve (default: this one; `eval --data`
+        serves another folder's books with the training workspace's fit, as `ask` would)."""
         self.ws = Workspace(workspace)
         self.cfg = cfg or ServiceConfig()
+        self.home = Workspace(fits_from or workspace)
         self.lock = threading.RLock()  # the models and the open books, one caller at a time
         self._opened: OrderedDict[str, tuple] = OrderedDict()
         self._network = None
@@ -266,7 +269,7 @@ class Service:
         from whoqa.ranker.fits import served_fit, shipped_fit
         key = llm or ""
         if key not in self._fits:
-            self._fits[key] = served_fit(self.ws, model_name(llm)) if llm else shipped_fit()
+            self._fits[key] = served_fit(self.home, model_name(llm)) if llm else shipped_fit()
         return self._fits[key]
 
     def pool(self, who: bool) -> list[tuple[str, str, str]]:
@@ -278,11 +281,11 @@ class Service:
                 from data_prep.who_set import load_who_set
                 try:
                     self._pools[key] = [(q["question"], q["answer1"], q["document_id"])
-                                        for q in load_who_set(self.ws)[1]]
+                                        for q in load_who_set(self.home)[1]]
                 except (FileNotFoundError, ValueError, KeyError):
                     self._pools[key] = []
             else:
-                self._pools[key] = question_pool(self.ws)
+                self._pools[key] = question_pool(self.home)
         return self._pools[key]
 
     # --- answers -----------------------------------------------------------------------------------------------

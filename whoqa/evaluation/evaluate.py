@@ -32,6 +32,7 @@ class EvalConfig:
     context_sentences: int = 100  # context size for context-based systems and coverage
     device: str = "auto"  # where the trained models judged on --data books run (whoqa.core.device)
     adapt: bool = False  # --data: also judge the final models after test-time adaptation (cached per model and book)
+    llm: str | None = None  # --data: the LLM `ask` would read with (None: the best installed; "none": without one)
 
 
 Ranker = Callable[[dict, list[dict], int], list[int]]  # (question, book characters, trial) -> ranked ids
@@ -91,7 +92,8 @@ def evaluate(cfg: EvalConfig) -> dict:
     for name, (ranker, trials) in systems.items():
         results[name] = evaluate_system(name, ranker, trials or cfg.random_trials, characters, questions)
     if cfg.data:
-        from whoqa.evaluation.unseen import final_results
+        from whoqa.evaluation.unseen import final_results, served_results
+        results.update(served_results(ws, target, characters, questions, cfg.llm, cfg.device))
         results.update(final_results(ws, target, characters, questions, device=cfg.device, adapt=cfg.adapt))
     else:
         results.update(trained_results(ws, characters, questions))
@@ -108,7 +110,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     table = format_table(results, meta)
     atomic_write(ws.results / f"table{suffix}.txt", table + "\n")
     calibrated = {n.removeprefix("ensemble:"): r["calibration"] for n, r in results.items()
-                  if (n.startswith("ensemble:") or n.endswith("+features"))
+                  if (n.startswith(("ensemble:", "served:")) or n.endswith("+features"))
                   and r.get("calibration", {}).get("reliability")}  # what `ask` and `ask --rerank` serve
     if calibrated:
         from whoqa.core.calibration import plot_reliability

@@ -9,6 +9,8 @@ questions), cached so a second run reuses it.
 from __future__ import annotations
 
 import logging
+
+import numpy as np
 from dataclasses import asdict
 from pathlib import Path
 
@@ -34,6 +36,70 @@ def prepare_other(workspace: Path, data: str, jobs: int = 1) -> Path:
         books = sorted(p.name for p in (Workspace(target).books).iterdir() if p.is_dir())
         fold_books(Path(workspace), books, books_ws=target)
     return target
+
+
+def served_results(workspace: Path, target: Path, characters: dict, questions: list[dict], llm: str | None = None,
+                   device: str = "auto", progress: bool = True) -> dict:
+    """What `whoqa ask` serves, judged on target's Who questions: each answered by `whoqa.service` (the route it
+    chooses for a book no network trained on, the feature ranker fit on the training workspace's books only), its
+    whole ranking scored beside the baselines (same denominator: a question whose answer is not a character counts
+    as a miss), with ECE and a reliability curve. Answers are kept per question in target's served/<key>.jsonl (the
+    key: the LLM's fingerprint and the fit), so a second run is fast and an interrupted one resumes."""
+    import json
+    from whoqa.core.calibration import ece, reliability
+    from whoqa.core.progress import bar as progress_bar
+    from whoqa.core.runs import digest
+    from whoqa.reader.llm import model_fingerprint
+    from whoqa.service import Service, ServiceConfig, installed_llm
+    svc = Service(target, ServiceConfig(device=device, llm=llm or None, top=10 ** 6), fits_from=workspace)
+    base = installed_llm(llm)
+    fit = svc.fit(base)
+    key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__])[:16]
+    cache = Workspace(target) / "served" / f"{key}.jsonl"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    done = {}
+    if cache.is_file():
+        for line in cache.read_text().splitlines():
+            try:
+                row = json.loads(line)
+                done[row["question_id"]] = row
+            except (ValueError, KeyError):
+                continue  # a line cut by an interruption: answered again
+    usable = [q for q in questions if characters.get(q["document_id"])]
+    todo = [q for q in usable if q["question_id"] not in done]
+    bar = progress_bar(total=len(todo), desc="served answers", unit="q", progress=progress)
+    with cache.open("a") as out:
+        for q in todo:
+            a = svc.answer(q["document_id"], q["question"])
+            row = {"question_id": q["question_id"], "route": a.route, "reason": a.reason, "model": a.model,
+                   "ranking": [c.id for c in a.characters], "probabilities": [c.probability for c in a.characters],
+                   "seconds": a.seconds}
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+            done[q["question_id"]] = row
+            bar.update(1)
+    bar.close()
+    rows = [done[q["question_id"]] for q in usable]
+    ranked = [r["ranking"] for r in rows]
+    names = {d: {c["id"]: c["name"] for c in cs} for d, cs in characters.items()}
+    preds = [names[q["document_id"]].get(r[0], "") if r else "" for q, r in zip(usable, ranked)]
+    conf = np.array([r["probabilities"][0] if r["ranking"] and r["probabilities"][0] is not None else np.nan
+                     for r in rows])
+    hit = np.array([bool(r["ranking"]) and r["ranking"][0] in q["answers"] for q, r in zip(usable, rows)])
+    calibrated = bool(len(conf)) and not np.isnan(conf).any()
+    routes = sorted({r["route"] for r in rows})
+    res = {"system": "served:" + "+".join(routes), "route": routes, "reason": rows[0]["reason"] if rows else None,
+           "model": rows[0]["model"] if rows else None, "fit": fit.where, "trials": 1, "questions": len(usable),
+           "skipped_no_candidates": len(questions) - len(usable), "answers_cache": str(cache),
+           "seconds_per_question": round(float(np.mean([r["seconds"] for r in rows])), 3) if rows else 0.0,
+           "ece": ece(conf, hit) if calibrated else None,
+           "calibration": {"ece": ece(conf, hit), "reliability": reliability(conf, hit), "questions": len(rows)}
+           if calibrated else None}
+    res.update({k: v for k, v in ranking_metrics(ranked, [q["answers"] for q in usable]).items() if k != "n"})
+    res.update({f"{k}_std": 0.0 for k in ("p@1", "p@5", "mrr")})
+    res["text"] = text_metrics(preds, [[q["answer1"], q["answer2"]] for q in usable]) if usable else {"n": 0}
+    res["answers"] = {str(q["question_id"]): a for q, a in zip(usable, preds)}
+    return {res["system"]: res}
 
 
 def final_models(workspace: Path) -> list[Path]:
