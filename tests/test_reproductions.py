@@ -122,5 +122,6 @@ def test_the_readme_ask_example_is_what_the_main_job_records():
     block = readme.split("$ whoqa ask --workspace ws --text")[1].split("```")[0]
     first = next(l for l in block.splitlines() if "%" in l[:8])
     expect = {e["metric"]: e["value"] for e in load("main")["expect"] if e["file"] == "results/ask.json"}
-    assert first.split("%", 1)[1].split("(")[0].strip() == expect["characters.0.0"]
-    assert f"{100 * expect['characters.0.1']:.1f}%" in first
+    assert first.split("%", 1)[1].split("(")[0].strip() == expect["characters.0.name"]
+    assert f"{100 * expect['characters.0.probability']:.1f}%" in first
+    assert f"({expect['route']}: " in block  # the route line, as ask prints it

@@ -36,7 +36,7 @@ def test_the_route_of_each_kind_of_question_and_book(ws, tiny_llm_path, tmp_path
     assert r.name == "network" and f"{net_p1:.2f}" in r.reason and "beats" in r.reason
     _measured(ws, "tiny_llm0", net_p1 + 1)
     r = choose_route(ws, DYING_DETECTIVE, who, cfg)
-    assert r.name == "features" and "not beaten" in r.reason and "tiny_llm0" in r.reason
+    assert r.name == "features" and "not beaten" in r.reason and f"run {NET}'s questions" in r.reason
     # a book it never trained on: the feature ranker, whatever the measurements
     svc = Service(ws, cfg)
     story = tmp_path / "story.txt"

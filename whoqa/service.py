@@ -168,16 +168,17 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
         llm = installed_llm(cfg.llm)
         choice, books = network_for(ws, cfg.model)
         fp1, where = features_p1(ws, choice.name if choice else None, llm)
-        ranker = f"the feature ranker{' with ' + llm if llm else ' (first stage: no local LLM installed)'}"
+        alone = "" if llm else "; no local LLM installed: the feature ranker's first stage alone"
         if choice is None:
-            return Route("features", f"{ranker}: no memory network is trained in this workspace")
+            return Route("features", "no memory network is trained in this workspace" + alone)
         if book_id not in books:
-            return Route("features", f"{ranker}: the memory network {choice.name} never trained on this book")
+            return Route("features", f"the memory network {choice.name} never trained on this book" + alone)
         if choice.score is not None and choice.score > fp1:
-            return Route("network", f"memory network {choice.name}: its cross-validated P@1 {choice.score:.2f} on "
-                                    f"its books beats the feature ranker's {fp1:.2f} ({where})")
-        return Route("features", f"{ranker}: its P@1 {fp1:.2f} ({where}) is not beaten by the memory network's "
-                                 + (f"{choice.score:.2f}" if choice.score is not None else "(not cross-validated)"))
+            return Route("network", f"its cross-validated P@1 {choice.score:.2f} on the books it trained on beats the "
+                                    f"feature ranker's {fp1:.2f} ({where})")
+        return Route("features", f"the feature ranker's P@1 {fp1:.2f} ({where}) is not beaten by the memory network "
+                                 f"{choice.name}'s " + (f"{choice.score:.2f}" if choice.score is not None else
+                                                        "(not cross-validated)") + alone)
     llm = installed_llm(cfg.llm)
     rouge = next((r for n, r, _ in MEASURED_LLMS if n == llm), None)
     try:
@@ -346,7 +347,8 @@ class Service:
         chars = [Ranked(i, book.characters[i].name, p, s)
                  for i, p, s in list(zip(got.ids, got.probabilities, got.llm))[:self.cfg.top]]
         r = fit.ranker
-        model = f"feature ranker{' + ' + llm + ' reading the passages for its top ' + str(r.top_k) if llm else ''}"
+        model = (f"feature ranker + {llm} reading the passages for its top {r.top_k}" if llm else
+                 "feature ranker, first stage (no local LLM)")
         calibration = {"by": "maximum likelihood on other books' questions", "fit": fit.where,
                        "questions": r.questions, "ece": r.ece, "provenance": fit.provenance,
                        "stage": "both" if got.read else "first"}
