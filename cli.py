@@ -570,21 +570,27 @@ def rerank(
 @app.command("check")
 def check_cmd(
     workspace: Path = typer.Option(Path("ws"), help="Workspace to check."),
-    repair: bool = typer.Option(False, help="Delete the damaged derived artifacts (caches, contexts, runs' fold "
-                                            "files, models, results), then run the commands listed."),
+    repair: bool = typer.Option(False, help="Move the damaged caches and derived artifacts (contexts, runs' fold "
+                                            "files, results, page caches) into WS/quarantine/<time>/, then run the "
+                                            "commands listed; trained models, books and vectors are only named."),
 ):
     """Open every artifact of a workspace as the stages do, and list each damaged one with the command that rebuilds
-    it (exit 1 when something is damaged)."""
+    it (exit 1 while something is damaged; nothing is ever deleted)."""
     from whoqa.evaluation.doctor import check, repair as fix
     n, found = _stage(check, workspace)
     for f in found:
         typer.echo(f"damaged: {f.path}: {f.problem}\n  repair: {f.repair}")
+    left = found
     if repair and found:
-        left = fix(found)
-        typer.echo(f"deleted {len(found) - len(left)} damaged derived artifact(s); now run the repair commands above"
-                   + (f"; {len(left)} need you (books, vectors or the Who set)" if left else ""))
+        moved_to, left = fix(workspace, found)
+        if moved_to:
+            typer.echo(f"moved {len(found) - len(left)} damaged artifact(s) to {moved_to}; now run the repair "
+                       f"commands above")
+        if left:
+            typer.echo(f"{len(left)} need you (trained models, books, vectors or the Who set): run their repair "
+                       f"commands above")
     typer.echo(f"{n} artifacts checked, {len(found)} damaged")
-    if found and not repair:
+    if left:
         raise typer.Exit(1)
 
 

@@ -260,8 +260,20 @@ def write_questions(path: Path, questions: list[dict]) -> None:
 
 
 def read_questions(path: Path) -> list[dict]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
+    """A book's artificial questions; a truncated or unreadable file is DamagedArtifact (one line naming it and the
+    command that makes it again)."""
+    from whoqa.core.artifacts import DamagedArtifact, problem
+    try:
+        if Path(path).stat().st_size == 0:  # (a written file, even of no questions, has a gzip header)
+            raise EOFError("the file is empty")
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return [json.loads(line) for line in f]
+    except (OSError, EOFError, ValueError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise DamagedArtifact(path, problem(e), f"delete it and run `whoqa prepare --workspace "
+                                                f"{Path(path).parent.parent}` (its book's questions are made again)"
+                              ) from None
 
 
 def sample(workspace: Path, n: int = 50, seed: int = SEED) -> list[str]:

@@ -66,7 +66,9 @@ def read_state(workspace: Path) -> dict | None:
     lineage names one from-scratch training: rows made by it (and the rows folded in since) keep their place."""
     path = Workspace(workspace).embeddings / "state.json"
     if path.is_file():
-        return json.loads(path.read_text())
+        from whoqa.core.artifacts import read_json
+        return read_json(path, f"the word vectors' record is lost: run `whoqa prepare --workspace {workspace} "
+                               f"--rebuild-vectors`, then retrain the models", dict)
     if (Workspace(workspace).embeddings / "word2vec.model").is_file():  # vectors made before state.json existed
         import hashlib
         vocab = (Workspace(workspace).embeddings / "vocab.json").read_bytes()

@@ -103,8 +103,9 @@ def load_questions(workspace: Path) -> dict[str, list[dict]]:
     path = Workspace(workspace).questions
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
+    from whoqa.core.artifacts import read_json
     by_book: dict[str, list[dict]] = {}
-    for q in json.loads(path.read_text()):
+    for q in read_json(path, f"run `whoqa prepare --workspace {workspace}` (it writes the questions again)", list):
         by_book.setdefault(q["document_id"], []).append(q)
     return by_book
 

@@ -22,7 +22,7 @@ def ws(trained, tmp_path):  # noqa: F811
 
 
 def _ask(ws):
-    return run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, Q])
+    return run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, Q, "--route", "network"])
 
 
 def _one_line(r, *words):
@@ -87,15 +87,66 @@ def test_check_finds_each_damage_and_repair_restores_the_answers(ws):
         nxt = r.output.splitlines()[r.output.splitlines().index(line) + 1]
         assert "damaged" in line and repair in nxt
     r = run(app, ["check", "--workspace", str(ws), "--repair"])
-    assert r.exit_code == 0 and "deleted 3" in r.output
+    # the run's fold file and the contexts are moved aside (never deleted); the trained member is only named, and the
+    # repair says so with a non-zero exit
+    assert r.exit_code == 1 and "moved 2" in r.output and "1 need you" in r.output, r.output
+    quarantine = next((ws / "quarantine").iterdir())
+    assert (quarantine / "contexts" / "bm25f" / f"{DYING_DETECTIVE}.json").read_text() == "{not json"
+    assert (quarantine / run_file.relative_to(ws)).is_file() and model.is_file()
+    assert (ws / "models" / "memnet+salience[bm25f]" / "config.json").is_file()  # the ensemble's folder is whole
+    _one_line(_ask(ws), "trial1", "retrain")  # a damaged member stops ask: no smaller ensemble in silence
     for cmd in (["index", "--workspace", str(ws), "--jobs", "1"],
                 ["train", "--workspace", str(ws), "--folds", "2", "--trials", "2", "--epochs", "3"],
                 ["train", "--workspace", str(ws), "--final", "--trials", "2", "--epochs", "3"]):
         assert run(app, cmd).exit_code == 0
-    assert "0 damaged" in run(app, ["check", "--workspace", str(ws)]).output
+    r = run(app, ["check", "--workspace", str(ws), "--repair"])
+    assert r.exit_code == 0 and "0 damaged" in r.output, r.output
     after = _ask(ws)
     ranking = lambda out: [l for l in out.splitlines() if "%" in l[:8]]  # noqa: E731
     assert after.exit_code == 0 and ranking(after.output) == ranking(before.output)
+
+
+def test_check_knows_every_artifact_and_its_reader_says_one_line(ws, tmp_path):
+    """Each artifact a stage or the server reads, emptied in turn (a crash or a full disk mid-write): `check` names
+    it, and the command that reads it ends with one line naming the file (or, for a cache, remakes it)."""
+    r = run(app, ["ask", "--workspace", str(ws), "--text", str(_story(tmp_path)), "Who rowed out?", "--llm", "none"])
+    assert r.exit_code == 0, r.output
+    assert run(app, ["eval", "--workspace", str(ws)]).exit_code == 0
+    from fastapi.testclient import TestClient
+    from whoqa.web.app import ServeConfig, create_app
+    TestClient(create_app(ServeConfig(workspace=str(ws))), base_url="http://127.0.0.1:8000").get("/api/books")
+    (ws / "jobs").mkdir(exist_ok=True)
+    (ws / "jobs" / f"{'c' * 32}.json").write_text('{"id": "x"}')
+    artificial = ws / "artificial" / f"{DYING_DETECTIVE}.jsonl.gz"
+    readers = {  # artifact -> the command that reads it (None: a cache remade by its reader)
+        ws / "books" / DYING_DETECTIVE / "summary.json": None,
+        ws / "jobs" / f"{'c' * 32}.json": None,
+        ws / "embeddings" / "state.json": ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, Q, "--route",
+                                           "network"],
+        ws / "questions.json": ["index", "--workspace", str(ws), "--jobs", "1"],
+        artificial: ["pretrain", "--workspace", str(ws)],
+        ws / "embeddings" / "vocab.json": None,
+        ws / "engine.json": None,
+        ws / "texts.json": None,
+        ws / "who" / "report.json": None,
+        next((ws / "results").glob("*.json")): None,
+    }
+    for path, command in readers.items():
+        saved = path.read_bytes()
+        path.write_bytes(b"")
+        r = run(app, ["check", "--workspace", str(ws)])
+        assert r.exit_code == 1 and f"damaged: {path}" in r.output, (path, r.output)
+        if command:
+            _one_line(run(app, command), path.name, "damaged")
+        path.write_bytes(saved)
+    assert run(app, ["check", "--workspace", str(ws)]).exit_code == 0
+
+
+def _story(tmp_path):
+    from tests.test_any_book import STORY
+    p = tmp_path / "story.txt"
+    p.write_text(STORY)
+    return p
 
 
 def test_a_lock_held_by_a_killed_process_is_taken_over(tmp_path):

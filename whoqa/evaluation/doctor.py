@@ -1,16 +1,23 @@
 """`whoqa check`: every artifact of a workspace opened as the stages open it, and each damaged one listed with the
-command that rebuilds it. `--repair` deletes what is damaged and derived (caches, contexts, fold files, results,
-models) so the named commands redo exactly that; a damaged book or vectors are named, never deleted.
+command that rebuilds it. `--repair` never deletes: it moves what is damaged and derived (caches, contexts, fold
+files, results, page caches, job records) into WS/quarantine/<time>/ so the named commands redo exactly that; a
+damaged trained model, book, vectors or Who set is named with the command that remakes it and left where it is (a
+damaged ensemble member stops `ask` with one line, rather than a smaller ensemble served in silence).
+
+The artifacts, their readers and repairs are listed in docs/architecture.md ("Damaged state").
 """
 from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from whoqa.core.artifacts import problem
 from whoqa.core.workspace import Workspace
+
+CACHE, DERIVED, MODEL, SOURCE = "cache", "derived", "model", "source"  # what a repair may do with each
 
 
 @dataclass
@@ -18,7 +25,11 @@ class Finding:
     path: str
     problem: str
     repair: str  # the command that rebuilds it
-    removable: bool  # derived: deleting it and running `repair` restores it
+    kind: str  # CACHE (remade when next read), DERIVED (moved aside, then `repair` remakes it), MODEL, SOURCE (named)
+
+    @property
+    def movable(self) -> bool:
+        return self.kind in (CACHE, DERIVED)
 
 
 def _json(path: Path) -> None:
@@ -29,71 +40,96 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
     """(artifacts checked, findings) of a workspace."""
     import numpy as np
     import torch
+    from data_prep.artificial import read_questions
     from whoqa.core.book import Book, is_done
     ws = Workspace(workspace)
     if not Path(workspace).is_dir():
         raise FileNotFoundError(f"workspace {workspace} not found")
     found: list[Finding] = []
     n = 0
+    prepare = f"`whoqa prepare --workspace {workspace}`"
 
-    def probe(path: Path, fn, repair: str, removable: bool) -> None:
+    def probe(path: Path, fn, repair: str, kind: str) -> None:
         nonlocal n
         n += 1
         try:
             fn(path)
         except Exception as e:
-            found.append(Finding(str(path), problem(e), repair, removable))
+            found.append(Finding(str(path), problem(e), repair, kind))
+
+    def files(folder: Path, pattern: str) -> list[Path]:
+        return sorted(folder.glob(pattern)) if folder.is_dir() else []
 
     for folder in sorted(ws.books.iterdir()) if ws.books.is_dir() else []:
         if folder.is_dir() and is_done(folder, folder.name):
             probe(folder, lambda p: Book.load(p, p.name), f"delete {folder} and run `whoqa prepare --workspace "
                                                           f"{workspace} --book {folder.name}` (or `ask --text` it)",
-                  False)
+                  SOURCE)
+            for name in ("summary.json", "source.json"):
+                if (folder / name).is_file():
+                    probe(folder / name, _json, "none needed: the page remakes it" if name == "summary.json" else
+                          f"delete it; {prepare} records the book's source again", CACHE if name == "summary.json"
+                          else DERIVED)
+    for f in [ws.questions, ws.summaries, ws.texts, ws.engine_record, ws.prepare_report, ws.who / "report.json"]:
+        if f.is_file():
+            probe(f, _json, prepare, DERIVED)
+    for f in files(ws.artificial, "*.jsonl.gz"):
+        probe(f, read_questions, prepare + " (the book's artificial questions are made again)", DERIVED)
     if (ws.embeddings / "word2vec.model").is_file():
-        from data_prep.embeddings import load
-        probe(ws.embeddings / "word2vec.model", lambda p: load(workspace),
-              f"`whoqa prepare --workspace {workspace} --rebuild-vectors`, then retrain the models", False)
+        from data_prep.embeddings import load, read_state
+        vectors = f"`whoqa prepare --workspace {workspace} --rebuild-vectors`, then retrain the models"
+        probe(ws.embeddings / "state.json", lambda p: read_state(workspace), vectors, SOURCE)
+        probe(ws.embeddings / "vocab.json", _json, vectors, SOURCE)
+        probe(ws.embeddings / "word2vec.model", lambda p: load(workspace), vectors, SOURCE)
     if ws.who.is_dir():
         from data_prep.who_set import load_who_set
-        probe(ws.who, lambda p: load_who_set(workspace), f"`whoqa prepare --workspace {workspace}`", False)
+        probe(ws.who, lambda p: load_who_set(workspace), prepare, SOURCE)
     for ranker_dir in sorted(ws.contexts.iterdir()) if ws.contexts.is_dir() else []:
         for f in sorted(ranker_dir.glob("*.json")):
-            probe(f, _json, f"`whoqa index --workspace {workspace} --ranker {ranker_dir.name}`", True)
+            probe(f, _json, f"`whoqa index --workspace {workspace} --ranker {ranker_dir.name}`", DERIVED)
     for f in sorted(ws.memdata.rglob("*.npz")) if ws.memdata.is_dir() else []:
-        probe(f, lambda p: dict(np.load(p)), "none needed: rebuilt from the book when next read", True)
-    for folder in sorted(ws.index.glob("bm25f/*")) if ws.index.is_dir() else []:
+        probe(f, lambda p: dict(np.load(p)), "none needed: rebuilt from the book when next read", CACHE)
+    for folder in files(ws.index, "bm25f/*"):
         if folder.is_dir() and ".tmp" not in folder.name:
             n += 1
             if not any(folder.glob("segments_*")):
                 found.append(Finding(str(folder), "no Lucene commit (an interrupted build)",
-                                     "none needed: rebuilt when the book is next asked or indexed", True))
+                                     "none needed: rebuilt when the book is next asked or indexed", CACHE))
     for run in sorted(ws.runs.iterdir()) if ws.runs.is_dir() else []:
-        for f in sorted(run.glob("*.json")):
+        for f in sorted(run.rglob("*.json")):
             probe(f, _json, f"`whoqa train --workspace {workspace}` with the run's options (config.json): the fold "
-                            f"is redone", f.name.startswith("fold") or f.name == "summary.json")
+                            f"is redone" if f.parent == run else f"`whoqa rerank {run.name} --workspace {workspace}` "
+                                                                 f"with its options", DERIVED)
     for model in sorted(ws.models.rglob("model.pt")) if ws.models.is_dir() else []:
-        probe(model, lambda p: torch.load(p, map_location="cpu"), f"retrain it (`whoqa train --final` or "
-                                                                  f"`whoqa pretrain`, as its config.json says)", True)
-        probe(model.parent / "config.json", _json, "retrain it", True)
-    for f in sorted(ws.results.glob("*.json")) if ws.results.is_dir() else []:
-        probe(f, _json, f"`whoqa eval --workspace {workspace}`", True)
+        top = next((p for p in model.parents if p.parent == ws.models), model.parent)
+        retrain = (f"retrain it: `whoqa {'pretrain' if top.name == 'pretrain' else 'train --final'} --workspace "
+                   f"{workspace}` with the options in {top / 'config.json'}")
+        probe(model, lambda p: torch.load(p, map_location="cpu"), retrain, MODEL)
+        if (model.parent / "config.json").is_file() or model.parent == top:
+            probe(model.parent / "config.json", _json, retrain, MODEL)
+    for f in files(ws.results, "*.json"):
+        probe(f, _json, f"`whoqa eval --workspace {workspace}`", DERIVED)
     for f in sorted(ws.adapted.rglob("*.pt")) if ws.adapted.is_dir() else []:
-        probe(f, lambda p: torch.load(p, map_location="cpu"), "none needed: adapted again when next asked", True)
+        probe(f, lambda p: torch.load(p, map_location="cpu"), "none needed: adapted again when next asked", CACHE)
+    for f in files(Path(ws, "jobs"), "*.json"):
+        probe(f, _json, "none needed: the upload's record is lost; upload the book again", CACHE)
     return n, found
 
 
-def repair(findings: list[Finding]) -> list[Finding]:
-    """Delete the damaged derived artifacts; returns those left for the user (books, vectors, the Who set)."""
-    left = []
-    for f in findings:
-        if not f.removable:
-            left.append(f)
-            continue
+def repair(workspace: str | Path, findings: list[Finding]) -> tuple[Path | None, list[Finding]]:
+    """Move the damaged caches and derived artifacts into WS/quarantine/<time>/ (their paths kept; nothing is
+    deleted); returns (that folder or None, the findings left for the user: models, books, vectors, the Who set)."""
+    ws = Workspace(workspace)
+    left = [f for f in findings if not f.movable]
+    movable = [f for f in findings if f.movable]
+    if not movable:
+        return None, left
+    dest = Path(ws, "quarantine", time.strftime("%Y%m%d-%H%M%S"))
+    for f in movable:
         p = Path(f.path)
-        if p.name == "model.pt" or p.name == "config.json" and (p.parent / "model.pt").exists():
-            shutil.rmtree(p.parent, ignore_errors=True)
-        elif p.is_dir():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            p.unlink(missing_ok=True)
-    return left
+        if not p.exists():
+            continue
+        target = dest / p.resolve().relative_to(Path(ws).resolve())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(p), str(target))
+    return dest, left

@@ -3,6 +3,7 @@ k-fold cross-validation x trials. Defaults are the paper's (Angelidis et al. §4
 from __future__ import annotations
 
 import json
+import zipfile
 import logging
 import random
 import time
@@ -332,8 +333,10 @@ def _train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> di
         member = folder if t == 0 else folder / "members" / f"trial{t}"
         done = saved_config(member)
         if (member / "model.pt").is_file() and done.get("identity") == prov["identity"]:
-            losses.append(done["stats"]["losses"])
-            continue
+            if zipfile.is_zipfile(member / "model.pt"):  # (torch's format: a truncated file has no zip directory)
+                losses.append(done["stats"]["losses"])
+                continue
+            log.warning("%s is damaged: trained again", member / "model.pt")
         seed = cfg.seed + 1000 * t
         set_seed(seed)
         model = new_model(vocab, cfg, ws)
