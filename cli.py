@@ -6,6 +6,7 @@ declarations with their help text; no logic lives here that the Python API lacks
 """
 from __future__ import annotations
 
+import errno
 import json
 import logging
 from pathlib import Path
@@ -55,9 +56,20 @@ def _stage(fn, *args, **kwargs):
         if DEBUG["on"]:
             raise
         _fail(str(e))
+    except OSError as e:  # the disk, not the data: full, read-only, not ours to write
+        if DEBUG["on"] or e.errno not in DISK_ERRORS:
+            raise
+        _fail(f"{e.filename or 'the workspace'}: {e.strerror}: {DISK_ERRORS[e.errno]}")
 
 
 DEBUG = {"on": False}
+DISK_ERRORS = {errno.ENOSPC: "free some space (or point --workspace at a disk with room) and run the command again: "
+                             "it resumes where it stopped",
+               errno.EDQUOT: "free some of your quota and run the command again: it resumes where it stopped",
+               errno.EROFS: "the workspace is on a read-only disk: copy it somewhere writable (or serve it with "
+                            "`whoqa serve --read-only`)",
+               errno.EACCES: "the workspace is not writable by you: use a workspace of your own (--workspace)",
+               errno.EPERM: "the workspace is not writable by you: use a workspace of your own (--workspace)"}
 
 
 @app.callback()

@@ -79,7 +79,12 @@ def read_state(workspace: Path) -> dict | None:
 
 
 def _save(model, out: Path, state: dict) -> None:
-    model.save(str(out / "word2vec.tmp"))
+    try:
+        model.save(str(out / "word2vec.tmp"))
+    except BaseException:  # a full disk or an interruption: no half-written vectors are left behind
+        for tmp in [out / "word2vec.tmp", *out.glob("word2vec.tmp.*")]:
+            tmp.unlink(missing_ok=True)
+        raise
     os.replace(out / "word2vec.tmp", out / "word2vec.model")
     for extra in out.glob("word2vec.tmp.*"):  # gensim writes big arrays beside the file
         os.replace(extra, out / extra.name.replace("word2vec.tmp", "word2vec.model"))

@@ -120,3 +120,35 @@ def test_ctrl_c_stops_with_one_line_and_keeps_finished_books(mini_data, shared_d
     assert proc.returncode == 130 and "interrupted" in out and "Traceback" not in out, out
     report = json.loads((ws / "prepare_report.json").read_text())["report"]
     assert len(report["done"]) >= 1 and all((ws / "books" / b).is_dir() for b in report["done"])
+
+
+def test_a_full_or_read_only_disk_is_one_line_and_leaves_no_temporary_file(dd_ws, tmp_path, monkeypatch):
+    """ENOSPC while a new book's files are written, EROFS on the workspace: one line naming the path and what to do
+    (no traceback), no book half-made, no temporary file left."""
+    import errno
+    import os
+    from typer.testing import CliRunner
+    from cli import app
+    from whoqa.core import book as book_mod
+    story = tmp_path / "story.txt"
+    story.write_text("Anna met Tom at the mill. Tom told Anna of the storm, and Anna warned the miller John.\n" * 4)
+    real = os.fdopen
+
+    def full(fd, *a, **k):
+        f = real(fd, *a, **k)
+        f.write = lambda *_: (_ for _ in ()).throw(OSError(errno.ENOSPC, "No space left on device", f.name))
+        return f
+    books = sorted(p.name for p in (dd_ws / "books").iterdir())
+    for err, fake, words in ((errno.ENOSPC, full, "free some space"), (errno.EROFS, None, "read-only")):
+        if fake:
+            monkeypatch.setattr(book_mod.os, "fdopen", fake)
+        else:
+            monkeypatch.setattr(book_mod.tempfile, "mkstemp", lambda **k: (_ for _ in ()).throw(
+                OSError(errno.EROFS, "Read-only file system", str(k.get("dir")))))
+        r = CliRunner().invoke(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "Who met Tom?",
+                                     "--llm", "none"])
+        lines = [l for l in r.output.splitlines() if l.strip()]
+        assert r.exit_code == 2 and len(lines) == 1 and words in lines[0] and "Traceback" not in r.output, r.output
+        monkeypatch.undo()
+        assert sorted(p.name for p in (dd_ws / "books").iterdir()) == books  # nothing half-made
+        assert not [p for p in dd_ws.rglob("*.tmp")]

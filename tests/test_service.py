@@ -94,3 +94,12 @@ def test_evidence_mentions_the_answer_and_attention_is_apart(ws):
     for e in a.evidence:
         assert any(m.char_id == best for m in book.sentence_mentions(e.sentence)) and e.marks
         assert all(e.text[x:y].split()[0] in " ".join(book.sentence_words(e.sentence)) for x, y in e.marks)
+
+
+def test_the_reader_says_it_cannot_answer_from_nothing(ws, tiny_llm_path):
+    """No passage of the book matches the question (another language): no invented answer, one line saying so."""
+    from whoqa.reader.llm import NothingMatched
+    svc = Service(ws, ServiceConfig(llm=tiny_llm_path, device="cpu"))
+    with pytest.raises(NothingMatched, match="nothing in book .* matches"):
+        svc.answer(DYING_DETECTIVE, "¿Qué guarda ella en la cajita roja?")
+    assert svc.answer(DYING_DETECTIVE, "What is in the ivory box?").passages  # a question the book can answer
