@@ -860,10 +860,11 @@ def entry() -> None:
     """The `whoqa` command. Python randomises string hashing per process, and the name clustering BookNLP's code does
     iterates over sets of strings, so the same book could get other characters from one run to the next (seen on 1
     of 136 books, enough to move the main job's P@1 by 4 points): the command runs with a fixed PYTHONHASHSEED,
-    re-executing itself once when none is set."""
+    re-executing itself once when none is set (not for help, which hashes nothing that matters)."""
     import os
     import sys
-    if os.environ.get("PYTHONHASHSEED", "random") == "random":
+    asks_help = len(sys.argv) == 1 or "--help" in sys.argv[1:] or "-h" in sys.argv[1:]
+    if os.environ.get("PYTHONHASHSEED", "random") == "random" and not asks_help:
         os.environ["PYTHONHASHSEED"] = HASH_SEED
         os.execv(sys.executable, [sys.executable, *sys.argv])
     app()

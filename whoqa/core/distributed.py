@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-import torch
+# torch is imported where it is used: commands that need no model (`--help`, `check`, `serve`'s start) never load it
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ def world() -> World:
     size = int(os.environ.get("WORLD_SIZE", "1"))
     if size == 1:
         return World()
+    import torch
     import torch.distributed as dist
     if not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
@@ -40,6 +41,7 @@ def world() -> World:
 
 def process_device(device: torch.device, w: World) -> torch.device:
     """A process's own GPU when several share a machine (cuda -> cuda:LOCAL_RANK); a CPU is shared."""
+    import torch
     if device.type == "cuda" and device.index is None and w.size > 1:
         return torch.device("cuda", w.local_rank)
     return device
@@ -66,22 +68,22 @@ def barrier(w: World) -> None:
         dist.barrier()
 
 
-class _Step(torch.nn.Module):
-    """A module whose forward runs a given loss function, so DistributedDataParallel sees the forward it syncs."""
-
-    def __init__(self, module: torch.nn.Module):
-        super().__init__()
-        self.module = module
-
-    def forward(self, loss_fn):
-        return loss_fn()
-
-
 def data_parallel(module: torch.nn.Module, w: World):
     """The module wrapped for data-parallel steps (its trainable parameters as they are now), or None alone."""
     if w.size == 1:
         return None
+    import torch
     from torch.nn.parallel import DistributedDataParallel
+
+    class _Step(torch.nn.Module):
+        """A module whose forward runs a given loss function, so DistributedDataParallel sees the forward it syncs."""
+
+        def __init__(self, module: torch.nn.Module):
+            super().__init__()
+            self.module = module
+
+        def forward(self, loss_fn):
+            return loss_fn()
     device = next(module.parameters()).device
     # find_unused_parameters: a trainable part may take no part in the loss (a BERT encoder's pooler in bert2bert)
     return DistributedDataParallel(_Step(module), device_ids=[device] if device.type == "cuda" else None,
@@ -97,6 +99,7 @@ def global_mean_loss(ddp, w: World, idx: list, loss_of) -> tuple[torch.Tensor, t
     if ddp is None:
         loss = loss_of(idx)
         return loss, loss
+    import torch
     import torch.distributed as dist
     mine = shard(idx, w)
     weight = 1.0 if mine else 0.0
