@@ -103,3 +103,15 @@ def test_the_reader_says_it_cannot_answer_from_nothing(ws, tiny_llm_path):
     with pytest.raises(NothingMatched, match="nothing in book .* matches"):
         svc.answer(DYING_DETECTIVE, "¿Qué guarda ella en la cajita roja?")
     assert svc.answer(DYING_DETECTIVE, "What is in the ivory box?").passages  # a question the book can answer
+
+
+def test_training_and_ask_read_the_same_passages(ws):
+    """A question's passages as the reader trains on them (the stored contexts, `build_examples`) and as `ask`
+    makes them afresh (`bm25f_passages`) are equal, text and first sentences, for every question of the book."""
+    from whoqa.reader.data import bm25f_passages, build_examples
+    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    opened = open_book(ws, DYING_DETECTIVE, RetrievalConfig())
+    examples = build_examples(ws, "bm25f", 5, progress=False)
+    assert examples
+    for e in examples:
+        assert bm25f_passages(*opened, e.question, 5, starts=True) == (e.passages, e.starts), e.question

@@ -305,23 +305,26 @@ class Service:
         ans.seconds = round(time.perf_counter() - t0, 4)
         return ans
 
-    def _context(self, opened: tuple, question: str, spans) -> list[int]:
-        from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences, question_windows
+    def _windows(self, opened: tuple, question: str, spans=None) -> list[list]:
+        """The question's BM25F windows, searched once: the recipe of the stored contexts training read."""
+        from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
         book, aliases, index = opened
-        return context_sentences(question_windows(index, question, aliases, len(book.sentences), RetrievalConfig(),
-                                                  spans), len(book.sentences))
+        return question_windows(index, question, aliases, len(book.sentences), RetrievalConfig(), spans)
 
     def _who(self, book_id: str, question: str, opened: tuple) -> tuple:
+        """(the question's name spans, its windows, its context sentences, warnings)."""
+        from whoqa.retrieval.bm25f import context_sentences
         book, aliases, _ = opened
         if not book.characters:
             raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
         spans = name_spans(question, aliases)
         warnings = [f"the question names {n!r}, who is not a character of this book" for n in unknown_names(spans)]
-        return spans, self._context(opened, question, spans), warnings
+        wins = self._windows(opened, question, spans)
+        return spans, wins, context_sentences(wins, len(book.sentences)), warnings
 
     def _network_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
         from whoqa.ranker.features import CONTEXT_SENTENCES
-        spans, context, _ = self._who(book_id, question, opened)
+        spans, _, context, _ = self._who(book_id, question, opened)
         net = self.network()
         got = net.ask(book_id, question, self.cfg.top, self.cfg.evidence, opened, spans, context)
         book = opened[0]
@@ -338,11 +341,11 @@ class Service:
     def _features_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
         from whoqa.ranker.features import CONTEXT_SENTENCES
         from whoqa.ranker.serve import rank
-        spans, context, warnings = self._who(book_id, question, opened)
+        spans, wins, context, warnings = self._who(book_id, question, opened)
         llm = installed_llm(self.cfg.llm)
         fit = self.fit(llm)
         reader = self.llm(llm, "transformers") if llm else None
-        got = rank(fit.ranker, opened, question, spans, context, reader, self.pool(who=True))
+        got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True))
         book = opened[0]
         chars = [Ranked(i, book.characters[i].name, p, s)
                  for i, p, s in list(zip(got.ids, got.probabilities, got.llm))[:self.cfg.top]]
@@ -369,7 +372,8 @@ class Service:
         llm = installed_llm(self.cfg.llm)
         if llm is None:
             raise FileNotFoundError("no local LLM installed: `bash install.sh` installs one")
-        text, passages = answer_from_book(self.llm(llm, LLMConfig.runtime), opened, question, self.pool(who=False))
+        text, passages = answer_from_book(self.llm(llm, LLMConfig.runtime), opened, question, self.pool(who=False),
+                                          LLMConfig(), self._windows(opened, question))
         return Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot", answer=text, passages=passages)
 
     def _evidence(self, book, context: list[int], chars: list[Ranked], question: str) -> list[Evidence]:

@@ -26,18 +26,20 @@ class Ranked:
     read: bool  # whether the LLM read the passages (False: the first stage alone)
 
 
-def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSpan], context: list[int],
+def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSpan], wins: list[list],
          reader=None, pool: list[tuple[str, str, str]] = ()) -> Ranked:
-    """The book's characters ranked for the question. `opened`: (Book, AliasIndex, BM25FIndex); `context`: the
-    question's BM25F context sentences (best first); `reader`: an LLMReader on the transformers runtime, or None for
-    the first stage alone; `pool`: (question, answer, book) examples of other books for the prompt's few shots."""
+    """The book's characters ranked for the question. `opened`: (Book, AliasIndex, BM25FIndex); `wins`: the
+    question's BM25F windows (`question_windows`: its context, and the LLM's passages); `reader`: an LLMReader on the
+    transformers runtime, or None for the first stage alone; `pool`: (question, answer, book) examples of other books
+    for the prompt's few shots."""
+    from whoqa.retrieval.bm25f import context_sentences
     book, aliases, index = opened
-    ids, x = book_features(book, context[:CONTEXT_SENTENCES], named_characters(spans))  # (C, F)
+    ids, x = book_features(book, context_sentences(wins, CONTEXT_SENTENCES), named_characters(spans))  # (C, F)
     llm = None
     if reader is not None:
         first = ranker.first(x)[:ranker.top_k]
         names = [book.characters[ids[j]].name for j in first]
-        passages, starts = bm25f_passages(book, aliases, index, question, RerankConfig.passages, starts=True)
+        passages, starts = bm25f_passages(book, aliases, index, question, RerankConfig.passages, True, wins)
         shots = few_shots(list(pool), book.id, RerankConfig.shots, SEED)
         llm = reader.name_scores(question, passages, names, shots, starts, LLMConfig.order)  # (k,)
         share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))

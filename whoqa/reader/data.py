@@ -46,12 +46,15 @@ def window_text(book: Book, first: int, last: int) -> str:
     return detokenize(words)
 
 
-def bm25f_passages(book: Book, aliases, index, question: str, top_k: int, starts: bool = False):
+def bm25f_passages(book: Book, aliases, index, question: str, top_k: int, starts: bool = False,
+                   wins: list | None = None):
     """A new question's top-k BM25F windows of an opened book (whoqa.retrieval.bm25f.open_book), as text, best
-    first: the passages `ask` gives a reader; with starts, also each one's first sentence."""
-    from whoqa.retrieval.bm25f import question_fields, windows
-    ranked = index.search(*question_fields(question, aliases), 1000)
-    spans = windows(ranked, 5 * top_k, len(book.sentences))[:top_k]
+    first: the passages `ask` gives a reader, cut from the windows the index stage stores for training
+    (`question_windows`, or `wins` when the caller has them); with starts, also each one's first sentence."""
+    from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
+    if wins is None:
+        wins = question_windows(index, question, aliases, len(book.sentences), RetrievalConfig())
+    spans = wins[:top_k]
     texts = [window_text(book, a, b) for a, b, _ in spans]
     return (texts, [int(a) for a, _, _ in spans]) if starts else texts
 

@@ -566,13 +566,13 @@ class NothingMatched(ValueError):
 
 
 def answer_from_book(reader: "LLMReader", opened: tuple, question: str, pool: list[tuple[str, str, str]] = (),
-                     cfg: LLMConfig = LLMConfig()) -> tuple[str, list[str]]:
+                     cfg: LLMConfig = LLMConfig(), wins: list | None = None) -> tuple[str, list[str]]:
     """(answer, passages read) for a question about an opened book ((Book, AliasIndex, BM25FIndex)): its BM25F
     passages, a few (question, answer, book) examples of other books from `pool` for the answers' style. No passage
     matched, no answer: NothingMatched, rather than the model inventing one."""
     from whoqa.reader.data import bm25f_passages
     book = opened[0]
-    passages, starts = bm25f_passages(*opened, question, cfg.top_k, starts=True)
+    passages, starts = bm25f_passages(*opened, question, cfg.top_k, True, wins)
     if not passages:
         raise NothingMatched(f"nothing in book {book.id} matches the question's words, so there is nothing to answer "
                              f"from: ask with words the book uses")
