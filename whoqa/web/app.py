@@ -8,18 +8,18 @@ The page (page.html, one file, no build step) uses only the API, which mirrors t
     GET  /api/books/{id}                 one book, with its cast
     GET  /api/books/{id}/characters      the cast: names, aliases, gender, mentions, mentions per tenth of the book
     GET  /api/books/{id}/characters/{c}  one character's mentions in context
-    POST /api/books/{id}/ask             {"question"} -> ranked characters with evidence (Who), or the reader's answer
+    POST /api/books/{id}/ask             {"question", "route"?} -> `whoqa ask`'s Answer JSON (whoqa.service)
 
-Models load on first use. One lock serialises the models (answers take milliseconds), one worker thread processes
-uploads in turn, holding the workspace lock (`whoqa.core.workspace.locked`) like every other writer. Book ids are
-checked against their 40-hex-digit form before any path is built, so no request reaches outside the workspace.
+No model logic lives here: answers and uploads go through `whoqa.service` (its models load once, on first use, behind
+one lock), one worker thread processes uploads in turn, holding the workspace lock like every other writer. Book ids
+are checked against their 40-hex-digit form before any path is built, so no request reaches outside the workspace;
+only the page itself can change the workspace (`only_the_page`).
 """
 from __future__ import annotations
 
 import json
 import logging
 import re
-import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
