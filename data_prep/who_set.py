@@ -1,7 +1,7 @@
 """The Who set: NarrativeQA questions that ask for a person and whose answer names a character of the book.
 
 Written in the bookqa-who schema under WS/who/:
-    characters.json      {document_id: [{id, aliases}]}
+    characters.json      {document_id: [{id, name, aliases, count, gender}]}
     who_questions.json   [{question_id, document_id, question, answer1, answer2, answers: [character ids]}]
     report.json          what was kept, and why each other question was dropped, per book
 """
@@ -111,6 +111,8 @@ def load_questions(workspace: Path) -> dict[str, list[dict]]:
 
 
 def load_who_set(workspace: Path) -> tuple[dict[str, list[dict]], list[dict]]:
+    """(characters by book, Who questions): the one reader of WS/who/, every reader of the Who set goes through it
+    (a missing file says which command makes it; a damaged one is DamagedArtifact, as `whoqa check` knows it)."""
     who = Workspace(workspace).who
     paths = [who / "characters.json", who / "who_questions.json"]
     for p in paths:

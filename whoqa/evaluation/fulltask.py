@@ -11,6 +11,7 @@ import json
 import logging
 from pathlib import Path
 
+from data_prep.who_set import load_who_set
 from whoqa.core.book import atomic_write
 from whoqa.core.metrics import text_metrics
 from whoqa.core.runs import code_version
@@ -85,7 +86,7 @@ def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
 
 def who_names(ws: Workspace) -> dict[str, dict[int, str]]:
     """book -> character id -> canonical name, from the Who set."""
-    chars = json.loads((ws.who / "characters.json").read_text())
+    chars, _ = load_who_set(ws)
     return {d: {c["id"]: c["name"] for c in cs} for d, cs in chars.items()}
 
 
@@ -93,7 +94,7 @@ def reranked_answers(workspace: Path, run: str) -> dict[str, dict[int, str]]:
     """For each LLM re-ranking of a memory-network run (`whoqa rerank`, the network's candidates or the feature
     ranker's, which judges on the run's folds): its name -> question id -> the name of the combined top character."""
     ws = Workspace(workspace)
-    who = {q["question_id"]: q["document_id"] for q in json.loads((ws.who / "who_questions.json").read_text())}
+    who = {q["question_id"]: q["document_id"] for q in load_who_set(ws)[1]}
     names = who_names(ws)
     out = {}
     for path in sorted((ws.runs / run).glob("rerank@*/summary.json")):
@@ -118,8 +119,7 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     questions = [q for qs in load_questions(ws).values() for q in qs]
     refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
     kinds = {q["question_id"]: question_word(q["question"]) for q in questions}
-    who_path = ws.who / "who_questions.json"
-    who_ids = {q["question_id"] for q in json.loads(who_path.read_text())} if who_path.is_file() else set()
+    who_ids = {q["question_id"] for q in load_who_set(ws)[1]} if (ws.who / "who_questions.json").is_file() else set()
     rows = {}
     for name, preds in runs.items():
         cfg = json.loads((ws.reader_runs / name / "config.json").read_text())

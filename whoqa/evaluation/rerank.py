@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from whoqa.core.calibration import ece, ece_if_calibrated, probabilities, reliability
+from data_prep.who_set import load_who_set
 from whoqa.core.metrics import book_bootstrap, ranking_metrics
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
@@ -56,9 +57,8 @@ def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
 def frequency_candidates(workspace: Path, cands: list[dict]) -> list[dict]:
     """The same questions (and folds) with book frequency's ranking instead: the book's characters by mentions, the
     probabilities their shares of the mentions."""
-    chars = json.loads((Workspace(workspace).who / "characters.json").read_text())
-    who = {q["question_id"]: q["document_id"] for q in
-           json.loads((Workspace(workspace).who / "who_questions.json").read_text())}
+    chars, questions = load_who_set(workspace)
+    who = {q["question_id"]: q["document_id"] for q in questions}
     out = []
     for c in cands:
         cs = chars[who[c["question_id"]]]
@@ -152,7 +152,7 @@ class NameScores:
             return
         ws, cfg = self.ws, self.cfg
         names = who_names(ws)
-        who = {q["question_id"]: q for q in json.loads((ws.who / "who_questions.json").read_text())}
+        who = {q["question_id"]: q for q in load_who_set(ws)[1]}
         examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
         pool = [(q["question"], q["answer1"], q["document_id"]) for q in who.values()]
         reader = LLMReader(cfg.base, self.device, cfg.prompt_tokens, runtime="transformers")
@@ -245,8 +245,8 @@ def question_features(ws: Workspace, cands: list[dict]) -> list[dict]:
     from whoqa.core.aliases import AliasIndex
     from whoqa.core.names import name_spans, named_characters
     from whoqa.evaluation.evaluate import ContextView
-    chars = json.loads((ws.who / "characters.json").read_text())
-    who = {q["question_id"]: q for q in json.loads((ws.who / "who_questions.json").read_text())}
+    chars, questions = load_who_set(ws)
+    who = {q["question_id"]: q for q in questions}
     view = ContextView(ws, "bm25f", CONTEXT_SENTENCES)
     aliases: dict = {}
     out = []

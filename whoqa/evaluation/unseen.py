@@ -213,7 +213,8 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
         return None
     questions = [q for qs in load_questions(target).values() for q in qs]
     refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
-    who_ids = {q["question_id"] for q in json.loads((Workspace(target).who / "who_questions.json").read_text())}
+    from data_prep.who_set import load_who_set
+    who_ids = {q["question_id"] for q in load_who_set(target)[1]}
     rows, answers = {}, {}
     for folder in readers:
         saved = json.loads((folder / READER_FILE).read_text()).get("config", {})
