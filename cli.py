@@ -18,6 +18,7 @@ from data_prep.download import DownloadConfig
 from data_prep.prepare import PrepareConfig
 from data_prep.split import HELDOUT
 from whoqa.core.device import DEVICES
+from whoqa.core.executor import ExecutorConfig
 from whoqa.core.jobs import default_jobs
 from whoqa.core.seed import SEED
 from whoqa.evaluation.evaluate import EvalConfig
@@ -212,6 +213,11 @@ def index(
     bert_epochs: int = typer.Option(default(RankerConfig, "epochs"), help="BERT ranker: training epochs."),
     seed: int = typer.Option(default(RankerConfig, "seed"), help="BERT ranker: seed for pairs, folds and training."),
     device: str = typer.Option("auto", help=f"BERT ranker: {DEVICE_HELP}."),
+    executor: str = typer.Option(default(ExecutorConfig, "executor"), help="BM25F: local (a process pool of --jobs) "
+                                                                           "or ray (one task per book on a Ray "
+                                                                           "cluster)."),
+    ray_address: Optional[str] = typer.Option(None, help="With --executor ray: the cluster (auto, HOST:PORT; default "
+                                                         "$RAY_ADDRESS, else auto)."),
 ):
     """Rank each question's 5-sentence windows (BM25F over Lucene, BERT ranker) -> WS/contexts/<ranker>/."""
     from whoqa.retrieval.contexts import build_contexts
@@ -221,7 +227,8 @@ def index(
                           context_sentences=context_sentences)
     rcfg = RankerConfig(base=bert_base, folds=bert_folds, pool=bert_pool, epochs=bert_epochs, seed=seed)
     for r in (["bm25f", "bert"] if ranker == "both" else [ranker]):
-        rep = _stage(build_contexts, workspace, r, jobs, cfg, ranker_cfg=rcfg, device=device)
+        rep = _stage(build_contexts, workspace, r, jobs, cfg, ranker_cfg=rcfg, device=device,
+                     executor=ExecutorConfig(executor, ray_address).check())
         typer.echo(f"{r}: contexts for {len(rep['done'])} book(s), {rep['skipped']} already done with this config"
                    + (f" ({rep['redone_config_changed']} redone: made with another config)"
                       if rep.get("redone_config_changed") else "")

@@ -1,4 +1,4 @@
-"""`whoqa prepare --executor ray` on a real 2-node Ray cluster (a head and a worker node, 1 CPU each, in a network
+"""`whoqa prepare --executor ray` and `whoqa index --executor ray` on a real 2-node Ray cluster (a head and a worker node, 1 CPU each, in a network
 namespace of their own so that Ray stays on loopback): the same bytes as `--jobs 2`, and a worker node killed with
 kill -9 mid-run loses no book (its tasks are retried on the head node)."""
 import filecmp
@@ -30,6 +30,7 @@ prepare() {{ whoqa prepare --data {data} --workspace $1 --no-unlabeled --no-embe
              --executor ray --ray-address 127.0.0.1:{port} > $1.log 2>&1; }}
 status=0
 prepare {tmp}/ws-ray || status=1
+whoqa index --workspace {tmp}/ws-ray --executor ray --ray-address 127.0.0.1:{port} > index.log 2>&1 || status=1
 prepare {tmp}/ws-kill &
 run=$!
 until ls {tmp}/ws-kill/books/*/*.book > /dev/null 2>&1; do sleep 0.2; done
@@ -53,8 +54,9 @@ def _data(root: Path, shared: Path) -> Path:
 
 def _artifacts(ws: Path) -> list[Path]:
     """What `prepare` writes that must not depend on where it ran (its report holds timings and the executor)."""
-    keep = [*ws.glob("books/*/*"), *ws.glob("who/*.json"), *ws.glob("artificial/*.jsonl.gz"), ws / "questions.json"]
-    return sorted(p.relative_to(ws) for p in keep if p.is_file() and p.name != "summary.json")
+    keep = [*ws.glob("books/*/*"), *ws.glob("who/*.json"), *ws.glob("artificial/*.jsonl.gz"), ws / "questions.json",
+            *ws.glob("contexts/bm25f/*.json")]
+    return sorted(p.relative_to(ws) for p in keep if p.is_file() and p.name not in ("summary.json", "report.json"))
 
 
 def test_prepare_on_a_ray_cluster_writes_the_same_bytes_and_survives_a_killed_node(shared_data, tmp_path):
@@ -66,15 +68,18 @@ def test_prepare_on_a_ray_cluster_writes_the_same_bytes_and_survives_a_killed_no
     r = CliRunner().invoke(app, ["prepare", "--data", str(data), "--workspace", str(local), "--no-unlabeled",
                                  "--no-embeddings", "--jobs", "2"])
     assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["index", "--workspace", str(local), "--jobs", "2"])
+    assert r.exit_code == 0, r.output
     script = CLUSTER.format(bin=VENV_BIN, tmp=tmp_path, data=data, port=6391)
     done = subprocess.run(["unshare", "-n", "bash", "-c", script], cwd=ROOT, capture_output=True, text=True,
                           timeout=1200, env={**os.environ, "PYTHONHASHSEED": "0"})
     logs = {p.name: p.read_text()[-1500:] for p in tmp_path.glob("*.log")}
     assert done.returncode == 0, (done.stderr[-2000:], logs)
     assert (tmp_path / "killed.txt").is_file(), logs
+    assert f"contexts for {len(BOOKS)} book(s)" in logs["index.log"], logs
     for ws in (tmp_path / "ws-ray", tmp_path / "ws-kill"):
         assert f"prepared {len(BOOKS)} book(s)" in (tmp_path / f"{ws.name}.log").read_text(), logs
-        files = _artifacts(local)
-        assert files == _artifacts(ws) and len(files) > 4 * len(BOOKS)
+        files = [f for f in _artifacts(local) if ws.name == "ws-ray" or f.parts[0] != "contexts"]
+        assert files == [f for f in _artifacts(ws)] and len(files) > 4 * len(BOOKS)
         same, differ, missing = filecmp.cmpfiles(local, ws, [str(f) for f in files], shallow=False)
         assert not differ and not missing, (ws.name, differ, missing)

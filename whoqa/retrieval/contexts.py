@@ -58,9 +58,40 @@ def _bm25f_work(workspace: str, book_id: str, questions: list[dict], cfg: Retrie
         return book_id, None, f"{type(e).__name__}: {e}"
 
 
+def _ray_bm25f_work(files: dict[str, bytes], book_id: str, questions: list[dict], cfg: RetrievalConfig,
+                    oracle: bool):
+    """A book's contexts on a Ray worker: its files (sent by the driver) in a workspace of its own, indexed there;
+    the contexts file's bytes come back (the Lucene index is a cache: the driver's workspace builds it when asked)."""
+    import shutil
+    import tempfile
+    tmp = Path(tempfile.mkdtemp(prefix="whoqa-"))
+    try:
+        (tmp / "books" / book_id).mkdir(parents=True)
+        for name, data in files.items():
+            (tmp / "books" / book_id / name).write_bytes(data)
+        b, stats, err = _bm25f_work(str(tmp), book_id, questions, cfg, oracle)
+        out = Workspace(tmp).contexts / (ORACLE if oracle else "bm25f") / f"{book_id}.json"
+        return b, stats, err, out.read_bytes() if err is None else b""
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _on_ray(ws: Workspace, todo: dict, cfg: RetrievalConfig, ranker: str, executor):
+    """(book, stats, error) of each book's contexts made as a Ray task, written here by the driver."""
+    from whoqa.core.book import SUFFIXES
+    from whoqa.core.executor import ray_map
+    args = {b: ({f"{b}{s}": (ws.books / b / f"{b}{s}").read_bytes() for s in SUFFIXES}, b, qs, cfg, ranker == ORACLE)
+            for b, qs in todo.items()}
+    for b, stats, err, *data in ray_map(_ray_bm25f_work, args, executor, lambda k, why: (k, None, why)):
+        if err is None:
+            atomic_write(ws.contexts / ranker / f"{b}.json", data[0].decode("utf-8"))
+        yield b, stats, err
+
+
 def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = None, cfg: RetrievalConfig | None = None,
-                   progress: bool = True, ranker_cfg=None, device: str = "auto") -> dict:
-    """Contexts of every question of every prepared book for one ranker; books already done are skipped."""
+                   progress: bool = True, ranker_cfg=None, device: str = "auto", executor=None) -> dict:
+    """Contexts of every question of every prepared book for one ranker; books already done are skipped.
+    `executor` (whoqa.core.executor.ExecutorConfig): on a Ray cluster instead of this machine's processes (BM25F)."""
     if ranker not in RANKERS + (ORACLE,):
         raise ValueError(f"unknown ranker {ranker!r}: use one of {RANKERS + (ORACLE,)}")
     ws = Workspace(workspace)
@@ -84,7 +115,9 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
     bar = progress_bar(total=len(todo), desc=f"index {ranker}", unit="book", progress=progress)
     t0 = time.perf_counter()
     jobs = jobs or default_jobs()
-    if jobs <= 1 or len(todo) <= 1:
+    if executor is not None and executor.executor == "ray":
+        _collect(_on_ray(ws, todo, cfg, ranker, executor.check()), report, bar)
+    elif jobs <= 1 or len(todo) <= 1:
         results = (_bm25f_work(str(ws), b, qs, cfg, ranker == ORACLE) for b, qs in todo.items())
         _collect(results, report, bar)
     else:
