@@ -678,6 +678,9 @@ def eval_(
                                                                    "test-time adaptation (cached per model and book)."),
     llm: Optional[str] = typer.Option(None, help="With --data: the local LLM the served route reads with (default: "
                                                  "the best installed, as `ask`; none: without one)."),
+    executor: str = typer.Option(default(EvalConfig, "executor"), help="With --data: prepare and index its books "
+                                                                        "locally or on a Ray cluster (ray)."),
+    ray_address: Optional[str] = typer.Option(None, help="With --executor ray: the cluster (default $RAY_ADDRESS)."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
     reader is trained, the full task (all questions; Who questions routed to the memory network)."""
@@ -700,7 +703,8 @@ def eval_(
         typer.echo(f"plot: {workspace}/results/ablation-{ablation}.png")
         return
     res = _stage(evaluate, EvalConfig(workspace=str(workspace), data=str(data) if data else None, seed=seed,
-                                      random_trials=random_trials, jobs=jobs, device=device, adapt=adapt, llm=llm))
+                                      random_trials=random_trials, jobs=jobs, device=device, adapt=adapt, llm=llm,
+                                      executor=executor, ray_address=ray_address))
     typer.echo(res["table"])
     if res.get("full_task"):
         typer.echo("\n" + res["full_task"]["table"])

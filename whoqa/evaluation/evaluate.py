@@ -33,6 +33,8 @@ class EvalConfig:
     device: str = "auto"  # where the trained models judged on --data books run (whoqa.core.device)
     adapt: bool = False  # --data: also judge the final models after test-time adaptation (cached per model and book)
     llm: str | None = None  # --data: the LLM `ask` would read with (None: the best installed; "none": without one)
+    executor: str = "local"  # --data: where its books are prepared and indexed: local | ray (whoqa.core.executor)
+    ray_address: str | None = None
 
 
 Ranker = Callable[[dict, list[dict], int], list[int]]  # (question, book characters, trial) -> ranked ids
@@ -72,7 +74,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     target = ws
     if cfg.data:
         from whoqa.evaluation.unseen import prepare_other
-        target = prepare_other(ws, cfg.data, cfg.jobs)
+        target = prepare_other(ws, cfg.data, cfg.jobs, cfg.executor, cfg.ray_address)
     characters, questions = load_who_set(target)
     systems = baseline_systems(cfg.seed)
     coverage = {}

@@ -20,18 +20,21 @@ from whoqa.core.workspace import Workspace
 log = logging.getLogger(__name__)
 
 
-def prepare_other(workspace: Path, data: str, jobs: int = 1) -> Path:
-    """Prepare, index and fold in another folder's books; returns its workspace."""
+def prepare_other(workspace: Path, data: str, jobs: int = 1, executor: str = "local",
+                  ray_address: str | None = None) -> Path:
+    """Prepare, index and fold in another folder's books (on a Ray cluster with executor "ray"); returns its
+    workspace."""
+    from whoqa.core.executor import ExecutorConfig
     from data_prep.prepare import PrepareConfig, prepare
     from data_prep.addbook import fold_books
     from whoqa.retrieval.contexts import build_contexts
     from data_prep.embeddings import read_state
     target = Workspace(workspace).eval_data / Path(data).resolve().name
-    rep = prepare(PrepareConfig(data, str(target), jobs=jobs, unlabeled=False, artificial=True, embeddings=False),
-                  progress=False)
+    rep = prepare(PrepareConfig(data, str(target), jobs=jobs, unlabeled=False, artificial=True, embeddings=False,
+                                executor=executor, ray_address=ray_address), progress=False)
     if rep.failed:
         log.warning("%d book(s) of %s failed to prepare and are left out", len(rep.failed), data)
-    build_contexts(target, "bm25f", jobs, progress=False)
+    build_contexts(target, "bm25f", jobs, progress=False, executor=ExecutorConfig(executor, ray_address).check())
     if read_state(workspace) is not None:  # a workspace with vectors: fold the books in for its models
         books = sorted(p.name for p in (Workspace(target).books).iterdir() if p.is_dir())
         fold_books(Path(workspace), books, books_ws=target)
