@@ -233,7 +233,8 @@ def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path
     # what `ask` serves, judged beside them: the feature ranker (no LLM here: its first stage), calibrated
     served = json.loads((ws / "results" / "served:features@other.json").read_text())
     assert served["route"] == ["features"] and served["questions"] == res["questions"] and served["ece"] is not None
-    assert "first stage" in served["reason"] and served["calibration"]["reliability"] and "served:features" in r.output
+    assert "first stage" in served["reason"] and "never trained on this book" in served["reason"]
+    assert served["calibration"]["reliability"] and "served:features" in r.output
     cache = served["answers_cache"]
     assert sum(1 for _ in open(cache)) == served["questions"]  # one answer per question, kept: the rerun reused them
 

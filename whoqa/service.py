@@ -291,7 +291,8 @@ class Service:
 
     # --- answers -----------------------------------------------------------------------------------------------
     def route(self, book_id: str, question: str, forced: str = "auto") -> Route:
-        return choose_route(self.ws, book_id, question, self.cfg, forced)
+        """The route, by the measurements of the workspace whose models serve (`fits_from`'s, for `eval --data`)."""
+        return choose_route(self.home, book_id, question, self.cfg, forced)
 
     def answer(self, book_id: str, question: str, route: str = "auto") -> Answer:
         question = check_question(question)
