@@ -41,16 +41,25 @@ def test_who_chain_from_the_cli(mini_data, tmp_path):
     assert run(app, ["train", "--workspace", ws, "--final", "--epochs", "3", "--from-pretrained"]).exit_code == 0
     r = run(app, ["ask", "--workspace", ws, "--book", "nope", "Who is it?"])
     assert r.exit_code == 2 and "not prepared" in r.output
-    r = run(app, ["ask", "--workspace", ws, "--book", DYING_DETECTIVE, "Who poisons Holmes with a box?"])
+    r = run(app, ["ask", "--workspace", ws, "--book", DYING_DETECTIVE, "Who poisons Holmes with a box?", "--route",
+                  "network"])
     assert r.exit_code == 0, r.output
     lines = r.output.strip().splitlines()
     probs = [float(l.split("%")[0]) for l in lines if "%" in l[:8]]
     assert len(probs) == 5 and probs == sorted(probs, reverse=True) and any("[" in l for l in lines)
 
 
-def test_ask_without_a_model_says_what_to_run(tmp_path):
-    r = CliRunner().invoke(app, ["ask", "--workspace", str(tmp_path), "--book", "x", "Who?"])
+def test_ask_without_a_model_says_what_to_run(tmp_path, dd_ws):
+    """No model is needed for a prepared book (the feature ranker answers); an unprepared one, or the network asked
+    for where none is trained, says what to run."""
+    r = CliRunner().invoke(app, ["ask", "--workspace", str(tmp_path), "--book", "x", "Who?", "--llm", "none"])
+    assert r.exit_code == 2 and "not prepared" in r.output and "whoqa prepare" in r.output
+    r = CliRunner().invoke(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "Who?", "--route",
+                                 "network"])
     assert r.exit_code == 2 and "no trained model" in r.output and "whoqa train --final" in r.output
+    r = CliRunner().invoke(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "Who is ill?", "--llm",
+                                 "none"])
+    assert r.exit_code == 0 and "(features: " in r.output and "%" in r.output, r.output  # no model needed
 
 
 def test_ablation_plot(mini_data, tmp_path):
