@@ -513,7 +513,7 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path]) -
         typer.echo(f"(probabilities at temperature {cal['temperature']:.2f}, fit on the held-out folds of run "
                    f"{cal['run']}: ECE {cal['ece']:.3f})", err=True)
     elif cal.get("by"):
-        typer.echo(f"(probabilities by {cal['by']}: {cal['questions']} questions, fit {cal['fit']}"
+        typer.echo(f"(probabilities by {cal['by']}: fit on {cal['questions']} questions of {cal['fit_of']}"
                    + (f", cross-validated ECE {cal['ece']:.3f}" if cal.get("ece") is not None else "") + ")", err=True)
     for i, c in enumerate(ans.characters, 1):
         typer.echo((f"{c.probability:6.1%}  {c.name}" if c.probability is not None else f"{i:>5}.  {c.name}")

@@ -354,6 +354,7 @@ class Service:
         model = (f"feature ranker + {llm} reading the passages for its top {r.top_k}" if llm else
                  "feature ranker, first stage (no local LLM)")
         calibration = {"by": "maximum likelihood on other books' questions", "fit": fit.where,
+                       "fit_of": f"run {fit.measured_on}" if fit.measured_on else "the 41 shared books (shipped)",
                        "questions": r.questions, "ece": r.ece, "provenance": fit.provenance,
                        "stage": "both" if got.read else "first"}
         return Answer(question, book_id, "who", "features", "", model, chars,
