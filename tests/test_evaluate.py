@@ -60,6 +60,9 @@ def test_eval_on_another_folder_prepares_it(mini_data, tmp_path):
     assert (ws / "results" / "book_frequency@data.json").is_file()
     # Holmes is the most mentioned character: book frequency answers the first question at rank 1
     assert res["results"]["book_frequency"]["p@5"] == 100.0
+    # what `ask` serves there, with the LLM install.sh installs (or its first stage where none is): calibrated
+    served = res["results"]["served:features"]
+    assert served["questions"] == 2 and served["route"] == ["features"] and served["ece"] is not None
 
 
 def test_span_recall():
