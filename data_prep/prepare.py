@@ -10,6 +10,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from whoqa.core.executor import ExecutorConfig
 from whoqa.core.jobs import default_jobs
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write, is_done, write_book_files
@@ -204,7 +205,7 @@ def _ray_work(data_root: str, book_id: str) -> tuple[str, dict | None, str | Non
 def _on_ray(cfg: PrepareConfig, data_root: str, todo: list[str], out_dir: Path):
     """(book, stats, error) of each book processed as a Ray task; each book's files are written here, by the driver,
     through the same atomic writes and in the same order as a local worker's."""
-    from whoqa.core.executor import ExecutorConfig, ray_map
+    from whoqa.core.executor import ray_map
     ex = ExecutorConfig(executor="ray", ray_address=cfg.ray_address)
     for b, stats, err, *files in ray_map(_ray_work, {b: (data_root, b) for b in todo}, ex,
                                           lambda k, why: (k, None, why), _init_worker, (cfg,)):
@@ -213,18 +214,8 @@ def _on_ray(cfg: PrepareConfig, data_root: str, todo: list[str], out_dir: Path):
             for suffix in BOOK_FILES:
                 name = suffix if suffix == SOURCE_FILE else f"{b}{suffix}"
                 if name in got:
-                    atomic_write_bytes(out_dir / b / name, got[name])
+                    atomic_write(out_dir / b / name, got[name])
         yield b, stats, err
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def prepare(cfg: PrepareConfig, progress: bool = True) -> PrepareReport:
@@ -254,8 +245,7 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
     report = PrepareReport()
     identity = engine_identity(cfg)  # (fails here, before any engine loads, on a missing weights file)
     record_engine(cfg, identity)
-    if cfg.executor not in ("local", "ray"):
-        raise ValueError(f"unknown executor {cfg.executor!r}: use local or ray")
+    ExecutorConfig(cfg.executor).check()  # (before any book is processed)
     todo = []
     for b in ids:
         done = is_done(out_dir / b, b)

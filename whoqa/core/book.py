@@ -211,13 +211,14 @@ def read_characters(path: Path) -> dict[int, Character]:
     return chars
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write through a temporary file and rename, so a crash never leaves a half-written file behind."""
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write text (UTF-8) or bytes through a temporary file and rename, so a crash never leaves a half-written file
+    behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8", newline="")) as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:

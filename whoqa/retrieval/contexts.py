@@ -84,7 +84,7 @@ def _on_ray(ws: Workspace, todo: dict, cfg: RetrievalConfig, ranker: str, execut
             for b, qs in todo.items()}
     for b, stats, err, *data in ray_map(_ray_bm25f_work, args, executor, lambda k, why: (k, None, why)):
         if err is None:
-            atomic_write(ws.contexts / ranker / f"{b}.json", data[0].decode("utf-8"))
+            atomic_write(ws.contexts / ranker / f"{b}.json", data[0])
         yield b, stats, err
 
 
