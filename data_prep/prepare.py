@@ -83,7 +83,11 @@ def record_engine(cfg: PrepareConfig, identity: dict) -> None:
     if rec["coref_weights"]:
         rec["coref_weights"] = str(Path(rec["coref_weights"]).resolve())
     path = Workspace(cfg.workspace).engine_record
-    if not path.is_file() or json.loads(path.read_text() or "{}") != rec:
+    try:
+        same = json.loads(path.read_text()) == rec
+    except (FileNotFoundError, ValueError):  # none yet, or a damaged one: `prepare` writes it again
+        same = False
+    if not same:
         atomic_write(path, json.dumps(rec, indent=1))
 
 
@@ -91,14 +95,12 @@ def recorded_engine(workspace: Path) -> tuple[object, dict | None]:
     """(engine, identity) as the workspace's `prepare` recorded them; the default spaCy engine and no identity for a
     workspace prepared before this was kept (or never prepared). A recorded weights file that is gone or changed is
     a one-line error: the book would be made otherwise than its workspace."""
+    from whoqa.core.artifacts import read_json
     path = Workspace(workspace).engine_record
-    try:
-        rec = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not path.is_file():
         from data_prep.engine_spacy import SpacyEngine
         return SpacyEngine(), None
-    except ValueError:
-        raise ValueError(f"{path} is damaged: run `whoqa prepare` again on this workspace to record its engine") from None
+    rec = read_json(path, f"run `whoqa prepare --workspace {workspace}` again to record its engine", dict)
     cfg = PrepareConfig(data="", workspace=str(workspace), **{f: rec.get(f) for f in ENGINE_FIELDS if rec.get(f)})
     identity = engine_identity(cfg)
     if rec.get("identity") and identity != rec["identity"]:

@@ -174,3 +174,21 @@ def test_a_lock_held_by_a_killed_process_is_taken_over(tmp_path):
     os.close(fd)
     with locked(tmp_path):  # and the next command takes it
         pass
+
+
+def test_a_damaged_engine_record_is_one_line_for_ask_and_rewritten_by_prepare(ws, tmp_path):
+    """WS/engine.json, the record of how the books are made: a damaged one stops `ask --text` (which would make a
+    book by it) with one line naming it, and `prepare` writes it again."""
+    r = run(app, ["ask", "--workspace", str(ws), "--text", str(_story(tmp_path)), "Who rowed out?", "--llm", "none"])
+    assert r.exit_code == 0, r.output
+    record = ws / "engine.json"
+    saved = record.read_text()
+    record.write_text('{"engine": "spa')
+    other = tmp_path / "other.txt"
+    other.write_text("Mara met Ivo at the mill. Ivo told Mara of the storm, and Mara warned the miller.\n" * 4)
+    _one_line(run(app, ["ask", "--workspace", str(ws), "--text", str(other), "Who met Ivo?", "--llm", "none"]),
+              "engine.json", "damaged", "whoqa prepare")
+    from data_prep.prepare import PrepareConfig, engine_identity, record_engine
+    cfg = PrepareConfig(data="", workspace=str(ws))
+    record_engine(cfg, engine_identity(cfg))
+    assert json.loads(record.read_text()) == json.loads(saved)

@@ -1,8 +1,8 @@
-"""Asking a book a Who question: `whoqa ask` and its Python twin `Asker`.
+"""The memory network's answer to a Who question (`Asker`), as `whoqa.service` serves it on its network route.
 
-Any book: one prepared with the workspace, one added later (`Asker.add_text` for a plain-text file, `Asker.add_book`
-for a NarrativeQA folder's book), whose vectors are folded in. A book the model was not trained with is adapted first
-(its new embedding rows tuned on its own artificial questions, see `whoqa.memnet.adapt`), once; later questions reuse it.
+Any book: one prepared with the workspace, or one added later (`whoqa.service.Service.intake`), whose vectors are
+folded in. With adapt=True a book the model was not trained with is adapted first (its new embedding rows tuned on its
+own artificial questions, see `whoqa.memnet.adapt`), once; later questions reuse it.
 """
 from __future__ import annotations
 
@@ -61,26 +61,6 @@ class Asker:
         self.trained_books = saved.get("stats", {}).get("trained_books")
         self.rcfg = RetrievalConfig()
         self._books: dict[str, tuple] = {}
-
-    def add_text(self, path: str | Path, timings: dict | None = None) -> str:
-        """Prepare a plain-text book into the workspace and fold it in; returns its id (derived from its text).
-        `timings`, if given, receives the seconds of each part (engine, fold_in, reload)."""
-        import time
-        from data_prep.addbook import add_text
-        book_id = add_text(self.ws, Path(path), timings=timings)
-        t0 = time.perf_counter()
-        self._load()
-        if timings is not None:
-            timings["reload_s"] = round(time.perf_counter() - t0, 2)
-        return book_id
-
-    def add_book(self, data: str | Path, book_id: str) -> str:
-        """Prepare a NarrativeQA folder's book into the workspace (if not yet there) and fold it in."""
-        from data_prep.addbook import add_from_data
-        if not is_done(self.ws.books / book_id, book_id) or book_id not in self.vocab.books:
-            add_from_data(self.ws, Path(data), book_id)
-            self._load()
-        return book_id
 
     def _book(self, book_id: str, opened: tuple | None = None):
         """The book's (Book, AliasIndex, BM25FIndex) (`opened`, when the caller has them) with its memory arrays."""
