@@ -565,6 +565,14 @@ def rerank(
                                      "LLM's scores enter its second stage (log_softmax, clipped, probability, rank, "
                                      "log_softmax+first, clipped+first), or select: chosen per fold by "
                                      "cross-validation on the training books."),
+    fold_seed: int = typer.Option(default(RerankConfig, "fold_seed"), help="--candidates features without a run: "
+                                  "the seed that groups books into folds (others: the spread over folds; kept as "
+                                  "summary+foldseed<N>.json, never served)."),
+    rendering: str = typer.Option(default(RerankConfig, "rendering"), help="How the passages show who each mention "
+                                  "is: raw, annotate (\"she [Helen Chester]\") or replace (\"Helen Chester\")."),
+    marks: str = typer.Option(default(RerankConfig, "marks"), help="Whose mentions are marked: all or candidates."),
+    character_list: bool = typer.Option(default(RerankConfig, "character_list"),
+                                        help="List the characters the passages mention in the prompt."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
 ):
     """Who answers re-ranked by a local LLM reading the passages: the run's top-k characters scored by each name's
@@ -573,7 +581,8 @@ def rerank(
     ranker on book folds of its own -> WS/runs/features+by-book/."""
     from whoqa.evaluation.rerank import rerank as rerank_run
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
-                       folds=folds, llm_features=llm_features, max_eval_samples=max_eval_samples)
+                       folds=folds, fold_seed=fold_seed, llm_features=llm_features, rendering=rendering, marks=marks,
+                       character_list=character_list, max_eval_samples=max_eval_samples)
     s = _stage(rerank_run, workspace, run, cfg, device=device)
     for row, label in (("candidates", candidates), ("llm_over_top_k", f"LLM over its top {top_k}"),
                        ("combined", "combined")):

@@ -100,6 +100,21 @@ def test_passages_in_book_order_and_examples_from_other_books_only(tiny_llm_path
     assert all(q in shown and a in shown for q, a in shots)
 
 
+def test_the_character_list_follows_the_passages_and_a_rendering_is_its_own_run(tiny_llm_path):
+    """The characters the passages mention are listed after them; a rendered-passage re-ranking has its own LLM key
+    (scores of raw passages are never reused for it) and its own folder, raw keeping the key it always had."""
+    from whoqa.evaluation.rerank import llm_key, rerank_dir
+    from whoqa.reader.config import RerankConfig
+    r = LLMReader(tiny_llm_path, "cpu", prompt_tokens=150, max_new_tokens=8)
+    text = r.tokenizer.decode(r.prompt("who opens the door?", ["she [jeeves] opens the door"],
+                                       characters=["jeeves", "bertie"])[0]).replace(" ", "")  # (MiniLM's spacing)
+    assert text.index("[jeeves]opens") < text.index("charactersinthepassages:jeeves,bertie") < text.index("whoopens")
+    raw = RerankConfig(base=tiny_llm_path)
+    marked = RerankConfig(base=tiny_llm_path, rendering="annotate", character_list=True)
+    assert llm_key(raw) != llm_key(marked) != llm_key(RerankConfig(base=tiny_llm_path, rendering="annotate"))
+    assert rerank_dir("ws", "r", marked).name.endswith("+annotate+list") and not rerank_dir("ws", "r", raw).name.endswith("list")
+
+
 def test_a_names_score_is_its_log_likelihood_after_the_prompt(tiny_llm_path):
     """name_scores continues one prompt's cache per name: the same log-likelihood as scoring prompt + name whole."""
     import torch

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from whoqa.core.book import Book
 from whoqa.core.calibration import ece, ece_if_calibrated, probabilities, reliability
 from data_prep.who_set import load_who_set
 from whoqa.core.metrics import book_bootstrap, ranking_metrics
@@ -42,6 +43,8 @@ from whoqa.memnet.ensemble import cross_fitted, items
 from whoqa.reader.config import LLMConfig, RerankConfig, model_name
 from whoqa.reader.data import build_examples
 from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
+from whoqa.reader.render import check_rendering, shown, variant
+from whoqa.retrieval.contexts import load_contexts
 
 # the LLM's weights tried (one number per fold: a grid is enough); 100 is the LLM's order alone, ties to the network's
 WEIGHTS = np.array([0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0])
@@ -51,7 +54,8 @@ CANDIDATES = ("network", "book-frequency", "features")
 
 
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
-    return fit_dir(workspace, run, model_name(cfg.base), cfg.top_k, cfg.candidates)
+    return fit_dir(workspace, run, model_name(cfg.base), cfg.top_k, cfg.candidates,
+                   variant(cfg.rendering, cfg.marks, cfg.character_list))
 
 
 def frequency_candidates(workspace: Path, cands: list[dict]) -> list[dict]:
@@ -91,13 +95,12 @@ def features_run(folds: int) -> str:
     return "features+by-book" + (f"+folds{folds}" if folds != RerankConfig.folds else "")
 
 
-def book_fold_candidates(workspace: Path, folds: int) -> list[dict]:
+def book_fold_candidates(workspace: Path, folds: int, seed: int = SEED) -> list[dict]:
     """Book-level CV's questions without a trained network: each usable Who question (its book has BM25F contexts
     and its answer is one of the book's characters, as the memory network's runs ask) with its book's fold (the same
     folds a `--by-book` run draws) and its right characters."""
     from data_prep.who_set import load_who_set
     from whoqa.core.folds import who_book_folds
-    from whoqa.retrieval.contexts import load_contexts
     ws = Workspace(workspace)
     characters, questions = load_who_set(ws)
     has_contexts = {b: load_contexts(ws, "bm25f", b) is not None for b in {q["document_id"] for q in questions}}
@@ -105,7 +108,7 @@ def book_fold_candidates(workspace: Path, folds: int) -> list[dict]:
               and set(q["answers"]) & {c["id"] for c in characters.get(q["document_id"], [])}]
     if not usable:
         raise ValueError(f"{ws} has no usable Who question: run `whoqa prepare` and `whoqa index` first")
-    groups = who_book_folds({q["document_id"] for q in usable}, folds, SEED)
+    groups = who_book_folds({q["document_id"] for q in usable}, folds, seed)
     fold_of = {b: k for k, g in enumerate(groups) for b in g}
     return [{"question_id": int(q["question_id"]), "fold": fold_of[q["document_id"]],
              "answers": [int(c) for c in q["answers"]]} for q in usable]
@@ -113,7 +116,9 @@ def book_fold_candidates(workspace: Path, folds: int) -> list[dict]:
 
 def llm_key(cfg: RerankConfig) -> str:
     """What an LLM name score depends on: the model and the prompt (not whose candidates asked for it)."""
-    return digest([{f: getattr(cfg, f) for f in ("base", "passages", "prompt_tokens", "shots")},
+    shown = {f: getattr(cfg, f) for f in ("rendering", "marks", "character_list")
+             if getattr(cfg, f) != getattr(RerankConfig, f)}  # (raw passages keep the key they always had)
+    return digest([{f: getattr(cfg, f) for f in ("base", "passages", "prompt_tokens", "shots")} | shown,
                    model_fingerprint(cfg.base)])
 
 
@@ -156,15 +161,24 @@ class NameScores:
         examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
         pool = [(q["question"], q["answer1"], q["document_id"]) for q in who.values()]
         reader = LLMReader(cfg.base, self.device, cfg.prompt_tokens, runtime="transformers")
+        plain = not variant(cfg.rendering, cfg.marks, cfg.character_list)
+        books: dict[str, tuple] = {}  # book -> (Book, its BM25F contexts): read once, for rendered passages
         bar = progress_bar(total=len(todo), desc="LLM name scores", unit="q", progress=self.progress)
         with self.path.open("a") as out:
             for qid, cs in todo.items():
                 t = time.perf_counter()
                 q, e = who[qid], examples.get(qid)
-                shots = few_shots(pool, q["document_id"], cfg.shots, SEED * 1_000_003 + qid)
-                llm = reader.name_scores(q["question"], e.passages if e else [],
-                                         [names[q["document_id"]][c] for c in cs], shots, e.starts if e else None,
-                                         LLMConfig.order)
+                d = q["document_id"]
+                shots = few_shots(pool, d, cfg.shots, SEED * 1_000_003 + qid)
+                passages, listed = (e.passages if e else []), []
+                if e and not plain:
+                    if d not in books:
+                        books[d] = (Book.load(ws.books / d, d), load_contexts(ws, "bm25f", d))
+                    book, ctx = books[d]
+                    spans = [(a, b) for a, b, _ in ctx[str(qid)][:cfg.passages]]
+                    passages, listed = shown(book, spans, cfg.rendering, cfg.marks, cfg.character_list, cs)
+                llm = reader.name_scores(q["question"], passages, [names[d][c] for c in cs], shots,
+                                         e.starts if e else None, LLMConfig.order, listed)
                 row = {"question_id": qid, "key": self.key, "candidates": cs, "llm": llm,
                        "seconds": round(time.perf_counter() - t, 3)}
                 out.write(json.dumps(row) + "\n")
@@ -267,7 +281,7 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
     of its own (`cfg.folds`; no network is trained): both stages fit on the other folds' questions, the LLM scoring
     every name some fold's first stage puts in a question's top k."""
     ws = Workspace(workspace)
-    cands = network_candidates(ws.runs / run) if run else book_fold_candidates(ws, cfg.folds)
+    cands = network_candidates(ws.runs / run) if run else book_fold_candidates(ws, cfg.folds, cfg.fold_seed)
     run = run or features_run(cfg.folds)
     rows = question_features(ws, cands[:cfg.max_eval_samples])
     folds = sorted({r["fold"] for r in rows})
@@ -352,6 +366,10 @@ def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool =
     if cfg.candidates not in CANDIDATES:
         raise ValueError(f"unknown candidates {cfg.candidates!r}: use one of {', '.join(CANDIDATES)}")
     check_llm_features(cfg.llm_features, "--llm-features", select=True)  # said before minutes of LLM scoring
+    check_rendering(cfg.rendering)
+    if cfg.fold_seed != SEED and (cfg.candidates != "features" or run):
+        raise ValueError("--fold-seed draws the feature ranker's own book folds: use it with --candidates features "
+                         "and no run (a run's folds are its own)")
     if cfg.candidates == "features":
         summary = {"run": run or features_run(cfg.folds), "by_book_folds": None if run else cfg.folds,
                    "config": asdict(cfg), **feature_run(workspace, run, cfg, progress, device)}
@@ -360,5 +378,7 @@ def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool =
         raise ValueError(f"--candidates {cfg.candidates} re-ranks a cross-validated run: name one (WS/runs/<run>)")
     else:
         summary = {"run": run, "config": asdict(cfg), **evaluate(score_run(workspace, run, cfg, progress, device))}
-    save_fit(rerank_dir(workspace, run, cfg), summary)
+    # another fold seed (the spread over folds) keeps its summary beside the served one, sharing the LLM's scores
+    save_fit(rerank_dir(workspace, run, cfg), summary,
+             None if cfg.fold_seed == SEED or run != features_run(cfg.folds) else f"foldseed{cfg.fold_seed}")
     return summary

@@ -16,15 +16,18 @@ SHIPPED = Path(__file__).with_name("shipped.json")
 SUMMARY = "summary.json"
 
 
-def fit_dir(workspace: Path, run: str, model: str, top_k: int, candidates: str) -> Path:
-    """WS/runs/<run>/rerank@<model>+k<k>[+<candidates>]/: one LLM re-ranking of a run (the network's candidates
-    have no suffix)."""
+def fit_dir(workspace: Path, run: str, model: str, top_k: int, candidates: str, variant: str = "") -> Path:
+    """WS/runs/<run>/rerank@<model>+k<k>[+<candidates>][<passage variant>]/: one LLM re-ranking of a run (the
+    network's candidates have no suffix; raw passages none: `whoqa.reader.render.variant`)."""
     source = "" if candidates == "network" else f"+{candidates}"
-    return Workspace(workspace).runs / run / f"rerank@{model}+k{top_k}{source}"
+    return Workspace(workspace).runs / run / f"rerank@{model}+k{top_k}{source}{variant}"
 
 
-def save_fit(folder: Path, summary: dict) -> None:
-    atomic_write(Path(folder) / SUMMARY, json.dumps(summary, indent=1))
+def save_fit(folder: Path, summary: dict, variant: str | None = None) -> None:
+    """The re-ranking's summary (and fit): summary.json, the one served; a variant (another fold seed's
+    measurement) as summary+<variant>.json beside it, never served."""
+    name = SUMMARY if variant is None else f"summary+{variant}.json"
+    atomic_write(Path(folder) / name, json.dumps(summary, indent=1))
 
 
 def read_summary(folder: Path) -> dict | None:

@@ -109,6 +109,10 @@ class RerankConfig:
     prompt_tokens: int = LLMConfig.prompt_tokens
     shots: int = LLMConfig.shots  # Who questions of other books with their answers, before the question
     folds: int = 10  # the feature ranker without a network run: book folds of its own (the paper's 10)
+    fold_seed: int = SEED  # which books go together in those folds (other seeds: the figures' spread over folds)
+    rendering: str = "raw"  # how the passages show the engine's coreference (whoqa.reader.render.RENDERINGS)
+    marks: str = "all"  # whose mentions a rendering marks: all characters' or only the candidates'
+    character_list: bool = False  # list the characters the passages mention in the prompt
     llm_features: str = "select"  # how the LLM's scores enter the feature ranker (feature_ranker.LLM_FEATURES), or
     # "select": the form with the best likelihood in cross-validation on the training books, chosen per fold
     max_eval_samples: int | None = None  # debug: the first N questions

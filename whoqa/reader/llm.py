@@ -297,12 +297,14 @@ class LLMReader:
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
 
-    def _render(self, question: str, passages: list[str], shots=()) -> list[int]:
+    def _render(self, question: str, passages: list[str], shots=(), characters=()) -> list[int]:
         text = INSTRUCTION + "\n\n"
         if shots:
             text += "Examples from other books:\n" + "".join(f"Q: {q}\nA: {a}\n" for q, a in shots) + "\n"
         if passages:
             text += "Passages from the book:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)) + "\n\n"
+        if characters:
+            text += "Characters in the passages: " + ", ".join(characters) + "\n\n"
         text += f"Question: {question}"
         if self.chat:
             ids = self.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
@@ -313,17 +315,18 @@ class LLMReader:
         return bos + self._ids(text + "\nAnswer:")
 
     def prompt(self, question: str, passages: list[str], shots=(), starts: list[int] | None = None,
-               order: str = "rank") -> tuple[list[int], list[str]]:
+               order: str = "rank", characters=()) -> tuple[list[int], list[str]]:
         """(prompt token ids within the budget, the passages kept as given): passages chosen best first, the last one kept cut to
         what fits (a stub of under 16 tokens is dropped: a few words are noise, not evidence); with order "book" and
-        their starts, the kept ones are then given in the book's order. Shots (question, answer) come first."""
+        their starts, the kept ones are then given in the book's order. Shots (question, answer) come first;
+        `characters` (names, whoqa.reader.render.characters) are listed after the passages."""
         kept: list[tuple[int, str]] = []  # (rank, text)
 
         def ordered(chosen):
             return sorted(chosen, key=lambda rp: starts[rp[0]]) if order == "book" and starts else chosen
 
         def render(chosen):
-            return self._render(question, [t for _, t in ordered(chosen)], shots)
+            return self._render(question, [t for _, t in ordered(chosen)], shots, characters)
         ids = render(kept)
         for rank, p in enumerate(passages):
             longer = render(kept + [(rank, p)])
@@ -347,10 +350,10 @@ class LLMReader:
 
     @torch.no_grad()
     def answer(self, question: str, passages: list[str], shots=(), starts: list[int] | None = None,
-               order: str = "rank", keep_prompt: bool = False) -> tuple[str, dict]:
+               order: str = "rank", keep_prompt: bool = False, characters=()) -> tuple[str, dict]:
         """Greedy answer (its first line, post-processed) and what it took: prompt tokens, passages kept (and with
         keep_prompt, the prompt's text)."""
-        ids, kept = self.prompt(question, passages, shots, starts, order)
+        ids, kept = self.prompt(question, passages, shots, starts, order, characters)
         info = {"prompt_tokens": len(ids), "passages": len(kept)}
         if keep_prompt:
             info["prompt"] = self.tokenizer.decode(ids, skip_special_tokens=False)
@@ -369,7 +372,7 @@ class LLMReader:
 
     @torch.no_grad()
     def name_scores(self, question: str, passages: list[str], names: list[str], shots=(),
-                    starts: list[int] | None = None, order: str = "rank") -> list[float]:
+                    starts: list[int] | None = None, order: str = "rank", characters=()) -> list[float]:
         """Each name's log-likelihood as the whole answer (its tokens' log-probabilities summed) after the same prompt
         `answer` builds: the prompt is run once and each name continues a copy of its cache. Needs the transformers
         runtime (llama.cpp through gpt4all gives no token probabilities)."""
@@ -377,7 +380,7 @@ class LLMReader:
         if self.llama is not None:
             raise ValueError("scoring names needs --runtime transformers: gpt4all's llama.cpp gives no token "
                              "probabilities")
-        ids, _ = self.prompt(question, passages, shots, starts, order)
+        ids, _ = self.prompt(question, passages, shots, starts, order, characters)
         out = self.model(torch.tensor([ids], device=self.device), use_cache=True)
         first = torch.log_softmax(out.logits[0, -1].float(), -1)  # (V,)
         scores = []

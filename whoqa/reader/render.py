@@ -1,0 +1,138 @@
+"""Passages as a language model reads them: the book's words, or the words with the engine's coreference shown.
+
+Why: whoqa resolves every "she", "I" and "the girl" to a character (the engine's mentions in `Book.mentions`); a
+reader given the raw words has to redo that, and a 0.5B model cannot. A rendering shows it the resolution:
+
+    raw        She smiled at him.
+    annotate   She [Helen Chester] smiled at him [Roy Glenister].
+    replace    Helen Chester smiled at Roy Glenister.
+
+Only pronouns and nominals ("the girl") are marked: a proper mention already names its character (and one whose words
+are not in the canonical name, "Mrs. Chester" for Helen Chester, is marked in `annotate` too). A character without a
+proper name (the engine's CHAR_<id>) is never shown; the narrator is "the narrator". `candidates` limits the marks to
+the characters a re-ranker is choosing among. `characters` lists the characters the passages mention, most mentioned
+first, for the prompt's "Characters in the passages:" line.
+
+Registry: RENDERINGS (name -> function); a config names one (`LLMConfig.rendering`, `RerankConfig.rendering`).
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from whoqa.core.book import POSSESSIVE_TAGS, Book, Mention
+from whoqa.reader.data import detokenize, window_text
+
+NARRATOR = 0  # the engine's id of a first-person narrator (data_prep.coref.NARRATOR)
+
+
+def shown_name(book: Book, char_id: int) -> str | None:
+    """The name a passage shows for a character: its canonical name, "the narrator", or None (no proper name)."""
+    c = book.characters.get(char_id)
+    if c is None:
+        return None
+    if char_id == NARRATOR and not c.aliases:
+        return "the narrator"
+    return None if c.name.startswith("CHAR_") else c.name
+
+
+def _marked(book: Book, m: Mention, candidates: set[int] | None) -> str | None:
+    """The name to show for a mention, or None where the mention already says it (or is not to be marked)."""
+    if candidates is not None and m.char_id not in candidates:
+        return None
+    name = shown_name(book, m.char_id)
+    if name is None:
+        return None
+    if m.prop == "PROP":
+        words = set(name.lower().split())
+        if all(w.lower().strip(".") in words or not w[:1].isalpha() for w in m.text.split()):
+            return None
+    return name
+
+
+def _window_words(book: Book, first: int, last: int, mode: str, candidates: set[int] | None) -> list[str]:
+    """The words of sentences first..last with marked mentions annotated ("she [Name]") or replaced ("Name")."""
+    a, b = book.sentences[first][0], book.sentences[last][1]
+    marks: dict[int, tuple[int, str]] = {}  # first token -> (last token, name)
+    for s in range(first, last + 1):
+        for m in book.sentence_mentions(s):
+            name = _marked(book, m, candidates)
+            if name is not None and (mode == "annotate" or m.prop != "PROP"):
+                marks[m.start] = (min(m.end, b - 1), name)
+    words: list[str] = []
+    i = a
+    while i < b:
+        if i not in marks:
+            words.append(book.tokens[i].word)
+            i += 1
+            continue
+        end, name = marks[i]
+        if mode == "annotate":
+            words += [t.word for t in book.tokens[i:end + 1]] + [f"[{name}]"]
+        else:
+            possessive = end == i and book.tokens[i].tag in POSSESSIVE_TAGS
+            words.append(name + ("'s" if possessive else ""))
+        i = end + 1
+    return words
+
+
+def raw(book: Book, first: int, last: int, candidates: set[int] | None = None) -> str:
+    return window_text(book, first, last)
+
+
+def annotate(book: Book, first: int, last: int, candidates: set[int] | None = None) -> str:
+    return detokenize(_window_words(book, first, last, "annotate", candidates))
+
+
+def replace(book: Book, first: int, last: int, candidates: set[int] | None = None) -> str:
+    return detokenize(_window_words(book, first, last, "replace", candidates))
+
+
+RENDERINGS: dict[str, Callable[..., str]] = {"raw": raw, "annotate": annotate, "replace": replace}
+
+
+def check_rendering(name: str) -> None:
+    if name not in RENDERINGS:
+        raise ValueError(f"unknown passage rendering {name!r}: use one of {', '.join(RENDERINGS)}")
+
+
+def render(book: Book, spans: Iterable[tuple[int, int]], rendering: str = "raw",
+           candidates: Iterable[int] | None = None) -> list[str]:
+    """Each (first sentence, last sentence) window as text in the rendering; `candidates`: only their mentions
+    marked."""
+    check_rendering(rendering)
+    only = set(candidates) if candidates is not None else None
+    return [RENDERINGS[rendering](book, int(a), int(b), only) for a, b in spans]
+
+
+def characters(book: Book, spans: Iterable[tuple[int, int]], candidates: Iterable[int] | None = None) -> list[str]:
+    """The shown names of the characters mentioned in the windows (or only the candidates among them), most mentioned
+    there first (ties by id)."""
+    only = set(candidates) if candidates is not None else None
+    count: dict[int, int] = {}
+    for a, b in spans:
+        for s in range(int(a), int(b) + 1):
+            for m in book.sentence_mentions(s):
+                if (only is None or m.char_id in only) and shown_name(book, m.char_id):
+                    count[m.char_id] = count.get(m.char_id, 0) + 1
+    return [shown_name(book, c) for c in sorted(count, key=lambda c: (-count[c], c))]
+
+
+MARKS = ("all", "candidates")
+
+
+def shown(book: Book, spans: list[tuple[int, int]], rendering: str = "raw", marks: str = "all",
+          character_list: bool = False, candidates: Iterable[int] | None = None) -> tuple[list[str], list[str]]:
+    """(passages, the prompt's character list) for windows of a book as a config asks: `rendering` (RENDERINGS),
+    `marks` all characters' mentions or only the candidates', and the list of the characters they mention (empty
+    unless `character_list`)."""
+    if marks not in MARKS:
+        raise ValueError(f"unknown marks {marks!r}: use one of {', '.join(MARKS)}")
+    only = list(candidates) if marks == "candidates" and candidates is not None else None
+    return render(book, spans, rendering, only), (characters(book, spans, only) if character_list else [])
+
+
+def variant(rendering: str = "raw", marks: str = "all", character_list: bool = False) -> str:
+    """The rendering as a run-name suffix ("" for raw passages without a list): +annotate, +replace+marks-candidates,
+    +list."""
+    return (f"+{rendering}" if rendering != "raw" else "") + ("+marks-candidates" if marks != "all" else "") + (
+        "+list" if character_list else "")
