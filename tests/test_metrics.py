@@ -2,8 +2,8 @@
 (the code nlg-eval runs) on 200 random cases when this was written."""
 import pytest
 
-from whoqa.core.metrics import (corpus_bleu, exact_match, normalize_text, ranking_metrics, rouge_l, text_metrics,
-                           token_f1)
+from whoqa.core.metrics import (corpus_bleu, exact_match, meteor, normalize_text, ranking_metrics, rouge_l,
+                                text_metrics, token_f1)
 
 
 def test_ranking_metrics_best_ranked_correct_counts():
@@ -25,6 +25,21 @@ def test_rouge_l_hand_worked_several_references():
     assert rouge_l("the doctor , watson", ["dr . watson", "watson"]) == pytest.approx(0.448529, abs=1e-6)
     assert rouge_l("sherlock holmes", ["holmes", "sherlock holmes"]) == 1.0
     assert rouge_l("", ["holmes"]) == 0.0
+
+
+def test_meteor_hand_worked_stems_order_and_references(monkeypatch):
+    """METEOR = Fmean (1 - 0.5 (chunks / matches)^3), Fmean = 10 P R / (R + 9 P); max over references."""
+    import whoqa.core.metrics as metrics
+    monkeypatch.setattr(metrics, "wordnet", lambda: None)  # the same figures with or without WordNet's data here
+    # 4 matches, P = R = 1; 'he went' and 'to london' are 2 chunks: 1 - 0.5 * (2/4)^3 = 0.9375
+    assert meteor(["he went to london"], [["to london he went"]]) == (pytest.approx(93.75), False)
+    # dogs ~ dog, running ~ runs by Porter stems: 3 matches in 1 chunk: 1 - 0.5 * (1/3)^3 = 0.981481
+    assert meteor(["the dog runs"], [["a cat", "the dogs running"]])[0] == pytest.approx(98.148148, abs=1e-5)
+    # 1 match of 2 hypothesis and 4 reference words: P 1/2, R 1/4, Fmean = 10/8 / (1/4 + 9/2) = 0.263158;
+    # 1 chunk of 1 match: x (1 - 0.5) = 0.131579
+    assert meteor(["holmes smiled"], [["mr sherlock holmes laughed"]])[0] == pytest.approx(13.1579, abs=1e-4)
+    assert meteor(["nobody"], [["holmes"]])[0] == 0.0
+    assert set(text_metrics(["watson"], [["watson"]])) >= {"meteor", "meteor_synonyms"}
 
 
 def test_bleu_matches_nlg_eval_to_4_decimals():

@@ -175,6 +175,35 @@ def rouge_score_l(predictions: Sequence[str], references: Sequence[Sequence[str]
     return 100 * sum(vals) / len(vals) if vals else 0.0
 
 
+class _NoSynonyms:
+    """A WordNet with no synsets: METEOR's synonym stage then matches nothing (exact and stem stages only)."""
+
+    @staticmethod
+    def synsets(_word):
+        return []
+
+
+def wordnet():
+    """NLTK's WordNet when its data is installed (`python -m nltk.downloader wordnet`), else None."""
+    from nltk.corpus import wordnet as wn
+    try:
+        wn.ensure_loaded()
+        return wn
+    except LookupError:
+        return None
+
+
+def meteor(predictions: Sequence[str], references: Sequence[Sequence[str]]) -> tuple[float, bool]:
+    """(mean METEOR x 100, whether WordNet synonyms were matched): NLTK's METEOR (Banerjee and Lavie 2005; alpha 0.9,
+    beta 3, gamma 0.5; max over references), on lower-cased whitespace tokens. Without WordNet's data its exact and
+    Porter-stem stages only, and the result says so (LiteraryQA finds METEOR tracks human judgment best)."""
+    from nltk.translate.meteor_score import meteor_score
+    wn = wordnet()
+    vals = [meteor_score([r.split() for r in refs], pred.split(), wordnet=wn or _NoSynonyms())
+            for pred, refs in zip(predictions, references)]
+    return (100 * sum(vals) / len(vals) if vals else 0.0), wn is not None
+
+
 def text_metrics(predictions: Sequence[str], references: Sequence[Sequence[str]], normalize: bool = True) -> dict:
     """All text metrics (x 100) over questions; references[i] holds question i's answers."""
     if len(predictions) != len(references):
@@ -189,11 +218,13 @@ def text_metrics(predictions: Sequence[str], references: Sequence[Sequence[str]]
     refs = [[prep(r) for r in rs] for rs in references]
     bleu = corpus_bleu(preds, refs)
     n = len(preds)
+    met, synonyms = meteor(preds, refs)
     return {
         "rouge_l": 100 * sum(rouge_l(p, r) for p, r in zip(preds, refs)) / n,
         "bleu_1": 100 * bleu[0], "bleu_4": 100 * bleu[3],
         "em": 100 * sum(exact_match(p, r) for p, r in zip(predictions, references)) / n,
         "f1": 100 * sum(token_f1(p, r) for p, r in zip(predictions, references)) / n,
         "rouge_l_f1_rouge_score": rouge_score_l(predictions, references),
+        "meteor": met, "meteor_synonyms": synonyms,
         "n": n,
     }

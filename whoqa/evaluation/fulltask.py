@@ -211,14 +211,21 @@ def _row(preds: dict[int, str], refs: dict[int, list[str]], who_ids: set[int], e
     return out
 
 
+def _figures(r: dict) -> str:
+    """A row's figures under the full-task table's header."""
+    m = r["metrics"]
+    met = f"{m['meteor']:>8.2f}" if "meteor" in m else f"{'-':>8}"
+    return (f"{m['rouge_l']:>8.2f}{met}{m['bleu_1']:>8.2f}{m['bleu_4']:>8.2f}{m['em']:>7.2f}{m['f1']:>7.2f}"
+            f"{m['rouge_l_f1_rouge_score']:>8.2f}{r['who_rouge_l']:>8.2f}")
+
+
 def format_full_task(out: dict) -> str:
     lines = [f"Full task: {out['questions']} questions ({out['who_questions']} in the Who set); readers "
              "cross-validated over book folds",
-             f"{'system':<52}{'ROUGE-L':>8}{'BLEU-1':>8}{'BLEU-4':>8}{'EM':>7}{'F1':>7}{'RL(rs)':>8}{'RL Who':>8}"]
+             f"{'system':<52}{'ROUGE-L':>8}{'METEOR':>8}{'BLEU-1':>8}{'BLEU-4':>8}{'EM':>7}{'F1':>7}{'RL(rs)':>8}"
+             f"{'RL Who':>8}"]
     for name, r in out["rows"].items():
-        m = r["metrics"]
-        lines.append(f"{name:<52}{m['rouge_l']:>8.2f}{m['bleu_1']:>8.2f}{m['bleu_4']:>8.2f}{m['em']:>7.2f}"
-                     f"{m['f1']:>7.2f}{m['rouge_l_f1_rouge_score']:>8.2f}{r['who_rouge_l']:>8.2f}")
+        lines.append(f"{name:<52}" + _figures(r))
     first = next((r["by_question_word"] for r in out["rows"].values() if "by_question_word" in r), {})
     words = list(first)
     if words:  # ROUGE-L per question word: where each reader gains or loses
@@ -237,10 +244,13 @@ def format_full_task(out: dict) -> str:
         lines.append(f"\nA fixed sample of {sample['questions']} questions (`train --reader llm --sample {n}`; the "
                      f"rows above on the same questions first)")
         for name, r in sample["rows"].items():
-            m = r["metrics"]
-            lines.append(f"{name:<52}{m['rouge_l']:>8.2f}{m['bleu_1']:>8.2f}{m['bleu_4']:>8.2f}{m['em']:>7.2f}"
-                         f"{m['f1']:>7.2f}{m['rouge_l_f1_rouge_score']:>8.2f}{r['who_rouge_l']:>8.2f}"
+            lines.append(f"{name:<52}" + _figures(r)
                          + (f"  {r['seconds_per_question']:.2f} s/q" if r.get("seconds_per_question") else ""))
+    synonyms = [r["metrics"].get("meteor_synonyms") for r in out["rows"].values()]
+    lines.append("METEOR: NLTK's, " + ("with WordNet synonyms" if all(synonyms) else
+                                       "exact and stem matches only (no WordNet data: python -m nltk.downloader "
+                                       "wordnet)" if not any(synonyms) else "WordNet synonyms in some rows only")
+                 + "; - where a row was scored before METEOR was added (run `whoqa eval` again)")
     lines.append("RL(rs) = rouge-score's ROUGE-L F1; RL Who = ROUGE-L on the Who-set questions alone. Mou et al. "
                  "(test ROUGE-L): " + ", ".join(f"{k} {v}" for k, v in out["mou2021_test_rouge_l"].items()))
     return "\n".join(lines)
