@@ -14,6 +14,7 @@ from typing import List, Optional
 
 import typer
 
+from data_prep.components import DEFAULT_RESOLVER, ENGINES, RESOLVERS
 from data_prep.download import DownloadConfig
 from data_prep.prepare import PrepareConfig
 from data_prep.split import HELDOUT
@@ -87,8 +88,11 @@ def prepare(
     data: Path = typer.Option(DEFAULT_DATA, help="NarrativeQA-layout folder (narrativeqa/*.csv, books/)."),
     workspace: Path = typer.Option(Path("ws"), help="Workspace folder for every stage's artifacts."),
     book: Optional[List[str]] = typer.Option(None, help="Only these document ids (repeatable)."),
-    engine: str = typer.Option(default(PrepareConfig, "engine"), help="spacy (offline) or booknlp (needs BookNLP's "
-                                                                       "models)."),
+    engine: str = typer.Option(default(PrepareConfig, "engine"), help="; ".join(
+        f"{n}: {e.about}" for n, e in ENGINES.items()) + "."),
+    resolver: str = typer.Option(default(PrepareConfig, "resolver"), help="The spacy engine's pronoun resolver: "
+                                 + ", ".join(n for n, e in RESOLVERS.items() if e.make) + " (books made otherwise "
+                                 "are redone)."),
     jobs: int = typer.Option(default(PrepareConfig, "jobs"), help="Books processed in parallel processes."),
     unlabeled: bool = typer.Option(default(PrepareConfig, "unlabeled"),
                                    help="Also process books-unlabeled/ (artificial questions, word vectors)."),
@@ -113,7 +117,8 @@ def prepare(
 ):
     """Books -> sentences, parses, characters and coreference, as BookNLP-format files under WS/books/<id>/."""
     from data_prep.prepare import Interrupted, prepare as run
-    cfg = PrepareConfig(data=str(data), workspace=str(workspace), books=list(book or []), engine=engine, jobs=jobs,
+    cfg = PrepareConfig(data=str(data), workspace=str(workspace), books=list(book or []), engine=engine,
+                        resolver=resolver, jobs=jobs,
                         unlabeled=unlabeled, booknlp_python=booknlp_python, booknlp_models=booknlp_models,
                         max_books=max_books, artificial=artificial, embeddings=embeddings,
                         rebuild_vectors=rebuild_vectors, coref_weights=str(coref_weights) if coref_weights else None,
@@ -785,25 +790,19 @@ def eval_coref(
     litbank: Path = typer.Option(Path(DEFAULT_DATA) / "litbank", help="LitBank coref folder (<name>.txt + .ann)."),
     max_docs: Optional[int] = typer.Option(None, help="Debug: only the first N documents."),
     out: Optional[Path] = typer.Option(None, help="Also write the JSON here."),
-    resolver: str = typer.Option("rules", help="rules (hand-set weights, the engine's default), learned (weights "
-                                               "learned on LitBank, 5-fold cross-validated by document) or "
-                                               "coreferee (the peer, trained on the same folds; whoqa[coref])."),
+    resolver: str = typer.Option(DEFAULT_RESOLVER, help="; ".join(f"{n}: {e.about}" for n, e in RESOLVERS.items())
+                                 + "."),
     mentions: str = typer.Option("coreferee", help="--resolver coreferee: coreferee (spaCy's PERSON entities and "
                                                    "pronouns in its chains), engine-names (the engine's names and "
                                                    "characters, each pronoun by coreferee) or engine-names+rules "
                                                    "(the rules deciding the pronouns coreferee links to no name)."),
 ):
     """Score the offline engine's characters and pronouns against LitBank's gold coreference (PER, names + pronouns)."""
-    from data_prep import coref_learn, coref_peer
-    from data_prep.litbank import evaluate, rule_predictions
-    from functools import partial
-    predictions = {"rules": rule_predictions, "learned": coref_learn.cross_validated_predictions,
-                   "coreferee": partial(coref_peer.cross_validated_predictions, mentions=mentions)}
-    if resolver not in predictions:
-        _fail(f"unknown --resolver {resolver!r}: use {', '.join(predictions)}")
+    from data_prep import coref_peer
+    from data_prep.litbank import evaluate_resolver
     if mentions not in coref_peer.MENTIONS:
         _fail(f"unknown --mentions {mentions!r}: use {', '.join(coref_peer.MENTIONS)}")
-    res = _stage(evaluate, litbank, max_docs=max_docs, predictions=predictions[resolver])
+    res = _stage(evaluate_resolver, litbank, resolver, max_docs=max_docs, mentions=mentions)
     text = json.dumps(res, indent=1)
     typer.echo(text)
     if out:

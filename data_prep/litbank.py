@@ -200,7 +200,21 @@ def parse_docs(engine, docs: list[GoldDoc], progress: bool = True) -> list:
 
 def rule_predictions(engine, docs: list[GoldDoc], parsed: list) -> tuple[list, dict]:
     """Each document's predicted mentions with the engine's own resolver weights."""
-    return [predicted(engine, p) for p in parsed], {"resolver": "rules (hand-set weights)"}
+    name = getattr(engine, "resolver_name", "rules")
+    return [predicted(engine, p) for p in parsed], {"resolver": "rules (hand-set weights)" if name == "rules" else name}
+
+
+def evaluate_resolver(folder: Path, name: str, max_docs: int | None = None, mentions: str = "coreferee") -> dict:
+    """`eval-coref`: a resolver of the registry (data_prep.components.RESOLVERS) scored on every document: its own
+    evaluation (trained per document fold), or the spaCy engine with it resolving."""
+    from functools import partial
+
+    from data_prep.components import resolver
+    from data_prep.engine_spacy import SpacyEngine
+    entry = resolver(name)
+    if entry.evaluate is not None:
+        return evaluate(folder, max_docs, predictions=partial(entry.evaluate, mentions=mentions))
+    return evaluate(folder, max_docs, engine=SpacyEngine(resolver=name), predictions=rule_predictions)
 
 
 def evaluate(folder: Path, max_docs: int | None = None, engine=None, predictions=rule_predictions) -> dict:

@@ -15,6 +15,7 @@ from whoqa.core.jobs import default_jobs
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write, is_done, write_book_files
 from whoqa.core.workspace import locked
+from data_prep import components
 from data_prep.narrativeqa import DataError, NarrativeQA, file_sha1
 from whoqa.core.workspace import Workspace
 
@@ -27,7 +28,8 @@ class PrepareConfig:
     data: str
     workspace: str
     books: list[str] = field(default_factory=list)  # empty: every book of books/ (and books-unlabeled/ if unlabeled)
-    engine: str = "spacy"  # spacy | booknlp
+    engine: str = "spacy"  # a name of data_prep.components.ENGINES
+    resolver: str = "rules"  # the spacy engine's pronoun resolver: a name of data_prep.components.RESOLVERS
     jobs: int = field(default_factory=default_jobs)  # books processed in parallel processes
     unlabeled: bool = True  # also books-unlabeled/ (artificial questions and word vectors only)
     booknlp_python: str | None = None  # BookNLP engine: the Python of an environment with booknlp + transformers<=4.30
@@ -70,16 +72,20 @@ def engine_identity(cfg: PrepareConfig) -> dict:
         if not Path(cfg.coref_weights).is_file():
             raise DataError(f"coreference weights {cfg.coref_weights} not found: write them with `whoqa train-coref`")
         weights = file_sha1(Path(cfg.coref_weights))
-    return {"engine": cfg.engine, "coref_weights": weights}
+    if cfg.resolver != components.DEFAULT_RESOLVER and cfg.engine != "spacy":
+        raise ValueError(f"--resolver is the spacy engine's pronoun resolver; {cfg.engine!r} resolves its own")
+    return {**components.identity(cfg.engine, cfg.resolver), "coref_weights": weights}
 
 
-ENGINE_FIELDS = ("engine", "coref_weights", "booknlp_python", "booknlp_models")
+ENGINE_FIELDS = ("engine", "coref_weights", "booknlp_python", "booknlp_models", "resolver")
 
 
 def record_engine(cfg: PrepareConfig, identity: dict) -> None:
     """Keep how this workspace's books are made (WS/engine.json), so a book added later (`ask --text`, an upload,
     `eval --data`) is made the same way."""
     rec = {**{f: getattr(cfg, f) for f in ENGINE_FIELDS}, "identity": identity}
+    if rec["resolver"] == components.DEFAULT_RESOLVER:
+        del rec["resolver"]  # (the record of a default workspace stays byte for byte as before the registry)
     if rec["coref_weights"]:
         rec["coref_weights"] = str(Path(rec["coref_weights"]).resolve())
     path = Workspace(cfg.workspace).engine_record
@@ -98,8 +104,7 @@ def recorded_engine(workspace: Path) -> tuple[object, dict | None]:
     from whoqa.core.artifacts import read_json
     path = Workspace(workspace).engine_record
     if not path.is_file():
-        from data_prep.engine_spacy import SpacyEngine
-        return SpacyEngine(), None
+        return make_engine(PrepareConfig(data="", workspace=str(workspace))), None
     rec = read_json(path, f"run `whoqa prepare --workspace {workspace}` again to record its engine", dict)
     cfg = PrepareConfig(data="", workspace=str(workspace), **{f: rec.get(f) for f in ENGINE_FIELDS if rec.get(f)})
     identity = engine_identity(cfg)
@@ -110,14 +115,9 @@ def recorded_engine(workspace: Path) -> tuple[object, dict | None]:
 
 
 def make_engine(cfg: PrepareConfig):
-    if cfg.engine == "spacy":
-        from data_prep.coref_learn import learned_weights
-        from data_prep.engine_spacy import SpacyEngine
-        return SpacyEngine(weights=learned_weights(Path(cfg.coref_weights)) if cfg.coref_weights else None)
-    if cfg.engine == "booknlp":
-        from data_prep.engine_booknlp import BookNLPEngine
-        return BookNLPEngine(python=cfg.booknlp_python, models=cfg.booknlp_models)
-    raise ValueError(f"unknown engine {cfg.engine!r}: use spacy or booknlp")
+    """The engine the config names (data_prep.components.ENGINES), with its resolver."""
+    components.resolver(cfg.resolver, for_prepare=True)
+    return components.engine(cfg.engine).make(cfg)
 
 
 _engine = None
@@ -169,7 +169,7 @@ def process_book(data: NarrativeQA, book_id: str, out_dir: Path, engine, documen
 def process_text(text: str, book_id: str, out_dir: Path, engine) -> dict:
     """A story's text -> out_dir/<id>/ in BookNLP's formats; returns its stats."""
     folder = Path(out_dir) / book_id
-    if getattr(engine, "writes_files", False):
+    if engine.writes_files:
         stats = engine.process_file(text, book_id, folder)
     else:
         out = engine.process_text(text)
