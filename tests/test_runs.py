@@ -119,3 +119,19 @@ def test_a_run_recorded_before_a_new_config_field_stays_valid(tmp_path):
     assert same_run(old, off, upgrade)  # a salience rate without salience changes nothing
     rebuilt = provenance(effective(asdict(TrainConfig(salience=False))), {**inputs, "vectors": {"lineage": "v2"}})
     assert not same_run(old, rebuilt, upgrade)  # vectors rebuilt from scratch: another run
+
+
+def test_run_names_are_built_and_read_by_one_type():
+    """Every name whoqa makes reads back as the parts that made it; the memory network's names come from it."""
+    import pytest
+    from whoqa.core.runs import RunName
+    from whoqa.memnet.config import TrainConfig, model_name, run_name
+    cfg = TrainConfig(from_pretrained=True, salience=True, by_book=True, seed=14)
+    name = RunName.parse(run_name(cfg))
+    assert name == RunName("memnet", ("pretrain", "salience"), "bm25f", True, None, 14)
+    assert name.model == model_name(cfg) == "memnet+pretrain+salience[bm25f]"
+    assert RunName.parse("features+by-book+folds5") == RunName("features", by_book=True, folds=5)
+    for text in ("memnet[bert]", "memnet+pretrain+salience+w2v-chars[bm25f]+by-book+seed15", "features+by-book"):
+        assert str(RunName.parse(text)) == text
+    with pytest.raises(ValueError, match="not a run name"):
+        RunName.parse("My Run!")

@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -105,3 +107,38 @@ def claim(run_dir: Path, prov: dict, archive: Path, upgrade=None) -> str | None:
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(prov, indent=1))
     return why
+
+
+@dataclass(frozen=True)
+class RunName:
+    """A Who run's folder under WS/runs/, built and read here only:
+    <kind>[+<recipe part>...][[<context>]][+by-book][+folds<N>][+seed<N>], e.g. memnet+pretrain+salience[bm25f]+by-book,
+    features+by-book+folds5. `model` is the part a `--final` model is named by (WS/models/<model>/)."""
+    kind: str  # memnet | features
+    recipe: tuple[str, ...] = ()  # memnet: pretrain, salience, roles, w2v-chars
+    context: str | None = None  # the contexts it reads (bm25f | bert)
+    by_book: bool = False  # judged on book folds
+    folds: int | None = None  # book folds, where not the default
+    seed: int | None = None  # the trials' seed, where not the default
+
+    @property
+    def model(self) -> str:
+        return "+".join((self.kind, *self.recipe)) + (f"[{self.context}]" if self.context else "")
+
+    def __str__(self) -> str:
+        return (self.model + ("+by-book" if self.by_book else "") + (f"+folds{self.folds}" if self.folds else "")
+                + (f"+seed{self.seed}" if self.seed is not None else ""))
+
+    @classmethod
+    def parse(cls, name: str) -> "RunName":
+        """The parts of a run's name; ValueError for a name whoqa does not make."""
+        m = _RUN.fullmatch(name)
+        if not m:
+            raise ValueError(f"{name!r} is not a run name whoqa makes (e.g. memnet+pretrain+salience[bm25f]+by-book)")
+        parts = m["head"].split("+")
+        return cls(parts[0], tuple(parts[1:]), m["context"], bool(m["by_book"]),
+                   int(m["folds"]) if m["folds"] else None, int(m["seed"]) if m["seed"] else None)
+
+
+_RUN = re.compile(r"(?P<head>[a-z0-9-]+(?:\+(?!by-book|folds\d|seed\d)[a-z0-9-]+)*)(?:\[(?P<context>[a-z0-9-]+)\])?"
+                  r"(?P<by_book>\+by-book)?(?:\+folds(?P<folds>\d+))?(?:\+seed(?P<seed>\d+))?")

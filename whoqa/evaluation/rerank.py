@@ -30,7 +30,7 @@ from whoqa.core.calibration import ece, ece_if_calibrated, probabilities, reliab
 from data_prep.who_set import load_who_set
 from whoqa.core.metrics import book_bootstrap, ranking_metrics
 from whoqa.core.progress import bar as progress_bar
-from whoqa.core.runs import digest
+from whoqa.core.runs import RunName, digest
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.baselines import book_frequency
@@ -92,7 +92,7 @@ def network_candidates(run_dir: Path) -> list[dict]:
 
 def features_run(folds: int) -> str:
     """Where a feature ranker judged on book folds of its own (no network run) is kept: WS/runs/<this>/."""
-    return "features+by-book" + (f"+folds{folds}" if folds != RerankConfig.folds else "")
+    return str(RunName("features", by_book=True, folds=folds if folds != RerankConfig.folds else None))
 
 
 def book_fold_candidates(workspace: Path, folds: int, seed: int = SEED) -> list[dict]:

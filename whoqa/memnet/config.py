@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from whoqa.core.runs import RunName
 from whoqa.core.seed import SEED
 
 
@@ -93,13 +94,17 @@ def upgrade(record: dict) -> dict:
 
 def model_name(cfg: TrainConfig) -> str:
     """What a run trains (the folder of its --final model under WS/models/): memnet+<recipe>[<ranker>]."""
+    return run_identity(cfg).model
+
+
+def run_identity(cfg: TrainConfig) -> RunName:
+    """The run's name as its parts (whoqa.core.runs.RunName)."""
     parts = [p for p, on in (("pretrain", cfg.from_pretrained), ("salience", cfg.salience), ("roles", cfg.roles),
                              ("w2v-chars", cfg.from_pretrained and cfg.char_vectors == "word2vec")) if on]
-    return "+".join(["memnet"] + parts) + f"[{cfg.ranker}]"
+    return RunName("memnet", tuple(parts), cfg.ranker, cfg.by_book, seed=cfg.seed if cfg.seed != SEED else None)
 
 
 def run_name(cfg: TrainConfig) -> str:
     """A cross-validated run's folder under WS/runs/: the model's name, then how it was judged (by-book folds; a seed
     other than the default), so seeds and fold kinds sit side by side."""
-    return (model_name(cfg) + ("+by-book" if cfg.by_book else "")
-            + (f"+seed{cfg.seed}" if cfg.seed != SEED else ""))
+    return str(run_identity(cfg))

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from whoqa.core.book import atomic_write
+from whoqa.core.runs import RunName
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.model import FeatureRanker
 
@@ -56,8 +57,16 @@ def workspace_fits(workspace: Path, model: str) -> list[tuple[str, Path]]:
     """(run, folder) of the workspace's own feature-ranker fits with this LLM, book-level ones first."""
     runs = Workspace(workspace).runs
     found = sorted(runs.glob(f"*/rerank@{model}+k*+features/{SUMMARY}")) if runs.is_dir() else []
-    found.sort(key=lambda p: ("+by-book" not in p.parent.parent.name, p.parent.name))
+    found = [p for p in found if _run(p.parent.parent.name) is not None]
+    found.sort(key=lambda p: (not _run(p.parent.parent.name).by_book, p.parent.name))
     return [(p.parent.parent.name, p.parent) for p in found]
+
+
+def _run(name: str) -> RunName | None:
+    try:
+        return RunName.parse(name)
+    except ValueError:  # a folder whoqa did not make
+        return None
 
 
 def served_fit(workspace: Path, model: str) -> ServedFit:
