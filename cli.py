@@ -21,7 +21,7 @@ from data_prep.split import HELDOUT
 from whoqa.core.device import DEVICES
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.jobs import default_jobs
-from whoqa.core.seed import SEED
+from whoqa.core.seed import SEED, reexec_with_fixed_hash_seed
 from whoqa.evaluation.evaluate import EvalConfig
 from whoqa.memnet.config import PretrainConfig, TrainConfig
 from whoqa.reader.config import LLMConfig, LookupConfig, PrereadConfig, ReaderConfig, RerankConfig
@@ -877,20 +877,13 @@ def bench(
     typer.echo(json.dumps(run(str(data), books, min_words, repeats), indent=1))
 
 
-HASH_SEED = "0"
-
-
 def entry() -> None:
-    """The `whoqa` command. Python randomises string hashing per process, and the name clustering BookNLP's code does
-    iterates over sets of strings, so the same book could get other characters from one run to the next (seen on 1
-    of 136 books, enough to move the main job's P@1 by 4 points): the command runs with a fixed PYTHONHASHSEED,
-    re-executing itself once when none is set (not for help, which hashes nothing that matters)."""
-    import os
+    """The `whoqa` command, run with Python's string hashing fixed (whoqa.core.seed: it re-executes itself once when
+    PYTHONHASHSEED is not set; not for help, which hashes nothing that matters)."""
     import sys
     asks_help = len(sys.argv) == 1 or "--help" in sys.argv[1:] or "-h" in sys.argv[1:]
-    if os.environ.get("PYTHONHASHSEED", "random") == "random" and not asks_help:
-        os.environ["PYTHONHASHSEED"] = HASH_SEED
-        os.execv(sys.executable, [sys.executable, *sys.argv])
+    if not asks_help:
+        reexec_with_fixed_hash_seed(sys.argv)
     app()
 
 

@@ -41,6 +41,7 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
     from data_prep.narrativeqa import extract_body
     from data_prep.prepare import SOURCE_FILE, process_text, recorded_engine
     from whoqa.core.book import read_characters
+    from whoqa.core.seed import hash_seed_fixed
     timings = {} if timings is None else timings
     ws = Workspace(workspace)
     t0 = time.perf_counter()
@@ -54,6 +55,10 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
             identity = None
             if engine is None:
                 engine, identity = recorded_engine(ws)
+            if not hash_seed_fixed():
+                log.warning("this Python hashes strings at random (PYTHONHASHSEED unset): book %s may get other "
+                            "characters than `whoqa prepare` would give it; start Python with PYTHONHASHSEED=0",
+                            book_id)
             try:
                 if identity is not None:
                     atomic_write(folder / SOURCE_FILE, json.dumps({"text": str(Path(path).resolve()),

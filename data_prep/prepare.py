@@ -14,6 +14,7 @@ from whoqa.core.executor import ExecutorConfig
 from whoqa.core.jobs import default_jobs
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write, is_done, write_book_files
+from whoqa.core.seed import fixed_hash_seed_env, hash_seed_fixed
 from whoqa.core.workspace import locked
 from data_prep import components
 from data_prep.narrativeqa import DataError, NarrativeQA, file_sha1
@@ -272,13 +273,14 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
         try:
             if cfg.executor == "ray":
                 _collect(_on_ray(cfg, str(data.root), todo, out_dir), report, bar)
-            elif jobs == 1:
+            elif jobs == 1 and hash_seed_fixed():
                 _init_worker(cfg)
                 results = (_work(str(data.root), b, str(out_dir)) for b in todo)
                 _collect(results, report, bar)
-            else:
-                _collect(pooled(_work, {b: (str(data.root), b, str(out_dir)) for b in todo}, jobs, _init_worker,
-                                (cfg,)), report, bar)
+            else:  # (a Python API caller with random string hashing: its books are made in children, fixed)
+                with fixed_hash_seed_env():
+                    _collect(pooled(_work, {b: (str(data.root), b, str(out_dir)) for b in todo}, jobs, _init_worker,
+                                    (cfg,)), report, bar)
         except KeyboardInterrupt:
             report.seconds = round(time.perf_counter() - t0, 2)
             report.failed.update({b: "interrupted" for b in todo if b not in report.done and b not in report.failed})

@@ -1,9 +1,10 @@
 import json
+import os
 
 import pytest
 
 from data_prep.prepare import PrepareConfig, prepare
-from tests.conftest import SHORT_BOOKS
+from tests.conftest import SHORT_BOOKS, build_mini_data
 from whoqa.core.book import Book
 
 
@@ -126,3 +127,33 @@ def test_coref_weights_change_the_pronouns_and_a_book_made_otherwise_is_redone(m
     missing = PrepareConfig(**{**rules.__dict__, "coref_weights": str(tmp_path / "nope.json")})
     with pytest.raises(DataError, match="nope.json not found"):
         prepare(missing, progress=False)
+
+
+def test_the_python_api_makes_books_with_fixed_string_hashing(monkeypatch, tmp_path, shared_data):
+    """A caller whose Python hashes strings at random gets its books made in children that hash as the command does
+    (the command itself re-executes with PYTHONHASHSEED fixed)."""
+    import multiprocessing as mp
+
+    import data_prep.prepare as prep
+    from whoqa.core.seed import HASH_SEED, fixed_hash_seed_env
+    with fixed_hash_seed_env():
+        ctx = mp.get_context("spawn")
+        with ctx.Pool(1) as pool:
+            assert pool.apply(_hash_randomization) == 0 and os.environ["PYTHONHASHSEED"] == HASH_SEED
+    used = []
+    real = prep.pooled
+
+    def spy(*a, **k):
+        used.append(os.environ.get("PYTHONHASHSEED"))
+        yield from real(*a, **k)
+    monkeypatch.setattr(prep, "hash_seed_fixed", lambda: False)
+    monkeypatch.setattr(prep, "pooled", spy)
+    data = build_mini_data(tmp_path / "data", shared_data)
+    rep = prep.prepare(prep.PrepareConfig(data=str(data), workspace=str(tmp_path / "ws"), books=[SHORT_BOOKS[0]],
+                                          jobs=1, unlabeled=False, artificial=False, embeddings=False), progress=False)
+    assert used == [HASH_SEED] and rep.done == [SHORT_BOOKS[0]]
+
+
+def _hash_randomization():
+    import sys
+    return sys.flags.hash_randomization

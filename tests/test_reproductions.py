@@ -5,6 +5,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cli import app
+from whoqa.core.seed import HASH_SEED
 from whoqa.evaluation.reproduce import FOLDER, available, check, load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,7 +105,7 @@ def test_whoqa_runs_with_a_fixed_string_hash_seed(monkeypatch):
     except SystemExit:
         pass
     assert seen == {"exe": sys.executable, "args": [sys.executable, "/bin/whoqa", "eval", "--workspace", "ws"],
-                    "seed": cli.HASH_SEED}
+                    "seed": HASH_SEED}
     monkeypatch.setenv("PYTHONHASHSEED", "7")
     monkeypatch.setattr(sys, "argv", ["/bin/whoqa", "--help"])
     seen.clear()
