@@ -126,10 +126,25 @@ def test_a_names_score_is_its_log_likelihood_after_the_prompt(tiny_llm_path):
         toks = r._ids(name)
         x = torch.tensor([ids + toks])
         with torch.no_grad():
-            logp = torch.log_softmax(r.model(x).logits[0].float(), -1)  # (L, V)
+            logp = torch.log_softmax(r.backend.model(x).logits[0].float(), -1)  # (L, V)
         whole = sum(float(logp[len(ids) - 1 + i, t]) for i, t in enumerate(toks))
         assert score == pytest.approx(whole, abs=1e-4)
     assert got[1] < 0 and len(set(got)) == 3
+
+
+def test_the_runtime_is_chosen_by_what_the_caller_needs(tiny_llm_path):
+    """One interface over the runtimes: a reader asked for name scores gets one that gives token probabilities, and
+    asking llama.cpp (which gives none) for them is refused before anything loads; an unknown runtime is named."""
+    from whoqa.reader.runtimes import RUNTIMES, LlamaCppRuntime
+    r = LLMReader(tiny_llm_path, "cpu", prompt_tokens=150, max_new_tokens=8, scores=True)
+    assert r.runtime == "transformers" and r.backend.scores and len(r.name_scores("who?", [], ["jeeves"])) == 1
+    with pytest.raises(ValueError, match="needs the transformers runtime"):
+        LLMReader(tiny_llm_path, "cpu", runtime="llamacpp", scores=True)
+    with pytest.raises(ValueError, match="unknown runtime 'vllm'"):
+        LLMReader(tiny_llm_path, "cpu", runtime="vllm")
+    with pytest.raises(ValueError, match="no token probabilities"):
+        LlamaCppRuntime(None, 64).score_names([1], [[2]])
+    assert set(RUNTIMES) == {"transformers", "llamacpp"}
 
 
 def test_reranking_follows_an_llm_that_is_sure_and_ignores_one_that_misleads():

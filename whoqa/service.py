@@ -258,12 +258,13 @@ class Service:
             self._network = Asker(self.ws, self.cfg.model, device=self.cfg.device)
         return self._network
 
-    def llm(self, base: str, runtime: str):
-        """A local LLM, loaded once per (model, runtime): transformers for name scores, any runtime for answers."""
+    def llm(self, base: str, scores: bool):
+        """A local LLM, loaded once per (model, use): one that gives token probabilities for name scores, the
+        runtime LLMConfig chooses for answers (whoqa.reader.runtimes)."""
         from whoqa.reader.llm import LLMReader
-        key = (base, runtime)
+        key = (base, scores)
         if key not in self._llms:
-            self._llms[key] = LLMReader(base, self.cfg.device, RerankConfig.prompt_tokens, runtime=runtime)
+            self._llms[key] = LLMReader(base, self.cfg.device, RerankConfig.prompt_tokens, scores=scores)
         return self._llms[key]
 
     def fit(self, llm: str | None):
@@ -345,7 +346,7 @@ class Service:
         spans, wins, context, warnings = self._who(book_id, question, opened)
         llm = installed_llm(self.cfg.llm)
         fit = self.fit(llm)
-        reader = self.llm(llm, "transformers") if llm else None
+        reader = self.llm(llm, scores=True) if llm else None
         got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True))
         book = opened[0]
         chars = [Ranked(i, book.characters[i].name, p, s)
@@ -374,7 +375,7 @@ class Service:
         llm = installed_llm(self.cfg.llm)
         if llm is None:
             raise FileNotFoundError("no local LLM installed: `bash install.sh` installs one")
-        text, passages = answer_from_book(self.llm(llm, LLMConfig.runtime), opened, question, self.pool(who=False),
+        text, passages = answer_from_book(self.llm(llm, scores=False), opened, question, self.pool(who=False),
                                           LLMConfig(), self._windows(opened, question))
         return Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot", answer=text, passages=passages)
 

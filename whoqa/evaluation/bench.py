@@ -225,36 +225,16 @@ def run_llm(workspace: str, base: str, runtime: str = "auto", n: int = 8, new_to
     import torch
     from whoqa.reader.config import LLMConfig
     from whoqa.reader.data import build_examples
-    from whoqa.reader.llm import LLAMACPP_BATCH, LLMReader, llamacpp_generate
+    from whoqa.reader.llm import LLMReader
     cfg = LLMConfig()
     examples = build_examples(Workspace(workspace), "bm25f", cfg.top_k, progress=False)[:n]
     t = time.perf_counter()
     reader = LLMReader(base, None, cfg.prompt_tokens, new_tokens, runtime=runtime)
     load = time.perf_counter() - t
     prompts = [reader.prompt(e.question, e.passages, (), e.starts, cfg.order)[0] for e in examples]
-    prefill, generate, small_batch = [], [], []
-    for ids in prompts:
-        if reader.llama is not None:
-            text = reader.tokenizer.decode(ids, skip_special_tokens=False)
-            for batch in (LLAMACPP_BATCH, 8):  # whoqa's prompt batch, then gpt4all's default
-                stamps = []
-                t = time.perf_counter()
-                llamacpp_generate(reader.llama, text, new_tokens, on_token=lambda: stamps.append(time.perf_counter()),
-                                  batch=batch)
-                (prefill if batch == LLAMACPP_BATCH else small_batch).append(stamps[0] - t)  # first token: prompt read
-                if batch == LLAMACPP_BATCH:
-                    generate.append((len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9))
-        else:
-            x = torch.tensor([ids], device=reader.device)  # (1, L)
-            with torch.no_grad():
-                t = time.perf_counter()
-                reader.model(x)
-                t1 = time.perf_counter()
-                reader.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new_tokens,
-                                      min_new_tokens=new_tokens, do_sample=False, pad_token_id=reader.pad)
-                t2 = time.perf_counter()
-            prefill.append(t1 - t)
-            generate.append((new_tokens - 1) / max(t2 - t1 - (t1 - t), 1e-9))
+    runs = [reader.backend.timings(ids, new_tokens, reader.pad, reader.tokenizer) for ids in prompts]
+    prefill, generate = [r["prefill_s"] for r in runs], [r["generate_tok_s"] for r in runs]
+    small_batch = [r["prefill_s_batch8"] for r in runs if "prefill_s_batch8" in r]
     tokens = statistics.fmean(len(p) for p in prompts)
     return {"model": base, "runtime": reader.runtime, "threads": torch.get_num_threads(), "questions": len(prompts),
             "load_s": round(load, 1), "prompt_tokens_mean": round(tokens),

@@ -160,7 +160,7 @@ class NameScores:
         who = {q["question_id"]: q for q in load_who_set(ws)[1]}
         examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
         pool = [(q["question"], q["answer1"], q["document_id"]) for q in who.values()]
-        reader = LLMReader(cfg.base, self.device, cfg.prompt_tokens, runtime="transformers")
+        reader = LLMReader(cfg.base, self.device, cfg.prompt_tokens, scores=True)
         plain = not variant(cfg.rendering, cfg.marks, cfg.character_list)
         books: dict[str, tuple] = {}  # book -> (Book, its BM25F contexts): read once, for rendered passages
         bar = progress_bar(total=len(todo), desc="LLM name scores", unit="q", progress=self.progress)

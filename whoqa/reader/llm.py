@@ -21,10 +21,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-import torch
-
 from whoqa.core.book import atomic_write
-from whoqa.core.device import LLAMACPP_DEVICE, as_device, mixed_precision
 from whoqa.core.distributed import barrier, shard, world
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import claim, digest, file_digest, provenance
@@ -32,6 +29,7 @@ from whoqa.core.seed import SEED, set_seed
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LLMConfig, llm_run_name
 from whoqa.reader.data import build_examples, examples_path
+from whoqa.reader.runtimes import LlamaCppRuntime, TransformersRuntime, check_runtime, llamacpp
 
 log = logging.getLogger(__name__)
 
@@ -248,49 +246,48 @@ def _causal_lm(folder: str, gguf: str | None):
 
 
 class LLMReader:
-    """A causal LM answering from passages: prompt (chat template or plain), greedy decoding, first line.
-
-    Two runtimes: transformers (any model; GGUF weights are dequantised to torch) and llama.cpp through the gpt4all
-    wheel (GGUF only, quantised kernels: loads in a second where transformers dequantises for a minute; it knows
-    qwen2/llama/gemma2/phi3, not SmolLM2 or Gemma 3). "auto" takes llama.cpp for a GGUF file it can load."""
+    """A causal LM answering from passages: the prompt (chat template or plain), greedy decoding, the first line; or
+    each candidate name's log-likelihood as the answer. Where it runs is a runtime (whoqa.reader.runtimes: transformers
+    or llama.cpp); "auto" takes llama.cpp for a GGUF file it loads, unless `scores` (names need token probabilities,
+    which only transformers gives)."""
 
     def __init__(self, base: str, device=None, prompt_tokens: int = LLMConfig.prompt_tokens,
                  max_new_tokens: int = LLMConfig.max_new_tokens, chat: str = LLMConfig.chat,
-                 half: bool = LLMConfig.half, runtime: str = LLMConfig.runtime):
+                 half: bool = LLMConfig.half, runtime: str = LLMConfig.runtime, scores: bool = False):
         from transformers.utils import logging as hf_logging
         if chat not in ("auto", "plain"):
             raise ValueError(f"unknown prompt {chat!r}: use auto (the model's chat template) or plain")
-        if runtime not in ("auto", "transformers", "llamacpp"):
-            raise ValueError(f"unknown runtime {runtime!r}: use auto, transformers or llamacpp")
+        check_runtime(runtime)
+        if scores and runtime == "llamacpp":
+            raise ValueError("scoring names needs the transformers runtime: llama.cpp (gpt4all) gives no token "
+                             "probabilities")
         hf_logging.disable_progress_bar()
         folder, gguf = locate(base)
         try:
             self.tokenizer = _tokenizer(folder, gguf)
         except ImportError as e:  # GGUF needs the gguf package (and accelerate)
             raise RuntimeError(f"loading {base}: {e}") from e
-        self.llama = None
-        if gguf and runtime in ("auto", "llamacpp"):
-            self.llama = _llamacpp(Path(folder) / gguf, prompt_tokens + max_new_tokens, strict=runtime == "llamacpp")
-        self.runtime = "llamacpp" if self.llama is not None else "transformers"
-        if self.llama is None:
+        llama = None
+        if gguf and runtime in ("auto", "llamacpp") and not scores:
+            llama = llamacpp(Path(folder) / gguf, prompt_tokens + max_new_tokens, strict=runtime == "llamacpp",
+                             architecture=gguf_metadata(Path(folder) / gguf)["architecture"])
+        if llama is not None:
+            self.backend = LlamaCppRuntime(llama, prompt_tokens + max_new_tokens)
+        else:
             try:
-                self.model = _causal_lm(folder, gguf)
+                model = _causal_lm(folder, gguf)
             except ImportError as e:
                 raise RuntimeError(f"loading {base}: {e}") from e
-            if self.model.config.is_encoder_decoder:
+            if model.config.is_encoder_decoder:
                 raise ValueError(f"{base} is an encoder-decoder model: use it as the FiD reader (--reader fid)")
-            device = as_device(device)
-            self.model.to(device, dtype=mixed_precision(device)[0] if half else None).eval()
-            self.device = next(self.model.parameters()).device
-            window = getattr(self.model.config, "max_position_embeddings", None) or prompt_tokens + max_new_tokens
-            ends = self.model.generation_config.eos_token_id
-        else:
-            window, ends = prompt_tokens + max_new_tokens, None
+            self.backend = TransformersRuntime(model, device, half)
+        self.runtime = self.backend.name
+        window = self.backend.window or prompt_tokens + max_new_tokens
         self.chat = chat == "auto" and bool(getattr(self.tokenizer, "chat_template", None))
         self.budget = min(prompt_tokens, window - max_new_tokens)  # prompt tokens, answer excluded
         self.max_new_tokens = max_new_tokens
-        ends = ends if isinstance(ends, list) else [ends]
-        self.stop = sorted({t for t in [self.tokenizer.eos_token_id, *ends, *self._ids("\n")] if t is not None})
+        self.stop = sorted({t for t in [self.tokenizer.eos_token_id, *self.backend.ends, *self._ids("\n")]
+                            if t is not None})
         self.pad = next((t for t in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, *self.stop)
                          if t is not None), 0)
 
@@ -348,7 +345,6 @@ class LLMReader:
                              "raise --prompt-tokens")
         return ids, [t for _, t in ordered(kept)]
 
-    @torch.no_grad()
     def answer(self, question: str, passages: list[str], shots=(), starts: list[int] | None = None,
                order: str = "rank", keep_prompt: bool = False, characters=()) -> tuple[str, dict]:
         """Greedy answer (its first line, post-processed) and what it took: prompt tokens, passages kept (and with
@@ -358,87 +354,14 @@ class LLMReader:
         if keep_prompt:
             info["prompt"] = self.tokenizer.decode(ids, skip_special_tokens=False)
             info["passages_used"] = kept
-        if self.llama is not None:
-            text = self.tokenizer.decode(ids, skip_special_tokens=False)
-            if self.tokenizer.bos_token and text.startswith(self.tokenizer.bos_token):
-                text = text[len(self.tokenizer.bos_token):]  # llama.cpp adds its own
-            return clean_answer(llamacpp_generate(self.llama, text, self.max_new_tokens, stop_at_newline=True)), info
-        x = torch.tensor([ids], device=self.device)  # (1, L)
-        out = self.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=self.max_new_tokens,
-                                  do_sample=False, eos_token_id=self.stop or None, pad_token_id=self.pad)
-        text = self.tokenizer.decode(out[0, x.shape[1]:], skip_special_tokens=True)
-        return clean_answer(text), info
+        return clean_answer(self.backend.generate(ids, self.max_new_tokens, self.stop, self.pad, self.tokenizer)), info
 
-
-    @torch.no_grad()
     def name_scores(self, question: str, passages: list[str], names: list[str], shots=(),
                     starts: list[int] | None = None, order: str = "rank", characters=()) -> list[float]:
-        """Each name's log-likelihood as the whole answer (its tokens' log-probabilities summed) after the same prompt
-        `answer` builds: the prompt is run once and each name continues a copy of its cache. Needs the transformers
-        runtime (llama.cpp through gpt4all gives no token probabilities)."""
-        import copy
-        if self.llama is not None:
-            raise ValueError("scoring names needs --runtime transformers: gpt4all's llama.cpp gives no token "
-                             "probabilities")
+        """Each name's log-likelihood as the whole answer after the same prompt `answer` builds (a runtime that
+        gives token probabilities: transformers)."""
         ids, _ = self.prompt(question, passages, shots, starts, order, characters)
-        out = self.model(torch.tensor([ids], device=self.device), use_cache=True)
-        first = torch.log_softmax(out.logits[0, -1].float(), -1)  # (V,)
-        scores = []
-        for name in names:
-            toks = self._ids(name) or [self.pad]
-            lp = float(first[toks[0]])
-            if len(toks) > 1:
-                rest = torch.tensor([toks], device=self.device)  # (1, T)
-                logits = self.model(rest[:, :-1], past_key_values=copy.deepcopy(out.past_key_values)).logits
-                logp = torch.log_softmax(logits[0].float(), -1)  # (T-1, V)
-                lp += float(logp.gather(1, rest[0, 1:, None]).sum())
-            scores.append(lp)
-        return scores
-
-
-def llamacpp_generate(llama, text: str, max_tokens: int, stop_at_newline: bool = False, on_token=None,
-                      batch: int | None = None) -> str:
-    """Greedy continuation of a prompt already rendered with the model's chat template, through gpt4all's lower-level
-    call: GPT4All.generate outside a chat session tokenizes <|im_start|> and the like as plain text (`special` off),
-    so the model would never see its chat format (and the prompt grows past the context)."""
-    pieces: list[str] = []
-
-    def keep(_token, piece: str) -> bool:
-        pieces.append(piece)
-        if on_token is not None:
-            on_token()
-        return not (stop_at_newline and "\n" in piece)
-    llama.model.prompt_model(text, "%1", keep, n_predict=max_tokens, temp=0.0, top_k=1, top_p=1.0, min_p=0.0,
-                             repeat_penalty=1.0, n_batch=batch or LLAMACPP_BATCH, reset_context=True, special=True)
-    return "".join(pieces)
-
-
-LLAMACPP_BATCH = 512  # prompt tokens llama.cpp reads at once (gpt4all's default is 8: `bench --stage llm` shows both)
-LLAMACPP_ARCHITECTURES = ("qwen2", "llama", "gemma2", "phi3", "mistral")  # what the gpt4all wheel's llama.cpp loads
-
-
-def _llamacpp(path: Path, context: int, strict: bool):
-    """A gpt4all (llama.cpp) model of a GGUF file on the CPU, or None (strict: an error) when the wheel is missing
-    or does not know the architecture."""
-    try:
-        arch = gguf_metadata(path)["architecture"]
-        if arch not in LLAMACPP_ARCHITECTURES:
-            raise ValueError(f"llama.cpp (gpt4all) does not load {arch} models; use --runtime transformers")
-        import os
-        from gpt4all import GPT4All
-        import contextlib
-        import io
-        with contextlib.redirect_stderr(io.StringIO()):  # it tries (and reports failing) its CUDA builds first
-            return GPT4All(path.name, model_path=str(path.parent), allow_download=False, device=LLAMACPP_DEVICE,
-                           n_threads=torch.get_num_threads(), n_ctx=context + 64, verbose=False)
-    except ImportError as e:
-        if strict:
-            raise RuntimeError(f"--runtime llamacpp needs the gpt4all wheel (pip install gpt4all): {e}") from None
-    except Exception as e:  # an architecture or file llama.cpp refuses: transformers reads it instead
-        if strict:
-            raise RuntimeError(f"llama.cpp (gpt4all) cannot load {path.name}: {e}") from None
-        log.info("llama.cpp cannot load %s (%s): transformers reads it", path.name, e)
-    return None
+        return self.backend.score_names(ids, [self._ids(name) or [self.pad] for name in names])
 
 
 ANSWER_PREFIXES = ("answer:", "a:", "the answer is", "the answer to the question is")

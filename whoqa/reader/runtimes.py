@@ -1,0 +1,161 @@
+"""Where a local LLM runs: one interface, `generate` and `score_names`, over prompt token ids, behind which the
+runtime is swapped (RUNTIMES, chosen by name or by what the caller needs).
+
+    transformers  any causal LM (a folder, a hub id, or GGUF weights dequantised to torch); CPU or GPU; gives token
+                  probabilities, so it scores names
+    llamacpp      llama.cpp's quantised CPU kernels through the gpt4all wheel: GGUF files of the architectures it
+                  knows; loads in a second and generates 3x faster, but gives no token probabilities
+
+`load_runtime("auto", ..., scores=True)` takes transformers (names need probabilities); "auto" otherwise takes
+llama.cpp for a GGUF file it loads, else transformers.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import logging
+import time
+from pathlib import Path
+
+import torch
+
+from whoqa.core.device import LLAMACPP_DEVICE, as_device, mixed_precision
+
+log = logging.getLogger(__name__)
+
+LLAMACPP_BATCH = 512  # prompt tokens llama.cpp reads at once (gpt4all's default is 8: `bench --stage llm` shows both)
+LLAMACPP_ARCHITECTURES = ("qwen2", "llama", "gemma2", "phi3", "mistral")  # what the gpt4all wheel's llama.cpp loads
+
+
+class TransformersRuntime:
+    name = "transformers"
+    scores = True
+
+    def __init__(self, model, device=None, half: bool = False):
+        """`model`: a transformers causal LM (loaded by whoqa.reader.llm from a folder, hub id or GGUF file)."""
+        if model.config.is_encoder_decoder:
+            raise ValueError("an encoder-decoder model is a FiD reader (--reader fid), not an LLM reader")
+        device = as_device(device)
+        self.model = model.to(device, dtype=mixed_precision(device)[0] if half else None).eval()
+        self.device = next(self.model.parameters()).device
+        self.window = getattr(model.config, "max_position_embeddings", None)
+        ends = model.generation_config.eos_token_id
+        self.ends = ends if isinstance(ends, list) else [ends]
+
+    @torch.no_grad()
+    def generate(self, ids: list[int], max_new_tokens: int, stop: list[int], pad: int, tokenizer) -> str:
+        """Greedy continuation of the prompt, up to a stop token."""
+        x = torch.tensor([ids], device=self.device)  # (1, L)
+        out = self.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=max_new_tokens,
+                                  do_sample=False, eos_token_id=stop or None, pad_token_id=pad)
+        return tokenizer.decode(out[0, x.shape[1]:], skip_special_tokens=True)
+
+    @torch.no_grad()
+    def score_names(self, ids: list[int], names: list[list[int]]) -> list[float]:
+        """Each name's log-likelihood (its tokens' log-probabilities summed) after the prompt: the prompt is run once
+        and each name continues a copy of its cache."""
+        out = self.model(torch.tensor([ids], device=self.device), use_cache=True)
+        first = torch.log_softmax(out.logits[0, -1].float(), -1)  # (V,)
+        scores = []
+        for toks in names:
+            lp = float(first[toks[0]])
+            if len(toks) > 1:
+                rest = torch.tensor([toks], device=self.device)  # (1, T)
+                logits = self.model(rest[:, :-1], past_key_values=copy.deepcopy(out.past_key_values)).logits
+                logp = torch.log_softmax(logits[0].float(), -1)  # (T-1, V)
+                lp += float(logp.gather(1, rest[0, 1:, None]).sum())
+            scores.append(lp)
+        return scores
+
+    @torch.no_grad()
+    def timings(self, ids: list[int], new_tokens: int, pad: int, tokenizer) -> dict:
+        """Seconds to read the prompt and generation tokens/s (`bench --stage llm`)."""
+        x = torch.tensor([ids], device=self.device)  # (1, L)
+        t = time.perf_counter()
+        self.model(x)
+        t1 = time.perf_counter()
+        self.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new_tokens,
+                            min_new_tokens=new_tokens, do_sample=False, pad_token_id=pad)
+        t2 = time.perf_counter()
+        return {"prefill_s": t1 - t, "generate_tok_s": (new_tokens - 1) / max(t2 - t1 - (t1 - t), 1e-9)}
+
+
+class LlamaCppRuntime:
+    name = "llamacpp"
+    scores = False
+
+    def __init__(self, llama, context: int):
+        self.llama, self.window, self.ends = llama, context, []
+
+    def _text(self, ids: list[int], tokenizer) -> str:
+        text = tokenizer.decode(ids, skip_special_tokens=False)
+        if tokenizer.bos_token and text.startswith(tokenizer.bos_token):
+            text = text[len(tokenizer.bos_token):]  # llama.cpp adds its own
+        return text
+
+    def generate(self, ids: list[int], max_new_tokens: int, stop: list[int], pad: int, tokenizer) -> str:
+        return llamacpp_generate(self.llama, self._text(ids, tokenizer), max_new_tokens, stop_at_newline=True)
+
+    def score_names(self, ids: list[int], names: list[list[int]]) -> list[float]:
+        raise ValueError("scoring names needs the transformers runtime: gpt4all's llama.cpp gives no token "
+                         "probabilities")
+
+    def timings(self, ids: list[int], new_tokens: int, pad: int, tokenizer) -> dict:
+        out = {}
+        for batch in (LLAMACPP_BATCH, 8):  # whoqa's prompt batch, then gpt4all's default
+            stamps = []
+            t = time.perf_counter()
+            llamacpp_generate(self.llama, self._text(ids, tokenizer), new_tokens,
+                              on_token=lambda: stamps.append(time.perf_counter()), batch=batch)
+            if batch == LLAMACPP_BATCH:
+                out["prefill_s"] = stamps[0] - t  # the first token: the prompt read
+                out["generate_tok_s"] = (len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9)
+            else:
+                out["prefill_s_batch8"] = stamps[0] - t
+        return out
+
+
+RUNTIMES = {"transformers": TransformersRuntime, "llamacpp": LlamaCppRuntime}
+
+
+def check_runtime(name: str) -> None:
+    if name != "auto" and name not in RUNTIMES:
+        raise ValueError(f"unknown runtime {name!r}: use auto, {', '.join(RUNTIMES)}")
+
+
+def llamacpp_generate(llama, text: str, max_tokens: int, stop_at_newline: bool = False, on_token=None,
+                      batch: int | None = None) -> str:
+    """Greedy continuation of a prompt already rendered with the model's chat template, through gpt4all's lower-level
+    call: GPT4All.generate outside a chat session tokenizes <|im_start|> and the like as plain text (`special` off),
+    so the model would never see its chat format (and the prompt grows past the context)."""
+    pieces: list[str] = []
+
+    def keep(_token, piece: str) -> bool:
+        pieces.append(piece)
+        if on_token is not None:
+            on_token()
+        return not (stop_at_newline and "\n" in piece)
+    llama.model.prompt_model(text, "%1", keep, n_predict=max_tokens, temp=0.0, top_k=1, top_p=1.0, min_p=0.0,
+                             repeat_penalty=1.0, n_batch=batch or LLAMACPP_BATCH, reset_context=True, special=True)
+    return "".join(pieces)
+
+
+def llamacpp(path: Path, context: int, strict: bool, architecture: str | None):
+    """A gpt4all (llama.cpp) model of a GGUF file on the CPU, or None (strict: an error) when the wheel is missing
+    or does not know the architecture."""
+    try:
+        if architecture not in LLAMACPP_ARCHITECTURES:
+            raise ValueError(f"llama.cpp (gpt4all) does not load {architecture} models; use --runtime transformers")
+        from gpt4all import GPT4All
+        with contextlib.redirect_stderr(io.StringIO()):  # it tries (and reports failing) its CUDA builds first
+            return GPT4All(path.name, model_path=str(path.parent), allow_download=False, device=LLAMACPP_DEVICE,
+                           n_threads=torch.get_num_threads(), n_ctx=context + 64, verbose=False)
+    except ImportError as e:
+        if strict:
+            raise RuntimeError(f"--runtime llamacpp needs the gpt4all wheel (pip install gpt4all): {e}") from None
+    except Exception as e:  # an architecture or file llama.cpp refuses: transformers reads it instead
+        if strict:
+            raise RuntimeError(f"llama.cpp (gpt4all) cannot load {path.name}: {e}") from None
+        log.info("llama.cpp cannot load %s (%s): transformers reads it", path.name, e)
+    return None
