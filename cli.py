@@ -398,6 +398,12 @@ def train_cmd(
     max_eval_samples: Optional[int] = typer.Option(None, help="Reader debug: answer the first N questions of a fold."),
     sample: Optional[int] = typer.Option(None, help="llm: a fixed sample of N questions (the same for every model "
                                                     "and variant; 200 for quick comparisons) -> <name>+sample<N>."),
+    rendering: str = typer.Option(default(LLMConfig, "rendering"), help="llm: how the passages show who each "
+                                  "mention is: raw, annotate (\"she [Helen Chester]\") or replace."),
+    character_list: bool = typer.Option(default(LLMConfig, "character_list"),
+                                        help="llm: list the characters the passages mention in the prompt."),
+    shorten: str = typer.Option(default(LLMConfig, "shorten"), help="llm: the answer kept: none, words<N> or span "
+                                "(the passages' best-matching span); every one is reported either way."),
 ):
     """Fine-tune on the real Who questions with k-fold cross-validation x trials -> WS/runs/<name>/ (resumable);
     with --reader fid: the FiD reader with book-level folds -> WS/reader/runs/<name>/; with --reader llm: a local
@@ -406,14 +412,16 @@ def train_cmd(
         from whoqa.reader.llm import answer_all
         lcfg = LLMConfig(base=reader_base or default(LLMConfig, "base"), context=context, prompt_tokens=prompt_tokens,
                          half=bf16, seed=seed, max_eval_samples=max_eval_samples, shots=shots, order=passage_order,
-                         runtime=runtime, sample=sample,
-                         **({"top_k": top_k} if top_k is not None else {}))
+                         runtime=runtime, sample=sample, rendering=rendering, character_list=character_list,
+                         shorten=shorten, **({"top_k": top_k} if top_k is not None else {}))
         s = _stage(answer_all, workspace, lcfg, device=device)
         m = s["metrics"]
         typer.echo(f"{s['run']}: {s['questions']} questions zero-shot, {s['seconds_per_question']} s/question, "
                    f"{s['passages_mean']} passages in {s['prompt_tokens_mean']:.0f} prompt tokens: ROUGE-L "
                    f"{m.get('rouge_l', 0):.2f}, BLEU-1 {m.get('bleu_1', 0):.2f}, EM {m.get('em', 0):.2f}, "
-                   f"F1 {m.get('f1', 0):.2f} -> {workspace}/reader/llm/{s['run']}")
+                   f"F1 {m.get('f1', 0):.2f}, METEOR {m.get('meteor', 0):.2f} -> {workspace}/reader/llm/{s['run']}")
+        typer.echo("shortened: " + "; ".join(f"{n} ROUGE-L {v.get('rouge_l', 0):.2f} METEOR {v.get('meteor', 0):.2f}"
+                                             for n, v in s["shortened"].items()))
         return
     if reader:
         if reader != "fid":

@@ -201,6 +201,18 @@ def test_a_local_language_model_answers_zero_shot_beside_the_fid_rows(ws, tiny_l
     a = json.loads(r.output[r.output.index("{"):])
     assert r.exit_code == 0 and a["route"] == "llm" and "no trained FiD reader" in a["reason"], r.output
     assert a["kind"] == "reader" and a["passages"] and isinstance(a["answer"], str)
+    # the characters shown in the passages: a run of its own, the record of raw runs unchanged (no rerun above)
+    r = run(app, llm + ["--rendering", "annotate", "--character-list", "--shorten", "span"])
+    assert r.exit_code == 0 and f"{name}+annotate+list" in r.output and "shortened: none" in r.output, r.output
+    rows = [json.loads(l) for l in (ws / "reader" / "llm" / f"{name}+annotate+list" / "predictions.jsonl")
+            .read_text().splitlines()]
+    assert any("[" in p and "]" in p for row in rows for p in row["passages_used"])  # some mention is marked
+    assert all("charactersinthepassages:" in row["prompt"].replace(" ", "")  # (the tiny model's tokenizer lowercases)
+               for row in rows if row["passages_used"])
+    summary = json.loads((ws / "reader" / "llm" / f"{name}+annotate+list" / "summary.json").read_text())
+    assert summary["shorten"] == "span" and set(summary["shortened"]) == {"none", "words5", "words8", "span"}
+    assert summary["metrics"] == summary["shortened"]["span"]
+    assert answers.read_text() == before
 
 
 def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-from whoqa.core.book import Book
 from whoqa.core.calibration import ece, ece_if_calibrated, probabilities, reliability
 from data_prep.who_set import load_who_set
 from whoqa.core.metrics import book_bootstrap, ranking_metrics
@@ -40,10 +39,10 @@ from whoqa.ranker.model import (LLM_FEATURES, SELECT, check_llm_features, fit, f
                                 select_llm_features)
 from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items
-from whoqa.reader.config import LLMConfig, RerankConfig, model_name
+from whoqa.reader.config import LLMConfig, RerankConfig, model_name, passage_variant
 from whoqa.reader.data import build_examples
 from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
-from whoqa.reader.render import check_rendering, shown, variant
+from whoqa.reader.render import WorkspacePassages, check_rendering
 from whoqa.retrieval.contexts import load_contexts
 
 # the LLM's weights tried (one number per fold: a grid is enough); 100 is the LLM's order alone, ties to the network's
@@ -55,7 +54,7 @@ CANDIDATES = ("network", "book-frequency", "features")
 
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
     return fit_dir(workspace, run, model_name(cfg.base), cfg.top_k, cfg.candidates,
-                   variant(cfg.rendering, cfg.marks, cfg.character_list))
+                   passage_variant(cfg.rendering, cfg.marks, cfg.character_list))
 
 
 def frequency_candidates(workspace: Path, cands: list[dict]) -> list[dict]:
@@ -161,8 +160,8 @@ class NameScores:
         examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
         pool = [(q["question"], q["answer1"], q["document_id"]) for q in who.values()]
         reader = LLMReader(cfg.base, self.device, cfg.prompt_tokens, scores=True)
-        plain = not variant(cfg.rendering, cfg.marks, cfg.character_list)
-        books: dict[str, tuple] = {}  # book -> (Book, its BM25F contexts): read once, for rendered passages
+        plain = not passage_variant(cfg.rendering, cfg.marks, cfg.character_list)
+        rendered = WorkspacePassages(ws, "bm25f")
         bar = progress_bar(total=len(todo), desc="LLM name scores", unit="q", progress=self.progress)
         with self.path.open("a") as out:
             for qid, cs in todo.items():
@@ -172,11 +171,8 @@ class NameScores:
                 shots = few_shots(pool, d, cfg.shots, SEED * 1_000_003 + qid)
                 passages, listed = (e.passages if e else []), []
                 if e and not plain:
-                    if d not in books:
-                        books[d] = (Book.load(ws.books / d, d), load_contexts(ws, "bm25f", d))
-                    book, ctx = books[d]
-                    spans = [(a, b) for a, b, _ in ctx[str(qid)][:cfg.passages]]
-                    passages, listed = shown(book, spans, cfg.rendering, cfg.marks, cfg.character_list, cs)
+                    passages, _, listed = rendered.of(d, qid, cfg.passages, cfg.rendering, cfg.marks,
+                                                      cfg.character_list, cs)
                 llm = reader.name_scores(q["question"], passages, [names[d][c] for c in cs], shots,
                                          e.starts if e else None, LLMConfig.order, listed)
                 row = {"question_id": qid, "key": self.key, "candidates": cs, "llm": llm,

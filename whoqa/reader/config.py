@@ -93,6 +93,9 @@ class LLMConfig:
     runtime: str = "auto"  # auto | transformers | llamacpp (gpt4all's llama.cpp: GGUF files it knows, on the CPU)
     order: str = "book"  # the passages kept, in the book's order (DOS-RAG) or "rank" (best first)
     shots: int = 3  # example questions with their answers, from other books (never the asked one): the answers' style
+    rendering: str = "raw"  # how the passages show the engine's coreference (whoqa.reader.render.RENDERINGS)
+    character_list: bool = False  # list the characters the passages mention in the prompt
+    shorten: str = "none"  # the answer kept: none | words<N> | span (whoqa.reader.shorten; no model call depends on it)
     seed: int = SEED
     sample: int | None = None  # a fixed sample of N questions (the same N for every model, seed and variant: drawn
     #                            with SEED), for quick comparisons with the full task's metrics
@@ -124,6 +127,25 @@ def model_name(base: str) -> str:
     return Path(base.rstrip("/")).name.removesuffix(".gguf")
 
 
+LLM_ADDED = {"rendering": "raw", "character_list": False}  # fields added after LLM runs were recorded: left out of a
+# run's record at these values, so earlier runs keep their identity (and are not redone)
+LLM_ANSWER_ONLY = ("shorten",)  # fields that change what is kept of an answer, never the model's call
+
+
+def llm_record(cfg: LLMConfig) -> dict:
+    """What an LLM run's identity is made of: its config without the answer-only fields, and the added ones only
+    where they differ from what earlier runs did."""
+    return {k: v for k, v in asdict(cfg).items()
+            if k not in LLM_ANSWER_ONLY and not (k in LLM_ADDED and v == LLM_ADDED[k])}
+
+
+def passage_variant(rendering: str = "raw", marks: str = "all", character_list: bool = False) -> str:
+    """A passage rendering (whoqa.reader.render) as a run-name suffix ("" for raw passages without a list):
+    +annotate, +replace+marks-candidates, +list."""
+    return (f"+{rendering}" if rendering != "raw" else "") + ("+marks-candidates" if marks != "all" else "") + (
+        "+list" if character_list else "")
+
+
 def llm_run_name(cfg: LLMConfig) -> str:
     """llm[<context>]@<model>, then what differs from the defaults that change answers (+k3, +tokens1024, +rank,
     +shots0), then +sample<N>: each variant is its own run, so variants can be compared side by side."""
@@ -132,6 +154,7 @@ def llm_run_name(cfg: LLMConfig) -> str:
     variant = "".join(f"+{tag}{getattr(cfg, f)}" for f, tag in (("top_k", "k"), ("prompt_tokens", "tokens"),
                                                                 ("shots", "shots")) if getattr(cfg, f) != getattr(d, f))
     variant += "+rank" if cfg.order != d.order else ""
+    variant += passage_variant(cfg.rendering, "all", cfg.character_list)
     return f"llm[{cfg.context}]@{model}{variant}" + (f"+sample{cfg.sample}" if cfg.sample else "")
 
 

@@ -18,7 +18,6 @@ import importlib.util
 import json
 import logging
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from whoqa.core.book import atomic_write
@@ -27,8 +26,10 @@ from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import claim, digest, file_digest, provenance
 from whoqa.core.seed import SEED, set_seed
 from whoqa.core.workspace import Workspace
-from whoqa.reader.config import LLMConfig, llm_run_name
+from whoqa.reader.config import LLMConfig, llm_record, llm_run_name
 from whoqa.reader.data import build_examples, examples_path
+from whoqa.reader.render import WorkspacePassages, check_rendering
+from whoqa.reader.shorten import SHORTENERS, shortener
 from whoqa.reader.runtimes import LlamaCppRuntime, TransformersRuntime, check_runtime, llamacpp
 
 log = logging.getLogger(__name__)
@@ -411,7 +412,9 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
         raise FileNotFoundError(f"no questions with {cfg.context} passages in {ws}: run `whoqa prepare` and "
                                 f"`whoqa index` first")
     folder = run_dir(ws, cfg)
-    record = asdict(cfg)
+    shorten = shortener(cfg.shorten)  # (an unknown name is said before the model loads)
+    check_rendering(cfg.rendering)
+    record = llm_record(cfg)
     prov = provenance(record, {"examples": file_digest(examples_path(ws, cfg.context)),
                                "model": model_fingerprint(cfg.base)})
     w = world()  # under torchrun each process answers its share; lines are appended whole, one write each
@@ -426,13 +429,19 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
         reader = LLMReader(cfg.base, device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half, cfg.runtime)
         load_seconds = time.perf_counter() - t0
         bar = progress_bar(total=len(done) + len(todo), desc=llm_run_name(cfg), unit="q", progress=progress and w.main)
+        rendered = WorkspacePassages(ws, cfg.context)
         bar.update(len(done))
         with path.open("a") as out:
             pool = [(e.question, e.answers[0], e.document_id) for e in examples]
             for e in todo:
                 t = time.perf_counter()
                 shots = few_shots(pool, e.document_id, cfg.shots, cfg.seed * 1_000_003 + int(e.question_id))
-                text, info = reader.answer(e.question, e.passages, shots, e.starts, cfg.order, keep_prompt=True)
+                passages, starts, listed = e.passages, e.starts, []
+                if cfg.rendering != "raw" or cfg.character_list:
+                    passages, starts, listed = rendered.of(e.document_id, e.question_id, cfg.top_k, cfg.rendering,
+                                                           "all", cfg.character_list)
+                text, info = reader.answer(e.question, passages, shots, starts, cfg.order, keep_prompt=True,
+                                           characters=listed)
                 row = {"question_id": e.question_id, "document_id": e.document_id, "prediction": text, **info,
                        "seconds": round(time.perf_counter() - t, 3)}
                 out.write(json.dumps(row) + "\n")
@@ -442,8 +451,11 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
     barrier(w)
     done = read_predictions(path)
     rows = [done[e.question_id] for e in examples]
-    summary = {"run": folder.name, "provenance": prov, "questions": len(rows),
-               "metrics": text_metrics([r["prediction"] for r in rows], [e.answers for e in examples]),
+    refs = [e.answers for e in examples]
+    summary = {"run": folder.name, "provenance": prov, "questions": len(rows), "shorten": cfg.shorten,
+               "metrics": text_metrics([shorten(r["prediction"], r.get("passages_used", [])) for r in rows], refs),
+               "shortened": {name: text_metrics([shortener(name)(r["prediction"], r.get("passages_used", []))
+                                                 for r in rows], refs) for name in SHORTENERS},
                "seconds_per_question": round(sum(r["seconds"] for r in rows) / len(rows), 3),
                "prompt_tokens_mean": round(sum(r["prompt_tokens"] for r in rows) / len(rows), 1),
                "passages_mean": round(sum(r["passages"] for r in rows) / len(rows), 2),
@@ -478,7 +490,8 @@ def llm_runs(workspace: Path) -> dict[str, dict[int, str]]:
         if not summary.is_file() or not path.is_file():
             continue
         want = json.loads(summary.read_text())["questions"]
-        rows = {q: r["prediction"] for q, r in read_predictions(path).items()}
+        shorten = shortener(json.loads(summary.read_text()).get("shorten", "none"))
+        rows = {q: shorten(r["prediction"], r.get("passages_used", [])) for q, r in read_predictions(path).items()}
         if len(rows) < want:
             log.warning("LLM run %s has %d of %d answers: left out (run it again to finish)", folder.name, len(rows),
                         want)
@@ -502,9 +515,18 @@ def answer_from_book(reader: "LLMReader", opened: tuple, question: str, pool: li
     if not passages:
         raise NothingMatched(f"nothing in book {book.id} matches the question's words, so there is nothing to answer "
                              f"from: ask with words the book uses")
+    listed = []
+    if cfg.rendering != "raw" or cfg.character_list:  # the same windows, showing who each mention is
+        from whoqa.reader.render import shown
+        from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
+        wins = wins if wins is not None else question_windows(opened[2], question, opened[1], len(book.sentences),
+                                                              RetrievalConfig())
+        spans = [(int(a), int(b)) for a, b, _ in wins[:cfg.top_k]]
+        passages, listed = shown(book, spans, cfg.rendering, "all", cfg.character_list)
+        starts = [a for a, _ in spans]
     shots = few_shots(list(pool), book.id, cfg.shots, cfg.seed)
-    text, info = reader.answer(question, passages, shots, starts, cfg.order, keep_prompt=True)
-    return text, info["passages_used"]
+    text, info = reader.answer(question, passages, shots, starts, cfg.order, keep_prompt=True, characters=listed)
+    return shortener(cfg.shorten)(text, info["passages_used"]), info["passages_used"]
 
 
 def question_pool(workspace: Path) -> list[tuple[str, str, str]]:

@@ -131,8 +131,22 @@ def shown(book: Book, spans: list[tuple[int, int]], rendering: str = "raw", mark
     return render(book, spans, rendering, only), (characters(book, spans, only) if character_list else [])
 
 
-def variant(rendering: str = "raw", marks: str = "all", character_list: bool = False) -> str:
-    """The rendering as a run-name suffix ("" for raw passages without a list): +annotate, +replace+marks-candidates,
-    +list."""
-    return (f"+{rendering}" if rendering != "raw" else "") + ("+marks-candidates" if marks != "all" else "") + (
-        "+list" if character_list else "")
+class WorkspacePassages:
+    """A workspace's stored question windows (WS/contexts/<context>/) rendered: each book and its contexts read once.
+    Why: the reader examples keep raw text only; a rendering needs the windows and the book's mentions."""
+
+    def __init__(self, workspace, context: str = "bm25f"):
+        from whoqa.core.workspace import Workspace
+        self.ws, self.context, self.books = Workspace(workspace), context, {}
+
+    def of(self, book_id: str, question_id: int, k: int, rendering: str = "raw", marks: str = "all",
+           character_list: bool = False, candidates=None) -> tuple[list[str], list[int], list[str]]:
+        """(passages, their first sentences, the character list) of a question's top-k windows."""
+        from whoqa.retrieval.contexts import load_contexts
+        if book_id not in self.books:
+            self.books[book_id] = (Book.load(self.ws.books / book_id, book_id),
+                                   load_contexts(self.ws, self.context, book_id) or {})
+        book, ctx = self.books[book_id]
+        spans = [(int(a), int(b)) for a, b, _ in ctx.get(str(question_id), [])[:k]]
+        passages, listed = shown(book, spans, rendering, marks, character_list, candidates)
+        return passages, [a for a, _ in spans], listed
