@@ -613,6 +613,24 @@ def rerank(
     typer.echo(f"{s['seconds_per_question']} s/question (LLM); {s['questions']} questions")
 
 
+@app.command("rerank-compare")
+def rerank_compare(
+    a: Path = typer.Argument(..., help="A re-ranking's folder or summary (WS/runs/<run>/rerank@.../)."),
+    b: Path = typer.Argument(..., help="The one to compare it with, on the same questions."),
+    workspace: Path = typer.Option(Path("ws"), help="Workspace whose Who set they judged."),
+):
+    """Two re-rankings as paired differences (A - B) with 95% intervals from resampling whole books: e.g. resolved
+    against raw passages, or k = 10 against 5."""
+    from whoqa.evaluation.rerank import compare
+    c = _stage(compare, workspace, a, b)
+    for name, f in zip(("A", "B"), c["figures"]):
+        typer.echo(f"{name}: P@1 {f['p@1']:6.2f}  P@5 {f['p@5']:6.2f}  MRR {f['mrr']:.3f}  ECE "
+                   + (f"{f['ece']:.3f}" if f.get("ece") is not None else "-"))
+    d = c["paired"]["difference"]
+    typer.echo(f"A - B on {c['questions']} questions of {c['paired']['books']} books: " + "; ".join(
+        f"{k} {v['mean']:+.3f} (95% {v['ci95'][0]:+.3f} to {v['ci95'][1]:+.3f})" for k, v in d.items()))
+
+
 @app.command("check")
 def check_cmd(
     workspace: Path = typer.Option(Path("ws"), help="Workspace to check."),

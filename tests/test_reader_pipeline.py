@@ -246,7 +246,7 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     for row in map(json.loads, scored.splitlines()):
         assert len(row["llm"]) == len(row["candidates"]) and not set(row["candidates"]) & names.get(row["question_id"], set())
         names.setdefault(row["question_id"], set()).update(row["candidates"])
-    assert all(set(top) <= names[int(q)] for q, top in summary["rankings"].items())
+    assert all(set(top[:3]) <= names[int(q)] for q, top in summary["rankings"].items())  # (the full order is kept)
     assert run(app, cmd + ["--candidates", "features"]).exit_code == 0 and (feats / "scores.jsonl").read_text() == scored
     assert run(app, ["eval", "--workspace", str(ws)]).exit_code == 0  # the sampled LLM routed with both Who systems
     judged = json.loads((ws / "results" / f"memnet+salience[bm25f]+{feats.name}.json").read_text())
@@ -271,6 +271,17 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     judged = json.loads((ws / "results" / f"features+by-book+folds2+{feats.name}.json").read_text())
     assert judged["p@1"] == summary["combined"]["p@1"] and judged["calibration"]["reliability"]
     assert (ws / "results" / "reliability.png").is_file()
+    # the passages with who each mention is, scored apart (a key and folder of their own), compared paired by book
+    r = run(app, free + ["--rendering", "annotate", "--character-list"])
+    marked = own.with_name(own.name + "+annotate+list")
+    assert r.exit_code == 0 and (marked / "summary.json").is_file() and (own / "scores.jsonl").read_text() != \
+        (marked / "scores.jsonl").read_text(), r.output
+    r = run(app, ["rerank-compare", str(marked), str(own), "--workspace", str(ws)])
+    assert r.exit_code == 0 and "A - B on 3 questions of" in r.output and "95%" in r.output, r.output
+    # another grouping of the books into folds: its summary beside the served one, the LLM's scores shared
+    r = run(app, free + ["--fold-seed", "14"])
+    assert r.exit_code == 0 and (own / "summary+foldseed14.json").is_file(), r.output
+    assert json.loads((own / "summary.json").read_text())["config"]["fold_seed"] == 13
 
 
 def test_ask_rerank_ranks_with_the_feature_ranker_and_the_llm(ws, tiny_llm_path):
