@@ -404,6 +404,10 @@ def train_cmd(
                                         help="llm: list the characters the passages mention in the prompt."),
     shorten: str = typer.Option(default(LLMConfig, "shorten"), help="llm: the answer kept: none, words<N> or span "
                                 "(the passages' best-matching span); every one is reported either way."),
+    executor: str = typer.Option(default(ExecutorConfig, "executor"), help="llm: its answers: local (this process) or ray "
+                                 "(batches of questions as tasks on a Ray cluster; the same rows, resumable)."),
+    ray_address: Optional[str] = typer.Option(None, help="With --executor ray: the cluster (auto, HOST:PORT; default "
+                                                         "$RAY_ADDRESS, else auto)."),
 ):
     """Fine-tune on the real Who questions with k-fold cross-validation x trials -> WS/runs/<name>/ (resumable);
     with --reader fid: the FiD reader with book-level folds -> WS/reader/runs/<name>/; with --reader llm: a local
@@ -414,7 +418,7 @@ def train_cmd(
                          half=bf16, seed=seed, max_eval_samples=max_eval_samples, shots=shots, order=passage_order,
                          runtime=runtime, sample=sample, rendering=rendering, character_list=character_list,
                          shorten=shorten, **({"top_k": top_k} if top_k is not None else {}))
-        s = _stage(answer_all, workspace, lcfg, device=device)
+        s = _stage(answer_all, workspace, lcfg, device=device, executor=ExecutorConfig(executor, ray_address))
         m = s["metrics"]
         typer.echo(f"{s['run']}: {s['questions']} questions zero-shot, {s['seconds_per_question']} s/question, "
                    f"{s['passages_mean']} passages in {s['prompt_tokens_mean']:.0f} prompt tokens: ROUGE-L "
@@ -587,6 +591,10 @@ def rerank(
     character_list: bool = typer.Option(default(RerankConfig, "character_list"),
                                         help="List the characters the passages mention in the prompt."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
+    executor: str = typer.Option(default(ExecutorConfig, "executor"), help="The LLM's name scores: local (this process) or ray "
+                                 "(batches of questions as tasks on a Ray cluster; the same rows, resumable)."),
+    ray_address: Optional[str] = typer.Option(None, help="With --executor ray: the cluster (auto, HOST:PORT; default "
+                                                         "$RAY_ADDRESS, else auto)."),
 ):
     """Who answers re-ranked by a local LLM reading the passages: the run's top-k characters scored by each name's
     log-likelihood, combined with the network's calibrated probabilities by a weight fit on the other folds
@@ -596,7 +604,7 @@ def rerank(
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
                        folds=folds, fold_seed=fold_seed, llm_features=llm_features, rendering=rendering, marks=marks,
                        character_list=character_list, max_eval_samples=max_eval_samples)
-    s = _stage(rerank_run, workspace, run, cfg, device=device)
+    s = _stage(rerank_run, workspace, run, cfg, device=device, executor=ExecutorConfig(executor, ray_address))
     for row, label in (("candidates", candidates), ("llm_over_top_k", f"LLM over its top {top_k}"),
                        ("combined", "combined")):
         m = s[row]

@@ -2,6 +2,7 @@
 namespace of their own so that Ray stays on loopback): the same bytes as `--jobs 2`, and a worker node killed with
 kill -9 mid-run loses no book (its tasks are retried on the head node)."""
 import filecmp
+import json
 import os
 import shutil
 import subprocess
@@ -31,6 +32,10 @@ prepare() {{ whoqa prepare --data {data} --workspace $1 --no-unlabeled --no-embe
 status=0
 prepare {tmp}/ws-ray || status=1
 whoqa index --workspace {tmp}/ws-ray --executor ray --ray-address 127.0.0.1:{port} > index.log 2>&1 || status=1
+whoqa rerank --candidates features --folds 2 --top-k 3 --workspace {tmp}/ws-ray --reader-base {llm} --device cpu \
+    --executor ray --ray-address 127.0.0.1:{port} > rerank.log 2>&1 || status=1
+whoqa train --reader llm --reader-base {llm} --context bm25f --sample 6 --workspace {tmp}/ws-ray --device cpu \
+    --executor ray --ray-address 127.0.0.1:{port} > llm.log 2>&1 || status=1
 prepare {tmp}/ws-kill &
 run=$!
 until ls {tmp}/ws-kill/books/*/*.book > /dev/null 2>&1; do sleep 0.2; done
@@ -59,7 +64,8 @@ def _artifacts(ws: Path) -> list[Path]:
     return sorted(p.relative_to(ws) for p in keep if p.is_file() and p.name not in ("summary.json", "report.json"))
 
 
-def test_prepare_on_a_ray_cluster_writes_the_same_bytes_and_survives_a_killed_node(shared_data, tmp_path):
+def test_prepare_on_a_ray_cluster_writes_the_same_bytes_and_survives_a_killed_node(shared_data, tmp_path,
+                                                                                   tiny_llm_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'ray[default]'): the cluster test is skipped")
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
         pytest.skip("the Ray cluster runs in a network namespace of its own: needs root, unshare and ip")
@@ -70,7 +76,12 @@ def test_prepare_on_a_ray_cluster_writes_the_same_bytes_and_survives_a_killed_no
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(app, ["index", "--workspace", str(local), "--jobs", "2"])
     assert r.exit_code == 0, r.output
-    script = CLUSTER.format(bin=VENV_BIN, tmp=tmp_path, data=data, port=6391)
+    llm = ["--reader-base", tiny_llm_path, "--device", "cpu", "--workspace", str(local)]
+    r = CliRunner().invoke(app, ["rerank", "--candidates", "features", "--folds", "2", "--top-k", "3", *llm])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["train", "--reader", "llm", "--context", "bm25f", "--sample", "6", *llm])
+    assert r.exit_code == 0, r.output
+    script = CLUSTER.format(bin=VENV_BIN, tmp=tmp_path, data=data, port=6391, llm=tiny_llm_path)
     done = subprocess.run(["unshare", "-n", "bash", "-c", script], cwd=ROOT, capture_output=True, text=True,
                           timeout=1200, env={**os.environ, "PYTHONHASHSEED": "0"})
     logs = {p.name: p.read_text()[-1500:] for p in tmp_path.glob("*.log")}
@@ -83,3 +94,19 @@ def test_prepare_on_a_ray_cluster_writes_the_same_bytes_and_survives_a_killed_no
         assert files == [f for f in _artifacts(ws)] and len(files) > 4 * len(BOOKS)
         same, differ, missing = filecmp.cmpfiles(local, ws, [str(f) for f in files], shallow=False)
         assert not differ and not missing, (ws.name, differ, missing)
+    # the LLM's name scores and answers as Ray tasks: the same rows as in this process (scores to float tolerance:
+    # a task runs on 1 thread), and the same figures
+    ray_ws = tmp_path / "ws-ray"
+    for pattern in ("runs/features+by-book+folds2/rerank@*/scores.jsonl", "reader/llm/*/predictions.jsonl"):
+        [here], [there] = sorted(local.glob(pattern)), sorted(ray_ws.glob(pattern))
+        rows = [{r["question_id"]: r for r in map(json.loads, p.read_text().splitlines())} for p in (here, there)]
+        assert rows[0].keys() == rows[1].keys() and len(rows[0]) >= 3, (pattern, logs)
+        for q, a in rows[0].items():
+            b = rows[1][q]
+            if "llm" in a:
+                assert a["candidates"] == b["candidates"] and a["llm"] == pytest.approx(b["llm"], abs=1e-3)
+            else:
+                assert a["prediction"] == b["prediction"] and a["passages_used"] == b["passages_used"]
+    sums = [json.loads(next(w.glob("runs/features+by-book+folds2/rerank@*/summary.json")).read_text())
+            for w in (local, ray_ws)]
+    assert sums[0]["combined"] == sums[1]["combined"]

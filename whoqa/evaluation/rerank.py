@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from whoqa.core.executor import ExecutorConfig
 from whoqa.core.calibration import ece, ece_if_calibrated, probabilities, reliability
 from data_prep.who_set import load_who_set
 from whoqa.core.metrics import book_bootstrap, ranking_metrics
@@ -42,6 +43,7 @@ from whoqa.memnet.ensemble import cross_fitted, items
 from whoqa.reader.config import LLMConfig, RerankConfig, model_name, passage_variant
 from whoqa.reader.data import build_examples
 from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
+from whoqa.reader.remote import on_cluster
 from whoqa.reader.render import WorkspacePassages, check_rendering
 from whoqa.retrieval.contexts import load_contexts
 
@@ -126,8 +128,9 @@ class NameScores:
     resumable: a question is prompted again only for names it has not scored; a changed model or prompt starts
     afresh)."""
 
-    def __init__(self, ws: Workspace, folder: Path, cfg: RerankConfig, progress: bool = True, device=None):
-        self.ws, self.cfg, self.progress, self.device = ws, cfg, progress, device
+    def __init__(self, ws: Workspace, folder: Path, cfg: RerankConfig, progress: bool = True, device=None,
+                 executor: ExecutorConfig = ExecutorConfig()):
+        self.ws, self.cfg, self.progress, self.device, self.executor = ws, cfg, progress, device, executor
         self.key = llm_key(cfg)
         self.path = folder / "scores.jsonl"
         self.done: dict[int, dict[int, float]] = {}
@@ -159,24 +162,36 @@ class NameScores:
         who = {q["question_id"]: q for q in load_who_set(ws)[1]}
         examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
         pool = [(q["question"], q["answer1"], q["document_id"]) for q in who.values()]
-        reader = LLMReader(cfg.base, self.device, cfg.prompt_tokens, scores=True)
         plain = not passage_variant(cfg.rendering, cfg.marks, cfg.character_list)
         rendered = WorkspacePassages(ws, "bm25f")
+        items = []  # what one LLM call reads: (qid, candidates, question, passages, names, shots, starts, order, list)
+        for qid, cs in todo.items():
+            q, e = who[qid], examples.get(qid)
+            d = q["document_id"]
+            passages, listed = (e.passages if e else []), []
+            if e and not plain:
+                passages, _, listed = rendered.of(d, qid, cfg.passages, cfg.rendering, cfg.marks, cfg.character_list,
+                                                  cs)
+            items.append((qid, cs, q["question"], passages, [names[d][c] for c in cs],
+                          few_shots(pool, d, cfg.shots, SEED * 1_000_003 + qid), e.starts if e else None,
+                          LLMConfig.order, listed))
+        reader = {"base": cfg.base, "prompt_tokens": cfg.prompt_tokens, "scores": True}
+        if self.executor.executor == "ray":
+            rows = (row for batch in on_cluster("scores", items, reader, self.executor) for row in batch)
+        else:
+            llm = LLMReader(**reader, device=self.device)
+
+            def one(item):
+                t = time.perf_counter()
+                qid, cs, *prompt = item
+                return {"question_id": qid, "candidates": cs, "llm": llm.name_scores(*prompt),
+                        "seconds": round(time.perf_counter() - t, 3)}
+            rows = map(one, items)
         bar = progress_bar(total=len(todo), desc="LLM name scores", unit="q", progress=self.progress)
         with self.path.open("a") as out:
-            for qid, cs in todo.items():
-                t = time.perf_counter()
-                q, e = who[qid], examples.get(qid)
-                d = q["document_id"]
-                shots = few_shots(pool, d, cfg.shots, SEED * 1_000_003 + qid)
-                passages, listed = (e.passages if e else []), []
-                if e and not plain:
-                    passages, _, listed = rendered.of(d, qid, cfg.passages, cfg.rendering, cfg.marks,
-                                                      cfg.character_list, cs)
-                llm = reader.name_scores(q["question"], passages, [names[d][c] for c in cs], shots,
-                                         e.starts if e else None, LLMConfig.order, listed)
-                row = {"question_id": qid, "key": self.key, "candidates": cs, "llm": llm,
-                       "seconds": round(time.perf_counter() - t, 3)}
+            for row in rows:
+                row = {"question_id": row["question_id"], "key": self.key, "candidates": row["candidates"],
+                       "llm": row["llm"], "seconds": row["seconds"]}
                 out.write(json.dumps(row) + "\n")
                 out.flush()
                 self._keep(row)
@@ -187,7 +202,8 @@ class NameScores:
         return [self.done[qid][c] for c in cs]
 
 
-def score_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, device=None) -> list[dict]:
+def score_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = True, device=None,
+              executor: ExecutorConfig = ExecutorConfig()) -> list[dict]:
     """The network's or book frequency's candidates of each question of the run, with the LLM's log-likelihood of
     their top-k names (`llm`, in the candidates' order)."""
     ws = Workspace(workspace)
@@ -196,7 +212,7 @@ def score_run(workspace: Path, run: str, cfg: RerankConfig, progress: bool = Tru
         cands = frequency_candidates(ws, cands)
     folder = rerank_dir(ws, run, cfg)
     folder.mkdir(parents=True, exist_ok=True)
-    scores = NameScores(ws, folder, cfg, progress, device)
+    scores = NameScores(ws, folder, cfg, progress, device, executor)
     scores.ensure({c["question_id"]: c["ranking"][:cfg.top_k] for c in cands})
     return [{**c, "llm": scores.of(c["question_id"], c["ranking"][:cfg.top_k]),
              "seconds": scores.seconds.get(c["question_id"], 0.0)} for c in cands]
@@ -272,7 +288,8 @@ def question_features(ws: Workspace, cands: list[dict]) -> list[dict]:
     return out
 
 
-def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
+def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool = True, device=None,
+                executor: ExecutorConfig = ExecutorConfig()) -> dict:
     """The feature ranker (whoqa.ranker) judged on the run's folds, or, with no run, on book folds
     of its own (`cfg.folds`; no network is trained): both stages fit on the other folds' questions, the LLM scoring
     every name some fold's first stage puts in a question's top k."""
@@ -293,7 +310,7 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
                                         for j in np.argsort(-(r["x"] @ w), kind="stable")[:cfg.top_k]}) for r in rows}
     folder = rerank_dir(ws, run, cfg)
     folder.mkdir(parents=True, exist_ok=True)
-    scores = NameScores(ws, folder, cfg, progress, device)
+    scores = NameScores(ws, folder, cfg, progress, device, executor)
     scores.ensure(wanted)
 
     def llm_of(sub):
@@ -355,7 +372,8 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
             "rankings": {str(r["question_id"]): o for r, o in final}}  # (every character: MRR beyond the top k)
 
 
-def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool = True, device=None) -> dict:
+def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool = True, device=None,
+           executor: ExecutorConfig = ExecutorConfig()) -> dict:
     """Score, evaluate and save (WS/runs/<run>/rerank@<model>+k<k>/summary.json, with each question's combined top
     k, which the full task's routed rows read). The feature ranker needs no run: without one it draws book folds of
     its own (WS/runs/features+by-book/)."""
@@ -363,17 +381,18 @@ def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool =
         raise ValueError(f"unknown candidates {cfg.candidates!r}: use one of {', '.join(CANDIDATES)}")
     check_llm_features(cfg.llm_features, "--llm-features", select=True)  # said before minutes of LLM scoring
     check_rendering(cfg.rendering)
+    executor.check()
     if cfg.fold_seed != SEED and (cfg.candidates != "features" or run):
         raise ValueError("--fold-seed draws the feature ranker's own book folds: use it with --candidates features "
                          "and no run (a run's folds are its own)")
     if cfg.candidates == "features":
         summary = {"run": run or features_run(cfg.folds), "by_book_folds": None if run else cfg.folds,
-                   "config": asdict(cfg), **feature_run(workspace, run, cfg, progress, device)}
+                   "config": asdict(cfg), **feature_run(workspace, run, cfg, progress, device, executor)}
         run = summary["run"]
     elif not run:
         raise ValueError(f"--candidates {cfg.candidates} re-ranks a cross-validated run: name one (WS/runs/<run>)")
     else:
-        summary = {"run": run, "config": asdict(cfg), **evaluate(score_run(workspace, run, cfg, progress, device))}
+        summary = {"run": run, "config": asdict(cfg), **evaluate(score_run(workspace, run, cfg, progress, device, executor))}
     # another fold seed (the spread over folds) keeps its summary beside the served one, sharing the LLM's scores
     save_fit(rerank_dir(workspace, run, cfg), summary,
              None if cfg.fold_seed == SEED or run != features_run(cfg.folds) else f"foldseed{cfg.fold_seed}")

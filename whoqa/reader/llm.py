@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from whoqa.core.book import atomic_write
+from whoqa.core.executor import ExecutorConfig
 from whoqa.core.distributed import barrier, shard, world
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import claim, digest, file_digest, provenance
@@ -30,6 +31,7 @@ from whoqa.reader.config import LLMConfig, llm_record, llm_run_name
 from whoqa.reader.data import build_examples, examples_path
 from whoqa.reader.render import WorkspacePassages, check_rendering
 from whoqa.reader.shorten import SHORTENERS, shortener
+from whoqa.reader.remote import on_cluster
 from whoqa.reader.runtimes import LlamaCppRuntime, TransformersRuntime, check_runtime, llamacpp
 
 log = logging.getLogger(__name__)
@@ -401,7 +403,8 @@ def run_dir(workspace: Path, cfg: LLMConfig) -> Path:
     return Workspace(workspace).llm_runs / llm_run_name(cfg)
 
 
-def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=None) -> dict:
+def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=None,
+               executor: ExecutorConfig = ExecutorConfig()) -> dict:
     """Every question of the workspace answered zero-shot from its top-k passages -> WS/reader/llm/<name>/
     (resumable per question). Nothing is trained, so there are no folds: no answer depends on another book."""
     from whoqa.core.metrics import text_metrics
@@ -426,24 +429,42 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
     set_seed(cfg.seed)
     t0 = time.perf_counter()
     if todo:
-        reader = LLMReader(cfg.base, device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half, cfg.runtime)
+        executor.check()
+        if executor.executor == "ray" and w.size > 1:
+            raise ValueError("--executor ray spreads the questions itself: run it without torchrun")
+        pool = [(e.question, e.answers[0], e.document_id) for e in examples]
+        rendered = WorkspacePassages(ws, cfg.context)
+        items = []  # what one answer reads: (qid, book, question, passages, shots, starts, order, character list)
+        for e in todo:
+            passages, starts, listed = e.passages, e.starts, []
+            if cfg.rendering != "raw" or cfg.character_list:
+                passages, starts, listed = rendered.of(e.document_id, e.question_id, cfg.top_k, cfg.rendering, "all",
+                                                       cfg.character_list)
+            items.append((e.question_id, e.document_id, e.question, passages,
+                          few_shots(pool, e.document_id, cfg.shots, cfg.seed * 1_000_003 + int(e.question_id)),
+                          starts, cfg.order, listed))
+        kwargs = {"base": cfg.base, "prompt_tokens": cfg.prompt_tokens, "max_new_tokens": cfg.max_new_tokens,
+                  "chat": cfg.chat, "half": cfg.half, "runtime": cfg.runtime}
+        if executor.executor == "ray":
+            rows = (row for batch in on_cluster("answers", items, kwargs, executor) for row in batch)
+            runtime = "ray"
+        else:
+            reader = LLMReader(**kwargs, device=device)
+            runtime = reader.runtime
+
+            def one(item):
+                t = time.perf_counter()
+                qid, doc, question, passages, shots, starts, order, listed = item
+                text, info = reader.answer(question, passages, shots, starts, order, keep_prompt=True,
+                                           characters=listed)
+                return {"question_id": qid, "document_id": doc, "prediction": text, **info,
+                        "seconds": round(time.perf_counter() - t, 3)}
+            rows = map(one, items)
         load_seconds = time.perf_counter() - t0
         bar = progress_bar(total=len(done) + len(todo), desc=llm_run_name(cfg), unit="q", progress=progress and w.main)
-        rendered = WorkspacePassages(ws, cfg.context)
         bar.update(len(done))
         with path.open("a") as out:
-            pool = [(e.question, e.answers[0], e.document_id) for e in examples]
-            for e in todo:
-                t = time.perf_counter()
-                shots = few_shots(pool, e.document_id, cfg.shots, cfg.seed * 1_000_003 + int(e.question_id))
-                passages, starts, listed = e.passages, e.starts, []
-                if cfg.rendering != "raw" or cfg.character_list:
-                    passages, starts, listed = rendered.of(e.document_id, e.question_id, cfg.top_k, cfg.rendering,
-                                                           "all", cfg.character_list)
-                text, info = reader.answer(e.question, passages, shots, starts, cfg.order, keep_prompt=True,
-                                           characters=listed)
-                row = {"question_id": e.question_id, "document_id": e.document_id, "prediction": text, **info,
-                       "seconds": round(time.perf_counter() - t, 3)}
+            for row in rows:
                 out.write(json.dumps(row) + "\n")
                 out.flush()
                 bar.update(1)
@@ -462,7 +483,7 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
                "redone": redone}
     if todo:
         summary["load_seconds"] = round(load_seconds, 1)
-        summary["runtime"] = reader.runtime
+        summary["runtime"] = runtime
     if w.main:
         atomic_write(folder / "summary.json", json.dumps(summary, indent=1))
     return summary
