@@ -128,37 +128,10 @@ def prepare(
     except Interrupted as e:
         typer.secho(str(e), fg=typer.colors.YELLOW, err=True)
         raise typer.Exit(130)
-    wps = rep.words / rep.seconds if rep.seconds else 0
-    typer.echo(f"prepared {len(rep.done)} book(s), {len(rep.skipped)} already done, {len(rep.failed)} failed; "
-               f"{rep.words:,} words in {rep.seconds:.1f}s ({wps:,.0f} words/s) -> {workspace}/books")
-    if rep.who_set:
-        w = rep.who_set
-        typer.echo(f"Who set: kept {w.get('kept', 0)} of {w.get('who_questions', 0)} Who questions -> {workspace}/who "
-                   f"(dropped: {w.get('answer is not a character', 0)} answer not a character, "
-                   f"{w.get('no alias match', 0)} no alias match, {w.get('book not prepared', 0)} book not prepared)")
-    if rep.artificial:
-        a = rep.artificial
-        typer.echo(f"artificial questions: {a['totals'].get('questions', 0):,} from {a['books']} books -> "
-                   f"{workspace}/artificial ({a['questions_per_second'] or '-'} questions/s this run)")
-    if rep.embeddings:
-        e = rep.embeddings
-        if e["mode"] == "trained":
-            typer.echo(f"word2vec: {e['vocab']:,} tokens ({e['characters']:,} characters) from {e['tokens']:,} words "
-                       f"in {e['train_seconds']}s -> {workspace}/embeddings")
-        else:
-            typer.echo(f"word2vec: {e['books']} book(s) folded in, {e['new_rows']:,} new tokens, {e['rows']:,} in all "
-                       f"(existing vectors unchanged) -> {workspace}/embeddings")
-        if e.get("stale_models"):
-            typer.secho(f"rebuilt word vectors: these models are now stale, retrain them: {', '.join(e['stale_models'])}",
-                        fg=typer.colors.YELLOW, err=True)
-    if rep.redone_text_changed:
-        typer.secho(f"redone {len(rep.redone_text_changed)} book(s) whose text changed since they were prepared",
-                    fg=typer.colors.YELLOW, err=True)
-    if rep.redone_engine_changed:
-        typer.secho(f"redone {len(rep.redone_engine_changed)} book(s) prepared by another engine or coreference weights",
-                    fg=typer.colors.YELLOW, err=True)
-    for b, err in rep.failed.items():
-        typer.secho(f"  failed {b}: {err.splitlines()[0]}", fg=typer.colors.YELLOW, err=True)
+    lines, warnings = rep.summary(workspace)
+    typer.echo("\n".join(lines))
+    for w in warnings:
+        typer.secho(w, fg=typer.colors.YELLOW, err=True)
     if rep.failed and not rep.done and not rep.skipped:
         raise typer.Exit(1)
 
@@ -833,7 +806,7 @@ def eval_coref(
 ):
     """Score the offline engine's characters and pronouns against LitBank's gold coreference (PER, names + pronouns)."""
     from data_prep import coref_peer
-    from data_prep.litbank import evaluate_resolver
+    from data_prep.components import evaluate_resolver
     if mentions not in coref_peer.MENTIONS:
         _fail(f"unknown --mentions {mentions!r}: use {', '.join(coref_peer.MENTIONS)}")
     res = _stage(evaluate_resolver, litbank, resolver, max_docs=max_docs, mentions=mentions)

@@ -4,7 +4,7 @@ Why: a new engine or pronoun resolver is one entry here plus its module. `prepar
 `eval-coref --resolver` and their help read the names from these dicts; the entry's identity is what `prepare` records
 beside each book (`engine_identity`), so a book made by another engine or resolver is redone, never mixed in.
 
-An engine entry makes the engine from the prepare config; the engine has `process_text(text) -> Processed` (rows
+An engine entry makes the engine from the prepare config and the resolver's entry; the engine has `process_text(text) -> Processed` (rows
 whoqa writes) or, with `writes_files`, `process_file(text, book_id, folder) -> stats` (it writes BookNLP's files).
 A resolver entry's `make(tokens, names, genders, counts, weights)` returns an object with `run()` (the resolved
 pronouns), `groups()`, `quotes` and `decisions` (data_prep.coref.Resolver is the reference); its `evaluate(engine,
@@ -20,7 +20,7 @@ from typing import Callable
 
 @dataclass(frozen=True)
 class EngineEntry:
-    make: Callable  # (PrepareConfig) -> engine
+    make: Callable  # (PrepareConfig, ResolverEntry) -> engine
     about: str
     version: str = "1"  # raise it when the engine's output changes for the same text
 
@@ -34,34 +34,37 @@ class ResolverEntry:
     version: str = "1"
 
 
-def _lazy(module: str, attr: str) -> Callable:
-    """A function imported when first called (the registry is read by `--help`, which must not load spaCy)."""
-    def call(*args, **kwargs):
-        return getattr(importlib.import_module(module), attr)(*args, **kwargs)
-    call.__name__ = f"{module}.{attr}"
-    return call
+@dataclass(frozen=True)
+class Lazy:
+    """A function imported when first called (the registry is read by `--help`, which must not load spaCy); it
+    pickles as its name, so worker processes receive the entries the parent looked up."""
+    module: str
+    attr: str
+
+    def __call__(self, *args, **kwargs):
+        return getattr(importlib.import_module(self.module), self.attr)(*args, **kwargs)
 
 
-def _spacy(cfg) -> object:
+def _spacy(cfg, resolver_entry) -> object:
     from pathlib import Path
 
     from data_prep.coref_learn import learned_weights
     from data_prep.engine_spacy import SpacyEngine
     return SpacyEngine(weights=learned_weights(Path(cfg.coref_weights)) if cfg.coref_weights else None,
-                       resolver=cfg.resolver)
+                       resolver=resolver_entry.make, resolver_name=cfg.resolver)
 
 
-def _booknlp(cfg) -> object:
+def _booknlp(cfg, resolver_entry) -> object:
     from data_prep.engine_booknlp import BookNLPEngine
     return BookNLPEngine(python=cfg.booknlp_python, models=cfg.booknlp_models)
 
 
 def _learned(engine, docs, parsed, mentions: str = "coreferee"):
-    return _lazy("data_prep.coref_learn", "cross_validated_predictions")(engine, docs, parsed)
+    return Lazy("data_prep.coref_learn", "cross_validated_predictions")(engine, docs, parsed)
 
 
 def _coreferee(engine, docs, parsed, mentions: str = "coreferee"):
-    return _lazy("data_prep.coref_peer", "cross_validated_predictions")(engine, docs, parsed, mentions=mentions)
+    return Lazy("data_prep.coref_peer", "cross_validated_predictions")(engine, docs, parsed, mentions=mentions)
 
 
 ENGINES: dict[str, EngineEntry] = {
@@ -70,7 +73,7 @@ ENGINES: dict[str, EngineEntry] = {
 }
 
 RESOLVERS: dict[str, ResolverEntry] = {
-    "rules": ResolverEntry(_lazy("data_prep.coref", "Resolver"),
+    "rules": ResolverEntry(Lazy("data_prep.coref", "Resolver"),
                            "hand-set weights (or --coref-weights FILE), the engine's default"),
     "learned": ResolverEntry(None, "weights learned on LitBank, 5-fold cross-validated by document", _learned),
     "coreferee": ResolverEntry(None, "the peer (Hudson), trained on the same folds; whoqa[coref]", _coreferee),
@@ -105,3 +108,17 @@ def identity(engine_name: str, resolver_name: str) -> dict:
         out["resolver"] = resolver_name
         out["resolver_version"] = resolver(resolver_name, for_prepare=True).version
     return out
+
+
+def evaluate_resolver(folder, name: str, max_docs: int | None = None, mentions: str = "coreferee") -> dict:
+    """`eval-coref`: a resolver scored on LitBank's documents: its own evaluation (trained per document fold), or
+    the spaCy engine with it resolving."""
+    from functools import partial
+
+    from data_prep.engine_spacy import SpacyEngine
+    from data_prep.litbank import evaluate, rule_predictions
+    entry = resolver(name)
+    if entry.evaluate is not None:
+        return evaluate(folder, max_docs, predictions=partial(entry.evaluate, mentions=mentions))
+    return evaluate(folder, max_docs, engine=SpacyEngine(resolver=entry.make, resolver_name=name),
+                    predictions=rule_predictions)

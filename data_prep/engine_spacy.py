@@ -7,9 +7,7 @@ from dataclasses import dataclass, field
 
 from whoqa.core.book import Token, span_head
 from data_prep.characters import NameMention, cluster_names, find_name_mentions, name_gender
-from data_prep import components
-from data_prep.components import DEFAULT_RESOLVER
-from data_prep.coref import FIRST, NARRATOR, SUBJECT_DEPS, VOCATIVE_DEPS, Resolved, Weights, quote_ids
+from data_prep.coref import FIRST, NARRATOR, SUBJECT_DEPS, VOCATIVE_DEPS, Resolved, Resolver, Weights, quote_ids
 from data_prep.parse import Parsed, load_nlp, parse_text, SPACY_MODEL
 
 GENDER_KEYS = {"male": "he/him/his", "female": "she/her"}
@@ -31,10 +29,11 @@ class SpacyEngine:
     writes_files = False  # whoqa writes the rows it returns (data_prep.components)
 
     def __init__(self, model: str = SPACY_MODEL, weights: Weights | None = None, batch_size: int = 128,
-                 resolver: str = DEFAULT_RESOLVER):
+                 resolver=Resolver, resolver_name: str = "rules"):
+        """`resolver`: the pronoun resolver's factory (data_prep.components.RESOLVERS picks it by name)."""
         self.nlp = load_nlp(model)
         self.weights = weights or Weights()
-        self.resolver_name, self.make_resolver = resolver, components.resolver(resolver, for_prepare=True).make
+        self.make_resolver, self.resolver_name = resolver, resolver_name
         self.batch_size = batch_size
         self.record = False  # keep the resolver's scored decisions (learning its weights, data_prep.coref_learn)
 

@@ -204,19 +204,6 @@ def rule_predictions(engine, docs: list[GoldDoc], parsed: list) -> tuple[list, d
     return [predicted(engine, p) for p in parsed], {"resolver": "rules (hand-set weights)" if name == "rules" else name}
 
 
-def evaluate_resolver(folder: Path, name: str, max_docs: int | None = None, mentions: str = "coreferee") -> dict:
-    """`eval-coref`: a resolver of the registry (data_prep.components.RESOLVERS) scored on every document: its own
-    evaluation (trained per document fold), or the spaCy engine with it resolving."""
-    from functools import partial
-
-    from data_prep.components import resolver
-    from data_prep.engine_spacy import SpacyEngine
-    entry = resolver(name)
-    if entry.evaluate is not None:
-        return evaluate(folder, max_docs, predictions=partial(entry.evaluate, mentions=mentions))
-    return evaluate(folder, max_docs, engine=SpacyEngine(resolver=name), predictions=rule_predictions)
-
-
 def evaluate(folder: Path, max_docs: int | None = None, engine=None, predictions=rule_predictions) -> dict:
     """The engine on every document. predictions(engine, docs, parsed) -> (each document's predicted mentions, what
     made them): the engine's resolver as it is, or e.g. data_prep.coref_learn.cross_validated_predictions."""

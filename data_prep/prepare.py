@@ -59,6 +59,42 @@ class PrepareReport:
     artificial: dict = field(default_factory=dict)  # generated/skipped counts of artificial questions
     embeddings: dict = field(default_factory=dict)  # word2vec corpus and training figures
 
+    def summary(self, workspace) -> tuple[list[str], list[str]]:
+        """(lines, warnings) that `whoqa prepare` prints: what was made, then what the user should look at."""
+        from data_prep.who_set import DROP_NO_ALIAS, DROP_NO_BOOK, DROP_NOT_CHARACTER
+        wps = self.words / self.seconds if self.seconds else 0
+        lines = [f"prepared {len(self.done)} book(s), {len(self.skipped)} already done, {len(self.failed)} failed; "
+                 f"{self.words:,} words in {self.seconds:.1f}s ({wps:,.0f} words/s) -> {workspace}/books"]
+        warnings = []
+        if self.who_set:
+            w = self.who_set
+            lines.append(f"Who set: kept {w.get('kept', 0)} of {w.get('who_questions', 0)} Who questions -> "
+                         f"{workspace}/who (dropped: {w.get(DROP_NOT_CHARACTER, 0)} answer not a character, "
+                         f"{w.get(DROP_NO_ALIAS, 0)} no alias match, {w.get(DROP_NO_BOOK, 0)} book not prepared)")
+        if self.artificial:
+            a = self.artificial
+            lines.append(f"artificial questions: {a['totals'].get('questions', 0):,} from {a['books']} books -> "
+                         f"{workspace}/artificial ({a['questions_per_second'] or '-'} questions/s this run)")
+        if self.embeddings:
+            e = self.embeddings
+            if e["mode"] == "trained":
+                lines.append(f"word2vec: {e['vocab']:,} tokens ({e['characters']:,} characters) from {e['tokens']:,} "
+                             f"words in {e['train_seconds']}s -> {workspace}/embeddings")
+            else:
+                lines.append(f"word2vec: {e['books']} book(s) folded in, {e['new_rows']:,} new tokens, {e['rows']:,} "
+                             f"in all (existing vectors unchanged) -> {workspace}/embeddings")
+            if e.get("stale_models"):
+                warnings.append(f"rebuilt word vectors: these models are now stale, retrain them: "
+                                f"{', '.join(e['stale_models'])}")
+        if self.redone_text_changed:
+            warnings.append(f"redone {len(self.redone_text_changed)} book(s) whose text changed since they were "
+                            f"prepared")
+        if self.redone_engine_changed:
+            warnings.append(f"redone {len(self.redone_engine_changed)} book(s) prepared by another engine or "
+                            f"coreference weights")
+        warnings += [f"  failed {b}: {err.splitlines()[0]}" for b, err in self.failed.items()]
+        return lines, warnings
+
 
 def books_dir(workspace: str | Path) -> Path:
     return Workspace(workspace).books
@@ -115,22 +151,29 @@ def recorded_engine(workspace: Path) -> tuple[object, dict | None]:
     return make_engine(cfg), identity
 
 
-def make_engine(cfg: PrepareConfig):
-    """The engine the config names (data_prep.components.ENGINES), with its resolver."""
-    components.resolver(cfg.resolver, for_prepare=True)
-    return components.engine(cfg.engine).make(cfg)
+def make_engine(cfg: PrepareConfig, parts: tuple | None = None):
+    """The engine the config names (data_prep.components.ENGINES), with its resolver. `parts`: (engine entry,
+    resolver entry) looked up by the parent process (`engine_parts`), so a worker process makes the engine of an
+    entry registered at run time too (a plugin, a test's toy) without the registry being filled in it."""
+    engine, resolver = parts or engine_parts(cfg)
+    return engine.make(cfg, resolver)
+
+
+def engine_parts(cfg: PrepareConfig) -> tuple:
+    return components.engine(cfg.engine), components.resolver(cfg.resolver, for_prepare=True)
 
 
 _engine = None
 _identity: dict | None = None
 
 
-def _init_worker(cfg: PrepareConfig) -> None:
+def _init_worker(cfg: PrepareConfig, parts: tuple | None = None, identity: dict | None = None) -> None:
+    """A worker's engine, made once: from the registry entries and identity the parent looked up when given."""
     global _engine, _identity
     logging.basicConfig(level=logging.WARNING)
     if mp_child():
         _die_with_parent()
-    _engine, _identity = make_engine(cfg), engine_identity(cfg)
+    _engine, _identity = make_engine(cfg, parts), identity or engine_identity(cfg)
 
 
 def mp_child() -> bool:
@@ -211,7 +254,8 @@ def _on_ray(cfg: PrepareConfig, data_root: str, todo: list[str], out_dir: Path):
     from whoqa.core.executor import ray_map
     ex = ExecutorConfig(executor="ray", ray_address=cfg.ray_address)
     for b, stats, err, *files in ray_map(_ray_work, {b: (data_root, b) for b in todo}, ex,
-                                          lambda k, why: (k, None, why), _init_worker, (cfg,)):
+                                          lambda k, why: (k, None, why), _init_worker,
+                                          (cfg, engine_parts(cfg), engine_identity(cfg))):
         if err is None:
             got = files[0]
             for suffix in BOOK_FILES:
@@ -280,7 +324,7 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
             else:  # (a Python API caller with random string hashing: its books are made in children, fixed)
                 with fixed_hash_seed_env():
                     _collect(pooled(_work, {b: (str(data.root), b, str(out_dir)) for b in todo}, jobs, _init_worker,
-                                    (cfg,)), report, bar)
+                                    (cfg, engine_parts(cfg), identity)), report, bar)
         except KeyboardInterrupt:
             report.seconds = round(time.perf_counter() - t0, 2)
             report.failed.update({b: "interrupted" for b in todo if b not in report.done and b not in report.failed})

@@ -16,6 +16,8 @@ from whoqa.core.metrics import ranking_metrics, text_metrics
 from data_prep.who_set import fingerprint, load_who_set
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
+from whoqa.memnet.ensemble import read_fold_files
+from whoqa.ranker.fits import read_summary
 
 log = logging.getLogger(__name__)
 RANKING_KEYS = ("p@1", "p@5", "mrr")
@@ -131,11 +133,10 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
     qmap = {q["question_id"]: q for q in questions}
     names = {d: {c["id"]: c["name"] for c in cs} for d, cs in characters.items()}
     for run in sorted((Workspace(workspace).runs).glob("*/")):
-        files = sorted(run.glob("fold*_trial*.json"))
-        if not files:  # no network trained: a feature ranker judged on book folds of its own, if any
+        runs = read_fold_files(run)
+        if not runs:  # no network trained: a feature ranker judged on book folds of its own, if any
             out.update(reranked_results(run, qmap, names))
             continue
-        runs = [json.loads(f.read_text()) for f in files]
         res = {"system": run.name, "trials": len(runs), "questions": sum(len(r["predictions"]) for r in runs
                                                                           if r["trial"] == 0),
                "skipped_no_candidates": 0, "config": json.loads((run / "config.json").read_text())
@@ -171,11 +172,10 @@ def reranked_results(run: Path, qmap: dict, names: dict) -> dict:
     their combined ranking's P@1 / P@5 / MRR, ECE where measured, and text metrics of the top name."""
     out = {}
     for path in sorted(run.glob("rerank@*/summary.json")):
-        try:
-            s = json.loads(path.read_text())
-            m = s["combined"]
-        except (ValueError, KeyError):
+        s = read_summary(path.parent)
+        if not s or "combined" not in s:
             continue  # a summary being written, or from an older layout: `whoqa rerank` rewrites it
+        m = s["combined"]
         preds, refs = [], []
         for q, top in s.get("rankings", {}).items():
             q = qmap.get(int(q))

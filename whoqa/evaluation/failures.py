@@ -13,6 +13,7 @@ from pathlib import Path
 
 from whoqa.core.book import atomic_write
 from whoqa.core.workspace import Workspace
+from whoqa.memnet.ensemble import read_fold_files
 
 FACTS = {
     "answer not in context": lambda f: not f["answer_in_context"],
@@ -32,7 +33,7 @@ def question_facts(workspace: Path, run: str, ranker: str = "bm25f", memories: i
     ws = Workspace(workspace)
     characters, questions = load_who_set(ws)
     folder = ws.runs / run.removeprefix("ensemble:")
-    runs = [json.loads(p.read_text()) for p in sorted(folder.glob("fold*_trial*.json"))]
+    runs = read_fold_files(folder)
     if not runs:
         raise FileNotFoundError(f"no fold files in {folder}: run `whoqa train --workspace {workspace}` first")
     if run.startswith("ensemble:"):

@@ -17,6 +17,7 @@ from whoqa.core.metrics import text_metrics
 from whoqa.core.runs import code_version
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LookupConfig
+from whoqa.ranker.fits import read_summary
 
 log = logging.getLogger(__name__)
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
@@ -98,8 +99,8 @@ def reranked_answers(workspace: Path, run: str) -> dict[str, dict[int, str]]:
     names = who_names(ws)
     out = {}
     for path in sorted((ws.runs / run).glob("rerank@*/summary.json")):
-        s = json.loads(path.read_text())
-        if s.get("config", {}).get("candidates", "network") == "book-frequency" or "rankings" not in s:
+        s = read_summary(path.parent)
+        if not s or s.get("config", {}).get("candidates", "network") == "book-frequency" or "rankings" not in s:
             continue
         out[f"{run}+{path.parent.name}"] = {int(q): names[who[int(q)]].get(r[0], "") for q, r in
                                              s["rankings"].items() if r and int(q) in who}

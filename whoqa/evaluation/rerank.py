@@ -39,7 +39,7 @@ from whoqa.ranker.fits import fit_dir, save_fit
 from whoqa.ranker.model import (LLM_FEATURES, SELECT, check_llm_features, fit, fit_ranker, log_softmax,
                                 select_llm_features)
 from whoqa.evaluation.fulltask import who_names
-from whoqa.memnet.ensemble import cross_fitted, items
+from whoqa.memnet.ensemble import cross_fitted, items, read_fold_files
 from whoqa.reader.config import LLMConfig, RerankConfig, model_name, passage_variant
 from whoqa.reader.data import build_examples
 from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
@@ -77,7 +77,7 @@ def frequency_candidates(workspace: Path, cands: list[dict]) -> list[dict]:
 def network_candidates(run_dir: Path) -> list[dict]:
     """Per question of a cross-validated run: its fold, the characters by calibrated ensemble probability (best
     first), those probabilities, and the right characters."""
-    runs = [json.loads(p.read_text()) for p in sorted(Path(run_dir).glob("fold*_trial*.json"))]
+    runs = read_fold_files(run_dir)
     if not runs:
         raise FileNotFoundError(f"{run_dir} has no fold files: run `whoqa train --folds 10` first")
     its = items(runs)
@@ -177,7 +177,7 @@ class NameScores:
                           LLMConfig.order, listed))
         reader = {"base": cfg.base, "prompt_tokens": cfg.prompt_tokens, "scores": True}
         if self.executor.executor == "ray":
-            rows = (row for batch in on_cluster("scores", items, reader, self.executor) for row in batch)
+            rows = (row for batch in on_cluster("scores", items, LLMReader, reader, self.executor) for row in batch)
         else:
             llm = LLMReader(**reader, device=self.device)
 

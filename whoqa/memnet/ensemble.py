@@ -7,7 +7,6 @@ out-of-sample. A single trial is judged the same way (members = 1). The temperat
 """
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -53,9 +52,20 @@ def ensemble_rankings(its: list[Item], temperatures: list[float]) -> list[list[i
     return out
 
 
+FOLD_FILES = "fold*_trial*.json"  # a cross-validated run's results, one per fold and trial (written by memnet.train)
+
+
+def read_fold_files(run_dir: Path) -> list[dict]:
+    """A run's fold files, in order: the one reader of them (a damaged one is a one-line DamagedArtifact that
+    `whoqa check` knows; an empty list when the run has none yet)."""
+    from whoqa.core.artifacts import read_json
+    repair = "run `whoqa check --repair` and the run's `whoqa train` again (only its missing folds are redone)"
+    return [read_json(p, repair, dict) for p in sorted(Path(run_dir).glob(FOLD_FILES))]
+
+
 def run_report(run_dir: Path) -> dict:
     """The run's ensemble metrics and the calibration of its ensemble and of its single trials."""
-    runs = [json.loads(p.read_text()) for p in sorted(Path(run_dir).glob("fold*_trial*.json"))]
+    runs = read_fold_files(run_dir)
     if not runs:
         return {}
     ens = items(runs)

@@ -20,6 +20,7 @@ from whoqa.core.seed import SEED, set_seed
 from whoqa.memnet.checkpoint import load_model, save_model, saved_config
 from whoqa.memnet.data import (BookArrays, Example, MemoryCache, Vocab, artificial_examples, book_arrays, collate,
                            who_examples)
+from whoqa.memnet.ensemble import read_fold_files
 from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
 from whoqa.core.metrics import ranking_metrics
 from whoqa.core.runs import claim, digest, file_digest, files_digest, provenance, same_run
@@ -299,7 +300,7 @@ def summarize(run_dir: Path) -> dict:
     held-out folds (whoqa.memnet.ensemble)."""
     import statistics
     from whoqa.memnet.ensemble import run_report
-    runs = [json.loads(p.read_text()) for p in sorted(Path(run_dir).glob("fold*_trial*.json"))]
+    runs = read_fold_files(run_dir)
     out = {"runs": len(runs)}
     for key in ("p@1", "p@5", "mrr"):
         vals = [r["metrics"][key] for r in runs]

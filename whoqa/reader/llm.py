@@ -446,7 +446,7 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
         kwargs = {"base": cfg.base, "prompt_tokens": cfg.prompt_tokens, "max_new_tokens": cfg.max_new_tokens,
                   "chat": cfg.chat, "half": cfg.half, "runtime": cfg.runtime}
         if executor.executor == "ray":
-            rows = (row for batch in on_cluster("answers", items, kwargs, executor) for row in batch)
+            rows = (row for batch in on_cluster("answers", items, LLMReader, kwargs, executor) for row in batch)
             runtime = "ray"
         else:
             reader = LLMReader(**kwargs, device=device)

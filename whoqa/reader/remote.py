@@ -19,10 +19,9 @@ LLM_MEMORY_MB = 4000  # what a task declares: the 0.5B's torch weights (2.4 GB) 
 _reader = None  # per worker process: the model, loaded once
 
 
-def _load(kwargs: dict) -> None:
+def _load(make, kwargs: dict) -> None:
     global _reader
-    from whoqa.reader.llm import LLMReader
-    _reader = LLMReader(**kwargs)
+    _reader = make(**kwargs)
 
 
 def _score(items: list[tuple]) -> list[dict]:
@@ -46,9 +45,10 @@ def _answer(items: list[tuple]) -> list[dict]:
     return out
 
 
-def on_cluster(kind: str, items: list[tuple], reader: dict, executor: ExecutorConfig,
+def on_cluster(kind: str, items: list[tuple], make, reader: dict, executor: ExecutorConfig,
                batch: int = BATCH) -> Iterator[list[dict]]:
-    """The rows of `kind` ("scores" or "answers") for every item, a batch at a time as its task finishes; a batch
+    """The rows of `kind` ("scores" or "answers") for every item, a batch at a time as its task finishes, each
+    worker's model made once by make(**reader) (whoqa.reader.llm.LLMReader); a batch
     whose task failed on every try raises (its questions are done again by the next run, as after an interruption)."""
     fn = {"scores": _score, "answers": _answer}[kind]
     cfg = ExecutorConfig(executor.executor, executor.ray_address, executor.task_cpus,
@@ -58,4 +58,4 @@ def on_cluster(kind: str, items: list[tuple], reader: dict, executor: ExecutorCo
     def failed(key: str, why: str):
         raise RuntimeError(f"LLM task of questions {[x[0] for x in batches[key][0]]} failed: {why}; run the same "
                            f"command again (the rows written are kept)")
-    yield from ray_map(fn, batches, cfg, failed, initializer=_load, initargs=(reader,))
+    yield from ray_map(fn, batches, cfg, failed, initializer=_load, initargs=(make, reader))
