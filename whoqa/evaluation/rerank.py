@@ -406,7 +406,7 @@ def compare(workspace: Path, a: Path, b: Path) -> dict:
     from whoqa.ranker.fits import read_summary
     sums = []
     for p in (Path(a), Path(b)):
-        s = read_summary(p) if p.is_dir() else json.loads(p.read_text()) if p.is_file() else None
+        s = read_summary(p.parent, p.name) if p.suffix == ".json" else read_summary(p)
         if not s or "rankings" not in s:
             raise FileNotFoundError(f"{p}: no re-ranking summary with rankings: run `whoqa rerank` first")
         sums.append(s)

@@ -31,10 +31,11 @@ def save_fit(folder: Path, summary: dict, variant: str | None = None) -> None:
     atomic_write(Path(folder) / name, json.dumps(summary, indent=1))
 
 
-def read_summary(folder: Path) -> dict | None:
-    """A re-ranking's saved summary, None when there is none or it is damaged (it is redone by `whoqa rerank`)."""
+def read_summary(folder: Path, name: str = SUMMARY) -> dict | None:
+    """A re-ranking's saved summary (or a variant's, `summary+<variant>.json`), None when there is none or it is
+    damaged (it is redone by `whoqa rerank`)."""
     try:
-        return json.loads((Path(folder) / SUMMARY).read_text())
+        return json.loads((Path(folder) / name).read_text())
     except (FileNotFoundError, ValueError):
         return None
 
