@@ -128,6 +128,9 @@ def prepare(
     except Interrupted as e:
         typer.secho(str(e), fg=typer.colors.YELLOW, err=True)
         raise typer.Exit(130)
+    if cfg.rebuild_vectors and rep.embeddings:  # the models are the memory network's to judge, not data_prep's
+        from whoqa.memnet.config import stale_models
+        rep.embeddings["stale_models"] = stale_models(workspace, rep.embeddings["lineage"])
     lines, warnings = rep.summary(workspace)
     typer.echo("\n".join(lines))
     for w in warnings:

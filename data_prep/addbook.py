@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 
 from data_prep.narrativeqa import DataError
+from data_prep.who_set import load_texts
 from whoqa.core.book import atomic_write, is_done
 from whoqa.core.workspace import locked
 from whoqa.core.workspace import Workspace
@@ -72,11 +73,10 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
                 raise
         timings["engine_s"] = round(time.perf_counter() - t0, 2)
         t0 = time.perf_counter()
-        texts_path = ws.texts
-        texts = json.loads(texts_path.read_text()) if texts_path.is_file() else {}
+        texts = load_texts(ws)
         if book_id not in texts:
             texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
-            atomic_write(texts_path, json.dumps(texts, indent=1))
+            atomic_write(ws.texts, json.dumps(texts, indent=1))
         from data_prep.embeddings import read_state
         if read_state(ws) is not None:  # a workspace without word vectors (no network: `ask --rerank`) has none to
             fold_books(ws, [book_id])   # fold into; `whoqa prepare` makes them for the whole workspace later

@@ -129,4 +129,5 @@ def learned_weights(path: Path = WEIGHTS_FILE) -> Weights | None:
     """The shipped learned weights, or None when there are none."""
     if not Path(path).is_file():
         return None
-    return Weights(**json.loads(Path(path).read_text())["weights"])
+    from whoqa.core.artifacts import read_json
+    return Weights(**read_json(path, "reinstall whoqa, or learn them again with `whoqa train-coref --litbank DIR`", dict)["weights"])

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from whoqa.core.artifacts import read_json
 from whoqa.core.book import Book, atomic_write
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
@@ -64,16 +65,17 @@ def _trim(word, count, min_count):
 def read_state(workspace: Path) -> dict | None:
     """WS/embeddings/state.json: {"lineage", "rows", "books", "history"}; None before the first training.
     lineage names one from-scratch training: rows made by it (and the rows folded in since) keep their place."""
-    path = Workspace(workspace).embeddings / "state.json"
+    path = Workspace(workspace).embeddings_state
+    repair = (f"the word vectors' record is lost: run `whoqa prepare --workspace {workspace} --rebuild-vectors`, then "
+              f"retrain the models")
     if path.is_file():
-        from whoqa.core.artifacts import read_json
-        return read_json(path, f"the word vectors' record is lost: run `whoqa prepare --workspace {workspace} "
-                               f"--rebuild-vectors`, then retrain the models", dict)
-    if (Workspace(workspace).embeddings / "word2vec.model").is_file():  # vectors made before state.json existed
+        return read_json(path, repair, dict)
+    if (Workspace(workspace).word2vec).is_file():  # vectors made before state.json existed
         import hashlib
-        vocab = (Workspace(workspace).embeddings / "vocab.json").read_bytes()
-        corpus = sorted(p.stem for p in (Workspace(workspace).embeddings / "corpus").glob("*.txt"))
-        return {"lineage": "legacy-" + hashlib.sha256(vocab).hexdigest()[:12], "rows": len(json.loads(vocab)),
+        vocab = (Workspace(workspace).vocab).read_bytes()
+        corpus = sorted(p.stem for p in (Workspace(workspace).corpus).glob("*.txt"))
+        rows = len(read_json(Workspace(workspace).vocab, repair, dict))
+        return {"lineage": "legacy-" + hashlib.sha256(vocab).hexdigest()[:12], "rows": rows,
                 "books": corpus, "history": []}
     return None
 
@@ -164,7 +166,7 @@ def fold_in(workspace: Path, corpus: dict[str, Path]) -> dict:
 def update(workspace: Path, rebuild: bool = False, cfg: EmbeddingConfig | None = None) -> dict:
     """Vectors for every book with a corpus in the workspace: trained the first time (or with rebuild), else the
     books not yet in them folded in."""
-    corpus = {p.stem: p for p in sorted((Workspace(workspace).embeddings / "corpus").glob("*.txt"))}
+    corpus = {p.stem: p for p in sorted((Workspace(workspace).corpus).glob("*.txt"))}
     if rebuild or read_state(workspace) is None:
         return train(workspace, cfg)
     return fold_in(workspace, corpus)
@@ -173,7 +175,7 @@ def update(workspace: Path, rebuild: bool = False, cfg: EmbeddingConfig | None =
 def load(workspace: Path):
     """The trained KeyedVectors."""
     from gensim.models import Word2Vec
-    path = Workspace(workspace).embeddings / "word2vec.model"
+    path = Workspace(workspace).word2vec
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
     try:

@@ -10,6 +10,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from whoqa.core.artifacts import read_cache, read_record
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.jobs import default_jobs
 from whoqa.core.progress import bar as progress_bar
@@ -126,11 +127,7 @@ def record_engine(cfg: PrepareConfig, identity: dict) -> None:
     if rec["coref_weights"]:
         rec["coref_weights"] = str(Path(rec["coref_weights"]).resolve())
     path = Workspace(cfg.workspace).engine_record
-    try:
-        same = json.loads(path.read_text()) == rec
-    except (FileNotFoundError, ValueError):  # none yet, or a damaged one: `prepare` writes it again
-        same = False
-    if not same:
+    if read_cache(path) != rec:  # none yet, another, or a damaged one: written again
         atomic_write(path, json.dumps(rec, indent=1))
 
 
@@ -339,8 +336,6 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
     if cfg.embeddings and ready:
         from data_prep.embeddings import update
         report.embeddings = update(Path(cfg.workspace), rebuild=cfg.rebuild_vectors)
-        if cfg.rebuild_vectors:
-            report.embeddings["stale_models"] = stale_models(Path(cfg.workspace), report.embeddings["lineage"])
     if cfg.who_set:
         from data_prep.who_set import build_who_set
         try:
@@ -405,7 +400,7 @@ def pooled(fn, args: dict[str, tuple], jobs: int, initializer=None, initargs=())
 def _recorded(folder: Path) -> dict | None:
     """A prepared book's SOURCE_FILE (None for books prepared before it was kept)."""
     src = Path(folder) / SOURCE_FILE
-    return json.loads(src.read_text()) if src.is_file() else None
+    return read_record(src, "delete it; `whoqa prepare` records the book's source again")
 
 
 def text_changed(folder: Path, path: Path | None) -> bool:
@@ -422,25 +417,15 @@ def made_otherwise(folder: Path, identity: dict) -> bool:
 
 
 def forget_derived(workspace: Path, book_id: str) -> None:
-    """Remove what later stages made of a book, so its new text is not judged by its old artifacts."""
+    """Remove what later stages made of a book (the workspace names them: `Workspace.derived_from_book`), and the
+    book itself, so its new text is not judged by its old artifacts."""
     import shutil
     ws = Workspace(workspace)
-    for p in [ws.artificial / f"{book_id}.jsonl.gz", ws.embeddings / "corpus" / f"{book_id}.txt",
-              *ws.glob(f"contexts/*/{book_id}.json"), *ws.glob(f"memdata/*/{book_id}.npz")]:
-        p.unlink(missing_ok=True)
-    for d in [ws.index / "bm25f" / book_id, ws.books / book_id]:
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def stale_models(workspace: Path, lineage: str) -> list[str]:
-    """Memory networks under WS/models/ trained on other word vectors than `lineage` (retrain them)."""
-    out = []
-    for path in sorted(Path(workspace).glob("models/*/model.pt")):
-        cfg = path.parent / "config.json"
-        rec = json.loads(cfg.read_text()).get("vectors", {}) if cfg.is_file() else {}
-        if rec.get("lineage") != lineage:
-            out.append(path.parent.name)
-    return out
+    for p in [*ws.derived_from_book(book_id), ws.book(book_id)]:
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
 
 
 def _collect(results, report: PrepareReport, bar) -> None:
@@ -466,8 +451,8 @@ def _derive_work(workspace: str, book_id: str) -> tuple[str, dict | None, str | 
         t0 = time.perf_counter()
         book = Book.load(ws.books / book_id, book_id)
         qs, stats = generate(book)
-        write_corpus(book, ws.embeddings / "corpus")
-        write_questions(ws.artificial / f"{book_id}.jsonl.gz", qs)  # last: marks the book derived
+        write_corpus(book, ws.corpus)
+        write_questions(ws.artificial_questions(book_id), qs)  # last: marks the book derived
         return book_id, {**stats, "seconds": round(time.perf_counter() - t0, 3)}, None
     except Exception as e:
         return book_id, None, f"{type(e).__name__}: {e}"
@@ -476,11 +461,11 @@ def _derive_work(workspace: str, book_id: str) -> tuple[str, dict | None, str | 
 def derive(workspace: Path, book_ids: list[str], jobs: int = 1, progress: bool = True) -> dict:
     """Per-book derived artifacts, resumable: books whose question file exists are not redone."""
     ws = Workspace(workspace)
-    report_path = ws.artificial / "report.json"
-    old = json.loads(report_path.read_text()) if report_path.is_file() else {}
+    report_path = ws.artificial_report
+    old = read_cache(report_path, dict) or {}  # a damaged report: its figures are counted again
     per_book = old.get("per_book", {})
-    todo = [b for b in book_ids if not (ws.artificial / f"{b}.jsonl.gz").is_file()
-            or not (ws.embeddings / "corpus" / f"{b}.txt").is_file()]
+    todo = [b for b in book_ids if not (ws.artificial_questions(b)).is_file()
+            or not (ws.corpus_file(b)).is_file()]
     failed = {}
     t0 = time.perf_counter()
     if todo:

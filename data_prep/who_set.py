@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from data_prep.narrativeqa import DataError, NarrativeQA, Question
+from whoqa.core.artifacts import DamagedArtifact, read_json, read_record
 from whoqa.core.aliases import NO_ALIAS, NOT_CHARACTER, AliasIndex
 from whoqa.core.workspace import MissingStage
 from whoqa.core.book import Book, BookFormatError, atomic_write, is_done
@@ -84,7 +85,7 @@ def build_who_set(data: NarrativeQA, workspace: Path) -> dict:
               if total["who_questions"] else 0.0,
               "per_book": {b: dict(s) for b, s in per_book.items()},
               "dropped": dropped_examples}
-    out = Workspace(workspace).who
+    ws = Workspace(workspace)
     prepared = [{"question_id": q.question_id, "document_id": q.document_id, "question": q.question,
                  "answer1": q.answer1, "answer2": q.answer2} for q in questions if q.document_id in characters_out]
     atomic_write(Workspace(workspace).questions, json.dumps(prepared, indent=0))  # every question of a prepared book
@@ -93,9 +94,9 @@ def build_who_set(data: NarrativeQA, workspace: Path) -> dict:
     except DataError:
         summaries = {}
     atomic_write(Workspace(workspace).summaries, json.dumps(summaries))
-    atomic_write(out / "characters.json", json.dumps(characters_out, indent=0))
-    atomic_write(out / "who_questions.json", json.dumps(kept, indent=1))
-    atomic_write(out / "report.json", json.dumps(report, indent=1))
+    atomic_write(ws.who_characters, json.dumps(characters_out, indent=0))
+    atomic_write(ws.who_questions, json.dumps(kept, indent=1))
+    atomic_write(ws.who_report, json.dumps(report, indent=1))
     return report
 
 
@@ -103,22 +104,33 @@ def load_questions(workspace: Path) -> dict[str, list[dict]]:
     path = Workspace(workspace).questions
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
-    from whoqa.core.artifacts import read_json
     by_book: dict[str, list[dict]] = {}
     for q in read_json(path, f"run `whoqa prepare --workspace {workspace}` (it writes the questions again)", list):
         by_book.setdefault(q["document_id"], []).append(q)
     return by_book
 
 
+def load_summaries(workspace: Path) -> dict[str, str]:
+    """Each prepared book's NarrativeQA summary (WS/summaries.json: the BERT ranker trains on them)."""
+    path = Workspace(workspace).summaries
+    if not path.is_file():
+        raise MissingStage(f"{path} is missing: run `whoqa prepare --workspace {workspace}` (it copies summaries.csv)")
+    return read_json(path, f"run `whoqa prepare --workspace {workspace}` (it writes the summaries again)", dict)
+
+
+def load_texts(workspace: Path) -> dict[str, dict]:
+    """The books added from text files (WS/texts.json: book id -> its file and first line); {} when none were."""
+    return read_record(Workspace(workspace).texts, "move it aside (`whoqa check --repair`); `whoqa ask --text` "
+                       "records a text again", {})
+
+
 def load_who_set(workspace: Path) -> tuple[dict[str, list[dict]], list[dict]]:
     """(characters by book, Who questions): the one reader of WS/who/, every reader of the Who set goes through it
     (a missing file says which command makes it; a damaged one is DamagedArtifact, as `whoqa check` knows it)."""
-    who = Workspace(workspace).who
-    paths = [who / "characters.json", who / "who_questions.json"]
+    paths = [Workspace(workspace).who_characters, Workspace(workspace).who_questions]
     for p in paths:
         if not p.is_file():
             raise MissingStage(f"{p} is missing: run `whoqa prepare --workspace {workspace}` first")
-    from whoqa.core.artifacts import DamagedArtifact, read_json
     repair = f"rebuild the Who set with `whoqa prepare --workspace {workspace}` (books already prepared are kept)"
     characters, questions = read_json(paths[0], repair, dict), read_json(paths[1], repair, list)
     if not all(isinstance(v, list) and all(isinstance(c, dict) for c in v) for v in characters.values()):
@@ -130,6 +142,6 @@ def load_who_set(workspace: Path) -> tuple[dict[str, list[dict]], list[dict]]:
 
 def fingerprint(workspace: Path) -> str:
     h = hashlib.sha256()
-    for name in ("characters.json", "who_questions.json"):
-        h.update((Workspace(workspace).who / name).read_bytes())
+    for path in (Workspace(workspace).who_characters, Workspace(workspace).who_questions):
+        h.update(path.read_bytes())
     return h.hexdigest()[:16]

@@ -24,3 +24,27 @@ def test_every_reader_and_writer_in_the_artifact_table_exists():
         for attr in parts[cut:]:
             assert hasattr(obj, attr), f"{dotted}: no {attr}"
             obj = getattr(obj, attr)
+
+
+# The only files that parse JSON themselves: the primitives every reader goes through, the artificial questions'
+# reader (gzipped JSONL, its own damage rule), and a benchmark reading its own subprocess's output (not an artifact).
+PARSES_JSON = {"whoqa/core/artifacts.py", "data_prep/artificial.py", "data_prep/bench.py"}
+
+
+def test_workspace_json_is_read_only_through_the_artifact_readers():
+    found = set()
+    for path in [ROOT / "cli.py", *(ROOT / "whoqa").rglob("*.py"), *(ROOT / "data_prep").rglob("*.py")]:
+        if re.search(r"\bjson\.loads?\(", path.read_text()):
+            found.add(str(path.relative_to(ROOT)))
+    assert found == PARSES_JSON, f"raw json.load outside whoqa.core.artifacts: {sorted(found - PARSES_JSON)}"
+
+
+def test_run_folders_are_named_and_listed_only_in_core_runs():
+    """No glob or substring parsing of run names outside whoqa/core/runs.py (RunName, reranks) and the fit's
+    builder (ranker.fits: fit_dir, workspace_fits)."""
+    allowed = {"whoqa/core/runs.py", "whoqa/ranker/fits.py"}
+    pattern = re.compile(r"glob\(f?\"rerank@|\"\+by-book\" (not )?in|\.split\(\"\+\"\)")
+    found = {str(p.relative_to(ROOT)) for p in [ROOT / "cli.py", *(ROOT / "whoqa").rglob("*.py"),
+                                                 *(ROOT / "data_prep").rglob("*.py")]
+             if pattern.search(p.read_text())}
+    assert found <= allowed, sorted(found - allowed)

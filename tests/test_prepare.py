@@ -157,3 +157,22 @@ def test_the_python_api_makes_books_with_fixed_string_hashing(monkeypatch, tmp_p
 def _hash_randomization():
     import sys
     return sys.flags.hash_randomization
+
+
+def test_forgetting_a_book_removes_what_every_stage_derived_from_it_and_nothing_else(tmp_path):
+    from data_prep.prepare import forget_derived
+    from whoqa.core.workspace import Workspace
+    ws = Workspace(tmp_path / "ws")
+    made = {}
+    for book in ("a", "b"):
+        made[book] = [ws.artificial_questions(book), ws.corpus_file(book), ws.contexts_file("bm25f", book),
+                      ws.contexts_file("bert", book), ws.memory_arrays("lin1", book), ws.book_index(book) / "segments_1",
+                      ws.book(book) / f"{book}.tokens"]
+        for p in made[book]:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text("x")
+    report = ws.contexts_report("bm25f")
+    report.write_text("{}")
+    forget_derived(ws, "a")
+    assert not any(p.exists() for p in made["a"]) and not ws.book_index("a").exists() and not ws.book("a").exists()
+    assert all(p.exists() for p in made["b"]) and report.exists()

@@ -17,6 +17,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from whoqa.core.artifacts import DamagedArtifact, read_json
+
 TOKEN_COLUMNS = ["paragraph_ID", "sentence_ID", "token_ID_within_sentence", "token_ID_within_document", "word", "lemma",
                  "byte_onset", "byte_offset", "POS_tag", "fine_POS_tag", "dependency_relation", "syntactic_head_ID",
                  "event"]
@@ -196,9 +198,9 @@ def read_entities(path: Path, n_tokens: int | None = None) -> list[Mention]:
 
 def read_characters(path: Path) -> dict[int, Character]:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise BookFormatError(f"{path}: not valid JSON ({e}): redo the book with `whoqa prepare --book "
+        data = read_json(path, "", dict)
+    except DamagedArtifact as e:
+        raise BookFormatError(f"{path}: {e.problem}: redo the book with `whoqa prepare --book "
                               f"{Path(path).stem}` after deleting its folder {Path(path).parent}") from None
     chars = {}
     for c in data.get("characters", []):

@@ -6,9 +6,10 @@ the fold and debug settings), so a score never vouches for a model it did not me
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from whoqa.core.runs import RUN_CONFIG, RUN_SUMMARY, read_run_file
 
 
 @dataclass
@@ -45,12 +46,12 @@ def same_recipe(a: dict, b: dict, ignore: tuple[str, ...]) -> bool:
 def recorded_score(run: Path, key: str, config: dict | None = None, not_recipe: tuple[str, ...] = ()) -> float | None:
     """A finished run's score (`key` of its summary.json, dotted for nested values); None without a summary or, with
     `config`, when the run (its config.json) trained another recipe than `config`."""
-    if not (run / "summary.json").is_file():
+    value = read_run_file(run, RUN_SUMMARY)
+    if value is None:
         return None
-    if config is not None and (run / "config.json").is_file():
-        if not same_recipe(json.loads((run / "config.json").read_text()), config, not_recipe):
-            return None
-    value = json.loads((run / "summary.json").read_text())
+    recipe = read_run_file(run, RUN_CONFIG) if config is not None else None
+    if recipe is not None and not same_recipe(recipe, config, not_recipe):
+        return None
     for part in key.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return value

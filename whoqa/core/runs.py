@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from whoqa.core.artifacts import read_cache, read_record
 from whoqa.core.book import atomic_write
 
 log = logging.getLogger(__name__)
-RUN_FILE = "run.json"
+RUN_FILE = "run.json"  # a run folder's provenance (written by `claim`)
+RUN_CONFIG = "config.json"  # the config it ran with
+RUN_SUMMARY = "summary.json"  # what it measured, once finished
 PACKAGES = ("torch", "transformers", "gensim", "pyserini", "spacy", "entmax", "numpy")
 
 
@@ -84,7 +87,7 @@ def claim(run_dir: Path, prov: dict, archive: Path, upgrade=None) -> str | None:
     run_dir = Path(run_dir)
     path = run_dir / RUN_FILE
     if run_dir.is_dir() and any(run_dir.iterdir()):
-        old = json.loads(path.read_text()) if path.is_file() else {}
+        old = read_cache(path, dict) or {}  # missing or damaged: an unknown run, moved aside below
         if same_run(old, prov, upgrade):
             if old.get("identity") != prov["identity"]:
                 atomic_write(path, json.dumps(prov, indent=1))  # the same run, recorded as today's code records it
@@ -107,6 +110,19 @@ def claim(run_dir: Path, prov: dict, archive: Path, upgrade=None) -> str | None:
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(prov, indent=1))
     return why
+
+
+def read_run_file(run_dir: Path, name: str = RUN_SUMMARY, default=None):
+    """One of a run folder's records (RUN_CONFIG, RUN_SUMMARY, RUN_FILE, or a fold's file): `default` when it is not
+    there (yet), DamagedArtifact when it cannot be read. Every run kind (memory network, reader, LLM, re-ranking)
+    keeps these names."""
+    return read_record(Path(run_dir) / name, f"move {Path(run_dir)} aside (`whoqa check --repair`) and run it again",
+                       default)
+
+
+def reranks(run_dir: Path) -> list[Path]:
+    """The LLM re-rankings of a run, WS/runs/<run>/rerank@<model>+k<k>[...]/ (`whoqa rerank`), with a summary."""
+    return sorted(p.parent for p in Path(run_dir).glob("rerank@*/" + RUN_SUMMARY))
 
 
 @dataclass(frozen=True)

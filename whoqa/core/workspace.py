@@ -146,6 +146,75 @@ class Workspace(_PathBase):
     def lock(self) -> Path:
         return Path(self, ".lock")
 
+    # --- the files inside the folders, each named once ------------------------------------------------------------
+    @property
+    def who_characters(self) -> Path:
+        return Path(self, "who", "characters.json")
+
+    @property
+    def who_questions(self) -> Path:
+        return Path(self, "who", "who_questions.json")
+
+    @property
+    def who_report(self) -> Path:
+        return Path(self, "who", "report.json")
+
+    def artificial_questions(self, book_id: str) -> Path:
+        return Path(self, "artificial", f"{book_id}.jsonl.gz")
+
+    @property
+    def artificial_report(self) -> Path:
+        return Path(self, "artificial", "report.json")
+
+    @property
+    def corpus(self) -> Path:
+        """word2vec's corpus: one file of sentences per book."""
+        return Path(self, "embeddings", "corpus")
+
+    def corpus_file(self, book_id: str) -> Path:
+        return Path(self, "embeddings", "corpus", f"{book_id}.txt")
+
+    @property
+    def word2vec(self) -> Path:
+        return Path(self, "embeddings", "word2vec.model")
+
+    @property
+    def vocab(self) -> Path:
+        return Path(self, "embeddings", "vocab.json")
+
+    @property
+    def embeddings_state(self) -> Path:
+        return Path(self, "embeddings", "state.json")
+
+    def book_index(self, book_id: str) -> Path:
+        """A book's BM25F Lucene index."""
+        return Path(self, "index", "bm25f", book_id)
+
+    def contexts_file(self, ranker: str, book_id: str) -> Path:
+        return Path(self, "contexts", ranker, f"{book_id}.json")
+
+    def contexts_report(self, ranker: str) -> Path:
+        return Path(self, "contexts", ranker, "report.json")
+
+    def memory_arrays(self, lineage: str, book_id: str) -> Path:
+        return Path(self, "memdata", lineage, f"{book_id}.npz")
+
+    def derived_from_book(self, book_id: str) -> list[Path]:
+        """Every file or folder the stages derive from one book, named here with the layout so that no stage names
+        another's: what `prepare` removes when a book's text changes (its artificial questions, corpus file, index,
+        contexts of each ranker, memory arrays of each vector lineage)."""
+        def subfolders(folder: Path) -> list[str]:
+            return sorted(d.name for d in folder.iterdir() if d.is_dir()) if folder.is_dir() else []
+        return [self.artificial_questions(book_id), self.corpus_file(book_id), self.book_index(book_id),
+                *(self.contexts_file(r, book_id) for r in subfolders(self.contexts)),
+                *(self.memory_arrays(lineage, book_id) for lineage in subfolders(self.memdata))]
+
+    def model(self, name: str) -> Path:
+        return Path(self, "models", name)
+
+    def run(self, name: str) -> Path:
+        return Path(self, "runs", name)
+
 
 def check_workspace(workspace: str | Path) -> Path:
     ws = Path(workspace)

@@ -36,7 +36,7 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
         build = time.perf_counter() - t0
         idx = BM25FIndex(Path(tmp) / "idx", RetrievalConfig())
         texts = []
-        art = ws.artificial / f"{book_id}.jsonl.gz"
+        art = ws.artificial_questions(book_id)
         if art.is_file():
             texts = [q["t"] for q in read_questions(art)][:queries]
         texts = texts or ["Who went to the house?"] * queries

@@ -8,13 +8,12 @@ The artifacts, their readers and repairs are listed in docs/architecture.md ("Da
 """
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from whoqa.core.artifacts import problem
+from whoqa.core.artifacts import problem, read_json
 from whoqa.core.workspace import Workspace
 
 CACHE, DERIVED, MODEL, SOURCE = "cache", "derived", "model", "source"  # what a repair may do with each
@@ -33,7 +32,7 @@ class Finding:
 
 
 def _json(path: Path) -> None:
-    json.loads(path.read_text(encoding="utf-8"))
+    read_json(path, "")
 
 
 def check(workspace: str | Path) -> tuple[int, list[Finding]]:
@@ -70,17 +69,17 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
                     probe(folder / name, _json, "none needed: the page remakes it" if name == "summary.json" else
                           f"delete it; {prepare} records the book's source again", CACHE if name == "summary.json"
                           else DERIVED)
-    for f in [ws.questions, ws.summaries, ws.texts, ws.engine_record, ws.prepare_report, ws.who / "report.json"]:
+    for f in [ws.questions, ws.summaries, ws.texts, ws.engine_record, ws.prepare_report, ws.who_report]:
         if f.is_file():
             probe(f, _json, prepare, DERIVED)
     for f in files(ws.artificial, "*.jsonl.gz"):
         probe(f, read_questions, prepare + " (the book's artificial questions are made again)", DERIVED)
-    if (ws.embeddings / "word2vec.model").is_file():
+    if (ws.word2vec).is_file():
         from data_prep.embeddings import load, read_state
         vectors = f"`whoqa prepare --workspace {workspace} --rebuild-vectors`, then retrain the models"
-        probe(ws.embeddings / "state.json", lambda p: read_state(workspace), vectors, SOURCE)
-        probe(ws.embeddings / "vocab.json", _json, vectors, SOURCE)
-        probe(ws.embeddings / "word2vec.model", lambda p: load(workspace), vectors, SOURCE)
+        probe(ws.embeddings_state, lambda p: read_state(workspace), vectors, SOURCE)
+        probe(ws.vocab, _json, vectors, SOURCE)
+        probe(ws.word2vec, lambda p: load(workspace), vectors, SOURCE)
     if ws.who.is_dir():
         from data_prep.who_set import load_who_set
         probe(ws.who, lambda p: load_who_set(workspace), prepare, SOURCE)

@@ -13,6 +13,7 @@ from whoqa.evaluation.baselines import book_frequency, context_frequency, random
 from whoqa.core.book import atomic_write
 from whoqa.core.jobs import default_jobs
 from whoqa.core.metrics import ranking_metrics, text_metrics
+from whoqa.core.runs import RUN_CONFIG, RUN_FILE, RUN_SUMMARY, read_run_file, reranks
 from data_prep.who_set import fingerprint, load_who_set
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
@@ -114,7 +115,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     table = format_table(results, meta)
     atomic_write(ws.results / f"table{suffix}.txt", table + "\n")
     calibrated = {n.removeprefix("ensemble:"): r["calibration"] for n, r in results.items()
-                  if (n.startswith(("ensemble:", "served:")) or n.endswith("+features"))
+                  if (n.startswith(("ensemble:", "served:")) or r.get("config", {}).get("candidates") == "features")
                   and r.get("calibration", {}).get("reliability")}  # what `ask` and `ask --rerank` serve
     if calibrated:
         from whoqa.core.calibration import plot_reliability
@@ -139,9 +140,8 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
             continue
         res = {"system": run.name, "trials": len(runs), "questions": sum(len(r["predictions"]) for r in runs
                                                                           if r["trial"] == 0),
-               "skipped_no_candidates": 0, "config": json.loads((run / "config.json").read_text())
-               if (run / "config.json").is_file() else {},
-               "provenance": json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else None}
+               "skipped_no_candidates": 0, "config": read_run_file(run, RUN_CONFIG, {}),
+               "provenance": read_run_file(run, RUN_FILE)}
         for k in RANKING_KEYS:
             vals = [r["metrics"][k] for r in runs]
             res[k] = statistics.fmean(vals)
@@ -156,7 +156,7 @@ def trained_results(workspace: Path, characters: dict[str, list[dict]], question
                     preds.append(names[p["book"]].get(p["ranking"][0], ""))
                     refs.append([q["answer1"], q["answer2"]])
         res["text"] = text_metrics(preds, refs) if preds else {"n": 0}
-        summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
+        summary = read_run_file(run, RUN_SUMMARY, {})
         if summary.get("calibration"):
             res["ece"] = summary["calibration"]["ece"]
             res["calibration"] = summary["calibration"]
@@ -171,8 +171,8 @@ def reranked_results(run: Path, qmap: dict, names: dict) -> dict:
     """`whoqa rerank`'s summaries of a run (the LLM re-ranking, the feature ranker), judged on the run's folds:
     their combined ranking's P@1 / P@5 / MRR, ECE where measured, and text metrics of the top name."""
     out = {}
-    for path in sorted(run.glob("rerank@*/summary.json")):
-        s = read_summary(path.parent)
+    for folder in reranks(run):
+        s = read_summary(folder)
         if not s or "combined" not in s:
             continue  # a summary being written, or from an older layout: `whoqa rerank` rewrites it
         m = s["combined"]
@@ -182,12 +182,12 @@ def reranked_results(run: Path, qmap: dict, names: dict) -> dict:
             if q and top:
                 preds.append(names[q["document_id"]].get(top[0], ""))
                 refs.append([q["answer1"], q["answer2"]])
-        out[f"{run.name}+{path.parent.name}"] = {
-            "system": f"{run.name}+{path.parent.name}", "trials": 1, "questions": m["n"], "config": s.get("config", {}),
+        out[f"{run.name}+{folder.name}"] = {
+            "system": f"{run.name}+{folder.name}", "trials": 1, "questions": m["n"], "config": s.get("config", {}),
             **{k: m[k] for k in RANKING_KEYS}, **{k + "_std": 0.0 for k in RANKING_KEYS}, "ece": s.get("ece"),
             "text": text_metrics(preds, refs) if preds else {"n": 0}}
         if s.get("reliability"):
-            out[f"{run.name}+{path.parent.name}"]["calibration"] = {
+            out[f"{run.name}+{folder.name}"]["calibration"] = {
                 "ece": s["ece"], "reliability": s["reliability"], "questions": s.get("questions"),
                 "llm_features_fixed": {f: {"ece": v["ece"], **{k: v["combined"][k] for k in RANKING_KEYS}}
                                        for f, v in s.get("llm_features_fixed", {}).items()}}
@@ -280,7 +280,7 @@ class ContextView:
         hit = sum(1 for q in who_questions if set(q["answers"]) & set(self.mentions(q["document_id"], q["question_id"])))
         scores = []
         for book_id, qs in load_questions(self.ws).items():
-            if not (self.ws.contexts / self.ranker / f"{book_id}.json").is_file():
+            if not (self.ws.contexts_file(self.ranker, book_id)).is_file():
                 continue
             book, _ = self._load(book_id)
             for q in qs:

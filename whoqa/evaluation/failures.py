@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from whoqa.core.book import atomic_write
+from whoqa.core.runs import RUN_CONFIG, read_run_file
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.ensemble import read_fold_files
 
@@ -43,7 +44,7 @@ def question_facts(workspace: Path, run: str, ranker: str = "bm25f", memories: i
         preds = ensemble_result(run, runs, {}, {}, {"config": {}, "provenance": None}, keep_rankings=True)["rankings"]
     else:
         preds = {p["question_id"]: p["ranking"] for r in runs if r["trial"] == 0 for p in r["predictions"]}
-    cfg = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
+    cfg = read_run_file(folder, RUN_CONFIG, {})
     ctx = ContextView(ws, cfg.get("ranker", ranker), cfg.get("memories", memories))
     qmap = {q["question_id"]: q for q in questions}
     aliases: dict[str, AliasIndex] = {}  # per book, built once

@@ -14,9 +14,10 @@ from pathlib import Path
 from data_prep.who_set import load_who_set
 from whoqa.core.book import atomic_write
 from whoqa.core.metrics import text_metrics
-from whoqa.core.runs import code_version
+from whoqa.core.runs import RUN_CONFIG, code_version, reranks
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LookupConfig
+from whoqa.memnet.ensemble import read_fold_files
 from whoqa.ranker.fits import read_summary
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ def reader_runs(workspace: Path) -> dict[str, dict[int, str]]:
     from whoqa.reader.train import current_folds
     out = {}
     for run in sorted((Workspace(workspace).reader_runs).glob("*/")):
-        if not (run / "config.json").is_file():
+        if not (run / RUN_CONFIG).is_file():
             continue
         folds, done = current_folds(Path(workspace), run)
         if len(done) < folds:
@@ -78,8 +79,10 @@ def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
     ws = Workspace(workspace)
     names = who_names(ws)
     out = {}
-    for f in sorted((ws.runs / run).glob("fold*_trial0.json")):
-        for p in json.loads(f.read_text())["predictions"]:
+    for r in read_fold_files(ws.runs / run):
+        if r["trial"] != 0:
+            continue
+        for p in r["predictions"]:
             if p["ranking"]:
                 out[p["question_id"]] = names[p["book"]].get(p["ranking"][0], "")
     return out
@@ -98,11 +101,11 @@ def reranked_answers(workspace: Path, run: str) -> dict[str, dict[int, str]]:
     who = {q["question_id"]: q["document_id"] for q in load_who_set(ws)[1]}
     names = who_names(ws)
     out = {}
-    for path in sorted((ws.runs / run).glob("rerank@*/summary.json")):
-        s = read_summary(path.parent)
+    for folder in reranks(ws.runs / run):
+        s = read_summary(folder)
         if not s or s.get("config", {}).get("candidates", "network") == "book-frequency" or "rankings" not in s:
             continue
-        out[f"{run}+{path.parent.name}"] = {int(q): names[who[int(q)]].get(r[0], "") for q, r in
+        out[f"{run}+{folder.name}"] = {int(q): names[who[int(q)]].get(r[0], "") for q, r in
                                              s["rankings"].items() if r and int(q) in who}
     return out
 
@@ -111,7 +114,8 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     """Rows for every finished reader run and the routed system -> WS/results/full_task.{json,txt}; None when no
     reader run exists yet."""
     from data_prep.who_set import load_questions
-    from whoqa.reader.llm import llm_runs
+    from whoqa.reader.llm import llm_runs, read_llm_summary
+    from whoqa.reader.train import read_run
     ws = Workspace(workspace)
     runs = reader_runs(ws)
     llms = llm_runs(ws)
@@ -120,19 +124,17 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     questions = [q for qs in load_questions(ws).values() for q in qs]
     refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
     kinds = {q["question_id"]: question_word(q["question"]) for q in questions}
-    who_ids = {q["question_id"] for q in load_who_set(ws)[1]} if (ws.who / "who_questions.json").is_file() else set()
+    who_ids = {q["question_id"] for q in load_who_set(ws)[1]} if (ws.who_questions).is_file() else set()
     rows = {}
     for name, preds in runs.items():
-        cfg = json.loads((ws.reader_runs / name / "config.json").read_text())
-        fold0 = ws.reader_runs / name / "fold0.json"
-        lookup = json.loads(fold0.read_text()).get("lookup") if cfg.get("lookup") and fold0.is_file() else None
-        summary = ws.reader_runs / name / "summary.json"
-        speed = json.loads(summary.read_text()).get("generate_seconds_per_question") if summary.is_file() else None
+        cfg, fold0, summary = read_run(ws.reader_runs / name)
+        lookup = fold0.get("lookup") if cfg.get("lookup") and fold0 else None
+        speed = (summary or {}).get("generate_seconds_per_question")
         rows[name] = _row(preds, refs, who_ids, {"command": reader_command(cfg, lookup), "config": cfg,
                                                  "lookup": lookup, "seconds_per_question": speed}, kinds)
     sampled: dict[int, dict] = {}  # N -> the runs on the fixed sample of N questions (--sample N)
     for name, preds in llms.items():  # zero-shot: no book was trained on, so no folds are needed
-        summary = json.loads((ws.llm_runs / name / "summary.json").read_text())
+        summary = read_llm_summary(ws.llm_runs / name)
         cfg = summary["provenance"]["config"]
         row = _row(preds, refs, who_ids, {"command": llm_command(cfg), "config": cfg, "zero_shot": True,
                                           "seconds_per_question": summary["seconds_per_question"]}, kinds)

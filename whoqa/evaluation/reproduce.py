@@ -8,10 +8,11 @@ interrupted reproduction goes on where it stopped. With --check the results are 
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
+
+from whoqa.core.artifacts import read_json, read_record
 
 log = logging.getLogger(__name__)
 FOLDER = Path(__file__).resolve().parent / "reproductions"
@@ -25,7 +26,7 @@ def load(name: str) -> dict:
     path = FOLDER / f"{name}.json"
     if not path.is_file():
         raise ValueError(f"no reproduction {name!r}: choose one of {', '.join(available())}")
-    return json.loads(path.read_text())
+    return read_json(path, "reinstall whoqa: the reproductions are part of the package", dict)
 
 
 def commands(spec: dict, data: str, workspace: str) -> list[list[str]]:
@@ -36,9 +37,10 @@ def metric(workspace: Path, file: str, key: str):
     """A value of a results file: "p@1", or a dotted path such as "text.rouge_l" or "characters.0.0" (list items by
     position)."""
     path = Path(workspace) / file
-    if not path.is_file():
+    value = read_record(path, "run the reproduction's steps again (its results file is unreadable)", None,
+                        (dict, list))
+    if value is None:
         return None
-    value = json.loads(path.read_text())
     for part in key.split("."):
         if isinstance(value, dict):
             value = value.get(part)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from whoqa.core.artifacts import read_rows
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.calibration import ece, ece_if_calibrated, probabilities, reliability
 from data_prep.who_set import load_who_set
@@ -136,14 +137,9 @@ class NameScores:
         self.done: dict[int, dict[int, float]] = {}
         self.seconds: dict[int, float] = {}  # the LLM's seconds per question, over its calls
         self.calls: dict[int, int] = {}
-        if self.path.is_file():
-            for line in self.path.read_text().splitlines():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut by an interruption: those names are scored again
-                if row.get("key") == self.key:
-                    self._keep(row)
+        for row in read_rows(self.path):  # a line cut by an interruption is left out: those names are scored again
+            if row.get("key") == self.key:
+                self._keep(row)
 
     def _keep(self, row: dict) -> None:
         q = row["question_id"]

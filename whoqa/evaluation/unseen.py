@@ -14,6 +14,7 @@ import numpy as np
 from dataclasses import asdict
 from pathlib import Path
 
+from whoqa.core.artifacts import read_rows
 from whoqa.core.metrics import ranking_metrics, text_metrics
 from whoqa.core.workspace import Workspace
 
@@ -61,13 +62,9 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     cache = Workspace(target) / "served" / f"{key}.jsonl"
     cache.parent.mkdir(parents=True, exist_ok=True)
     done = {}
-    if cache.is_file():
-        for line in cache.read_text().splitlines():
-            try:
-                row = json.loads(line)
-                done[row["question_id"]] = row
-            except (ValueError, KeyError):
-                continue  # a line cut by an interruption: answered again
+    for row in read_rows(cache):  # a line cut by an interruption is left out: answered again
+        if "question_id" in row:
+            done[row["question_id"]] = row
     usable = [q for q in questions if characters.get(q["document_id"])]
     todo = [q for q in usable if q["question_id"] not in done]
     bar = progress_bar(total=len(todo), desc="served answers", unit="q", progress=progress)
@@ -206,7 +203,7 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
     from data_prep.who_set import load_questions
     from whoqa.evaluation.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
     from whoqa.reader.data import Batcher, build_examples
-    from whoqa.reader.model import READER_FILE, FiDReader
+    from whoqa.reader.model import FiDReader, read_reader_record
     from whoqa.reader.config import ReaderConfig
     from whoqa.reader.steps import decoder_start_id
     from whoqa.reader.train import predict
@@ -220,7 +217,7 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
     who_ids = {q["question_id"] for q in load_who_set(target)[1]}
     rows, answers = {}, {}
     for folder in readers:
-        saved = json.loads((folder / READER_FILE).read_text()).get("config", {})
+        saved = (read_reader_record(folder) or {}).get("config", {})
         cfg = ReaderConfig.from_record(saved)
         if cfg.context not in ("none", "bm25f"):
             log.warning("reader %s left out: its %s passages cannot be made for unseen books", folder.parent.name,

@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from whoqa.core.book import atomic_write
+from whoqa.memnet.config import saved_config
 from whoqa.memnet.model import KVMemNet, MemNetConfig
 
 
@@ -40,11 +41,6 @@ def save_model(model: KVMemNet, folder: Path, config: dict, stats: dict, vocab, 
     extra = {"identity": prov["identity"], "inputs": prov["inputs"]} if prov else {}
     atomic_write(folder / "config.json", json.dumps({"config": config, "stats": stats, "vectors": vocab.record(),
                                                      "code": code_version(), **extra}, indent=1))
-
-
-def saved_config(folder: Path) -> dict:
-    path = Path(folder) / "config.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def load_model(folder: Path, vocab, hops: int | None = None, device=None) -> KVMemNet:

@@ -1,10 +1,10 @@
 """The memory network that serves: by the cross-validated P@1 of its run (WS/runs/<name>/summary.json)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from whoqa.core.choice import Choice, choose, recorded_score
+from whoqa.memnet.config import saved_config
 from whoqa.core.workspace import Workspace
 
 METRIC = "p@1"
@@ -25,8 +25,7 @@ def choose_model(workspace: Path, wanted: str | None = None) -> Choice:
     names = [n for n in names if n != "pretrain"] + [n for n in names if n == "pretrain"]
     scores = {}
     for n in names:
-        cfg = json.loads((ws.models / n / "config.json").read_text()).get("config") \
-            if (ws.models / n / "config.json").is_file() else None
+        cfg = saved_config(ws.models / n).get("config")
         scores[n] = run_score(ws, n, cfg)
     try:
         return choose(names, scores, METRIC, "memory network", wanted)

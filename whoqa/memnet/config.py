@@ -3,8 +3,11 @@ reads its option defaults from here. No torch import, so `whoqa --help` stays fa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
+from whoqa.core.artifacts import read_record
 from whoqa.core.runs import RunName
+from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
 
 
@@ -108,3 +111,17 @@ def run_name(cfg: TrainConfig) -> str:
     """A cross-validated run's folder under WS/runs/: the model's name, then how it was judged (by-book folds; a seed
     other than the default), so seeds and fold kinds sit side by side."""
     return str(run_identity(cfg))
+
+
+def saved_config(folder: Path) -> dict:
+    """A saved model's record (WS/models/<name>/config.json: config, stats, vectors, code; written by
+    `memnet.checkpoint.save_model`); {} when there is none."""
+    return read_record(Path(folder) / "config.json", f"retrain it (`whoqa train --final` or `whoqa pretrain`), or "
+                       f"move {folder} aside with `whoqa check --repair`", {})
+
+
+def stale_models(workspace: Path, lineage: str) -> list[str]:
+    """Memory networks under WS/models/ trained on other word vectors than `lineage` (retrain them)."""
+    models = Workspace(workspace).models
+    return [p.parent.name for p in sorted(models.glob("*/model.pt"))
+            if saved_config(p.parent).get("vectors", {}).get("lineage") != lineage]

@@ -86,7 +86,7 @@ def mention_role(book: Book, m) -> int:
 
 
 def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
-    cache = Workspace(workspace).memdata / vocab.lineage / f"{book_id}.npz"  # ids stay valid while the vectors grow
+    cache = Workspace(workspace).memory_arrays(vocab.lineage, book_id)  # ids stay valid while the vectors grow
     if cache.is_file():
         try:
             z = np.load(cache)
@@ -219,7 +219,7 @@ def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, book
     rng = np.random.default_rng(seed)
     out = []
     for b in book_ids:
-        path = Workspace(workspace).artificial / f"{b}.jsonl.gz"
+        path = Workspace(workspace).artificial_questions(b)
         if not path.is_file() or b not in books:
             continue
         for q in read_questions(path):

@@ -23,8 +23,10 @@ from whoqa.memnet.data import (BookArrays, Example, MemoryCache, Vocab, artifici
 from whoqa.memnet.ensemble import read_fold_files
 from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
 from whoqa.core.metrics import ranking_metrics
-from whoqa.core.runs import claim, digest, file_digest, files_digest, provenance, same_run
+from whoqa.core.runs import (RUN_CONFIG, RUN_SUMMARY, claim, digest, file_digest, files_digest, provenance, read_run_file,
+                             same_run)
 from whoqa.core.workspace import Workspace
+from whoqa.retrieval.contexts import contexts_report
 from whoqa.memnet.config import PretrainConfig, TrainConfig, effective, model_name, run_name, upgrade
 
 log = logging.getLogger(__name__)
@@ -217,8 +219,7 @@ def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
     """What a memory-network run starts from: the Who set, the vectors, the contexts' config, the pretrained model."""
     from data_prep.who_set import fingerprint
     ws = Workspace(workspace)
-    report = ws.contexts / cfg.ranker / "report.json"
-    ctx = json.loads(report.read_text()) if report.is_file() else {}
+    ctx = contexts_report(ws, cfg.ranker) or {}
     return {"who_set": fingerprint(ws), "vectors": vocab.identity(),
             "contexts": digest([ctx.get("config"), ctx.get("ranker_config")]),
             "pretrained": file_digest(ws.models / cfg.pretrained / "config.json") if cfg.from_pretrained else None}
@@ -365,15 +366,14 @@ def calibration_for(workspace: Path, name: str, config: dict | None = None) -> d
     runs = Workspace(workspace).runs
     found = []
     for run in sorted(runs.glob(f"{glob_escape(name)}*/")) if runs.is_dir() else []:
-        summary, conf = run / "summary.json", run / "config.json"
-        if not (summary.is_file() and conf.is_file()):
+        rc, summary = read_run_file(run, RUN_CONFIG), read_run_file(run, RUN_SUMMARY)
+        if rc is None or summary is None:
             continue
-        rc = json.loads(conf.read_text())
         if model_name(TrainConfig(**{k: v for k, v in rc.items() if k in TrainConfig.__dataclass_fields__})) != name:
             continue
         if config is not None and not same_recipe(rc, config, NOT_RECIPE):
             continue
-        cal = (json.loads(summary.read_text()).get("ensemble") or {}).get("calibration")
+        cal = (summary.get("ensemble") or {}).get("calibration")
         if cal:
             seed = (config or {}).get("seed")
             found.append((not rc.get("by_book"), seed is not None and rc.get("seed") != seed, run.name, cal))

@@ -8,13 +8,14 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from whoqa.core.artifacts import read_cache, read_json
 from whoqa.core.book import atomic_write
-from whoqa.core.runs import RunName
+from whoqa.core.runs import RUN_SUMMARY, RunName
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.model import FeatureRanker
 
 SHIPPED = Path(__file__).with_name("shipped.json")
-SUMMARY = "summary.json"
+SUMMARY = RUN_SUMMARY
 
 
 def fit_dir(workspace: Path, run: str, model: str, top_k: int, candidates: str, variant: str = "") -> Path:
@@ -34,10 +35,7 @@ def save_fit(folder: Path, summary: dict, variant: str | None = None) -> None:
 def read_summary(folder: Path, name: str = SUMMARY) -> dict | None:
     """A re-ranking's saved summary (or a variant's, `summary+<variant>.json`), None when there is none or it is
     damaged (it is redone by `whoqa rerank`)."""
-    try:
-        return json.loads((Path(folder) / name).read_text())
-    except (FileNotFoundError, ValueError):
-        return None
+    return read_cache(Path(folder) / name, dict)
 
 
 @dataclass
@@ -49,7 +47,7 @@ class ServedFit:
 
 
 def shipped_fit() -> ServedFit:
-    saved = json.loads(SHIPPED.read_text())
+    saved = read_json(SHIPPED, "reinstall whoqa (`pip install -e .`): the shipped fit is part of the package", dict)
     return ServedFit(FeatureRanker(**saved["ranker"]).check(f"the shipped fit {SHIPPED}"), str(SHIPPED),
                      saved["provenance"])
 

@@ -1,7 +1,6 @@
 """Asking a book a question that is not about a character: BM25F passages of the book, then the trained reader."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,7 @@ class ReaderAsker:
         other rankers cannot run per question at ask time), top-k, beams, n-gram blocking and answer length, unless
         top_k / num_beams are given."""
         from whoqa.reader.data import Batcher
-        from whoqa.reader.model import READER_FILE, FiDReader
+        from whoqa.reader.model import FiDReader, read_reader_record
         from whoqa.reader.choose import choose_model
         from whoqa.reader.config import ReaderConfig
         from whoqa.reader.steps import decoder_start_id
@@ -33,7 +32,7 @@ class ReaderAsker:
         self.model_name = self.choice.name
         self.reader = FiDReader.load(str(path), device)
         self.reader.model.eval()
-        self.cfg = ReaderConfig.from_record(json.loads((path / READER_FILE).read_text()).get("config", {}))
+        self.cfg = ReaderConfig.from_record((read_reader_record(path) or {}).get("config", {}))
         self.batcher = Batcher(self.reader.tokenizer, self.cfg.passage_tokens, self.cfg.answer_tokens,
                                strip_start=decoder_start_id(self.reader), question_passage=self.cfg.question_passage)
         self.top_k = self.cfg.top_k if top_k is None else top_k

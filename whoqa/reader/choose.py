@@ -1,12 +1,11 @@
 """The reader that serves: by the cross-validated ROUGE-L of its run (WS/reader/runs/<name>/summary.json)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from whoqa.core.choice import Choice, choose, recorded_score
 from whoqa.core.workspace import Workspace
-from whoqa.reader.model import READER_FILE
+from whoqa.reader.model import READER_FILE, read_reader_record
 
 METRIC = "rouge_l"
 NOT_RECIPE = ("folds", "max_train_samples", "max_eval_samples", "extra")
@@ -17,8 +16,7 @@ def run_score(workspace: Path, name: str, config: dict | None = None) -> float |
 
 
 def final_config(workspace: Path, name: str) -> dict:
-    meta = Workspace(workspace).reader_models / name / "final" / READER_FILE
-    return json.loads(meta.read_text()).get("config", {}) if meta.is_file() else {}
+    return (read_reader_record(Workspace(workspace).reader_models / name / "final") or {}).get("config", {})
 
 
 def choose_model(workspace: Path, wanted: str | None = None, contexts: tuple[str, ...] | None = None) -> Choice:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from whoqa.core.artifacts import read_cache
 from whoqa.core.book import Book, atomic_write
 from whoqa.core.folds import book_folds as by_book
 from whoqa.core.workspace import Workspace
@@ -73,9 +74,9 @@ def build_examples(workspace: Path, context: str, top_k: int = 10, progress: boo
         raise ValueError(f"unknown reader context {context!r}: use one of {CONTEXTS}")
     ws = Workspace(workspace)
     path = examples_path(ws, context)
-    if path.is_file():
-        data = json.loads(path.read_text())
-        if data["top_k"] >= top_k and data.get("version") == EXAMPLES_VERSION:
+    data = read_cache(path, dict)  # a cache: missing, damaged or too short, it is made again below
+    if data is not None:
+        if data.get("top_k", 0) >= top_k and data.get("version") == EXAMPLES_VERSION:
             return [ReaderExample(**{**e, "passages": e["passages"][:top_k], "starts": e["starts"][:top_k]})
                     for e in data["examples"]]
     out: list[ReaderExample] = []

@@ -21,10 +21,11 @@ import time
 from pathlib import Path
 
 from whoqa.core.book import atomic_write
+from whoqa.core.artifacts import read_json, read_rows
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.distributed import barrier, shard, world
 from whoqa.core.progress import bar as progress_bar
-from whoqa.core.runs import claim, digest, file_digest, provenance
+from whoqa.core.runs import RUN_SUMMARY, claim, digest, file_digest, provenance, read_run_file
 from whoqa.core.seed import SEED, set_seed
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LLMConfig, llm_record, llm_run_name
@@ -139,7 +140,7 @@ def packaged_models() -> list[dict]:
         try:
             path = joined_model(name)
             row |= {"path": str(path), "sha256": spec["sha256"],
-                    "header": json.loads(path.with_name(path.name + ".json").read_text())}
+                    "header": read_json(path.with_name(path.name + ".json"), f"reinstall it ({row['install']})")}
         except FileNotFoundError:
             row["path"] = None
         out.append(row)
@@ -485,33 +486,30 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
         summary["load_seconds"] = round(load_seconds, 1)
         summary["runtime"] = runtime
     if w.main:
-        atomic_write(folder / "summary.json", json.dumps(summary, indent=1))
+        atomic_write(folder / RUN_SUMMARY, json.dumps(summary, indent=1))
     return summary
 
 
 def read_predictions(path: Path) -> dict[int, dict]:
     """question id -> its answer row; a line cut by an interruption is skipped (that question is answered again)."""
-    done = {}
-    if Path(path).is_file():
-        for line in Path(path).read_text().splitlines():
-            try:
-                row = json.loads(line)
-                done[row["question_id"]] = row
-            except (json.JSONDecodeError, KeyError):
-                continue
-    return done
+    return {row["question_id"]: row for row in read_rows(path) if "question_id" in row}
+
+
+def read_llm_summary(folder: Path) -> dict | None:
+    """An LLM run's summary (WS/reader/llm/<name>/summary.json), None until the run has finished once."""
+    return read_run_file(folder, RUN_SUMMARY)
 
 
 def llm_runs(workspace: Path) -> dict[str, dict[int, str]]:
     """Finished LLM runs: name -> {question_id: answer} (a run stopped part-way is left out, with a warning)."""
     out = {}
     for folder in sorted(Workspace(workspace).llm_runs.glob("*/")):
-        summary = folder / "summary.json"
+        summary = read_llm_summary(folder)
         path = folder / "predictions.jsonl"
-        if not summary.is_file() or not path.is_file():
+        if summary is None or not path.is_file():
             continue
-        want = json.loads(summary.read_text())["questions"]
-        shorten = shortener(json.loads(summary.read_text()).get("shorten", "none"))
+        want = summary["questions"]
+        shorten = shortener(summary.get("shorten", "none"))
         rows = {q: shorten(r["prediction"], r.get("passages_used", [])) for q, r in read_predictions(path).items()}
         if len(rows) < want:
             log.warning("LLM run %s has %d of %d answers: left out (run it again to finish)", folder.name, len(rows),

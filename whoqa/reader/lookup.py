@@ -29,7 +29,7 @@ from whoqa.core.book import Book, atomic_write
 from whoqa.core.distributed import world
 from whoqa.core.runs import digest
 from whoqa.reader.data import Batcher, ReaderExample, detokenize
-from whoqa.reader.model import FiDReader
+from whoqa.reader.model import READER_FILE, FiDReader, read_reader_record
 from whoqa.reader.config import LookupConfig
 from whoqa.reader.pretraining import (finish_pretraining, lookup_dir, preread_books, preread_dir, preread_record,
                                       pretrain_loop, resume)
@@ -139,7 +139,7 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
     skipped. Held-out questions come from books never trained on (a tenth, at least one when there are two)."""
     from data_prep.artificial import read_questions
     ws = Workspace(workspace)
-    books = [b for b in preread_books(ws, cfg.books) if (ws.artificial / f"{b}.jsonl.gz").is_file()]
+    books = [b for b in preread_books(ws, cfg.books) if (ws.artificial_questions(b)).is_file()]
     if not books:
         raise FileNotFoundError(f"no artificial questions of {cfg.books} books under {ws}/artificial: run `whoqa "
                                 "prepare` first (or use --lookup-books all)")
@@ -151,7 +151,7 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
     rows_of: dict[str, list[dict]] = {}
     for b in books:
         try:
-            rows_of[b] = read_questions(ws.artificial / f"{b}.jsonl.gz")
+            rows_of[b] = read_questions(ws.artificial_questions(b))
         except Exception as err:  # one broken file is skipped, not fatal
             log.warning("answer lookup skips %s: %s", b, err)
             counts["broken_books"] += 1
@@ -226,7 +226,7 @@ def start_of(workspace: Path, cfg: LookupConfig) -> tuple[str | None, dict | Non
     if not cfg.preread:
         return cfg.base, None
     path = preread_dir(workspace)
-    if not (path / "whoqa_reader.json").is_file():
+    if not (path / READER_FILE).is_file():
         raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --reader preread --workspace {workspace}` "
                                 "first (or use --no-lookup-preread)")
     return str(path), preread_record(workspace)
@@ -258,11 +258,11 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True, d
     ws = Workspace(workspace)
     out_dir = lookup_dir(ws, cfg.copy)
     start, preread = start_of(ws, cfg)
-    meta = out_dir / "whoqa_reader.json"
-    books = [b for b in preread_books(ws, cfg.books) if (ws.artificial / f"{b}.jsonl.gz").is_file()]
+    meta = out_dir / READER_FILE
+    books = [b for b in preread_books(ws, cfg.books) if (ws.artificial_questions(b)).is_file()]
     inputs = {"books": digest(books)}  # books added since: redone (records made before inputs were kept: trusted)
     if (out_dir / "config.json").is_file() and meta.is_file():
-        done = json.loads(meta.read_text())
+        done = read_reader_record(out_dir)
         if (done.get("config") == asdict(cfg) and done.get("preread") == preread
                 and done.get("inputs", inputs) == inputs):
             return {**done["stats"], "skipped": True}

@@ -16,12 +16,18 @@ from typing import NamedTuple
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 
+from whoqa.core.artifacts import read_record
 from whoqa.core.device import as_device
 from whoqa.core.minilm import bundled_minilm
 from whoqa.reader.pointer import POINTER_FILE, CopyPointer, pointer_decode, previous_tokens
 
 log = logging.getLogger(__name__)
-READER_FILE = "whoqa_reader.json"
+READER_FILE = "whoqa_reader.json"  # a saved reader's record: the config it was made with, its stats and lineage
+
+
+def read_reader_record(folder: Path) -> dict | None:
+    """A saved reader's record (READER_FILE, written by FiDReader.save), None when the folder holds none."""
+    return read_record(Path(folder) / READER_FILE, f"delete {folder} and make it again (the command that trained it)")
 
 
 def load_seq2seq(path: str | None):

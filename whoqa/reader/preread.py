@@ -14,7 +14,7 @@ from whoqa.core.runs import digest
 from whoqa.core.seed import set_seed
 from whoqa.reader.config import PrereadConfig
 from whoqa.reader.data import pad_labels, sample_passages
-from whoqa.reader.model import FiDReader, Fused
+from whoqa.reader.model import READER_FILE, FiDReader, Fused, read_reader_record
 from whoqa.reader.noise import mask_spans
 from whoqa.reader.pretraining import finish_pretraining, preread_books, preread_dir, pretrain_loop, resume
 from whoqa.reader.steps import decoder_start_id, input_reliance
@@ -62,13 +62,13 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True, device=N
     ws = Workspace(workspace)
     out_dir = preread_dir(ws)
     inputs = {"books": digest(preread_books(ws, cfg.books))}  # books added since: redone (older records: trusted)
-    if (out_dir / "config.json").is_file() and (out_dir / "whoqa_reader.json").is_file():
-        done = json.loads((out_dir / "whoqa_reader.json").read_text())
+    if (out_dir / "config.json").is_file() and (out_dir / READER_FILE).is_file():
+        done = read_reader_record(out_dir)
         if done.get("config") == asdict(cfg) and done.get("inputs", inputs) == inputs:
             if "heldout" not in done["stats"]:  # made before this measurement existed: add it
                 done["stats"]["heldout"] = preread_reliance(ws, FiDReader.load(str(out_dir), device), cfg,
                                                             preread_books(ws, cfg.books), progress)
-                atomic_write(out_dir / "whoqa_reader.json", json.dumps(done, indent=1))
+                atomic_write(out_dir / READER_FILE, json.dumps(done, indent=1))
             return {**done["stats"], "skipped": True}
     set_seed(cfg.seed)
     books = preread_books(ws, cfg.books)

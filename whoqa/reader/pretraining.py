@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from whoqa.core.artifacts import read_cache
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write
 from whoqa.core.distributed import barrier, data_parallel, global_mean_loss, world
-from whoqa.reader.model import FiDReader
+from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.steps import Precision, optimizer, trainable
 from whoqa.core.workspace import Workspace
 
@@ -29,8 +30,7 @@ def lookup_dir(workspace: Path, copy: bool = False) -> Path:
 
 def preread_record(workspace: Path) -> dict | None:
     """The config of the prereading under WS/models/preread/ (None when there is none)."""
-    meta = preread_dir(workspace) / "whoqa_reader.json"
-    return json.loads(meta.read_text()).get("config") if meta.is_file() else None
+    return (read_reader_record(preread_dir(workspace)) or {}).get("config")
 
 
 def preread_books(workspace: Path, which: str) -> list[str]:
@@ -65,7 +65,7 @@ def resume(out_dir: Path, config: dict, base: str | None, device=None) -> tuple[
     """The reader to pretrain, on device: the checkpoint of an interrupted run of the same config, else a fresh one
     from base."""
     ckpt = checkpoint_dir(out_dir)
-    state = json.loads((ckpt / "state.json").read_text()) if (ckpt / "state.json").is_file() else None
+    state = read_cache(ckpt / "state.json", dict)  # missing or damaged: pretraining starts afresh
     if state and state.get("config") != config:
         state = None
     return FiDReader.load(str(ckpt / "model") if state else base, device), state

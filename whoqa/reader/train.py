@@ -19,11 +19,12 @@ import torch
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write
 from whoqa.core.distributed import barrier, data_parallel, gather, global_mean_loss, shard, world
+from whoqa.core.runs import RUN_CONFIG, RUN_SUMMARY, read_run_file
 from whoqa.core.seed import set_seed
 from whoqa.reader.cache import StateCache, fused_inputs
 from whoqa.reader.config import ReaderConfig, run_name, with_defaults
 from whoqa.reader.data import CONTEXTS, Batcher, ReaderExample, book_folds, build_examples
-from whoqa.reader.model import FiDReader
+from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.pretraining import lookup_dir, preread_dir, preread_record
 from whoqa.reader.steps import Precision, batcher_of, input_reliance, optimizer, trainable
 from whoqa.core.workspace import Workspace
@@ -123,8 +124,7 @@ def pretraining_lineage(workspace: Path, cfg: ReaderConfig) -> dict:
     """What a run starts from, saved with each fold ({"preread": its prereading config} and, for --lookup runs,
     {"lookup": the answer-lookup config}): a fold of an older pretraining is redone, never mixed in."""
     if cfg.lookup:
-        meta = lookup_dir(workspace, cfg.copy) / "whoqa_reader.json"
-        done = json.loads(meta.read_text()) if meta.is_file() else {}
+        done = read_reader_record(lookup_dir(workspace, cfg.copy)) or {}
         return {"preread": done.get("preread"), "lookup": done.get("config")}
     return {"preread": preread_record(workspace) if cfg.preread else None}
 
@@ -192,10 +192,20 @@ def current_folds(workspace: Path, run_dir: Path) -> tuple[int, list[dict]]:
     """(folds the run has, its finished fold records made with its current config and pretraining start): a fold left
     over from an earlier config is not mixed into the results (fields added to ReaderConfig since count as their
     defaults)."""
-    cfg = asdict(ReaderConfig(**json.loads((run_dir / "config.json").read_text())))
+    cfg = asdict(ReaderConfig(**read_run_file(run_dir, RUN_CONFIG)))
     start = pretraining_lineage(workspace, ReaderConfig(**cfg))
-    done = [json.loads(f.read_text()) for f in sorted(run_dir.glob("fold*.json"))]
-    return cfg["folds"], [d for d in done if same_run(d, cfg, start)]
+    return cfg["folds"], [d for d in read_folds(run_dir) if same_run(d, cfg, start)]
+
+
+def read_folds(run_dir: Path) -> list[dict]:
+    """A reader run's fold records (WS/reader/runs/<name>/fold<k>.json), in fold order."""
+    return [read_run_file(run_dir, f.name) for f in sorted(Path(run_dir).glob("fold*.json"))]
+
+
+def read_run(run_dir: Path) -> tuple[dict, dict | None, dict | None]:
+    """A reader run's (config, its first fold's record, its summary); the last two None until written."""
+    return (read_run_file(run_dir, RUN_CONFIG), read_run_file(run_dir, "fold0.json"),
+            read_run_file(run_dir, RUN_SUMMARY))
 
 
 def same_run(fold: dict, cfg: dict, start: dict) -> bool:
@@ -209,7 +219,7 @@ def archive_other_run(workspace: Path, run_dir: Path, cfg: ReaderConfig, start: 
     nor overwritten); returns what was moved, or None."""
     import shutil
     from whoqa.core.runs import digest
-    folds = [json.loads(f.read_text()) for f in sorted(Path(run_dir).glob("fold*.json"))]
+    folds = read_folds(run_dir)
     other = [d for d in folds if not same_run(d, asdict(cfg), start)]
     if not other:
         return None

@@ -20,6 +20,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from data_prep.who_set import load_summaries
+from whoqa.core.artifacts import read_cache
 from whoqa.core.book import Book, atomic_write
 from whoqa.core.distributed import data_parallel, gather, global_mean_loss, process_device, shard, world
 from whoqa.core.folds import book_folds
@@ -205,10 +207,7 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
     ws, cfg = Workspace(ws), cfg or RankerConfig()
     torch.manual_seed(cfg.seed)
     all_q = load_questions(ws)
-    summaries_path = ws.summaries
-    if not summaries_path.is_file():
-        raise FileNotFoundError(f"{summaries_path} is missing: run `whoqa prepare` (it copies summaries.csv)")
-    summaries = json.loads(summaries_path.read_text())
+    summaries = load_summaries(ws)
     base = base_model_path(cfg)
     t0 = time.perf_counter()
     report["ranker_config"] = asdict(cfg)
@@ -221,7 +220,7 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
         n_pairs = 0
         made_with = {"ranker": asdict(cfg), "test_books": sorted(fold)}  # a fold model is reused only if the same
         record = model_dir / "whoqa_ranker.json"
-        if (model_dir / "config.json").is_file() and record.is_file() and json.loads(record.read_text()) == made_with:
+        if (model_dir / "config.json").is_file() and read_cache(record) == made_with:
             ranker = CrossEncoder(str(model_dir), cfg.max_length, device)
             losses = []
         else:
@@ -244,13 +243,13 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
         for b in progress_bar(mine, desc=f"rank fold {k}", unit="book", progress=progress):
             try:
                 book = Book.load(ws.books / b, b)
-                path = ws.index / "bm25f" / b
+                path = ws.book_index(b)
                 if cfg.pool:
                     BM25FIndex.ensure(book, path)
                 out = rank_book(ranker, book, todo[b], path, cfg, rcfg)
                 if not w.main:
                     continue
-                atomic_write(ws.contexts / "bert" / f"{b}.json",
+                atomic_write(ws.contexts_file("bert", b),
                              json.dumps({"config": {**asdict(rcfg), "ranker": asdict(cfg), "fold": k},
                                          "questions": out}))
                 report["done"].append(b)
@@ -259,5 +258,5 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
                 log.error("BERT contexts for %s failed: %s", b, e)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     if w.main:
-        atomic_write(ws.contexts / "bert" / "report.json", json.dumps(report, indent=1))
+        atomic_write(ws.contexts_report("bert"), json.dumps(report, indent=1))
     return report

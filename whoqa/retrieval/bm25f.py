@@ -204,7 +204,7 @@ def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: Retrie
     from whoqa.core.aliases import AliasIndex
     ws = Workspace(workspace)
     book = Book.load(ws.books / book_id, book_id)
-    path = ws.index / "bm25f" / book_id
+    path = ws.book_index(book_id)
     BM25FIndex.ensure(book, path)
     idx = BM25FIndex(path, cfg)
     aliases = AliasIndex(book.characters)
@@ -212,7 +212,7 @@ def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: Retrie
     for q in questions:
         text = " ".join([q["question"], q["answer1"], q["answer2"]]) if oracle else q["question"]
         out[str(q["question_id"])] = question_windows(idx, text, aliases, len(book.sentences), cfg)
-    atomic_write(ws.contexts / ("oracle" if oracle else "bm25f") / f"{book_id}.json",
+    atomic_write(ws.contexts_file("oracle" if oracle else "bm25f", book_id),
                  json.dumps({"config": asdict(cfg), "questions": out}))
     return {"questions": len(out), "sentences": len(book.sentences)}
 
@@ -225,7 +225,7 @@ def open_book(workspace: Path, book_id: str, rcfg):
         raise FileNotFoundError(f"book {book_id} is not prepared in {workspace}: run `whoqa prepare "
                                 f"--workspace {workspace} --book {book_id}` first (or ask with --text FILE)")
     book = Book.load(folder, book_id)
-    index = Workspace(workspace).index / "bm25f" / book_id
+    index = Workspace(workspace).book_index(book_id)
     BM25FIndex.ensure(book, index)
     try:
         searcher = BM25FIndex(index, rcfg)

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from data_prep.who_set import load_questions
+from whoqa.core.artifacts import DamagedArtifact, read_record
 from whoqa.core.book import atomic_write
 from whoqa.core.jobs import default_jobs
 from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences
@@ -22,26 +23,36 @@ RANKERS = ("bm25f", "bert")
 ORACLE = "oracle"  # BM25F with the question and its answers: an upper bound for the reader, never a Who ranker
 
 
-def load_contexts(workspace: Path, ranker: str, book_id: str) -> dict[str, list[list]] | None:
-    from whoqa.core.artifacts import DamagedArtifact, read_json
-    path = Workspace(workspace).contexts / ranker / f"{book_id}.json"
-    if not path.is_file():
-        return None
+def _read_book(workspace: Path, ranker: str, book_id: str) -> dict | None:
+    """A book's contexts file (WS/contexts/<ranker>/<id>.json: its config and each question's windows), the one
+    reader of it; None when the book has none yet."""
+    path = Workspace(workspace).contexts_file(ranker, book_id)
     repair = f"delete it and run `whoqa index --workspace {workspace} --ranker {ranker}`"
-    data = read_json(path, repair, dict)
-    if not isinstance(data.get("questions"), dict):
+    data = read_record(path, repair)
+    if data is not None and not isinstance(data.get("questions"), dict):
         raise DamagedArtifact(path, "no \"questions\" record", repair)
-    return data["questions"]
+    return data
+
+
+def load_contexts(workspace: Path, ranker: str, book_id: str) -> dict[str, list[list]] | None:
+    data = _read_book(workspace, ranker, book_id)
+    return None if data is None else data["questions"]
 
 
 def contexts_config(workspace: Path, ranker: str, book_id: str) -> dict | None:
     """The config a book's contexts were made with (without the BERT fold), or None when there are none."""
-    path = Workspace(workspace).contexts / ranker / f"{book_id}.json"
-    if not path.is_file():
+    data = _read_book(workspace, ranker, book_id)
+    if data is None:
         return None
-    cfg = dict(json.loads(path.read_text()).get("config", {}))
+    cfg = dict(data.get("config", {}))
     cfg.pop("fold", None)
     return cfg
+
+
+def contexts_report(workspace: Path, ranker: str) -> dict | None:
+    """What `whoqa index` last reported for a ranker's contexts (WS/contexts/<ranker>/report.json: its config)."""
+    return read_record(Workspace(workspace).contexts_report(ranker),
+                       f"run `whoqa index --workspace {workspace} --ranker {ranker}` again")
 
 
 def question_context(contexts: dict, question_id: int, limit: int) -> list[int]:
@@ -84,7 +95,7 @@ def _on_ray(ws: Workspace, todo: dict, cfg: RetrievalConfig, ranker: str, execut
             for b, qs in todo.items()}
     for b, stats, err, *data in ray_map(_ray_bm25f_work, args, executor, lambda k, why: (k, None, why)):
         if err is None:
-            atomic_write(ws.contexts / ranker / f"{b}.json", data[0])
+            atomic_write(ws.contexts_file(ranker, b), data[0])
         yield b, stats, err
 
 
@@ -127,7 +138,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
             _collect((f.result() for f in as_completed(futs)), report, bar)
     bar.close()
     report["seconds"] = round(time.perf_counter() - t0, 1)
-    atomic_write(ws.contexts / ranker / "report.json", json.dumps(report, indent=1))
+    atomic_write(ws.contexts_report(ranker), json.dumps(report, indent=1))
     return report
 
 

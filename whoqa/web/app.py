@@ -32,6 +32,8 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
+from data_prep.who_set import load_texts
+from whoqa.core.artifacts import DamagedArtifact, read_cache, read_json
 from whoqa.core.book import Book, atomic_write, is_done
 from whoqa.core.workspace import Workspace
 from whoqa.service import Service as Answers, ServiceConfig
@@ -115,12 +117,9 @@ class Service:
         tokens, chars = folder / f"{book_id}.tokens", folder / f"{book_id}.book"
         stamp = [tokens.stat().st_mtime_ns, tokens.stat().st_size, chars.stat().st_mtime_ns]
         path = folder / "summary.json"
-        try:
-            saved = json.loads(path.read_text())
-            if saved.get("stamp") == stamp:
-                return saved["summary"]
-        except (FileNotFoundError, ValueError, AttributeError):
-            pass  # no cache yet, or a damaged one: made again below
+        saved = read_cache(path, dict)  # no cache yet, or a damaged one: made again below
+        if saved and saved.get("stamp") == stamp and "summary" in saved:
+            return saved["summary"]
         from whoqa.core.book import read_characters
         words = sentences = 0
         first: list[str] = []
@@ -134,7 +133,7 @@ class Service:
                 sentences = max(sentences, int(cols[1]) + 1)
                 if cols[1] == "0" and len(first) < 12:
                     first.append(cols[4])
-        texts = json.loads(self.ws.texts.read_text()) if self.ws.texts.is_file() else {}
+        texts = load_texts(self.ws)
         title = (texts.get(book_id) or {}).get("first_line") or " ".join(first) or book_id[:12]
         out = {"id": book_id, "title": title, "words": words, "sentences": sentences,
                "characters": len(read_characters(chars))}
@@ -230,11 +229,11 @@ class Service:
         if not JOB_ID.match(job_id or ""):
             raise ApiError(400, f"{job_id!r} is not a job id")
         path = self.jobs_dir / f"{job_id}.json"
+        if not path.is_file():
+            raise ApiError(404, f"no job {job_id}")
         try:
-            return json.loads(path.read_text())
-        except FileNotFoundError:
-            raise ApiError(404, f"no job {job_id}") from None
-        except ValueError:  # a damaged job record (a crash while it was written): the job is lost, not the server
+            return read_json(path, "upload the book again", dict)
+        except DamagedArtifact:  # a crash while it was written: the job is lost, not the server
             raise ApiError(410, f"job {job_id}'s record {path} is damaged: upload the book again") from None
 
     # --- answers -----------------------------------------------------------------------------------------------
