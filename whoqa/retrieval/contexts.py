@@ -137,6 +137,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
             futs = [pool.submit(_bm25f_work, str(ws), b, qs, cfg, ranker == ORACLE) for b, qs in todo.items()]
             _collect((f.result() for f in as_completed(futs)), report, bar)
     bar.close()
+    report["done"].sort()  # in book order, not the order parallel workers finished in: the same report every run
     report["seconds"] = round(time.perf_counter() - t0, 1)
     atomic_write(ws.contexts_report(ranker), json.dumps(report, indent=1))
     return report
