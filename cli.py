@@ -18,7 +18,7 @@ from data_prep.components import DEFAULT_RESOLVER, ENGINES, RESOLVERS
 from data_prep.download import DownloadConfig
 from data_prep.prepare import PrepareConfig
 from data_prep.split import HELDOUT
-from whoqa.core.device import DEVICES
+from whoqa.core.device import AUTO, DEVICES
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.jobs import default_jobs
 from whoqa.core.seed import SEED, reexec_with_fixed_hash_seed
@@ -230,65 +230,12 @@ def pretrain_cmd(
     roles: bool = typer.Option(default(PretrainConfig, "roles"), help="Role-weighted values (see train)."),
     name: str = typer.Option(default(PretrainConfig, "name"), help="Output folder under WS/models/ (train picks it "
                                                                    "with --pretrained)."),
-    device: str = typer.Option(default(PretrainConfig, "device"), help=f"Memory network or reader: {DEVICE_HELP}."),
+    device: str = typer.Option(default(PretrainConfig, "device"), help=f"Where it trains: {DEVICE_HELP}."),
     seed: int = typer.Option(SEED, help="Seed."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: only the first N questions."),
-    reader: Optional[str] = typer.Option(None, help="preread: instead, book prereading of the FiD reader; lookup: "
-                                                   "then answer lookup on the artificial Who questions."),
-    reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM)."),
-    preread_passages: int = typer.Option(default(PrereadConfig, "passages"), help="Prereading: passages restored."),
-    preread_books: str = typer.Option(default(PrereadConfig, "books"),
-                                      help="Prereading: unlabeled (books without questions) or all."),
-    preread_lr: float = typer.Option(default(PrereadConfig, "lr"), help="Prereading: AdamW learning rate (linear "
-                                                                         "decay)."),
-    lookup_questions: int = typer.Option(default(LookupConfig, "questions"),
-                                         help="Answer lookup: artificial questions trained on."),
-    lookup_books: str = typer.Option(default(LookupConfig, "books"),
-                                     help="Answer lookup: unlabeled (books without questions) or all."),
-    lookup_lr: float = typer.Option(default(LookupConfig, "lr"), help="Answer lookup: AdamW learning rate (linear "
-                                                                       "decay)."),
-    lookup_preread: bool = typer.Option(default(LookupConfig, "preread"),
-                                        help="Answer lookup: start from the prereading (else --reader-base)."),
-    lookup_spans: float = typer.Option(default(LookupConfig, "spans"),
-                                       help="Answer lookup: share of What/Where/When/Why questions whose answer is a "
-                                            "span (the rest are Who questions)."),
-    train_encoder: bool = typer.Option(default(PrereadConfig, "train_encoder"),
-                                       help="Reader: train the encoder too (default: decoder only)."),
-    bf16: bool = typer.Option(default(PrereadConfig, "bf16"),
-                              help="Reader: bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
-    copy: bool = typer.Option(default(LookupConfig, "copy"), help="Answer lookup: with a copy pointer over the "
-                                                                   "passages -> WS/models/lookup+copy/."),
 ):
-    """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/;
-    with --reader preread: the reader restores masked book passages -> WS/models/preread/; with --reader lookup: it
-    answers artificial Who questions from passages -> WS/models/lookup/."""
-    if reader == "lookup":
-        from whoqa.reader.lookup import pretrain_lookup
-        lcfg = LookupConfig(questions=lookup_questions, books=lookup_books, lr=lookup_lr, preread=lookup_preread,
-                            base=reader_base, train_encoder=train_encoder, bf16=bf16, copy=copy, spans=lookup_spans,
-                            seed=seed)
-        st = _stage(pretrain_lookup, workspace, lcfg, device=device)
-        h = st["heldout"]
-        typer.echo(f"answer lookup on {st['questions']:,} artificial questions of {st['books']} books in "
-                   f"{st['seconds']}s ({st['examples_per_second']} q/s); loss {st['loss_first']:.3f} -> "
-                   f"{st['loss_last']:.3f}; held-out exact match {h['exact_match']:.1f}%, loss own/other passages "
-                   f"{h['loss_own_input']:.3f}/{h['loss_other_input']:.3f} -> {workspace}/models/lookup"
-                   + ("+copy" if copy else ""))
-        if len(h.get("exact_match_by_kind", {})) > 1:
-            typer.echo("held-out exact match by kind: " + ", ".join(f"{k} {v:.1f}%" for k, v in
-                                                                     h["exact_match_by_kind"].items()))
-        return
-    if reader:
-        if reader != "preread":
-            _fail(f"unknown --reader {reader!r}: use preread or lookup")
-        from whoqa.reader.preread import preread
-        pcfg = PrereadConfig(base=reader_base, passages=preread_passages, train_encoder=train_encoder,
-                             books=preread_books, lr=preread_lr, bf16=bf16, seed=seed)
-        st = _stage(preread, workspace, pcfg, device=device)
-        typer.echo(f"preread {st['passages']:,} passages of {st['books']} books in {st['seconds']}s "
-                   f"({st['passages_per_second']} passages/s); loss {st['loss_first']:.3f} -> {st['loss_last']:.3f} "
-                   f"-> {workspace}/models/preread")
-        return
+    """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/.
+    (The reader's pretraining: `whoqa reader preread`, `whoqa reader lookup`.)"""
     from whoqa.memnet.train import pretrain
     stats = _stage(pretrain, workspace, PretrainConfig(epochs=epochs, fraction=fraction, lr=lr, batch_size=batch_size,
                                                        hops=hops, salience=salience, roles=roles, name=name, seed=seed,
@@ -302,135 +249,46 @@ def pretrain_cmd(
 @app.command("train")
 def train_cmd(
     workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare` and `whoqa index`."),
-    folds: Optional[int] = typer.Option(None, help=f"Cross-validation folds (memory network: "
-                                                    f"{default(TrainConfig, 'folds')} over the Who questions; reader: "
-                                                    f"{default(ReaderConfig, 'folds')} over the books)."),
+    folds: int = typer.Option(default(TrainConfig, "folds"), help="Cross-validation folds over the Who questions."),
     trials: int = typer.Option(default(TrainConfig, "trials"), help="Trials (seeds) per fold."),
     ranker: str = typer.Option(default(TrainConfig, "ranker"), help="Contexts from bm25f or bert."),
     from_pretrained: bool = typer.Option(default(TrainConfig, "from_pretrained"),
                                          help="Start from `whoqa pretrain`'s model."),
     pretrained: str = typer.Option(default(TrainConfig, "pretrained"), help="Which pretrained model (WS/models/NAME)."),
-    device: str = typer.Option(default(TrainConfig, "device"), help=f"Memory network or reader: {DEVICE_HELP}."),
-    epochs: Optional[int] = typer.Option(None, help=f"Epochs (memory network: {default(TrainConfig, 'epochs')} as in "
-                                                    f"the paper; reader: {default(ReaderConfig, 'epochs')})."),
-    lr: Optional[float] = typer.Option(None, help=f"Learning rate (memory network: Adam {default(TrainConfig, 'lr')}, "
-                                                  f"x{default(TrainConfig, 'decay')} every "
-                                                  f"{default(TrainConfig, 'decay_every')} epochs; reader: AdamW "
-                                                  f"{default(ReaderConfig, 'lr')}, linear decay)."),
-    batch_size: Optional[int] = typer.Option(None, help=f"Questions per batch (memory network: "
-                                                        f"{default(TrainConfig, 'batch_size')}; reader: "
-                                                        f"{default(ReaderConfig, 'batch_size')})."),
+    device: str = typer.Option(default(TrainConfig, "device"), help=f"Where it trains: {DEVICE_HELP}."),
+    epochs: int = typer.Option(default(TrainConfig, "epochs"), help="Epochs (as in the paper)."),
+    lr: float = typer.Option(default(TrainConfig, "lr"), help=f"Adam learning rate, x{default(TrainConfig, 'decay')} "
+                                                              f"every {default(TrainConfig, 'decay_every')} epochs."),
+    batch_size: int = typer.Option(default(TrainConfig, "batch_size"), help="Questions per batch."),
     memories: int = typer.Option(default(TrainConfig, "memories"), help="Context sentences (memory slots)."),
     hops: int = typer.Option(default(TrainConfig, "hops"), help="Memory hops."),
     salience: bool = typer.Option(default(TrainConfig, "salience"),
-                                  help="Memory network: learned salience features (mentions in the book and the "
-                                       "context, recency, attention, named in the question) in the output layer."),
+                                  help="Learned salience features (mentions in the book and the context, recency, "
+                                       "attention, named in the question) in the output layer."),
     roles: bool = typer.Option(default(TrainConfig, "roles"),
-                               help="Memory network: values weigh each character by its role in the sentence (agent, "
-                                    "patient, possessor) as the question asks."),
+                               help="Values weigh each character by its role in the sentence (agent, patient, "
+                                    "possessor) as the question asks."),
     seed: int = typer.Option(SEED, help="Seed of folds and trials (a run with another seed is its own run, "
                                         "<name>+seed<N>; book-level folds stay the same)."),
     char_vectors: str = typer.Option(default(TrainConfig, "char_vectors"),
                                      help="With --from-pretrained: the characters' vectors as pretraining tuned them "
                                           "(pretrained) or as word2vec made them (word2vec: as a new book's are)."),
     by_book: bool = typer.Option(default(TrainConfig, "by_book"),
-                                 help="Memory network: folds over books (the new-book measure): every question is "
-                                      "answered by a model that never trained on its book; with --from-pretrained, "
-                                      "pretraining is redone per fold without the fold's books -> WS/runs/<name>+by-book."),
+                                 help="Folds over books (the new-book measure): every question is answered by a model "
+                                      "that never trained on its book; with --from-pretrained, pretraining is redone "
+                                      "per fold without the fold's books -> WS/runs/<name>+by-book."),
     max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
-    final: bool = typer.Option(False, help="Instead: one model on all Who questions (reader: all questions) for "
-                                           "`whoqa ask`."),
-    reader: Optional[str] = typer.Option(None, help="fid: instead, the FiD reader on all questions (book folds); "
-                                                   "llm: a local language model answers them zero-shot."),
-    context: str = typer.Option(default(ReaderConfig, "context"), help="Reader: passages from none, bm25f, bert or "
-                                                                        "oracle."),
-    preread: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader preread`."),
-    lookup: bool = typer.Option(False, help="Reader: start from `whoqa pretrain --reader lookup`."),
-    copy: bool = typer.Option(False, help="Reader: a copy pointer over the passages' tokens (with --lookup: from "
-                                          "`whoqa pretrain --reader lookup --copy`)."),
-    question_passage: bool = typer.Option(False, help="Reader: the question alone as one more passage, first (so "
-                                                      "the reader sees all the no-context reader sees)."),
-    reader_base: Optional[str] = typer.Option(None, help="Reader: HF seq2seq or BERT path (default: bundled MiniLM); "
-                                                        "llm: a causal LM folder, hub id, .gguf file or "
-                                                        f"{default(LLMConfig, 'base')} (its default)."),
-    top_k: Optional[int] = typer.Option(None, help=f"Reader: passages per question (fid: "
-                                                   f"{default(ReaderConfig, 'top_k')}; llm: "
-                                                   f"{default(LLMConfig, 'top_k')}, as many as fit)."),
-    prompt_tokens: int = typer.Option(default(LLMConfig, "prompt_tokens"),
-                                      help="llm: prompt budget in tokens (cut further to the model's context)."),
-    shots: int = typer.Option(default(LLMConfig, "shots"), help="llm: example questions with their answers, from "
-                                                                "other books (never the asked one)."),
-    passage_order: str = typer.Option(default(LLMConfig, "order"), help="llm: the passages kept in the book's order "
-                                                                        "(book, DOS-RAG) or best first (rank)."),
-    runtime: str = typer.Option(default(LLMConfig, "runtime"), help="llm: auto, transformers or llamacpp (gpt4all's "
-                                                                    "llama.cpp, for GGUF files it knows)."),
-    train_encoder: bool = typer.Option(False, help="Reader: fine-tune the encoder too (default: decoder only)."),
-    beams: int = typer.Option(default(ReaderConfig, "num_beams"), help="Reader: beam size (1 = greedy)."),
-    no_repeat_ngram: int = typer.Option(default(ReaderConfig, "no_repeat_ngram"),
-                                        help="Reader: answers never write an n-gram of this size twice (0 = off)."),
-    bf16: bool = typer.Option(False, help="Reader: mixed precision in training (bfloat16, ~1.8x faster with "
-                                          "AVX512-BF16; float16 + loss scaling on older GPUs); llm: half-precision "
-                                          "weights."),
-    max_eval_samples: Optional[int] = typer.Option(None, help="Reader debug: answer the first N questions of a fold."),
-    sample: Optional[int] = typer.Option(None, help="llm: a fixed sample of N questions (the same for every model "
-                                                    "and variant; 200 for quick comparisons) -> <name>+sample<N>."),
-    rendering: str = typer.Option(default(LLMConfig, "rendering"), help="llm: how the passages show who each "
-                                  "mention is: raw, annotate (\"she [Helen Chester]\") or replace."),
-    character_list: bool = typer.Option(default(LLMConfig, "character_list"),
-                                        help="llm: list the characters the passages mention in the prompt."),
-    shorten: str = typer.Option(default(LLMConfig, "shorten"), help="llm: the answer kept: none, words<N> or span "
-                                "(the passages' best-matching span); every one is reported either way."),
-    executor: str = typer.Option(default(ExecutorConfig, "executor"), help="llm: its answers: local (this process) or ray "
-                                 "(batches of questions as tasks on a Ray cluster; the same rows, resumable)."),
-    ray_address: Optional[str] = typer.Option(None, help="With --executor ray: the cluster (auto, HOST:PORT; default "
-                                                         "$RAY_ADDRESS, else auto)."),
+    final: bool = typer.Option(False, help="Instead: one model on all Who questions for `whoqa ask`."),
 ):
-    """Fine-tune on the real Who questions with k-fold cross-validation x trials -> WS/runs/<name>/ (resumable);
-    with --reader fid: the FiD reader with book-level folds -> WS/reader/runs/<name>/; with --reader llm: a local
-    language model's zero-shot answers -> WS/reader/llm/<name>/."""
-    if reader == "llm":
-        from whoqa.reader.llm import answer_all
-        lcfg = LLMConfig(base=reader_base or default(LLMConfig, "base"), context=context, prompt_tokens=prompt_tokens,
-                         half=bf16, seed=seed, max_eval_samples=max_eval_samples, shots=shots, order=passage_order,
-                         runtime=runtime, sample=sample, rendering=rendering, character_list=character_list,
-                         shorten=shorten, **({"top_k": top_k} if top_k is not None else {}))
-        s = _stage(answer_all, workspace, lcfg, device=device, executor=ExecutorConfig(executor, ray_address))
-        m = s["metrics"]
-        typer.echo(f"{s['run']}: {s['questions']} questions zero-shot, {s['seconds_per_question']} s/question, "
-                   f"{s['passages_mean']} passages in {s['prompt_tokens_mean']:.0f} prompt tokens: ROUGE-L "
-                   f"{m.get('rouge_l', 0):.2f}, BLEU-1 {m.get('bleu_1', 0):.2f}, EM {m.get('em', 0):.2f}, "
-                   f"F1 {m.get('f1', 0):.2f}, METEOR {m.get('meteor', 0):.2f} -> {workspace}/reader/llm/{s['run']}")
-        typer.echo("shortened: " + "; ".join(f"{n} ROUGE-L {v.get('rouge_l', 0):.2f} METEOR {v.get('meteor', 0):.2f}"
-                                             for n, v in s["shortened"].items()))
-        return
-    if reader:
-        if reader != "fid":
-            _fail(f"unknown --reader {reader!r}: use fid or llm")
-        from whoqa.reader.train import cross_validate as cv_reader, train_final as final_reader
-        given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items()
-                 if v is not None}
-        rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, lookup=lookup, copy=copy,
-                            top_k=default(ReaderConfig, "top_k") if top_k is None else top_k,
-                            question_passage=question_passage, train_encoder=train_encoder, bf16=bf16, num_beams=beams,
-                            no_repeat_ngram=no_repeat_ngram, seed=seed, max_train_samples=max_train_samples,
-                            max_eval_samples=max_eval_samples, **given)
-        if final:
-            st = _stage(final_reader, workspace, rcfg, device=device)
-            typer.echo(f"{st['name']}: trained on {st['examples']} questions -> {workspace}/models/reader/{st['name']}"
-                       "/final")
-            return
-        s = _stage(cv_reader, workspace, rcfg, device=device)
-        m = s["metrics"]
-        typer.echo(f"{s['run']}: {s['questions']} questions in {s['folds']} book folds: ROUGE-L {m.get('rouge_l', 0):.2f}, "
-                   f"BLEU-1 {m.get('bleu_1', 0):.2f}, BLEU-4 {m.get('bleu_4', 0):.2f}, EM {m.get('em', 0):.2f}, "
-                   f"F1 {m.get('f1', 0):.2f} -> {workspace}/reader/runs/{s['run']}")
-        return
+    """Fine-tune the memory network on the real Who questions with k-fold cross-validation x trials ->
+    WS/runs/<name>/ (resumable), or with --final the model `ask` serves. (The reader: `whoqa reader train`, `whoqa
+    reader llm`.)"""
     from whoqa.memnet.config import model_name, run_name
     from whoqa.memnet.train import cross_validate, train_final
-    given = {k: v for k, v in dict(epochs=epochs, lr=lr, batch_size=batch_size, folds=folds).items() if v is not None}
     cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience,
                       roles=roles, pretrained=pretrained, device=device, by_book=by_book, char_vectors=char_vectors,
-                      from_pretrained=from_pretrained, max_train_samples=max_train_samples, **given)
+                      from_pretrained=from_pretrained, max_train_samples=max_train_samples, epochs=epochs, lr=lr,
+                      batch_size=batch_size, folds=folds)
     if final:
         st = _stage(train_final, workspace, cfg)
         cal = st["calibration"]
@@ -449,6 +307,171 @@ def train_cmd(
         typer.echo(f"  its {e['members']} trials averaged: P@1 {e['p@1']:.2f}, P@5 {e['p@5']:.2f}, MRR {e['mrr']:.3f}; "
                    f"ECE {e['calibration']['ece']:.3f} at temperatures fit on the other folds "
                    f"({e['calibration']['ece_uncalibrated']:.3f} uncalibrated)")
+
+
+reader_app = typer.Typer(no_args_is_help=True, help="The reader for every other question: the FiD reader's "
+                         "pretraining and cross-validated training, and a local LLM's zero-shot answers.")
+app.add_typer(reader_app, name="reader")
+READER_BASE_HELP = "HF seq2seq or BERT path (default: the bundled MiniLM as bert2bert)."
+
+
+@reader_app.command("preread")
+def reader_preread(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
+    reader_base: Optional[str] = typer.Option(None, help=READER_BASE_HELP),
+    passages: int = typer.Option(default(PrereadConfig, "passages"), help="Passages restored."),
+    books: str = typer.Option(default(PrereadConfig, "books"), help="unlabeled (books without questions) or all."),
+    lr: float = typer.Option(default(PrereadConfig, "lr"), help="AdamW learning rate (linear decay)."),
+    train_encoder: bool = typer.Option(default(PrereadConfig, "train_encoder"),
+                                       help="Train the encoder too (default: decoder only)."),
+    bf16: bool = typer.Option(default(PrereadConfig, "bf16"),
+                              help="bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
+    device: str = typer.Option(AUTO, help=f"Where it trains: {DEVICE_HELP}."),
+    seed: int = typer.Option(SEED, help="Seed."),
+):
+    """Book prereading (Mou et al.): the reader restores masked passages of the books -> WS/models/preread/."""
+    from whoqa.reader.preread import preread
+    pcfg = PrereadConfig(base=reader_base, passages=passages, train_encoder=train_encoder, books=books, lr=lr,
+                         bf16=bf16, seed=seed)
+    st = _stage(preread, workspace, pcfg, device=device)
+    typer.echo(f"preread {st['passages']:,} passages of {st['books']} books in {st['seconds']}s "
+               f"({st['passages_per_second']} passages/s); loss {st['loss_first']:.3f} -> {st['loss_last']:.3f} "
+               f"-> {workspace}/models/preread")
+
+
+@reader_app.command("lookup")
+def reader_lookup(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare`."),
+    reader_base: Optional[str] = typer.Option(None, help=READER_BASE_HELP),
+    questions: int = typer.Option(default(LookupConfig, "questions"), help="Artificial questions trained on."),
+    books: str = typer.Option(default(LookupConfig, "books"), help="unlabeled (books without questions) or all."),
+    lr: float = typer.Option(default(LookupConfig, "lr"), help="AdamW learning rate (linear decay)."),
+    preread: bool = typer.Option(default(LookupConfig, "preread"),
+                                 help="Start from the prereading (`whoqa reader preread`; else --reader-base)."),
+    spans: float = typer.Option(default(LookupConfig, "spans"),
+                                help="Share of What/Where/When/Why questions whose answer is a span (the rest are "
+                                     "Who questions)."),
+    copy: bool = typer.Option(default(LookupConfig, "copy"), help="With a copy pointer over the passages -> "
+                                                                   "WS/models/lookup+copy/."),
+    train_encoder: bool = typer.Option(default(LookupConfig, "train_encoder"),
+                                       help="Train the encoder too (default: decoder only)."),
+    bf16: bool = typer.Option(default(LookupConfig, "bf16"),
+                              help="bfloat16 autocast (~1.8x faster on CPUs with AVX512-BF16)."),
+    device: str = typer.Option(AUTO, help=f"Where it trains: {DEVICE_HELP}."),
+    seed: int = typer.Option(SEED, help="Seed."),
+):
+    """Answer lookup: the reader answers artificial questions from passages -> WS/models/lookup/."""
+    from whoqa.reader.lookup import pretrain_lookup
+    lcfg = LookupConfig(questions=questions, books=books, lr=lr, preread=preread, base=reader_base,
+                        train_encoder=train_encoder, bf16=bf16, copy=copy, spans=spans, seed=seed)
+    st = _stage(pretrain_lookup, workspace, lcfg, device=device)
+    h = st["heldout"]
+    typer.echo(f"answer lookup on {st['questions']:,} artificial questions of {st['books']} books in "
+               f"{st['seconds']}s ({st['examples_per_second']} q/s); loss {st['loss_first']:.3f} -> "
+               f"{st['loss_last']:.3f}; held-out exact match {h['exact_match']:.1f}%, loss own/other passages "
+               f"{h['loss_own_input']:.3f}/{h['loss_other_input']:.3f} -> {workspace}/models/lookup"
+               + ("+copy" if copy else ""))
+    if len(h.get("exact_match_by_kind", {})) > 1:
+        typer.echo("held-out exact match by kind: " + ", ".join(f"{k} {v:.1f}%" for k, v in
+                                                                 h["exact_match_by_kind"].items()))
+
+
+@reader_app.command("train")
+def reader_train(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare` and `whoqa index`."),
+    context: str = typer.Option(default(ReaderConfig, "context"), help="Passages from none, bm25f, bert or oracle."),
+    reader_base: Optional[str] = typer.Option(None, help=READER_BASE_HELP),
+    preread: bool = typer.Option(default(ReaderConfig, "preread"), help="Start from `whoqa reader preread`."),
+    lookup: bool = typer.Option(default(ReaderConfig, "lookup"), help="Start from `whoqa reader lookup`."),
+    copy: bool = typer.Option(default(ReaderConfig, "copy"), help="A copy pointer over the passages' tokens (with "
+                                                                   "--lookup: from `whoqa reader lookup --copy`)."),
+    question_passage: bool = typer.Option(default(ReaderConfig, "question_passage"),
+                                          help="The question alone as one more passage, first (so the reader sees all "
+                                               "the no-context reader sees)."),
+    top_k: int = typer.Option(default(ReaderConfig, "top_k"), help="Passages per question."),
+    folds: int = typer.Option(default(ReaderConfig, "folds"), help="Cross-validation folds over the books."),
+    epochs: int = typer.Option(default(ReaderConfig, "epochs"), help="Epochs."),
+    lr: float = typer.Option(default(ReaderConfig, "lr"), help="AdamW learning rate (linear decay)."),
+    batch_size: int = typer.Option(default(ReaderConfig, "batch_size"), help="Questions per batch."),
+    train_encoder: bool = typer.Option(default(ReaderConfig, "train_encoder"),
+                                       help="Fine-tune the encoder too (default: decoder only)."),
+    beams: int = typer.Option(default(ReaderConfig, "num_beams"), help="Beam size (1 = greedy)."),
+    no_repeat_ngram: int = typer.Option(default(ReaderConfig, "no_repeat_ngram"),
+                                        help="Answers never write an n-gram of this size twice (0 = off)."),
+    bf16: bool = typer.Option(default(ReaderConfig, "bf16"),
+                              help="Mixed precision in training (bfloat16, ~1.8x faster with AVX512-BF16; float16 + "
+                                   "loss scaling on older GPUs)."),
+    device: str = typer.Option(AUTO, help=f"Where it trains: {DEVICE_HELP}."),
+    seed: int = typer.Option(SEED, help="Seed."),
+    max_train_samples: Optional[int] = typer.Option(None, help="Debug: train on the first N questions of a fold."),
+    max_eval_samples: Optional[int] = typer.Option(None, help="Debug: answer the first N questions of a fold."),
+    final: bool = typer.Option(False, help="Instead: one reader on all questions for `whoqa ask`."),
+):
+    """The FiD reader on every question with book-level folds -> WS/reader/runs/<name>/ (resumable), or with --final
+    the reader `ask` serves -> WS/models/reader/<name>/final/."""
+    from whoqa.reader.train import cross_validate, train_final
+    rcfg = ReaderConfig(context=context, base=reader_base, preread=preread, lookup=lookup, copy=copy, top_k=top_k,
+                        question_passage=question_passage, train_encoder=train_encoder, bf16=bf16, num_beams=beams,
+                        no_repeat_ngram=no_repeat_ngram, seed=seed, max_train_samples=max_train_samples,
+                        max_eval_samples=max_eval_samples, epochs=epochs, lr=lr, batch_size=batch_size, folds=folds)
+    if final:
+        st = _stage(train_final, workspace, rcfg, device=device)
+        typer.echo(f"{st['name']}: trained on {st['examples']} questions -> {workspace}/models/reader/{st['name']}"
+                   "/final")
+        return
+    s = _stage(cross_validate, workspace, rcfg, device=device)
+    m = s["metrics"]
+    typer.echo(f"{s['run']}: {s['questions']} questions in {s['folds']} book folds: ROUGE-L {m.get('rouge_l', 0):.2f}, "
+               f"BLEU-1 {m.get('bleu_1', 0):.2f}, BLEU-4 {m.get('bleu_4', 0):.2f}, EM {m.get('em', 0):.2f}, "
+               f"F1 {m.get('f1', 0):.2f} -> {workspace}/reader/runs/{s['run']}")
+
+
+@reader_app.command("llm")
+def reader_llm(
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare` and `whoqa index`."),
+    reader_base: str = typer.Option(default(LLMConfig, "base"), help="A causal LM folder, hub id, .gguf file or a "
+                                                                     "packaged model."),
+    context: str = typer.Option(default(LLMConfig, "context"), help="Passages from none, bm25f, bert or oracle."),
+    top_k: int = typer.Option(default(LLMConfig, "top_k"), help="Passages per question, as many as fit."),
+    prompt_tokens: int = typer.Option(default(LLMConfig, "prompt_tokens"),
+                                      help="Prompt budget in tokens (cut further to the model's context)."),
+    shots: int = typer.Option(default(LLMConfig, "shots"), help="Example questions with their answers, from other "
+                                                                "books (never the asked one)."),
+    passage_order: str = typer.Option(default(LLMConfig, "order"), help="The passages kept in the book's order (book, "
+                                                                        "DOS-RAG) or best first (rank)."),
+    runtime: str = typer.Option(default(LLMConfig, "runtime"), help="auto, transformers or llamacpp (gpt4all's "
+                                                                    "llama.cpp, for GGUF files it knows)."),
+    rendering: str = typer.Option(default(LLMConfig, "rendering"), help="How the passages show who each mention is: "
+                                  "raw, annotate (\"she [Helen Chester]\") or replace."),
+    character_list: bool = typer.Option(default(LLMConfig, "character_list"),
+                                        help="List the characters the passages mention in the prompt."),
+    shorten: str = typer.Option(default(LLMConfig, "shorten"), help="The answer kept: none, words<N> or span (the "
+                                "passages' best-matching span); every one is reported either way."),
+    sample: Optional[int] = typer.Option(None, help="A fixed sample of N questions (the same for every model and "
+                                                    "variant; 200 for quick comparisons) -> <name>+sample<N>."),
+    half: bool = typer.Option(default(LLMConfig, "half"), help="Half-precision weights."),
+    device: str = typer.Option(AUTO, help=f"Where the LLM runs: {DEVICE_HELP}."),
+    seed: int = typer.Option(SEED, help="Seed."),
+    max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
+    executor: str = typer.Option(default(ExecutorConfig, "executor"), help="Its answers: local (this process) or ray "
+                                 "(batches of questions as tasks on a Ray cluster; the same rows, resumable)."),
+    ray_address: Optional[str] = typer.Option(None, help="With --executor ray: the cluster (auto, HOST:PORT; default "
+                                                         "$RAY_ADDRESS, else auto)."),
+):
+    """A local language model answers every question zero-shot from its passages -> WS/reader/llm/<name>/
+    (resumable per question); no book is trained on, so no folds."""
+    from whoqa.reader.llm import answer_all
+    lcfg = LLMConfig(base=reader_base, context=context, top_k=top_k, prompt_tokens=prompt_tokens, half=half, seed=seed,
+                     max_eval_samples=max_eval_samples, shots=shots, order=passage_order, runtime=runtime,
+                     sample=sample, rendering=rendering, character_list=character_list, shorten=shorten)
+    s = _stage(answer_all, workspace, lcfg, device=device, executor=ExecutorConfig(executor, ray_address))
+    m = s["metrics"]
+    typer.echo(f"{s['run']}: {s['questions']} questions zero-shot, {s['seconds_per_question']} s/question, "
+               f"{s['passages_mean']} passages in {s['prompt_tokens_mean']:.0f} prompt tokens: ROUGE-L "
+               f"{m.get('rouge_l', 0):.2f}, BLEU-1 {m.get('bleu_1', 0):.2f}, EM {m.get('em', 0):.2f}, "
+               f"F1 {m.get('f1', 0):.2f}, METEOR {m.get('meteor', 0):.2f} -> {workspace}/reader/llm/{s['run']}")
+    typer.echo("shortened: " + "; ".join(f"{n} ROUGE-L {v.get('rouge_l', 0):.2f} METEOR {v.get('meteor', 0):.2f}"
+                                         for n, v in s["shortened"].items()))
 
 
 @app.command()
@@ -684,20 +707,12 @@ def eval_(
     seed: int = typer.Option(default(EvalConfig, "seed"), help="Seed of the random baseline (trial t uses seed + t)."),
     random_trials: int = typer.Option(default(EvalConfig, "random_trials"), help="Trials of the random baseline."),
     jobs: int = typer.Option(default(EvalConfig, "jobs"), help="Processes for preparing --data books."),
-    ablation: Optional[str] = typer.Option(None, help="Instead: P@1 against hops, context, pretrain-fraction or "
-                                                      "pretrain-epochs, in the paper's configuration (Figures 3-6)."),
-    ablation_ranker: Optional[List[str]] = typer.Option(None, help="Rankers for --ablation (default: all indexed)."),
-    ablation_trials: int = typer.Option(1, help="Trials per fold for --ablation (paper: 5)."),
-    ablation_folds: int = typer.Option(default(TrainConfig, "folds"), help="Folds for --ablation."),
-    ablation_epochs: int = typer.Option(default(TrainConfig, "epochs"), help="Training epochs for --ablation."),
     reader_run: Optional[str] = typer.Option(None, help="Full task: reader run for non-Who questions (default: the "
                                                         "best cross-validated ROUGE-L)."),
     memnet_run: Optional[str] = typer.Option(None, help="Full task: memory-network run for Who questions (default: "
                                                         "the best cross-validated P@1)."),
-    failures: Optional[str] = typer.Option(None, help="Instead: why a memory-network run (WS/runs/<name>, or "
-                                                      "ensemble:<name>) misses what it misses, with examples."),
-    device: str = typer.Option(default(EvalConfig, "device"), help=f"With --data or --ablation: where the memory "
-                                                                    f"networks and readers run, {DEVICE_HELP}."),
+    device: str = typer.Option(default(EvalConfig, "device"), help=f"With --data: where the memory networks and "
+                                                                    f"readers run, {DEVICE_HELP}."),
     adapt: bool = typer.Option(default(EvalConfig, "adapt"), help="With --data: also judge the final models after "
                                                                    "test-time adaptation (cached per model and book)."),
     llm: Optional[str] = typer.Option(None, help="With --data: the local LLM the served route reads with (default: "
@@ -707,25 +722,9 @@ def eval_(
     ray_address: Optional[str] = typer.Option(None, help="With --executor ray: the cluster (default $RAY_ADDRESS)."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
-    reader is trained, the full task (all questions; Who questions routed to the memory network)."""
-    from whoqa.evaluation.evaluate import available_rankers, evaluate
-    if failures:
-        from whoqa.evaluation.failures import failure_report, format_report
-        typer.echo(format_report(_stage(failure_report, workspace, failures)))
-        return
-    if ablation:
-        from whoqa.memnet.ablation import run_ablation
-        rankers = list(ablation_ranker or available_rankers(workspace))
-        if not rankers:
-            _fail(f"no contexts in {workspace}/contexts: run `whoqa index --workspace {workspace}` first")
-        base = TrainConfig(folds=ablation_folds, trials=ablation_trials, epochs=ablation_epochs, seed=seed,
-                           from_pretrained=ablation not in ("hops", "context"),
-                           salience=False, device=device)  # the paper's figures, so its configuration
-        res = _stage(run_ablation, workspace, ablation, rankers, base)
-        for ranker, pts in res["series"].items():
-            typer.echo(f"{ranker}: " + ", ".join(f"{p['value']}: {p['p@1']:.2f}" for p in pts))
-        typer.echo(f"plot: {workspace}/results/ablation-{ablation}.png")
-        return
+    reader is trained, the full task (all questions; Who questions routed to the memory network). (The paper's
+    ablations: `whoqa ablation`; a run's misses: `whoqa failures`.)"""
+    from whoqa.evaluation.evaluate import evaluate
     res = _stage(evaluate, EvalConfig(workspace=str(workspace), data=str(data) if data else None, seed=seed,
                                       random_trials=random_trials, jobs=jobs, device=device, adapt=adapt, llm=llm,
                                       executor=executor, ray_address=ray_address))
@@ -735,8 +734,45 @@ def eval_(
     if not data:
         from whoqa.evaluation.fulltask import evaluate_full_task
         full = _stage(evaluate_full_task, workspace, reader_run, memnet_run)
-        typer.echo("\n" + full["table"] if full else "full task: no reader run yet (`whoqa train --reader fid`)")
+        typer.echo("\n" + full["table"] if full else "full task: no reader run yet (`whoqa reader train`)")
     typer.echo(f"results: {workspace}/results/")
+
+
+@app.command()
+def ablation(
+    kind: str = typer.Argument(..., help="P@1 against hops, context, pretrain-fraction or pretrain-epochs."),
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa prepare` and `whoqa index`."),
+    ranker: Optional[List[str]] = typer.Option(None, help="Rankers (default: all indexed)."),
+    trials: int = typer.Option(1, help="Trials per fold (paper: 5)."),
+    folds: int = typer.Option(default(TrainConfig, "folds"), help="Folds."),
+    epochs: int = typer.Option(default(TrainConfig, "epochs"), help="Training epochs."),
+    seed: int = typer.Option(SEED, help="Seed."),
+    device: str = typer.Option(default(TrainConfig, "device"), help=f"Where the networks train: {DEVICE_HELP}."),
+):
+    """The paper's ablations (Figures 3-6) in its configuration: P@1 of the memory network against one setting ->
+    WS/results/ablation-<kind>.png."""
+    from whoqa.evaluation.evaluate import available_rankers
+    from whoqa.memnet.ablation import run_ablation
+    rankers = list(ranker or available_rankers(workspace))
+    if not rankers:
+        _fail(f"no contexts in {workspace}/contexts: run `whoqa index --workspace {workspace}` first")
+    base = TrainConfig(folds=folds, trials=trials, epochs=epochs, seed=seed,
+                       from_pretrained=kind not in ("hops", "context"),
+                       salience=False, device=device)  # the paper's figures, so its configuration
+    res = _stage(run_ablation, workspace, kind, rankers, base)
+    for r, pts in res["series"].items():
+        typer.echo(f"{r}: " + ", ".join(f"{p['value']}: {p['p@1']:.2f}" for p in pts))
+    typer.echo(f"plot: {workspace}/results/ablation-{kind}.png")
+
+
+@app.command()
+def failures(
+    run: str = typer.Argument(..., help="A memory-network run (WS/runs/<name>), or ensemble:<name>."),
+    workspace: Path = typer.Option(Path("ws"), help="Workspace of `whoqa train`."),
+):
+    """Why a memory-network run misses what it misses, with examples -> WS/results/failures-<run>.{json,txt}."""
+    from whoqa.evaluation.failures import failure_report, format_report
+    typer.echo(format_report(_stage(failure_report, workspace, run)))
 
 
 @app.command()

@@ -203,7 +203,7 @@ def test_bad_input_is_refused_and_nothing_is_lost(ws, tmp_path):
 
 def test_eval_on_unseen_books_scores_the_trained_model(ws, shared_data, tmp_path, tiny_reader_path):
     _, ws = ws
-    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", "--context", "bm25f", "--epochs", "1",
+    r = run(app, ["reader", "train", "--workspace", str(ws), "--final", "--context", "bm25f", "--epochs", "1",
                   "--beams", "1", "--reader-base", tiny_reader_path])
     assert r.exit_code == 0, r.output
     other = tmp_path / "other"
@@ -243,7 +243,7 @@ def test_the_reader_is_served_as_it_was_trained(ws, tiny_reader_path):
     from whoqa.reader.ask import ReaderAsker
     _, ws = ws
     for context, top_k in (("bm25f", "3"), ("none", "10")):
-        r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", "--context", context, "--top-k",
+        r = run(app, ["reader", "train", "--workspace", str(ws), "--final", "--context", context, "--top-k",
                       top_k, "--epochs", "1", "--beams", "1", "--reader-base", tiny_reader_path])
         assert r.exit_code == 0, r.output
     served = ReaderAsker(ws, "fid[bm25f]")

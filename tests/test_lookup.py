@@ -1,4 +1,4 @@
-"""Answer lookup (`whoqa pretrain --reader lookup`): artificial Who questions as reader examples whose answer is a name
+"""Answer lookup (`whoqa reader lookup`): artificial Who questions as reader examples whose answer is a name
 the passages spell, and the pretraining's bookkeeping (resume keys, fold records of runs that start from it)."""
 import json
 import random
@@ -111,7 +111,7 @@ def test_preread_and_lookup_together_is_refused_with_a_reason(tmp_path):
     from whoqa.reader.train import start_model_path
     with pytest.raises(ValueError, match="drop --preread"):
         start_model_path(tmp_path, ReaderConfig(preread=True, lookup=True))
-    with pytest.raises(FileNotFoundError, match="whoqa pretrain --reader lookup"):
+    with pytest.raises(FileNotFoundError, match="whoqa reader lookup"):
         start_model_path(tmp_path, ReaderConfig(lookup=True))
 
 

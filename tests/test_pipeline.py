@@ -69,7 +69,7 @@ def test_ablation_plot(mini_data, tmp_path):
     assert run(app, ["prepare", "--data", str(mini_data), "--workspace", ws, "--book", DYING_DETECTIVE,
                      "--jobs", "1"]).exit_code == 0
     assert run(app, ["index", "--workspace", ws, "--jobs", "1"]).exit_code == 0
-    r = run(app, ["eval", "--workspace", ws, "--ablation", "hops", "--ablation-folds", "2", "--ablation-epochs", "2"])
+    r = run(app, ["ablation", "hops", "--workspace", ws, "--folds", "2", "--epochs", "2"])
     assert r.exit_code == 0, r.output
     res = json.loads((tmp_path / "ws" / "results" / "ablation-hops.json").read_text())
     assert [p["value"] for p in res["series"]["bm25f"]] == [1, 2, 3, 4, 5]

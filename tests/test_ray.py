@@ -34,7 +34,7 @@ prepare {tmp}/ws-ray || status=1
 whoqa index --workspace {tmp}/ws-ray --executor ray --ray-address 127.0.0.1:{port} > index.log 2>&1 || status=1
 whoqa rerank --candidates features --folds 2 --top-k 3 --workspace {tmp}/ws-ray --reader-base {llm} --device cpu \
     --executor ray --ray-address 127.0.0.1:{port} > rerank.log 2>&1 || status=1
-whoqa train --reader llm --reader-base {llm} --context bm25f --sample 6 --workspace {tmp}/ws-ray --device cpu \
+whoqa reader llm --reader-base {llm} --context bm25f --sample 6 --workspace {tmp}/ws-ray --device cpu \
     --executor ray --ray-address 127.0.0.1:{port} > llm.log 2>&1 || status=1
 prepare {tmp}/ws-kill &
 run=$!
@@ -79,7 +79,7 @@ def test_prepare_on_a_ray_cluster_writes_the_same_bytes_and_survives_a_killed_no
     llm = ["--reader-base", tiny_llm_path, "--device", "cpu", "--workspace", str(local)]
     r = CliRunner().invoke(app, ["rerank", "--candidates", "features", "--folds", "2", "--top-k", "3", *llm])
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(app, ["train", "--reader", "llm", "--context", "bm25f", "--sample", "6", *llm])
+    r = CliRunner().invoke(app, ["reader", "llm", "--context", "bm25f", "--sample", "6", *llm])
     assert r.exit_code == 0, r.output
     script = CLUSTER.format(bin=VENV_BIN, tmp=tmp_path, data=data, port=6391, llm=tiny_llm_path)
     done = subprocess.run(["unshare", "-n", "bash", "-c", script], cwd=ROOT, capture_output=True, text=True,

@@ -37,7 +37,7 @@ def ws(tmp_path_factory, shared_data):
 
 
 def test_index_with_oracle_contexts(ws, tiny_reader_path):
-    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--context", "bm25f", "--reader-base",
+    r = run(app, ["reader", "train", "--workspace", str(ws), "--context", "bm25f", "--reader-base",
                   tiny_reader_path])
     assert r.exit_code == 2 and "whoqa index" in r.output  # no contexts yet: says what to run
     for ranker in ("bm25f", "oracle"):
@@ -56,11 +56,11 @@ def test_index_with_oracle_contexts(ws, tiny_reader_path):
 def test_prereading(ws, tiny_reader_path):
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--reader-model",
                   "fid[bm25f]"])
-    assert r.exit_code == 2 and "whoqa train --reader fid --final" in r.output  # no reader yet: says what to run
-    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--preread", "--reader-base", tiny_reader_path])
-    assert r.exit_code == 2 and "whoqa pretrain --reader preread" in r.output
-    r = run(app, ["pretrain", "--workspace", str(ws), "--reader", "preread", "--reader-base", tiny_reader_path,
-                  "--preread-books", "all", "--preread-passages", "16"])
+    assert r.exit_code == 2 and "whoqa reader train --final" in r.output  # no reader yet: says what to run
+    r = run(app, ["reader", "train", "--workspace", str(ws), "--preread", "--reader-base", tiny_reader_path])
+    assert r.exit_code == 2 and "whoqa reader preread" in r.output
+    r = run(app, ["reader", "preread", "--workspace", str(ws), "--reader-base", tiny_reader_path,
+                  "--books", "all", "--passages", "16"])
     assert r.exit_code == 0, r.output
     assert (ws / "models" / "preread" / "config.json").is_file()
     heldout = json.loads((ws / "models" / "preread" / "whoqa_reader.json").read_text())["stats"]["heldout"]
@@ -73,7 +73,7 @@ def test_reader_cross_validation_over_book_folds(ws, tiny_reader_path):
                   ["--context", "bm25f", "--reader-base", tiny_reader_path],
                   ["--context", "bm25f", "--preread"],
                   ["--context", "oracle", "--reader-base", tiny_reader_path]):
-        r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, *extra])
+        r = run(app, ["reader", "train", "--workspace", str(ws), *small, *extra])
         assert r.exit_code == 0, r.output
         assert "6 questions in 2 book folds" in r.output
     run_dir = ws / "reader" / "runs" / "fid[bm25f]"
@@ -87,7 +87,7 @@ def test_reader_cross_validation_over_book_folds(ws, tiny_reader_path):
         "loss_own_input", "loss_other_input"}
     assert (ws / "models" / "reader" / "fid[bm25f]" / "fold1" / "config.json").is_file()
     before = (run_dir / "fold0.json").read_text()
-    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--reader-base",
+    r = run(app, ["reader", "train", "--workspace", str(ws), *small, "--context", "bm25f", "--reader-base",
                   tiny_reader_path])
     assert r.exit_code == 0 and (run_dir / "fold0.json").read_text() == before  # resumed: nothing redone
 
@@ -96,37 +96,37 @@ def test_a_new_prereading_redoes_the_runs_that_started_from_the_old(ws, tiny_rea
     small = SMALL
     preread_fold = ws / "reader" / "runs" / "fid[bm25f]+preread" / "fold0.json"
     assert json.loads(preread_fold.read_text())["preread"]["passages"] == 16
-    assert run(app, ["pretrain", "--workspace", str(ws), "--reader", "preread", "--reader-base", tiny_reader_path,
-                     "--preread-books", "all", "--preread-passages", "8"]).exit_code == 0
+    assert run(app, ["reader", "preread", "--workspace", str(ws), "--reader-base", tiny_reader_path,
+                     "--books", "all", "--passages", "8"]).exit_code == 0
     from whoqa.evaluation.fulltask import reader_runs
     assert "fid[bm25f]+preread" not in reader_runs(ws) and "fid[bm25f]" in reader_runs(ws)  # stale start: left out
-    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--preread"])
+    r = run(app, ["reader", "train", "--workspace", str(ws), *small, "--context", "bm25f", "--preread"])
     assert r.exit_code == 0 and json.loads(preread_fold.read_text())["preread"]["passages"] == 8  # new start: redone
 
 
 
 def test_answer_lookup_with_and_without_a_copy_pointer(ws, tiny_reader_path):
     small = SMALL
-    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup"])
-    assert r.exit_code == 2 and "whoqa pretrain --reader lookup" in r.output
-    r = run(app, ["pretrain", "--workspace", str(ws), "--reader", "lookup", "--lookup-books", "all",
-                  "--lookup-questions", "12"])
+    r = run(app, ["reader", "train", "--workspace", str(ws), *small, "--context", "bm25f", "--lookup"])
+    assert r.exit_code == 2 and "whoqa reader lookup" in r.output
+    r = run(app, ["reader", "lookup", "--workspace", str(ws), "--books", "all",
+                  "--questions", "12"])
     assert r.exit_code == 0 and "answer lookup on 12 artificial questions" in r.output, r.output
     meta = json.loads((ws / "models" / "lookup" / "whoqa_reader.json").read_text())
     assert meta["preread"]["passages"] == 8 and meta["stats"]["heldout"]["examples"] > 0  # starts from prereading
-    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup"])
+    r = run(app, ["reader", "train", "--workspace", str(ws), *small, "--context", "bm25f", "--lookup"])
     assert r.exit_code == 0, r.output
     fold = json.loads((ws / "reader" / "runs" / "fid[bm25f]+lookup" / "fold0.json").read_text())
     assert fold["lookup"]["questions"] == 12 and fold["preread"]["passages"] == 8
-    r = run(app, ["pretrain", "--workspace", str(ws), "--reader", "lookup", "--lookup-books", "all",
-                  "--lookup-questions", "12", "--copy", "--lookup-spans", "0.5"])
+    r = run(app, ["reader", "lookup", "--workspace", str(ws), "--books", "all",
+                  "--questions", "12", "--copy", "--spans", "0.5"])
     assert r.exit_code == 0 and "models/lookup+copy" in r.output, r.output
     meta = json.loads((ws / "models" / "lookup+copy" / "whoqa_reader.json").read_text())
     assert meta["config"]["spans"] == 0.5 and meta["stats"]["span_questions"] == 6  # half of the 12
     assert (ws / "models" / "lookup+copy" / "copy_pointer.pt").is_file()
-    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup"])
+    r = run(app, ["reader", "train", "--workspace", str(ws), *small, "--context", "bm25f", "--lookup"])
     assert r.exit_code == 0 and "fid[bm25f]+lookup:" in r.output  # the lookup without a pointer is still current
-    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", *small, "--context", "bm25f", "--lookup",
+    r = run(app, ["reader", "train", "--workspace", str(ws), *small, "--context", "bm25f", "--lookup",
                   "--copy", "--beams", "2", "--device", "cpu"])  # the pointer's beam search, on a named device
     assert r.exit_code == 0, r.output
     fold = json.loads((ws / "reader" / "runs" / "fid[bm25f]+lookup+copy" / "fold0.json").read_text())
@@ -144,7 +144,7 @@ def test_full_task_rows_and_routing(ws):
     assert "--lookup" in full["rows"]["fid[bm25f]+lookup"]["command"]
     assert "--lookup --copy" in full["rows"]["fid[bm25f]+lookup+copy"]["command"]
     assert full["rows"]["fid[bm25f]+lookup+copy"]["command"].startswith(
-        "whoqa pretrain --reader lookup --copy --lookup-spans 0.5 --lookup-questions 12 && whoqa train")
+        "whoqa reader lookup --copy --spans 0.5 --questions 12 && whoqa reader train --context bm25f --lookup --copy")
     routed = full["routing"]  # the reader with the best ROUGE-L over its own folds, never the oracle
     best = max(sorted(n for n in full["rows"] if not n.startswith(("routed", "fid[oracle]"))),
                key=lambda n: full["rows"][n]["metrics"]["rouge_l"])
@@ -161,7 +161,7 @@ def test_full_task_rows_and_routing(ws):
 
 
 def test_a_local_language_model_answers_zero_shot_beside_the_fid_rows(ws, tiny_llm_path):
-    llm = ["train", "--workspace", str(ws), "--reader", "llm", "--reader-base", tiny_llm_path, "--context", "bm25f",
+    llm = ["reader", "llm", "--workspace", str(ws), "--reader-base", tiny_llm_path, "--context", "bm25f",
            "--device", "cpu"]
     r = run(app, llm)
     assert r.exit_code == 0 and "6 questions zero-shot" in r.output, r.output
@@ -172,7 +172,7 @@ def test_a_local_language_model_answers_zero_shot_beside_the_fid_rows(ws, tiny_l
     assert run(app, llm).exit_code == 0 and answers.read_text() == before  # resumed: nothing answered again
     r = run(app, llm + ["--top-k", "2"])  # a prompt variant is a run of its own, beside the default's
     assert r.exit_code == 0 and f"{name}+k2" in r.output and answers.read_text() == before, r.output
-    r = run(app, llm + ["--top-k", "2", "--bf16"])  # another config under the same name: the earlier run is kept
+    r = run(app, llm + ["--top-k", "2", "--half"])  # another config under the same name: the earlier run is kept
     kept = [p for p in (ws / "reader" / "llm-archive").iterdir() if p.name.startswith(f"{name}+k2@")]  # aside
     assert r.exit_code == 0 and len(kept) == 1 and len((kept[0] / "predictions.jsonl").read_text().splitlines()) == 6
     r = run(app, llm + ["--sample", "4"])  # a fixed sample: the same questions every time
@@ -323,7 +323,7 @@ def test_bench_times_the_first_rerank_answer_about_a_new_book(ws, tiny_llm_path,
 
 def test_ask_serves_the_final_reader(ws, tiny_reader_path):
     small = SMALL
-    r = run(app, ["train", "--workspace", str(ws), "--reader", "fid", "--final", *small, "--context", "bm25f",
+    r = run(app, ["reader", "train", "--workspace", str(ws), "--final", *small, "--context", "bm25f",
                   "--reader-base", tiny_reader_path, "--device", "cpu"])
     assert r.exit_code == 0 and "trained on 6 questions" in r.output, r.output
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--device", "cpu",

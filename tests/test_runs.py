@@ -55,7 +55,7 @@ def test_a_reader_run_with_another_config_is_archived_not_overwritten(mini_data,
     ws = dd_ws
     assert run(app, ["prepare", "--data", str(mini_data), "--workspace", str(ws), "--book", DYING_DETECTIVE,
                      "--book", SHORT_BOOKS[0], "--jobs", "1"]).exit_code == 0
-    base = ["train", "--workspace", str(ws), "--reader", "fid", "--context", "none", "--folds", "2", "--beams", "1",
+    base = ["reader", "train", "--workspace", str(ws), "--context", "none", "--folds", "2", "--beams", "1",
             "--reader-base", tiny_reader_path]
     assert run(app, base + ["--epochs", "1"]).exit_code == 0
     run_dir = ws / "reader" / "runs" / "fid[none]"

@@ -193,8 +193,8 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
         return Route("reader", f"FiD reader {fid.name}: " + (f"its cross-validated ROUGE-L {fid.score:.2f} beats "
                                                              f"{llm}'s {rouge}" if llm else "no local LLM installed"))
     if llm is None:
-        raise FileNotFoundError("no reader for a question that is not about a character: train one (`whoqa train "
-                                "--reader fid --final`) or install the local LLM (`bash install.sh`)")
+        raise FileNotFoundError("no reader for a question that is not about a character: train one (`whoqa reader "
+                                "train --final`) or install the local LLM (`bash install.sh`)")
     return Route("llm", f"{llm}, zero-shot, reading the book's passages ("
                         + (f"ROUGE-L {rouge} on the 200-question sample" if rouge is not None else "not measured here")
                         + ")"

@@ -5,6 +5,7 @@ older GPUs."""
 from __future__ import annotations
 
 DEVICES = "auto, cpu, cuda or cuda:N"
+AUTO = "auto"  # the default --device of every stage without a config field of its own
 LLAMACPP_DEVICE = "cpu"  # gpt4all's llama.cpp: its CUDA builds are not shipped here, so GGUF models run on the CPU
 
 

@@ -217,7 +217,7 @@ def run_processes(workspace: str, context: str = "bm25f", n: int = 32, base: str
 
 
 def run_llm(workspace: str, base: str, runtime: str = "auto", n: int = 8, new_tokens: int = 16) -> dict:
-    """A local LLM reader on real prompts (the workspace's questions with their BM25F passages, as `train --reader
+    """A local LLM reader on real prompts (the workspace's questions with their BM25F passages, as `reader
     llm` builds them): load time, prompt (prefill) and generation tokens/s, seconds per answer, peak memory. Run it
     once per model and runtime, each in its own process, so the peak memory is that model's."""
     import resource

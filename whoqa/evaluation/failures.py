@@ -1,4 +1,4 @@
-"""`whoqa eval --failures RUN`: why a cross-validated memory-network run misses the questions it misses.
+"""`whoqa failures RUN`: why a cross-validated memory-network run misses the questions it misses.
 
 Every question of the run (its first trial's prediction, or the averaged trials with `ensemble:RUN`) gets the facts
 that explain most misses: is the answer mentioned in the question's context at all, does the question name the

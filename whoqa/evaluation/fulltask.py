@@ -34,22 +34,22 @@ def reader_runs(workspace: Path) -> dict[str, dict[int, str]]:
             continue
         folds, done = current_folds(Path(workspace), run)
         if len(done) < folds:
-            log.warning("reader run %s has %d of %d folds with its current config: left out (run its `whoqa train "
-                        "--reader fid` again to finish)", run.name, len(done), folds)
+            log.warning("reader run %s has %d of %d folds with its current config: left out (run its `whoqa reader "
+                        "train` again to finish)", run.name, len(done), folds)
             continue
         out[run.name] = {p["question_id"]: p["prediction"] for d in done for p in d["predictions"]}
     return out
 
 
 def reader_command(cfg: dict, lookup: dict | None = None) -> str:
-    """The `whoqa train` command of a run's config, after the answer-lookup pretraining it started from (if any)."""
+    """The `whoqa reader train` command of a run's config, after the answer-lookup pretraining it started from (if any)."""
     parts = []
     if lookup:
-        parts.append("whoqa pretrain --reader lookup" + (" --copy" if lookup.get("copy") else "")
-                     + (f" --lookup-spans {lookup['spans']}" if lookup.get("spans") else "")
-                     + (f" --lookup-questions {lookup['questions']}" if lookup.get("questions", LookupConfig.questions) != LookupConfig.questions
+        parts.append("whoqa reader lookup" + (" --copy" if lookup.get("copy") else "")
+                     + (f" --spans {lookup['spans']}" if lookup.get("spans") else "")
+                     + (f" --questions {lookup['questions']}" if lookup.get("questions", LookupConfig.questions) != LookupConfig.questions
                         else "") + (" --bf16" if lookup.get("bf16") else "") + " &&")
-    parts.append(f"whoqa train --reader fid --context {cfg['context']}")
+    parts.append(f"whoqa reader train --context {cfg['context']}")
     parts += [f"--{flag.replace('_', '-')}" for flag in ("preread", "lookup", "copy", "question_passage",
                                                            "train_encoder", "bf16") if cfg.get(flag)]
     if cfg.get("no_repeat_ngram"):
@@ -63,15 +63,15 @@ def reader_command(cfg: dict, lookup: dict | None = None) -> str:
 
 
 def llm_command(cfg: dict) -> str:
-    """The `whoqa train --reader llm` command of an LLM run's config."""
+    """The `whoqa reader llm` command of an LLM run's config."""
     from whoqa.reader.config import LLMConfig
-    parts = [f"whoqa train --reader llm --reader-base {cfg['base']} --context {cfg['context']}"]
+    parts = [f"whoqa reader llm --reader-base {cfg['base']} --context {cfg['context']}"]
     for key, flag in (("top_k", "--top-k"), ("prompt_tokens", "--prompt-tokens"), ("shots", "--shots"),
                       ("order", "--passage-order"), ("runtime", "--runtime"), ("sample", "--sample"),
                       ("max_eval_samples", "--max-eval-samples")):
         if cfg.get(key) is not None and cfg.get(key) != getattr(LLMConfig, key):
             parts.append(f"{flag} {cfg[key]}")
-    return " ".join(parts + (["--bf16"] if cfg.get("half") else []))
+    return " ".join(parts + (["--half"] if cfg.get("half") else []))
 
 
 def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
@@ -244,7 +244,7 @@ def format_full_task(out: dict) -> str:
     if out.get("routing") and out["routing"].get("chosen_by"):
         lines.append("routed: " + "; ".join(out["routing"]["chosen_by"]))
     for n, sample in out.get("samples", {}).items():
-        lines.append(f"\nA fixed sample of {sample['questions']} questions (`train --reader llm --sample {n}`; the "
+        lines.append(f"\nA fixed sample of {sample['questions']} questions (`reader llm --sample {n}`; the "
                      f"rows above on the same questions first)")
         for name, r in sample["rows"].items():
             lines.append(f"{name:<52}" + _figures(r)

@@ -190,7 +190,7 @@ def _scores(predicted, examples) -> dict:
 
 
 def final_readers(workspace: Path) -> list[Path]:
-    """Folders of the readers trained with `whoqa train --reader fid --final` (WS/models/reader/<name>/final/)."""
+    """Folders of the readers trained with `whoqa reader train --final` (WS/models/reader/<name>/final/)."""
     from whoqa.reader.model import READER_FILE
     return sorted(p.parent for p in Path(workspace).glob(f"models/reader/*/final/{READER_FILE}"))
 

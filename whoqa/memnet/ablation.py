@@ -1,4 +1,4 @@
-"""`whoqa eval --ablation KIND`: P@1 against hops, context size, share of artificial questions and pretraining
+"""`whoqa ablation KIND`: P@1 against hops, context size, share of artificial questions and pretraining
 epochs, per ranker (Angelidis et al. Figures 3-6), as JSON and a PNG plot under WS/results/."""
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ questions, with every other parameter frozen, and returns those rows; `patched` 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from contextlib import contextmanager
@@ -17,8 +18,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from whoqa.memnet.data import BookArrays, artificial_examples
+from whoqa.core.seed import set_seed
+from whoqa.core.workspace import Workspace
 from whoqa.memnet.config import AdaptConfig
+from whoqa.memnet.data import BookArrays, artificial_examples
+from whoqa.memnet.train import fit
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +55,6 @@ def book_rows(model, arrays: BookArrays) -> torch.Tensor:
 def adapt(model, workspace: Path, book_id: str, vocab, books: dict[str, BookArrays],
           cfg: AdaptConfig | None = None) -> tuple[torch.Tensor, torch.Tensor, dict]:
     """(rows (n,), their tuned vectors (n, d), stats) for one book; the model itself is left as it was."""
-    from whoqa.core.seed import set_seed
-    from whoqa.memnet.train import fit
     cfg = cfg or AdaptConfig()
     rows = book_rows(model, books[book_id])
     examples = artificial_examples(workspace, [book_id], vocab, books, seed=cfg.seed)
@@ -98,11 +100,9 @@ def patched(model, rows: torch.Tensor, vectors: torch.Tensor):
 def cached_adapt(model, model_dir: Path, workspace: Path, book_id: str, vocab, books: dict[str, BookArrays],
                  cfg: AdaptConfig | None = None):
     """adapt(), kept under WS/adapted/<model>/<book>.pt and reused while model, vectors and config are the same."""
-    import hashlib
     cfg = cfg or AdaptConfig()
     key = hashlib.sha256(json.dumps([asdict(cfg), vocab.record(), (Path(model_dir) / "model.pt").stat().st_mtime_ns,
                                      str(Path(workspace).resolve())]).encode()).hexdigest()[:16]
-    from whoqa.core.workspace import Workspace
     ws = Workspace(workspace)
     try:  # WS/adapted/<model folder under WS/models, members included>/<book>.pt
         where = Path(model_dir).resolve().relative_to(ws.models.resolve())

@@ -11,9 +11,20 @@ from pathlib import Path
 
 import torch
 
+from data_prep.addbook import fold_books
+from data_prep.who_set import load_who_set
 from whoqa.core.book import is_done
-from whoqa.retrieval.bm25f import open_book
+from whoqa.core.device import resolve_device
+from whoqa.core.names import name_spans, unknown_names
+from whoqa.core.numerics import intra_op_threads
 from whoqa.core.workspace import Workspace
+from whoqa.memnet.adapt import book_rows, cached_adapt, patched
+from whoqa.memnet.checkpoint import load_members, member_folders, saved_config
+from whoqa.memnet.choose import choose_model
+from whoqa.memnet.data import Example, MemoryCache, Vocab, book_arrays, collate, question_tokens
+from whoqa.memnet.train import calibration_for
+from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences, open_book, question_windows
+
 
 @dataclass
 class Answer:
@@ -32,9 +43,7 @@ class Asker:
     def __init__(self, workspace: str | Path, model: str | None = None, adapt: bool = False, device: str = "auto"):
         """model: a folder of WS/models/; by default the trained model whose cross-validated run has the best P@1
         (`self.choice` says which and why). device: auto | cpu | cuda[:N]."""
-        from whoqa.core.device import resolve_device
         self.device = resolve_device(device)
-        from whoqa.memnet.choose import choose_model
         self.ws = Workspace(workspace)
         self.choice = choose_model(self.ws, model)
         self.model_dir = self.ws.models / self.choice.name
@@ -44,10 +53,6 @@ class Asker:
 
     def _load(self) -> None:
         """(Re)load vectors and model: after a book is folded in, the model extends its matrix with the new rows."""
-        from whoqa.memnet.checkpoint import load_members, member_folders, saved_config
-        from whoqa.memnet.data import Vocab
-        from whoqa.memnet.train import calibration_for
-        from whoqa.retrieval.bm25f import RetrievalConfig
         self.vocab = Vocab(self.ws)
         self.members = load_members(self.model_dir, self.vocab, device=self.device)
         self.member_dirs = member_folders(self.model_dir)
@@ -64,24 +69,20 @@ class Asker:
 
     def _book(self, book_id: str, opened: tuple | None = None):
         """The book's (Book, AliasIndex, BM25FIndex) (`opened`, when the caller has them) with its memory arrays."""
-        from whoqa.memnet.data import book_arrays
         if book_id not in self._books:
             if is_done(self.ws.books / book_id, book_id) and book_id not in self.vocab.books:
-                from data_prep.addbook import fold_books
                 fold_books(self.ws, [book_id])  # prepared without vectors (e.g. --no-embeddings): fold it in now
                 self._load()
             book, aliases, index = opened or open_book(self.ws, book_id, self.rcfg)
             arrays = book_arrays(self.ws, book_id, self.vocab)
             patches = [None] * len(self.members)
             if self.adapt:
-                from whoqa.memnet.adapt import book_rows, cached_adapt
                 for i, (m, d) in enumerate(zip(self.members, self.member_dirs)):
                     if len(book_rows(m, arrays)):
                         rows, vectors, _ = cached_adapt(m, d, self.ws, book_id, self.vocab, {book_id: arrays})
                         patches[i] = (rows, vectors)
             cache = None  # the book's sentences encoded once (members sharing their frozen embeddings, unadapted)
             if self.shared_embeddings and not any(patches) and len(arrays.candidates):
-                from whoqa.memnet.data import MemoryCache
                 cache = MemoryCache(self.model, {book_id: arrays})
             self._books[book_id] = (book, aliases, index, arrays, patches, cache)
         return self._books[book_id]
@@ -91,7 +92,6 @@ class Asker:
         """The book's characters ranked for a Who question, with calibrated probabilities and the sentences attended
         to most. The caller may pass what it has already read: the opened book, the question's `name_spans` and its
         BM25F context sentences (`question_windows`' recipe)."""
-        from whoqa.core.numerics import intra_op_threads
         with intra_op_threads(self.threads), torch.no_grad():
             return self._ask(book_id, question, top, evidence, opened, spans, context)
 
@@ -99,7 +99,6 @@ class Asker:
         """Whether the model trained on questions about the book (models saved before the record: the books with
         Who questions in the workspace; a --text book never has any)."""
         if self.trained_books is None:
-            from data_prep.who_set import load_who_set
             try:
                 self.trained_books = sorted({q["document_id"] for q in load_who_set(self.ws)[1]})
             except FileNotFoundError:
@@ -118,10 +117,6 @@ class Asker:
         return cal, None
 
     def _ask(self, book_id: str, question: str, top: int, evidence: int, opened, spans, context) -> Answer:
-        from whoqa.core.names import name_spans, unknown_names
-        from whoqa.memnet.adapt import patched
-        from whoqa.memnet.data import Example, collate, question_tokens
-        from whoqa.retrieval.bm25f import context_sentences, question_windows
         if not question.strip():
             raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
         book, aliases, index, arrays, patches, cache = self._book(book_id, opened)

@@ -2,38 +2,45 @@
 k-fold cross-validation x trials. Defaults are the paper's (Angelidis et al. §4)."""
 from __future__ import annotations
 
+import glob
 import json
-import zipfile
 import logging
 import random
+import shutil
+import statistics
 import time
+import zipfile
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
+from data_prep.embeddings import read_state
+from data_prep.who_set import fingerprint, load_who_set
 from whoqa.core.book import atomic_write
+from whoqa.core.choice import same_recipe
 from whoqa.core.device import resolve_device
 from whoqa.core.folds import index_folds, who_book_folds
-from whoqa.core.numerics import intra_op_threads
-from whoqa.core.seed import SEED, set_seed
-from whoqa.memnet.checkpoint import load_model, save_model, saved_config
-from whoqa.memnet.data import (BookArrays, Example, MemoryCache, Vocab, artificial_examples, book_arrays, collate,
-                           who_examples)
-from whoqa.memnet.ensemble import read_fold_files
-from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
 from whoqa.core.metrics import ranking_metrics
+from whoqa.core.numerics import intra_op_threads
+from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import (RUN_CONFIG, RUN_SUMMARY, claim, digest, file_digest, files_digest, provenance, read_run_file,
                              same_run)
+from whoqa.core.seed import SEED, set_seed
 from whoqa.core.workspace import Workspace
-from whoqa.retrieval.contexts import contexts_report
+from whoqa.memnet.checkpoint import load_model, save_model, saved_config
+from whoqa.memnet.choose import NOT_RECIPE
 from whoqa.memnet.config import PretrainConfig, TrainConfig, effective, model_name, run_name, upgrade
+from whoqa.memnet.data import (BookArrays, Example, MemoryCache, Vocab, artificial_examples, book_arrays, collate,
+                               who_examples)
+from whoqa.memnet.ensemble import read_fold_files, run_report
+from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
+from whoqa.retrieval.contexts import contexts_report
 
 log = logging.getLogger(__name__)
 
 
 def load_books(workspace: Path, vocab: Vocab, book_ids: list[str], progress: bool = True) -> dict[str, BookArrays]:
-    from whoqa.core.progress import bar as progress_bar
     out = {}
     for b in progress_bar(book_ids, desc="memory arrays", unit="book", progress=progress):
         try:
@@ -59,7 +66,6 @@ def fit(model: KVMemNet, examples: list[Example], books: dict[str, BookArrays], 
     rng = random.Random(seed)
     order = list(range(len(examples)))
     history = []
-    from whoqa.core.progress import bar as progress_bar
     device = model.C.weight.device
     model.train()
     for epoch in range(epochs):
@@ -127,7 +133,6 @@ def _pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> di
     book_ids = [p.name[:-len(".jsonl.gz")] for p in files]
     if not book_ids:
         raise FileNotFoundError(f"no artificial questions in {ws}/artificial: run `whoqa prepare` first")
-    from data_prep.embeddings import read_state
     folded = {b for h in (read_state(ws) or {}).get("history", []) for b in h.get("folded_in", [])}
     if cfg.exclude or folded:  # books folded into the vectors later (ask --text, eval --data) are new books: never
         # pretrained on, and adding one leaves the pretraining what it was
@@ -198,7 +203,6 @@ def book_groups(examples: list[Example], folds: int) -> list[list[str]]:
 
 def who_data(ws: Workspace, cfg: TrainConfig, progress: bool):
     """(vocab, the Who set's books, its usable questions as examples, what was skipped and why) for a run."""
-    from data_prep.who_set import load_who_set
     vocab = Vocab(ws)
     characters, _ = load_who_set(ws)
     books = load_books(ws, vocab, sorted(characters), progress)
@@ -217,7 +221,6 @@ def pretrain_folds(workspace: Path, cfg: TrainConfig, which: list[int] | None = 
 
 def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
     """What a memory-network run starts from: the Who set, the vectors, the contexts' config, the pretrained model."""
-    from data_prep.who_set import fingerprint
     ws = Workspace(workspace)
     ctx = contexts_report(ws, cfg.ranker) or {}
     return {"who_set": fingerprint(ws), "vectors": vocab.identity(),
@@ -248,7 +251,6 @@ def _cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) ->
     else:
         groups = None
         folds = index_folds(len(examples), cfg.folds, cfg.seed)
-    from whoqa.core.progress import bar as progress_bar
     bar = progress_bar(total=cfg.folds * cfg.trials, desc=run_name(cfg), unit="run", progress=progress)
     t0 = time.perf_counter()
     done_now = 0
@@ -299,8 +301,6 @@ def _cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) ->
 def summarize(run_dir: Path) -> dict:
     """Mean and sd over folds x trials; the trials of each fold averaged (`ensemble`); calibration of both, judged on
     held-out folds (whoqa.memnet.ensemble)."""
-    import statistics
-    from whoqa.memnet.ensemble import run_report
     runs = read_fold_files(run_dir)
     out = {"runs": len(runs)}
     for key in ("p@1", "p@5", "mrr"):
@@ -330,7 +330,6 @@ def _train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> di
     final_cfg = {k: v for k, v in asdict(cfg).items() if k not in ("folds", "by_book", "runs_dir")}
     prov = provenance(effective(final_cfg), run_inputs(ws, cfg, vocab))
     losses, cache = [], None
-    from whoqa.core.progress import bar as progress_bar
     for t in progress_bar(range(cfg.trials), desc=f"{model_name(cfg)} final", unit="model", progress=progress):
         member = folder if t == 0 else folder / "members" / f"trial{t}"
         done = saved_config(member)
@@ -351,7 +350,6 @@ def _train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> di
                                               "trained_books": sorted({e.book for e in examples})}, vocab, prov)
     for stale in sorted((folder / "members").glob("trial*")) if (folder / "members").is_dir() else []:
         if int(stale.name[len("trial"):]) >= cfg.trials:  # an earlier, larger ensemble's members
-            import shutil
             shutil.rmtree(stale)
     return {"questions": len(examples), "skipped": skipped, "members": cfg.trials, "losses": [l[-1] for l in losses],
             "calibration": calibration_for(ws, model_name(cfg), final_cfg)}
@@ -361,8 +359,6 @@ def calibration_for(workspace: Path, name: str, config: dict | None = None) -> d
     """The temperature a --final ensemble serves with: fit on every fold of a cross-validated run of its recipe,
     book-level runs first (new books are what it is asked about), then question-level ones; among those, the run of
     the same seed first. None without any."""
-    from whoqa.core.choice import same_recipe
-    from whoqa.memnet.choose import NOT_RECIPE
     runs = Workspace(workspace).runs
     found = []
     for run in sorted(runs.glob(f"{glob_escape(name)}*/")) if runs.is_dir() else []:
@@ -384,5 +380,4 @@ def calibration_for(workspace: Path, name: str, config: dict | None = None) -> d
 
 
 def glob_escape(name: str) -> str:
-    import glob
     return glob.escape(name)

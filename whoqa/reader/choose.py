@@ -20,13 +20,13 @@ def final_config(workspace: Path, name: str) -> dict:
 
 
 def choose_model(workspace: Path, wanted: str | None = None, contexts: tuple[str, ...] | None = None) -> Choice:
-    """A final reader (`train --reader fid --final`), optionally only those reading one of `contexts`."""
+    """A final reader (`reader train --final`), optionally only those reading one of `contexts`."""
     ws = Workspace(workspace)
     names = sorted(p.parent.parent.name for p in ws.reader_models.glob(f"*/final/{READER_FILE}"))
     if contexts is not None:
         names = [n for n in names if final_config(ws, n).get("context", "bm25f") in contexts]
     if not names:
-        raise FileNotFoundError(f"no trained reader under {ws.reader_models}: run `whoqa train --reader fid --final "
+        raise FileNotFoundError(f"no trained reader under {ws.reader_models}: run `whoqa reader train --final "
                                 f"--workspace {ws}` first")
     return choose(names, {n: run_score(ws, n, final_config(ws, n)) for n in names}, METRIC, "reader", wanted)
 

@@ -283,7 +283,7 @@ class LLMReader:
             except ImportError as e:
                 raise RuntimeError(f"loading {base}: {e}") from e
             if model.config.is_encoder_decoder:
-                raise ValueError(f"{base} is an encoder-decoder model: use it as the FiD reader (--reader fid)")
+                raise ValueError(f"{base} is an encoder-decoder model: use it as the FiD reader (`whoqa reader train`)")
             self.backend = TransformersRuntime(model, device, half)
         self.runtime = self.backend.name
         window = self.backend.window or prompt_tokens + max_new_tokens

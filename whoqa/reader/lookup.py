@@ -1,4 +1,4 @@
-"""`whoqa pretrain --reader lookup`: answer lookup, the reader's second pretraining, on the artificial Who questions.
+"""`whoqa reader lookup`: answer lookup, the reader's second pretraining, on the artificial Who questions.
 
 Prereading teaches the decoder to read its encoder states; the ~600 real questions of a fold are too few to also teach
 it to *look an answer up* in them (it learns answer style and ignores the passages, README). The artificial Who
@@ -9,7 +9,7 @@ distractor windows of the same book in random order, target = the answer charact
 copied), with every character renamed at random per example so that copying is the only way to the answer.
 
 Artifact: WS/models/lookup/ (save_pretrained + whoqa_reader.json with the config, the prereading it started from,
-training and held-out stats); `whoqa train --reader fid --lookup` starts QA training from it.
+training and held-out stats); `whoqa reader train --lookup` starts QA training from it.
 """
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
     books = [b for b in preread_books(ws, cfg.books) if (ws.artificial_questions(b)).is_file()]
     if not books:
         raise FileNotFoundError(f"no artificial questions of {cfg.books} books under {ws}/artificial: run `whoqa "
-                                "prepare` first (or use --lookup-books all)")
+                                "prepare` first (or use --books all)")
     rng = random.Random(cfg.seed)
     held_books = set(rng.sample(books, max(1, len(books) // 10))) if len(books) > 1 and cfg.heldout else set()
     names = character_names(ws, books) if cfg.rename else None
@@ -227,8 +227,8 @@ def start_of(workspace: Path, cfg: LookupConfig) -> tuple[str | None, dict | Non
         return cfg.base, None
     path = preread_dir(workspace)
     if not (path / READER_FILE).is_file():
-        raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --reader preread --workspace {workspace}` "
-                                "first (or use --no-lookup-preread)")
+        raise FileNotFoundError(f"{path} is missing: run `whoqa reader preread --workspace {workspace}` "
+                                "first (or use --no-preread)")
     return str(path), preread_record(workspace)
 
 

@@ -1,4 +1,4 @@
-"""`whoqa pretrain --reader preread`: book prereading (Mou et al. 2021): the reader restores masked spans of passages
+"""`whoqa reader preread`: book prereading (Mou et al. 2021): the reader restores masked spans of passages
 from books no question is asked about -> WS/models/preread/ (resumable from checkpoints)."""
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True, device=N
     books = preread_books(ws, cfg.books)
     if not books:
         raise FileNotFoundError(f"no {cfg.books} prepared books under {ws}/books to preread: run `whoqa prepare` "
-                                "(with books-unlabeled/) first, or use --preread-books all")
+                                "(with books-unlabeled/) first, or use --books all")
     texts = sample_passages(ws, books, cfg.passages, cfg.passage_words, cfg.seed, progress)
     reader, state = resume(out_dir, asdict(cfg), cfg.base, device)
     pairs = preread_examples(reader, texts, cfg)

@@ -1,5 +1,5 @@
 """The local LLM's per-question work (name scores, answers) as Ray tasks, for corpora one machine reads too slowly
-(`whoqa rerank --executor ray`, `whoqa train --reader llm --executor ray`).
+(`whoqa rerank --executor ray`, `whoqa reader llm --executor ray`).
 
 Why this shape: the driver builds every prompt's inputs (question, passages, names, few shots) from the workspace, so
 workers need no workspace, only the model; a batch of questions is one task (the model is loaded once per worker

@@ -35,7 +35,7 @@ class TransformersRuntime:
     def __init__(self, model, device=None, half: bool = False):
         """`model`: a transformers causal LM (loaded by whoqa.reader.llm from a folder, hub id or GGUF file)."""
         if model.config.is_encoder_decoder:
-            raise ValueError("an encoder-decoder model is a FiD reader (--reader fid), not an LLM reader")
+            raise ValueError("an encoder-decoder model is a FiD reader (`whoqa reader train`), not an LLM reader")
         device = as_device(device)
         self.model = model.to(device, dtype=mixed_precision(device)[0] if half else None).eval()
         self.device = next(self.model.parameters()).device

@@ -1,7 +1,7 @@
 """Short answers from an LLM that answers in sentences: NarrativeQA's answers are phrases of 4-5 words, mostly the
 book's own words, and ROUGE-L pays for every extra word.
 
-SHORTENERS (chosen by name, `LLMConfig.shorten`; `train --reader llm` reports every one on the same answers, since
+SHORTENERS (chosen by name, `LLMConfig.shorten`; `reader llm` reports every one on the same answers, since
 each is a function of the answer and the passages it read, so no model call is repeated):
 
     none     the answer as the model gave it (its first line, `clean_answer`)
@@ -61,4 +61,4 @@ def shortener(name: str) -> Callable[[str, list[str]], str]:
     raise ValueError(f"unknown answer shortening {name!r}: use none, span or words<N> (e.g. words5)")
 
 
-SHORTENERS = ("none", "words5", "words8", "span")  # the ones `train --reader llm` reports side by side
+SHORTENERS = ("none", "words5", "words8", "span")  # the ones `reader llm` reports side by side

@@ -1,4 +1,4 @@
-"""`whoqa train --reader fid`: QA training with book-level cross-validation (a book's questions are never trained on
+"""`whoqa reader train`: QA training with book-level cross-validation (a book's questions are never trained on
 before they are answered), generation, resumable folds, and the final reader for `whoqa ask`. A run starts from the
 model its config names (a base, the prereading, or answer lookup) and records that pretraining's config (its lineage),
 so a fold of an older pretraining is redone, never mixed in.
@@ -7,27 +7,29 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
+import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
-import math
 
 import numpy as np
 import torch
 
-from whoqa.core.progress import bar as progress_bar
 from whoqa.core.book import atomic_write
 from whoqa.core.distributed import barrier, data_parallel, gather, global_mean_loss, shard, world
-from whoqa.core.runs import RUN_CONFIG, RUN_SUMMARY, read_run_file
+from whoqa.core.metrics import text_metrics
+from whoqa.core.progress import bar as progress_bar
+from whoqa.core.runs import RUN_CONFIG, RUN_SUMMARY, digest, read_run_file
 from whoqa.core.seed import set_seed
+from whoqa.core.workspace import Workspace
 from whoqa.reader.cache import StateCache, fused_inputs
 from whoqa.reader.config import ReaderConfig, run_name, with_defaults
 from whoqa.reader.data import CONTEXTS, Batcher, ReaderExample, book_folds, build_examples
 from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.pretraining import lookup_dir, preread_dir, preread_record
 from whoqa.reader.steps import Precision, batcher_of, input_reliance, optimizer, trainable
-from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +106,7 @@ def start_model_path(workspace: Path, cfg: ReaderConfig) -> str | None:
     path, stage = (lookup_dir(workspace, cfg.copy), "lookup" + (" --copy" if cfg.copy else "")) if cfg.lookup \
         else (preread_dir(workspace), "preread")
     if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path} is missing: run `whoqa pretrain --reader {stage} --workspace {workspace}`")
+        raise FileNotFoundError(f"{path} is missing: run `whoqa reader {stage} --workspace {workspace}`")
     return str(path)
 
 
@@ -133,7 +135,6 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True, de
     """Book-level k-fold: fold k's books are answered by a reader trained on the other folds' books. Each finished
     fold is a file (WS/reader/runs/<name>/fold<k>.json), so an interrupted run resumes at the next fold. device:
     where the reader runs (a --device value; not part of the run's identity)."""
-    from whoqa.core.metrics import text_metrics
     if cfg.context not in CONTEXTS:
         raise ValueError(f"unknown reader context {cfg.context!r}: use one of {CONTEXTS}")
     ws = Workspace(workspace)
@@ -217,8 +218,6 @@ def same_run(fold: dict, cfg: dict, start: dict) -> bool:
 def archive_other_run(workspace: Path, run_dir: Path, cfg: ReaderConfig, start: dict) -> str | None:
     """Move a run folder holding folds of another config or start to WS/reader/runs-archive/ (kept, never mixed in
     nor overwritten); returns what was moved, or None."""
-    import shutil
-    from whoqa.core.runs import digest
     folds = read_folds(run_dir)
     other = [d for d in folds if not same_run(d, asdict(cfg), start)]
     if not other:
@@ -234,7 +233,6 @@ def archive_other_run(workspace: Path, run_dir: Path, cfg: ReaderConfig, start: 
 
 def summarize(run_dir: Path, folds: list[dict], answers: dict[int, list[str]]) -> dict:
     """One run's fold records (current_folds) -> WS/reader/runs/<name>/summary.json."""
-    from whoqa.core.metrics import text_metrics
     rows = []
     stats = []
     for d in folds:
