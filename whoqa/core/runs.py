@@ -120,9 +120,23 @@ def read_run_file(run_dir: Path, name: str = RUN_SUMMARY, default=None):
                        default)
 
 
+def rerank_name(model: str, top_k: int, candidates: str, variant: str = "") -> str:
+    """An LLM re-ranking's folder inside its run: rerank@<model>+k<k>[+<candidates>][<passage variant>] (the
+    network's candidates have no suffix; raw passages no variant: `whoqa.reader.render`)."""
+    return f"rerank@{model}+k{top_k}" + ("" if candidates == "network" else f"+{candidates}") + variant
+
+
 def reranks(run_dir: Path) -> list[Path]:
     """The LLM re-rankings of a run, WS/runs/<run>/rerank@<model>+k<k>[...]/ (`whoqa rerank`), with a summary."""
     return sorted(p.parent for p in Path(run_dir).glob("rerank@*/" + RUN_SUMMARY))
+
+
+def feature_fits(runs_dir: Path, model: str) -> list[Path]:
+    """Every run's feature-ranker re-ranking with this LLM and raw passages (`rerank@<model>+k<k>+features/`, each
+    with a summary): the fits `ask` may serve."""
+    runs_dir = Path(runs_dir)
+    return sorted(p.parent for p in runs_dir.glob(f"*/rerank@{model}+k*+features/{RUN_SUMMARY}")) \
+        if runs_dir.is_dir() else []
 
 
 @dataclass(frozen=True)

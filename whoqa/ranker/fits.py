@@ -10,7 +10,7 @@ from pathlib import Path
 
 from whoqa.core.artifacts import read_cache, read_json
 from whoqa.core.book import atomic_write
-from whoqa.core.runs import RUN_SUMMARY, RunName
+from whoqa.core.runs import RUN_SUMMARY, RunName, feature_fits, rerank_name
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.model import FeatureRanker
 
@@ -21,8 +21,7 @@ SUMMARY = RUN_SUMMARY
 def fit_dir(workspace: Path, run: str, model: str, top_k: int, candidates: str, variant: str = "") -> Path:
     """WS/runs/<run>/rerank@<model>+k<k>[+<candidates>][<passage variant>]/: one LLM re-ranking of a run (the
     network's candidates have no suffix; raw passages none: `whoqa.reader.render.variant`)."""
-    source = "" if candidates == "network" else f"+{candidates}"
-    return Workspace(workspace).runs / run / f"rerank@{model}+k{top_k}{source}{variant}"
+    return Workspace(workspace).runs / run / rerank_name(model, top_k, candidates, variant)
 
 
 def save_fit(folder: Path, summary: dict, variant: str | None = None) -> None:
@@ -54,11 +53,9 @@ def shipped_fit() -> ServedFit:
 
 def workspace_fits(workspace: Path, model: str) -> list[tuple[str, Path]]:
     """(run, folder) of the workspace's own feature-ranker fits with this LLM, book-level ones first."""
-    runs = Workspace(workspace).runs
-    found = sorted(runs.glob(f"*/rerank@{model}+k*+features/{SUMMARY}")) if runs.is_dir() else []
-    found = [p for p in found if _run(p.parent.parent.name) is not None]
-    found.sort(key=lambda p: (not _run(p.parent.parent.name).by_book, p.parent.name))
-    return [(p.parent.parent.name, p.parent) for p in found]
+    found = [f for f in feature_fits(Workspace(workspace).runs, model) if _run(f.parent.name) is not None]
+    found.sort(key=lambda f: (not _run(f.parent.name).by_book, f.name))
+    return [(f.parent.name, f) for f in found]
 
 
 def _run(name: str) -> RunName | None:
