@@ -14,13 +14,23 @@ from data_prep.who_set import load_texts
 from whoqa.core.book import atomic_write, is_done
 from whoqa.core.workspace import locked
 from whoqa.core.workspace import Workspace
+from data_prep.narrativeqa import read_book
+import shutil
+import time
+from data_prep.narrativeqa import extract_body
+from data_prep.prepare import SOURCE_FILE, process_text, recorded_engine
+from whoqa.core.book import read_characters
+from whoqa.core.seed import hash_seed_fixed
+from data_prep.embeddings import read_state
+from data_prep.prepare import PrepareConfig, prepare
+from data_prep.prepare import derive
+from data_prep.embeddings import fold_in
 
 log = logging.getLogger(__name__)
 
 
 def read_book_text(path: Path) -> str:
     """A plain-text book file's text; refuses (DataError, naming it) what is missing, empty, binary or undecodable."""
-    from data_prep.narrativeqa import read_book
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path} not found: pass --text with a plain-text book")
     return read_book(path)[0]
@@ -37,12 +47,6 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
     workspace has any; returns its id. A text in which the engine finds no person is refused (DataError) and leaves
     nothing behind: whoqa answers with a book's characters. `timings`, if given, receives the seconds of each part
     (engine, fold_in)."""
-    import shutil
-    import time
-    from data_prep.narrativeqa import extract_body
-    from data_prep.prepare import SOURCE_FILE, process_text, recorded_engine
-    from whoqa.core.book import read_characters
-    from whoqa.core.seed import hash_seed_fixed
     timings = {} if timings is None else timings
     ws = Workspace(workspace)
     t0 = time.perf_counter()
@@ -77,7 +81,6 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
         if book_id not in texts:
             texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
             atomic_write(ws.texts, json.dumps(texts, indent=1))
-        from data_prep.embeddings import read_state
         if read_state(ws) is not None:  # a workspace without word vectors (no network: `ask --rerank`) has none to
             fold_books(ws, [book_id])   # fold into; `whoqa prepare` makes them for the whole workspace later
         timings["fold_in_s"] = round(time.perf_counter() - t0, 2)
@@ -86,7 +89,6 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
 
 def add_from_data(workspace: Path, data: Path, book_id: str) -> str:
     """Prepare one book of a NarrativeQA folder into the workspace (its Who set is left as it is) and fold it in."""
-    from data_prep.prepare import PrepareConfig, prepare
     rep = prepare(PrepareConfig(str(data), str(workspace), books=[book_id], who_set=False, jobs=1), progress=False)
     if rep.failed:
         raise ValueError(f"book {book_id} of {data} could not be prepared: {rep.failed[book_id].splitlines()[0]}")
@@ -96,8 +98,6 @@ def add_from_data(workspace: Path, data: Path, book_id: str) -> str:
 def fold_books(workspace: Path, book_ids: list[str], books_ws: Path | None = None) -> dict:
     """Artificial questions and corpus of processed books (under books_ws, default the workspace), folded into the
     workspace's word vectors."""
-    from data_prep.prepare import derive
-    from data_prep.embeddings import fold_in
     ws = Workspace(workspace)
     src = Path(books_ws or ws)
     with locked(ws):

@@ -26,6 +26,9 @@ from pathlib import Path
 from whoqa.core.book import Book, Token, char_token, span_head
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
+from data_prep.coref import quote_ids
+from whoqa.core.artifacts import DamagedArtifact, problem
+import random
 
 INDEFINITE = {"a", "an", "another", "some", "any", "one", "each", "every", "either"}
 DEFINITE = {"the", "this", "that", "these", "those"}
@@ -71,7 +74,6 @@ class Generator:
         for m in book.mentions:
             self.mention_at[span_head(self.toks, m.start, m.end)] = (m.start, m.end, m.char_id)
         self.stats = Counter()
-        from data_prep.coref import quote_ids
         self.qids = quote_ids(self.toks)
 
     def w(self, i: int) -> str:
@@ -262,7 +264,6 @@ def write_questions(path: Path, questions: list[dict]) -> None:
 def read_questions(path: Path) -> list[dict]:
     """A book's artificial questions; a truncated or unreadable file is DamagedArtifact (one line naming it and the
     command that makes it again)."""
-    from whoqa.core.artifacts import DamagedArtifact, problem
     try:
         if Path(path).stat().st_size == 0:  # (a written file, even of no questions, has a gzip header)
             raise EOFError("the file is empty")
@@ -278,7 +279,6 @@ def read_questions(path: Path) -> list[dict]:
 
 def sample(workspace: Path, n: int = 50, seed: int = SEED) -> list[str]:
     """n random artificial questions, each with its answer's name and source sentence."""
-    import random
     folder = Workspace(workspace).artificial
     files = sorted(folder.glob("*.jsonl.gz"))
     if not files:

@@ -16,6 +16,7 @@ from importlib import resources
 from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
 from whoqa.core.book import Token
 from data_prep.parse import Entity
+import warnings
 
 _ROMAN = re.compile(r"[IVXLC]+\.?")
 _NOT_A_NAME = re.compile(r"(?:[IVXLC]+|(?i:me|my|he|she|him|her))\.?")  # numerals are upper case: "Vic" stays
@@ -168,7 +169,6 @@ def _split_conjoined(tokens: list[Token], s: int, e: int) -> list[tuple[int, int
 
 @lru_cache(maxsize=1)
 def _name_coref():
-    import warnings
     with warnings.catch_warnings():  # booknlp imports pkg_resources, deprecated but harmless with setuptools<81
         warnings.simplefilter("ignore")
         from booknlp.english.name_coref import NameCoref

@@ -24,6 +24,11 @@ import numpy as np
 
 from data_prep.coref import FEATURES, Weights
 from data_prep.litbank import doc_folds
+from data_prep.litbank import align, per_mentions
+from data_prep.litbank import predicted
+from data_prep.engine_spacy import SpacyEngine
+from data_prep.litbank import load_litbank, parse_docs
+from whoqa.core.artifacts import read_json
 
 log = logging.getLogger(__name__)
 WEIGHTS_FILE = Path(__file__).with_name("resources") / "coref_weights.json"
@@ -35,7 +40,6 @@ def instances(doc, engine, parsed, positions: bool = False) -> list[tuple]:
     """(features (C, F), correct (C,) bool) per pronoun the engine scored whose gold entity is among its candidates;
     with `positions`, also the pronoun's token and each candidate's nearest mention's token (C,) (for experiments
     that read the text around them, docs/experiments/)."""
-    from data_prep.litbank import align, per_mentions
     engine.record = True
     try:
         out = engine.process_parsed(parsed)
@@ -91,7 +95,6 @@ def fit(data, start: Weights | None = None, l2: float = 0.01, steps: int = 500, 
 
 def cross_validated_predictions(engine, docs, parsed, folds: int = 5) -> tuple[list, dict]:
     """Each document's predicted mentions, resolved with weights learned on the other folds' documents."""
-    from data_prep.litbank import predicted
     engine.weights = Weights()
     data = [instances(d, engine, p) for d, p in zip(docs, parsed)]
     preds: list = [None] * len(docs)
@@ -110,8 +113,6 @@ def cross_validated_predictions(engine, docs, parsed, folds: int = 5) -> tuple[l
 
 def train(folder: Path, out: Path = WEIGHTS_FILE, max_docs: int | None = None) -> dict:
     """Learn the weights on every LitBank document -> out (JSON with the weights, what they came from, attribution)."""
-    from data_prep.engine_spacy import SpacyEngine
-    from data_prep.litbank import load_litbank, parse_docs
     docs = load_litbank(folder, max_docs)
     engine = SpacyEngine()  # (the hand-set weights: the decisions are the rules')
     data = [x for d, p in zip(docs, parse_docs(engine, docs)) for x in instances(d, engine, p)]
@@ -129,5 +130,4 @@ def learned_weights(path: Path = WEIGHTS_FILE) -> Weights | None:
     """The shipped learned weights, or None when there are none."""
     if not Path(path).is_file():
         return None
-    from whoqa.core.artifacts import read_json
     return Weights(**read_json(path, "reinstall whoqa, or learn them again with `whoqa train-coref --litbank DIR`", dict)["weights"])

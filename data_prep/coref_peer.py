@@ -15,6 +15,9 @@ import itertools
 
 from data_prep.litbank import GoldDoc, Span, doc_folds, parse_docs, predicted
 from data_prep.narrativeqa import DataError
+from thinc.api import fix_random_seed
+from whoqa.core.progress import bar
+from importlib.metadata import version
 
 PERSONAL_PRONOUNS = frozenset(
     "i me my mine myself you your yours yourself yourselves he him his himself she her hers herself we us our ours "
@@ -74,7 +77,6 @@ def train(nlp, rules, docs: list, seed: int = 13, dev_every: int = 5):
     require()
     from coreferee.tendencies import ENSEMBLE_SIZE, DocumentPairInfo, TendenciesAnalyzer, generate_feature_table
     from coreferee.training.train import TrainingManager
-    from thinc.api import fix_random_seed
     if len(docs) < 2:
         raise DataError(f"coreferee needs at least 2 training documents per fold (one to fit, one to stop on); got "
                         f"{len(docs)}: give it more LitBank documents (or fewer folds)")
@@ -151,7 +153,6 @@ def cross_validated_predictions(engine, docs: list[GoldDoc], parsed, folds: int 
     require()
     from coreferee.annotation import Annotator
     from coreferee.rules import RulesAnalyzerFactory
-    from whoqa.core.progress import bar
     nlp = engine.nlp
     rules = RulesAnalyzerFactory().get_rules_analyzer(nlp)
     marked = []
@@ -170,6 +171,5 @@ def cross_validated_predictions(engine, docs: list[GoldDoc], parsed, folds: int 
                 preds[j] = predicted_mentions(doc)
             else:
                 preds[j] = on_engine_names(predicted(engine, parsed[j]), doc, fallback=mentions.endswith("rules"))
-    from importlib.metadata import version
     return preds, {"resolver": f"coreferee {version('coreferee')} trained on LitBank ({folds}-fold cross-validated "
                                f"by document, seed {seed}); mentions: {mentions}"}

@@ -24,6 +24,8 @@ from whoqa.core.artifacts import read_json
 from whoqa.core.book import Book, atomic_write
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
+import hashlib
+from whoqa.core.artifacts import DamagedArtifact, problem
 
 log = logging.getLogger(__name__)
 CHAR_PREFIX = "CHAR_"
@@ -71,7 +73,6 @@ def read_state(workspace: Path) -> dict | None:
     if path.is_file():
         return read_json(path, repair, dict)
     if (Workspace(workspace).word2vec).is_file():  # vectors made before state.json existed
-        import hashlib
         vocab = (Workspace(workspace).vocab).read_bytes()
         corpus = sorted(p.stem for p in (Workspace(workspace).corpus).glob("*.txt"))
         rows = len(read_json(Workspace(workspace).vocab, repair, dict))
@@ -181,6 +182,5 @@ def load(workspace: Path):
     try:
         return Word2Vec.load(str(path)).wv
     except Exception as e:  # truncated or otherwise unreadable (pickle, numpy arrays beside it)
-        from whoqa.core.artifacts import DamagedArtifact, problem
         raise DamagedArtifact(path, problem(e), f"rebuild the vectors with `whoqa prepare --workspace {workspace} "
                                                 "--rebuild-vectors`, then retrain the models") from None

@@ -9,6 +9,7 @@ from whoqa.core.book import Token, span_head
 from data_prep.characters import NameMention, cluster_names, find_name_mentions, name_gender
 from data_prep.coref import FIRST, NARRATOR, SUBJECT_DEPS, VOCATIVE_DEPS, Resolved, Resolver, Weights, quote_ids
 from data_prep.parse import Parsed, load_nlp, parse_text, SPACY_MODEL
+from data_prep.coref import FEMALE, MALE
 
 GENDER_KEYS = {"male": "he/him/his", "female": "she/her"}
 
@@ -136,7 +137,6 @@ def pronoun_gender(tokens: list[Token], per: list[NameMention], qids: list[int],
                    min_share: float = 0.75) -> dict[int, str]:
     """Gender from the pronouns that follow a character's name in narration (GenderEM's evidence, counted):
     he/she in the rest of the sentence and the next one, where no other character is named in between."""
-    from data_prep.coref import FEMALE, MALE
     he, she = Counter(), Counter()
     for k, m in enumerate(per):
         if qids[m.start] >= 0:

@@ -14,6 +14,9 @@ from pathlib import Path
 import numpy as np
 
 from data_prep.narrativeqa import DataError
+from data_prep.parse import parse_sentences
+from whoqa.core.progress import bar as progress_bar
+from data_prep.engine_spacy import SpacyEngine
 
 Span = tuple[int, int]
 
@@ -192,8 +195,6 @@ def summarize(sums: dict[str, np.ndarray], documents: int) -> dict:
 
 
 def parse_docs(engine, docs: list[GoldDoc], progress: bool = True) -> list:
-    from data_prep.parse import parse_sentences
-    from whoqa.core.progress import bar as progress_bar
     return [parse_sentences(engine.nlp, d.sentences) for d in progress_bar(docs, desc="parse litbank", unit="doc",
                                                                           progress=progress)]
 
@@ -207,7 +208,6 @@ def rule_predictions(engine, docs: list[GoldDoc], parsed: list) -> tuple[list, d
 def evaluate(folder: Path, max_docs: int | None = None, engine=None, predictions=rule_predictions) -> dict:
     """The engine on every document. predictions(engine, docs, parsed) -> (each document's predicted mentions, what
     made them): the engine's resolver as it is, or e.g. data_prep.coref_learn.cross_validated_predictions."""
-    from data_prep.engine_spacy import SpacyEngine
     docs = load_litbank(folder, max_docs)
     engine = engine or SpacyEngine()
     parsed = parse_docs(engine, docs)

@@ -8,6 +8,23 @@ from pathlib import Path
 
 from whoqa.core.book import Book
 from whoqa.core.workspace import Workspace
+from data_prep.artificial import read_questions
+from whoqa.retrieval.bert_ranker import CrossEncoder, RankerConfig, base_model_path
+from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, question_fields
+from whoqa.core.aliases import AliasIndex
+from data_prep.who_set import load_questions
+from data_prep.addbook import add_text
+from whoqa.service import Service, ServiceConfig
+import resource
+from whoqa.reader.data import Batcher, build_examples
+from whoqa.reader.model import FiDReader
+from whoqa.reader.cache import StateCache, encode_examples
+from whoqa.reader.config import ReaderConfig
+from whoqa.reader.steps import decoder_start_id
+from whoqa.reader.train import fit, predict
+from whoqa.core.distributed import world
+from whoqa.reader.config import LLMConfig
+from whoqa.reader.llm import LLMReader
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -16,9 +33,6 @@ def _pct(xs: list[float], p: float) -> float:
 
 
 def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
-    from data_prep.artificial import read_questions
-    from whoqa.retrieval.bert_ranker import CrossEncoder, RankerConfig, base_model_path
-    from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, question_fields
     ws = Workspace(workspace)
     books = sorted(p.name for p in (ws.books).iterdir() if (p / f"{p.name}.book").is_file())
     if not books:
@@ -40,7 +54,6 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
         if art.is_file():
             texts = [q["t"] for q in read_questions(art)][:queries]
         texts = texts or ["Who went to the house?"] * queries
-        from whoqa.core.aliases import AliasIndex
         aliases = AliasIndex(book.characters)
         idx.search(*question_fields(texts[0], aliases), 1000)  # warm the JVM
         lat = []
@@ -78,8 +91,6 @@ QUESTIONS = ["Who is the hero of the story?", "Who dies at the end?", "Who does 
 def run_ask(workspace: str, n: int = 20, route: str = "auto") -> dict:
     """Latency of `ask` (whoqa.service, the route it chooses) on the prepared book with the most questions: the first
     question (reads the book, loads the models), then the p50/p95 of later ones."""
-    from data_prep.who_set import load_questions
-    from whoqa.service import Service
     ws = Workspace(workspace)
     svc = Service(ws)
     by_book = load_questions(ws)
@@ -106,8 +117,6 @@ def run_new_book(workspace: str, text: str, route: str = "auto", llm: str | None
     where the workspace has them), then the first answer (open the book and its index, load the models, answer);
     then the p50/p95 of later questions, and the peak memory. Run it on a copy of a workspace, or the book stays in
     it (a second run on the same text then measures reuse)."""
-    from data_prep.addbook import add_text
-    from whoqa.service import Service, ServiceConfig
     questions = questions or QUESTIONS
     svc = Service(workspace, ServiceConfig(device=device, llm=llm))
     t = time.perf_counter()
@@ -136,7 +145,6 @@ def run_new_book(workspace: str, text: str, route: str = "auto", llm: str | None
 
 
 def _peak_rss_mb() -> float:
-    import resource
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
@@ -144,15 +152,8 @@ def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | 
     """The default reader on real examples (10 passages each): encoding, training examples/s (frozen encoder with
     cached states, in float32 and bfloat16 autocast, and the whole model), generation latency per question (greedy
     and beam 4), the same with a copy pointer, peak memory."""
-    import resource
 
     import torch
-    from whoqa.reader.data import Batcher, build_examples
-    from whoqa.reader.model import FiDReader
-    from whoqa.reader.cache import StateCache, encode_examples
-    from whoqa.reader.config import ReaderConfig
-    from whoqa.reader.steps import decoder_start_id
-    from whoqa.reader.train import fit, predict
     ws = Workspace(workspace)
     examples = build_examples(ws, context, 10, progress=False)[:n]
     reader = FiDReader.load(base)
@@ -194,12 +195,6 @@ def run_processes(workspace: str, context: str = "bm25f", n: int = 32, base: str
     many processes as torchrun started: training examples/s and answer seconds per question, for `whoqa bench --stage
     processes` alone and under `torchrun --nproc_per_node 2`."""
     import torch
-    from whoqa.core.distributed import world
-    from whoqa.reader.config import ReaderConfig
-    from whoqa.reader.data import Batcher, build_examples
-    from whoqa.reader.model import FiDReader
-    from whoqa.reader.steps import decoder_start_id
-    from whoqa.reader.train import fit, predict
     w = world()
     examples = build_examples(Workspace(workspace), context, 10, progress=False)[:n]
     torch.manual_seed(0)
@@ -220,12 +215,8 @@ def run_llm(workspace: str, base: str, runtime: str = "auto", n: int = 8, new_to
     """A local LLM reader on real prompts (the workspace's questions with their BM25F passages, as `reader
     llm` builds them): load time, prompt (prefill) and generation tokens/s, seconds per answer, peak memory. Run it
     once per model and runtime, each in its own process, so the peak memory is that model's."""
-    import resource
 
     import torch
-    from whoqa.reader.config import LLMConfig
-    from whoqa.reader.data import build_examples
-    from whoqa.reader.llm import LLMReader
     cfg = LLMConfig()
     examples = build_examples(Workspace(workspace), "bm25f", cfg.top_k, progress=False)[:n]
     t = time.perf_counter()

@@ -15,6 +15,11 @@ from pathlib import Path
 
 from whoqa.core.artifacts import problem, read_json
 from whoqa.core.workspace import Workspace
+import numpy as np
+from data_prep.artificial import read_questions
+from whoqa.core.book import Book, is_done
+from data_prep.embeddings import load, read_state
+from data_prep.who_set import load_who_set
 
 CACHE, DERIVED, MODEL, SOURCE = "cache", "derived", "model", "source"  # what a repair may do with each
 
@@ -37,10 +42,7 @@ def _json(path: Path) -> None:
 
 def check(workspace: str | Path) -> tuple[int, list[Finding]]:
     """(artifacts checked, findings) of a workspace."""
-    import numpy as np
     import torch
-    from data_prep.artificial import read_questions
-    from whoqa.core.book import Book, is_done
     ws = Workspace(workspace)
     if not Path(workspace).is_dir():
         raise FileNotFoundError(f"workspace {workspace} not found")
@@ -75,13 +77,11 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
     for f in files(ws.artificial, "*.jsonl.gz"):
         probe(f, read_questions, prepare + " (the book's artificial questions are made again)", DERIVED)
     if (ws.word2vec).is_file():
-        from data_prep.embeddings import load, read_state
         vectors = f"`whoqa prepare --workspace {workspace} --rebuild-vectors`, then retrain the models"
         probe(ws.embeddings_state, lambda p: read_state(workspace), vectors, SOURCE)
         probe(ws.vocab, _json, vectors, SOURCE)
         probe(ws.word2vec, lambda p: load(workspace), vectors, SOURCE)
     if ws.who.is_dir():
-        from data_prep.who_set import load_who_set
         probe(ws.who, lambda p: load_who_set(workspace), prepare, SOURCE)
     for ranker_dir in sorted(ws.contexts.iterdir()) if ws.contexts.is_dir() else []:
         for f in sorted(ranker_dir.glob("*.json")):

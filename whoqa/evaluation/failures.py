@@ -15,6 +15,10 @@ from whoqa.core.book import atomic_write
 from whoqa.core.runs import RUN_CONFIG, read_run_file
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.ensemble import read_fold_files
+from whoqa.core.aliases import AliasIndex
+from data_prep.who_set import load_who_set
+from whoqa.evaluation.evaluate import ContextView, ensemble_result
+from whoqa.memnet.data import question_tokens
 
 FACTS = {
     "answer not in context": lambda f: not f["answer_in_context"],
@@ -27,10 +31,6 @@ FACTS = {
 
 def question_facts(workspace: Path, run: str, ranker: str = "bm25f", memories: int = 100) -> list[dict]:
     """One row per question of the run: question, answers, top 3, and the facts above."""
-    from whoqa.core.aliases import AliasIndex
-    from data_prep.who_set import load_who_set
-    from whoqa.evaluation.evaluate import ContextView, ensemble_result
-    from whoqa.memnet.data import question_tokens
     ws = Workspace(workspace)
     characters, questions = load_who_set(ws)
     folder = ws.runs / run.removeprefix("ensemble:")

@@ -19,6 +19,13 @@ from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LookupConfig
 from whoqa.memnet.ensemble import read_fold_files
 from whoqa.ranker.fits import read_summary
+from whoqa.reader.train import current_folds
+from whoqa.reader.config import LLMConfig
+from data_prep.who_set import load_questions
+from whoqa.reader.llm import llm_runs, read_llm_summary
+from whoqa.reader.train import read_run
+from whoqa.memnet.choose import choose_run as choose_memnet
+from whoqa.reader.choose import choose_run as choose_reader
 
 log = logging.getLogger(__name__)
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
@@ -27,7 +34,6 @@ MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (rank
 
 def reader_runs(workspace: Path) -> dict[str, dict[int, str]]:
     """run name -> {question_id: generated answer}, for runs whose every fold is finished."""
-    from whoqa.reader.train import current_folds
     out = {}
     for run in sorted((Workspace(workspace).reader_runs).glob("*/")):
         if not (run / RUN_CONFIG).is_file():
@@ -64,7 +70,6 @@ def reader_command(cfg: dict, lookup: dict | None = None) -> str:
 
 def llm_command(cfg: dict) -> str:
     """The `whoqa reader llm` command of an LLM run's config."""
-    from whoqa.reader.config import LLMConfig
     parts = [f"whoqa reader llm --reader-base {cfg['base']} --context {cfg['context']}"]
     for key, flag in (("top_k", "--top-k"), ("prompt_tokens", "--prompt-tokens"), ("shots", "--shots"),
                       ("order", "--passage-order"), ("runtime", "--runtime"), ("sample", "--sample"),
@@ -113,9 +118,6 @@ def reranked_answers(workspace: Path, run: str) -> dict[str, dict[int, str]]:
 def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_run: str | None = None) -> dict | None:
     """Rows for every finished reader run and the routed system -> WS/results/full_task.{json,txt}; None when no
     reader run exists yet."""
-    from data_prep.who_set import load_questions
-    from whoqa.reader.llm import llm_runs, read_llm_summary
-    from whoqa.reader.train import read_run
     ws = Workspace(workspace)
     runs = reader_runs(ws)
     llms = llm_runs(ws)
@@ -142,8 +144,6 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
             sampled.setdefault(len(preds), {})[name] = (row, set(preds))
         else:
             rows[name], runs[name] = row, preds
-    from whoqa.memnet.choose import choose_run as choose_memnet
-    from whoqa.reader.choose import choose_run as choose_reader
     routable = {n: r["metrics"]["rouge_l"] for n, r in rows.items() if r["config"].get("context") != "oracle"}
     reader_choice = choose_reader(ws, routable, reader_run)  # the oracle reads passages made from the answers
     memnet_choice = choose_memnet(ws, memnet_run)

@@ -47,6 +47,11 @@ from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
 from whoqa.reader.remote import on_cluster
 from whoqa.reader.render import WorkspacePassages, check_rendering
 from whoqa.retrieval.contexts import load_contexts
+from whoqa.core.folds import who_book_folds
+from whoqa.core.aliases import AliasIndex
+from whoqa.core.names import name_spans, named_characters
+from whoqa.evaluation.evaluate import ContextView
+from whoqa.ranker.fits import read_summary
 
 # the LLM's weights tried (one number per fold: a grid is enough); 100 is the LLM's order alone, ties to the network's
 WEIGHTS = np.array([0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0])
@@ -101,8 +106,6 @@ def book_fold_candidates(workspace: Path, folds: int, seed: int = SEED) -> list[
     """Book-level CV's questions without a trained network: each usable Who question (its book has BM25F contexts
     and its answer is one of the book's characters, as the memory network's runs ask) with its book's fold (the same
     folds a `--by-book` run draws) and its right characters."""
-    from data_prep.who_set import load_who_set
-    from whoqa.core.folds import who_book_folds
     ws = Workspace(workspace)
     characters, questions = load_who_set(ws)
     has_contexts = {b: load_contexts(ws, "bm25f", b) is not None for b in {q["document_id"] for q in questions}}
@@ -264,9 +267,6 @@ def evaluate(rows: list[dict]) -> dict:
 def question_features(ws: Workspace, cands: list[dict]) -> list[dict]:
     """Per question of a run: its characters' ids, stage-1 features (C, F) from its stored BM25F context (the recipe
     `ask` builds afresh, read by the same `book_features`) and right answers (C,) bool."""
-    from whoqa.core.aliases import AliasIndex
-    from whoqa.core.names import name_spans, named_characters
-    from whoqa.evaluation.evaluate import ContextView
     chars, questions = load_who_set(ws)
     who = {q["question_id"]: q for q in questions}
     view = ContextView(ws, "bm25f", CONTEXT_SENTENCES)
@@ -399,7 +399,6 @@ def compare(workspace: Path, a: Path, b: Path) -> dict:
     """Two re-rankings of the same questions (their summary.json or folder, e.g. raw against resolved passages) as
     paired differences: a - b in P@1 / P@5 / MRR with a 95% interval from resampling whole books, on the questions
     both judged; and each one's figures and ECE."""
-    from whoqa.ranker.fits import read_summary
     sums = []
     for p in (Path(a), Path(b)):
         s = read_summary(p.parent, p.name) if p.suffix == ".json" else read_summary(p)

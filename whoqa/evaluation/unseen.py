@@ -17,6 +17,37 @@ from pathlib import Path
 from whoqa.core.artifacts import read_rows
 from whoqa.core.metrics import ranking_metrics, text_metrics
 from whoqa.core.workspace import Workspace
+from whoqa.core.executor import ExecutorConfig
+from data_prep.prepare import PrepareConfig, prepare
+from data_prep.addbook import fold_books
+from whoqa.retrieval.contexts import build_contexts
+from data_prep.embeddings import read_state
+import json
+from whoqa.core.progress import bar as progress_bar
+from whoqa.core.runs import digest
+from whoqa.reader.llm import model_fingerprint
+from whoqa.service import Service, ServiceConfig, installed_llm
+from whoqa.core.calibration import Item, ece, reliability, top_confidence
+from whoqa.core.device import as_device
+from whoqa.memnet.adapt import cached_adapt, patched
+from whoqa.memnet.config import AdaptConfig
+from whoqa.memnet.checkpoint import load_model, member_folders, saved_config
+from whoqa.memnet.data import Vocab, who_examples
+from whoqa.memnet.ensemble import ensemble_rankings
+from whoqa.memnet.train import calibration_for, load_books, predict
+from whoqa.core.numerics import intra_op_threads
+from whoqa.reader.model import READER_FILE
+from whoqa.core.book import atomic_write
+from data_prep.who_set import load_questions
+from whoqa.evaluation.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
+from whoqa.reader.data import Batcher, build_examples
+from whoqa.reader.model import FiDReader, read_reader_record
+from whoqa.reader.config import ReaderConfig
+from whoqa.reader.steps import decoder_start_id
+from whoqa.reader.train import predict as reader_predict
+from data_prep.who_set import load_who_set
+from whoqa.memnet.choose import choose_model as choose_memnet
+from whoqa.reader.choose import choose_model as choose_reader
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +56,6 @@ def prepare_other(workspace: Path, data: str, jobs: int = 1, executor: str = "lo
                   ray_address: str | None = None) -> Path:
     """Prepare, index and fold in another folder's books (on a Ray cluster with executor "ray"); returns its
     workspace."""
-    from whoqa.core.executor import ExecutorConfig
-    from data_prep.prepare import PrepareConfig, prepare
-    from data_prep.addbook import fold_books
-    from whoqa.retrieval.contexts import build_contexts
-    from data_prep.embeddings import read_state
     target = Workspace(workspace).eval_data / Path(data).resolve().name
     rep = prepare(PrepareConfig(data, str(target), jobs=jobs, unlabeled=False, artificial=True, embeddings=False,
                                 executor=executor, ray_address=ray_address), progress=False)
@@ -49,12 +75,6 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     whole ranking scored beside the baselines (same denominator: a question whose answer is not a character counts
     as a miss), with ECE and a reliability curve. Answers are kept per question in target's served/<key>.jsonl (the
     key: the LLM's fingerprint and the fit), so a second run is fast and an interrupted one resumes."""
-    import json
-    from whoqa.core.calibration import ece, reliability
-    from whoqa.core.progress import bar as progress_bar
-    from whoqa.core.runs import digest
-    from whoqa.reader.llm import model_fingerprint
-    from whoqa.service import Service, ServiceConfig, installed_llm
     svc = Service(target, ServiceConfig(device=device, llm=llm or None, top=10 ** 6), fits_from=workspace)
     base = installed_llm(llm)
     fit = svc.fit(base)
@@ -113,16 +133,7 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
     probabilities averaged, as `ask` answers), and with adapt, after test-time adaptation too (each member's, cached
     per model and book under target's WS/adapted/). Questions the model cannot take (answer not among its
     candidates) count as misses, so the denominator is the baselines' own. "ece" is measured on these books."""
-    import numpy as np
     import torch
-    from whoqa.core.calibration import Item, ece, reliability, top_confidence
-    from whoqa.core.device import as_device
-    from whoqa.memnet.adapt import cached_adapt, patched
-    from whoqa.memnet.config import AdaptConfig
-    from whoqa.memnet.checkpoint import load_model, member_folders, saved_config
-    from whoqa.memnet.data import Vocab, who_examples
-    from whoqa.memnet.ensemble import ensemble_rankings
-    from whoqa.memnet.train import calibration_for, load_books, predict
     folders = final_models(workspace)
     if not folders:
         return {}
@@ -138,7 +149,6 @@ def final_results(workspace: Path, target: Path, characters: dict, questions: li
         if not (Workspace(target).contexts / ranker).is_dir():
             log.warning("%s left out: no %s contexts for %s", folder.name, ranker, target)
             continue
-        from whoqa.core.numerics import intra_op_threads
         cal = calibration_for(workspace, folder.name, cfg)
         temperature = cal["temperature"] if cal else 1.0
         examples, _ = who_examples(target, ranker, vocab, books, memories)
@@ -191,7 +201,6 @@ def _scores(predicted, examples) -> dict:
 
 def final_readers(workspace: Path) -> list[Path]:
     """Folders of the readers trained with `whoqa reader train --final` (WS/models/reader/<name>/final/)."""
-    from whoqa.reader.model import READER_FILE
     return sorted(p.parent for p in Path(workspace).glob(f"models/reader/*/final/{READER_FILE}"))
 
 
@@ -199,21 +208,11 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
     """Every final reader on all of target's questions, and the routed system (Who-set questions to the final memory
     network with the best P@1 here, the rest to the reader) -> WS/results/full_task@<name>.{json,txt}. Readers that
     need contexts target cannot have (oracle: built from the answers; bert: a trained ranker) are left out."""
-    from whoqa.core.book import atomic_write
-    from data_prep.who_set import load_questions
-    from whoqa.evaluation.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
-    from whoqa.reader.data import Batcher, build_examples
-    from whoqa.reader.model import FiDReader, read_reader_record
-    from whoqa.reader.config import ReaderConfig
-    from whoqa.reader.steps import decoder_start_id
-    from whoqa.reader.train import predict
-    import json
     readers = final_readers(workspace)
     if not readers:
         return None
     questions = [q for qs in load_questions(target).values() for q in qs]
     refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
-    from data_prep.who_set import load_who_set
     who_ids = {q["question_id"] for q in load_who_set(target)[1]}
     rows, answers = {}, {}
     for folder in readers:
@@ -227,7 +226,7 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
         batcher = Batcher(reader.tokenizer, cfg.passage_tokens, cfg.answer_tokens, strip_start=decoder_start_id(reader),
                           question_passage=cfg.question_passage)
         examples = build_examples(target, cfg.context, cfg.top_k, progress)
-        preds = dict(zip([e.question_id for e in examples], predict(reader, batcher, examples, cfg, None, progress)))
+        preds = dict(zip([e.question_id for e in examples], reader_predict(reader, batcher, examples, cfg, None, progress)))
         name = f"final:{folder.parent.name}"
         answers[name] = preds
         rows[name] = _row(preds, refs, who_ids, {"command": reader_command(asdict(cfg)) + " --final",
@@ -235,8 +234,6 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
     routing = None
     memnets = {n: r for n, r in who.items() if n.startswith("final:memnet")}
     if rows and memnets:  # chosen as `ask` chooses: by the training workspace's cross-validated runs, not these books
-        from whoqa.memnet.choose import choose_model as choose_memnet
-        from whoqa.reader.choose import choose_model as choose_reader
         reader_choice = choose_reader(workspace, contexts=("none", "bm25f"))
         memnet_choice = choose_memnet(workspace)
         base = f"final:{reader_choice.name}"

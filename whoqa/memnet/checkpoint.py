@@ -20,6 +20,7 @@ import torch
 from whoqa.core.book import atomic_write
 from whoqa.memnet.config import saved_config
 from whoqa.memnet.model import KVMemNet, MemNetConfig
+from whoqa.core.runs import code_version
 
 
 class StaleModel(ValueError):
@@ -37,7 +38,6 @@ def save_model(model: KVMemNet, folder: Path, config: dict, stats: dict, vocab, 
         state["embed.weight"] = state["embed.weight"][:rows]  # (rows, d): loading takes the rest from the vectors
     torch.save(state, folder / "model.tmp")
     os.replace(folder / "model.tmp", folder / "model.pt")
-    from whoqa.core.runs import code_version
     extra = {"identity": prov["identity"], "inputs": prov["inputs"]} if prov else {}
     atomic_write(folder / "config.json", json.dumps({"config": config, "stats": stats, "vectors": vocab.record(),
                                                      "code": code_version(), **extra}, indent=1))

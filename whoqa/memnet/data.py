@@ -19,6 +19,13 @@ from data_prep.embeddings import scoped
 from whoqa.core.names import name_spans
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
+from data_prep.embeddings import load, read_state
+from whoqa.core.book import POSSESSIVE_TAGS, span_head
+from dataclasses import fields
+from data_prep.artificial import read_questions
+from whoqa.core.aliases import AliasIndex
+from whoqa.retrieval.contexts import load_contexts, question_context
+from data_prep.who_set import load_who_set
 
 log = logging.getLogger(__name__)
 MAX_SENTENCE = 60  # tokens kept per key sentence
@@ -29,7 +36,6 @@ class Vocab:
     """Token -> row of the embedding matrix; row 0 is padding, unknown tokens are dropped."""
 
     def __init__(self, workspace: Path):
-        from data_prep.embeddings import load, read_state
         wv = load(workspace)
         self.index = {w: i + 1 for i, w in enumerate(wv.index_to_key)}
         self.matrix = torch.cat([torch.zeros(1, wv.vector_size), torch.from_numpy(wv.vectors.copy())])  # (V+1, d)
@@ -74,7 +80,6 @@ PATIENT_DEPS = {"dobj", "nsubjpass", "dative", "iobj", "oprd"}
 def mention_role(book: Book, m) -> int:
     """ROLES code of a mention from its head word's dependency: subject (or the object of a passive's "by") ->
     agent; object or passive subject -> patient; possessive -> possessor."""
-    from whoqa.core.book import POSSESSIVE_TAGS, span_head
     tok = book.tokens[span_head(book.tokens, m.start, m.end)]
     if tok.dep in AGENT_DEPS or (tok.dep == "pobj" and book.tokens[tok.head].dep == "agent"):
         return 1
@@ -169,7 +174,6 @@ class Batch:
 
     def to(self, device) -> "Batch":
         """The batch on a model's device."""
-        from dataclasses import fields
         return Batch(*(getattr(self, f.name).to(device) for f in fields(self)))
 
     @property
@@ -215,7 +219,6 @@ def collate(batch: list[Example], books: dict[str, BookArrays], memories: int) -
 
 def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, books: dict[str, BookArrays],
                         fraction: float = 1.0, seed: int = SEED) -> list[Example]:
-    from data_prep.artificial import read_questions
     rng = np.random.default_rng(seed)
     out = []
     for b in book_ids:
@@ -236,9 +239,6 @@ def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, book
 def who_examples(workspace: Path, ranker: str, vocab: Vocab, books: dict[str, BookArrays],
                  memories: int) -> tuple[list[Example], dict]:
     """Real Who questions with their ranker's contexts; questions whose answer is not a candidate are counted."""
-    from whoqa.core.aliases import AliasIndex
-    from whoqa.retrieval.contexts import load_contexts, question_context
-    from data_prep.who_set import load_who_set
     ws = Workspace(workspace)
     characters, questions = load_who_set(ws)
     out, skipped = [], {"no_contexts": 0, "answer_not_candidate": 0}

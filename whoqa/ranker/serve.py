@@ -15,6 +15,7 @@ from whoqa.ranker.model import FeatureRanker, log_softmax
 from whoqa.reader.config import LLMConfig, RerankConfig
 from whoqa.reader.data import bm25f_passages
 from whoqa.reader.llm import few_shots
+from whoqa.retrieval.bm25f import context_sentences
 
 
 @dataclass
@@ -32,7 +33,6 @@ def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSp
     question's BM25F windows (`question_windows`: its context, and the LLM's passages); `reader`: an LLMReader on the
     transformers runtime, or None for the first stage alone; `pool`: (question, answer, book) examples of other books
     for the prompt's few shots."""
-    from whoqa.retrieval.bm25f import context_sentences
     book, aliases, index = opened
     ids, x = book_features(book, context_sentences(wins, CONTEXT_SENTENCES), named_characters(spans))  # (C, F)
     llm = None

@@ -5,6 +5,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whoqa.core.workspace import Workspace
+from whoqa.reader.data import Batcher
+from whoqa.reader.model import FiDReader, read_reader_record
+from whoqa.reader.choose import choose_model
+from whoqa.reader.config import ReaderConfig
+from whoqa.reader.steps import decoder_start_id
+from whoqa.retrieval.bm25f import open_book
+from whoqa.retrieval.bm25f import RetrievalConfig
+from whoqa.reader.data import ReaderExample, bm25f_passages
 
 SERVABLE = ("none", "bm25f")  # passages ask can make for a new question (BERT's need its trained ranker, oracle's the answer)
 
@@ -21,11 +29,6 @@ class ReaderAsker:
         """Serves the reader as it was trained, on device: its saved config gives the passages (none, or BM25F's: the
         other rankers cannot run per question at ask time), top-k, beams, n-gram blocking and answer length, unless
         top_k / num_beams are given."""
-        from whoqa.reader.data import Batcher
-        from whoqa.reader.model import FiDReader, read_reader_record
-        from whoqa.reader.choose import choose_model
-        from whoqa.reader.config import ReaderConfig
-        from whoqa.reader.steps import decoder_start_id
         self.ws = Workspace(workspace)
         self.choice = choose_model(self.ws, model, contexts=None if model else SERVABLE)
         path = self.ws.reader_models / self.choice.name / "final"
@@ -41,8 +44,6 @@ class ReaderAsker:
         self._books: dict = {}
 
     def _book(self, book_id: str):
-        from whoqa.retrieval.bm25f import open_book
-        from whoqa.retrieval.bm25f import RetrievalConfig
         if book_id not in self._books:
             self._books[book_id] = open_book(self.ws, book_id, RetrievalConfig())
         return self._books[book_id]
@@ -54,7 +55,6 @@ class ReaderAsker:
             return self._ask(book_id, question, opened)
 
     def _ask(self, book_id: str, question: str, opened: tuple | None) -> ReaderAnswer:
-        from whoqa.reader.data import ReaderExample, bm25f_passages
         opened = opened or self._book(book_id)  # (book, aliases, index): prepared (and indexed) or a clear error
         passages = bm25f_passages(*opened, question, self.top_k) if self.passages else []
         ex = ReaderExample(-1, book_id, question, [], passages)

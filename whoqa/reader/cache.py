@@ -14,6 +14,7 @@ from whoqa.reader.config import ReaderConfig
 from whoqa.reader.data import Batcher, ReaderExample
 from whoqa.reader.model import FiDReader, Fused, pad_states
 from whoqa.core.workspace import Workspace
+from whoqa.core.distributed import gather, shard, world
 
 
 def encoder_fingerprint(reader: FiDReader) -> str:
@@ -62,7 +63,6 @@ class StateCache:
 
     def ensure(self, reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], progress: bool) -> None:
         """Encode the examples not cached yet (under torchrun: each process its share, gathered) and save."""
-        from whoqa.core.distributed import gather, shard, world
         todo = [e for e in examples if e.question_id not in self.states]
         if not todo:
             return

@@ -19,6 +19,10 @@ from whoqa.core.artifacts import read_cache
 from whoqa.core.book import Book, atomic_write
 from whoqa.core.folds import book_folds as by_book
 from whoqa.core.workspace import Workspace
+from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
+from whoqa.core.progress import bar as progress_bar
+from data_prep.who_set import load_questions
+from whoqa.retrieval.contexts import load_contexts
 
 log = logging.getLogger(__name__)
 CONTEXTS = ("none", "bm25f", "bert", "oracle")
@@ -52,7 +56,6 @@ def bm25f_passages(book: Book, aliases, index, question: str, top_k: int, starts
     """A new question's top-k BM25F windows of an opened book (whoqa.retrieval.bm25f.open_book), as text, best
     first: the passages `ask` gives a reader, cut from the windows the index stage stores for training
     (`question_windows`, or `wins` when the caller has them); with starts, also each one's first sentence."""
-    from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
     if wins is None:
         wins = question_windows(index, question, aliases, len(book.sentences), RetrievalConfig())
     spans = wins[:top_k]
@@ -67,9 +70,6 @@ def examples_path(workspace: Path, context: str) -> Path:
 def build_examples(workspace: Path, context: str, top_k: int = 10, progress: bool = True) -> list[ReaderExample]:
     """Every question of WS/questions.json with its top-k passages; written once to WS/reader/examples/ (the file is
     reused while it holds at least top_k passages per question). Books whose contexts are missing are skipped."""
-    from whoqa.core.progress import bar as progress_bar
-    from data_prep.who_set import load_questions
-    from whoqa.retrieval.contexts import load_contexts
     if context not in CONTEXTS:
         raise ValueError(f"unknown reader context {context!r}: use one of {CONTEXTS}")
     ws = Workspace(workspace)
@@ -163,7 +163,6 @@ def sample_passages(workspace: Path, book_ids: list[str], n: int, words: int, se
                     progress: bool = True) -> list[str]:
     """n passages of about `words` words (whole sentences from a random start), spread over the books in proportion
     to their length."""
-    from whoqa.core.progress import bar as progress_bar
     rng = random.Random(seed)
     books = []
     for b in progress_bar(book_ids, desc="preread books", unit="book", progress=progress):

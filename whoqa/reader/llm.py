@@ -34,6 +34,17 @@ from whoqa.reader.render import WorkspacePassages, check_rendering
 from whoqa.reader.shorten import SHORTENERS, shortener
 from whoqa.reader.remote import on_cluster
 from whoqa.reader.runtimes import LlamaCppRuntime, TransformersRuntime, check_runtime, llamacpp
+import os
+import hashlib
+from gguf import GGUFReader
+import shutil
+from safetensors.torch import save_model
+import random
+from whoqa.core.metrics import text_metrics
+from whoqa.reader.data import bm25f_passages
+from whoqa.reader.render import shown
+from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
+from data_prep.who_set import load_questions
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +73,12 @@ JOINED = {
 
 def cache_dir() -> Path:
     """Where joined models go: $WHOQA_CACHE or ~/.cache/whoqa (outside any workspace: models are shared)."""
-    import os
     return Path(os.environ.get("WHOQA_CACHE") or Path.home() / ".cache" / "whoqa") / "models"
 
 
 def join_parts(parts: list[Path], dest: Path, sha256: str) -> Path:
     """Concatenate parts into dest, hashing on the way; a joined file whose sha256 is not the recorded one is
     refused (ValueError, one line) and nothing is left at dest. An earlier join with a .sha256 mark is reused."""
-    import hashlib
     dest = Path(dest)
     mark = dest.with_name(dest.name + ".sha256")
     if dest.is_file() and mark.is_file() and mark.read_text().strip() == sha256:
@@ -94,7 +103,6 @@ def join_parts(parts: list[Path], dest: Path, sha256: str) -> Path:
 
 def gguf_metadata(path: Path) -> dict:
     """A GGUF file's name, architecture, size label, licence and chat template presence, read from its header."""
-    from gguf import GGUFReader
     fields = GGUFReader(str(path)).fields
 
     def text(key):
@@ -202,8 +210,6 @@ def _from_gguf_once(kind: str, folder: str, gguf: str, marker: str, read, make, 
     """What transformers makes slowly from a GGUF file (its tokenizer, its dequantised weights): made once, saved
     under `<cache>/<kind>/<file name>-<size>` (outside any workspace) (`marker` present = a complete copy), and
     read from there afterwards. A failed save (another process first, a full disk) does not affect this load."""
-    import os
-    import shutil
     saved = cache_dir().parent / kind / f"{gguf}-{(Path(folder) / gguf).stat().st_size}"
     if (saved / marker).is_file():
         return read(saved)
@@ -232,7 +238,6 @@ def _tokenizer(folder: str, gguf: str | None):
 def _save_weights(model, to: Path) -> None:
     """save_pretrained refuses a model loaded from GGUF: its tensors and config are saved as they are (config last,
     the marker of a complete copy)."""
-    from safetensors.torch import save_model
     save_model(model, str(to / "model.safetensors"))
     model.generation_config.save_pretrained(to)
     model.config.save_pretrained(to)
@@ -384,7 +389,6 @@ def clean_answer(text: str) -> str:
 
 def few_shots(pool: list[tuple[str, str, str]], book_id: str, k: int, seed: int) -> list[tuple[str, str]]:
     """k (question, answer) pairs drawn (seeded) from other books' questions: never the asked book's."""
-    import random
     others = [(q, a) for q, a, b in pool if b != book_id]
     return random.Random(seed).sample(others, min(k, len(others))) if k else []
 
@@ -392,7 +396,6 @@ def few_shots(pool: list[tuple[str, str, str]], book_id: str, k: int, seed: int)
 def sample_questions(examples: list, n: int | None) -> list:
     """A fixed sample of n examples (all when n is None or larger), in question order: drawn with SEED over the
     sorted question ids, so every model, seed and prompt variant answers the same questions."""
-    import random
     if not n or n >= len(examples):
         return examples
     ids = sorted(e.question_id for e in examples)
@@ -408,7 +411,6 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
                executor: ExecutorConfig = ExecutorConfig()) -> dict:
     """Every question of the workspace answered zero-shot from its top-k passages -> WS/reader/llm/<name>/
     (resumable per question). Nothing is trained, so there are no folds: no answer depends on another book."""
-    from whoqa.core.metrics import text_metrics
     ws = Workspace(workspace)
     examples = sample_questions(build_examples(ws, cfg.context, cfg.top_k, progress), cfg.sample)
     examples = examples[:cfg.max_eval_samples]
@@ -528,7 +530,6 @@ def answer_from_book(reader: "LLMReader", opened: tuple, question: str, pool: li
     """(answer, passages read) for a question about an opened book ((Book, AliasIndex, BM25FIndex)): its BM25F
     passages, a few (question, answer, book) examples of other books from `pool` for the answers' style. No passage
     matched, no answer: NothingMatched, rather than the model inventing one."""
-    from whoqa.reader.data import bm25f_passages
     book = opened[0]
     passages, starts = bm25f_passages(*opened, question, cfg.top_k, True, wins)
     if not passages:
@@ -536,8 +537,6 @@ def answer_from_book(reader: "LLMReader", opened: tuple, question: str, pool: li
                              f"from: ask with words the book uses")
     listed = []
     if cfg.rendering != "raw" or cfg.character_list:  # the same windows, showing who each mention is
-        from whoqa.reader.render import shown
-        from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
         wins = wins if wins is not None else question_windows(opened[2], question, opened[1], len(book.sentences),
                                                               RetrievalConfig())
         spans = [(int(a), int(b)) for a, b, _ in wins[:cfg.top_k]]
@@ -550,7 +549,6 @@ def answer_from_book(reader: "LLMReader", opened: tuple, question: str, pool: li
 
 def question_pool(workspace: Path) -> list[tuple[str, str, str]]:
     """(question, answer, book) of the workspace's questions (none where it has none): the few-shot examples."""
-    from data_prep.who_set import load_questions
     try:
         return [(q["question"], q["answer1"], b) for b, qs in load_questions(Workspace(workspace)).items() for q in qs]
     except (FileNotFoundError, ValueError):

@@ -36,6 +36,9 @@ from whoqa.reader.pretraining import (finish_pretraining, lookup_dir, preread_bo
 from whoqa.reader.steps import decoder_start_id, input_reliance
 from whoqa.core.seed import set_seed
 from whoqa.core.workspace import Workspace
+from whoqa.core.book import read_characters
+from data_prep.artificial import read_questions
+from whoqa.core.metrics import exact_match
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"[A-Z][A-Za-z'-]*\.?( [A-Z][A-Za-z'-]*\.?){0,3}")  # "Mrs. Etherege", not "Glendinning?--that"
@@ -113,7 +116,6 @@ def lookup_example(book: Book, q: dict, cfg: LookupConfig, rng: random.Random, q
 
 def character_names(workspace: Path, books: list[str]) -> list[str]:
     """Every proper canonical character name of the books (renaming's pool), sorted and unique."""
-    from whoqa.core.book import read_characters
     out = set()
     for b in books:
         try:
@@ -137,7 +139,6 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
                     ) -> tuple[list[ReaderExample], list[ReaderExample], dict]:
     """(training, held-out) examples drawn on the seed from the books' artificial questions, and counts of what was
     skipped. Held-out questions come from books never trained on (a tenth, at least one when there are two)."""
-    from data_prep.artificial import read_questions
     ws = Workspace(workspace)
     books = [b for b in preread_books(ws, cfg.books) if (ws.artificial_questions(b)).is_file()]
     if not books:
@@ -235,7 +236,6 @@ def start_of(workspace: Path, cfg: LookupConfig) -> tuple[str | None, dict | Non
 @torch.no_grad()
 def heldout_stats(reader: FiDReader, batcher: Batcher, held: list[ReaderExample], batch: int = 16) -> dict:
     """Greedy exact match (%) of the looked-up names and the input reliance on the held-out questions."""
-    from whoqa.core.metrics import exact_match
     reader.model.eval()
     preds: list[str] = []
     for i in range(0, len(held), batch):

@@ -20,6 +20,8 @@ from whoqa.core.artifacts import read_record
 from whoqa.core.device import as_device
 from whoqa.core.minilm import bundled_minilm
 from whoqa.reader.pointer import POINTER_FILE, CopyPointer, pointer_decode, previous_tokens
+from whoqa.core.distributed import process_device, world
+import shutil
 
 log = logging.getLogger(__name__)
 READER_FILE = "whoqa_reader.json"  # a saved reader's record: the config it was made with, its stats and lineage
@@ -83,7 +85,6 @@ class FiDReader(torch.nn.Module):
     def load(cls, path: str | None = None, device=None) -> "FiDReader":
         """A reader folder (with its copy pointer, if it has one) or a base model, on device (a torch.device or a
         --device value; None: auto)."""
-        from whoqa.core.distributed import process_device, world
         device = process_device(as_device(device), world())
         model, tok = load_seq2seq(path)
         pointer = None
@@ -122,7 +123,6 @@ class FiDReader(torch.nn.Module):
             torch.save({"dims": list(self.pointer.dims), "state": self.pointer.state_dict()}, tmp / POINTER_FILE)
         (tmp / READER_FILE).write_text(json.dumps(extra or {}, indent=1))
         if path.exists():
-            import shutil
             shutil.rmtree(path)
         tmp.rename(path)
 

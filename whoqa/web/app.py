@@ -37,6 +37,12 @@ from whoqa.core.artifacts import DamagedArtifact, read_cache, read_json
 from whoqa.core.book import Book, atomic_write, is_done
 from whoqa.core.workspace import Workspace
 from whoqa.service import Service as Answers, ServiceConfig
+from whoqa.core.book import read_characters
+from data_prep.addbook import read_book_text, text_book_id
+from data_prep.narrativeqa import DataError, extract_body
+from data_prep.embeddings import read_state
+import shutil
+import ipaddress
 
 log = logging.getLogger(__name__)
 BOOK_ID = re.compile(r"^[0-9a-f]{40}$")
@@ -120,7 +126,6 @@ class Service:
         saved = read_cache(path, dict)  # no cache yet, or a damaged one: made again below
         if saved and saved.get("stamp") == stamp and "summary" in saved:
             return saved["summary"]
-        from whoqa.core.book import read_characters
         words = sentences = 0
         first: list[str] = []
         with open(tokens, encoding="utf-8") as f:
@@ -171,8 +176,6 @@ class Service:
     # --- uploads -----------------------------------------------------------------------------------------------
     def upload(self, name: str, data: bytes) -> dict:
         """Check an uploaded text as `ask --text` does; a new book becomes a background job, a known one is reused."""
-        from data_prep.addbook import read_book_text, text_book_id
-        from data_prep.narrativeqa import DataError, extract_body
         if self.cfg.read_only:
             raise ApiError(403, "this workspace is served read-only (whoqa serve --read-only): uploads are off")
         if len(data) > self.cfg.max_upload_mb * 1e6:
@@ -201,12 +204,10 @@ class Service:
         return job
 
     def _folded(self, book_id: str) -> bool:
-        from data_prep.embeddings import read_state
         state = read_state(self.ws)
         return state is None or book_id in state.get("books", [])
 
     def _process(self, job: dict, path: Path) -> None:
-        import shutil
         existed = (self.ws.books / job["book"]).exists()
         job.update(state="running", started=time.time())
         self._save_job(job)
@@ -365,7 +366,6 @@ def host_name(value: str) -> str:
 
 
 def _ip_literal(host: str) -> bool:
-    import ipaddress
     try:
         ipaddress.ip_address(host)
         return True
@@ -375,7 +375,6 @@ def _ip_literal(host: str) -> bool:
 
 def expected_status(e: Exception) -> int | None:
     """The HTTP status of an error the user can act on (as the CLI's one-line errors), None for a bug."""
-    from data_prep.narrativeqa import DataError
     if isinstance(e, FileNotFoundError):
         return 409  # the workspace lacks a stage, a model or a file: the message says which command makes it
     if isinstance(e, (ValueError, DataError, UnicodeError)):

@@ -11,6 +11,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from whoqa.web.app import ServeConfig, create_app
 
 QUESTIONS = ["Who is the hero of the story?", "Who dies at the end?", "Who does the narrator meet?",
              "Who lives in the house?", "Who helps him escape?", "Who falls in love?", "Who betrays them?",
@@ -25,7 +26,6 @@ def _pct(xs: list[float], p: float) -> float:
 def run_serve(workspace: str, book: str | None = None, requests: int = 80, text: str | None = None) -> dict:
     import httpx
     import uvicorn
-    from whoqa.web.app import ServeConfig, create_app
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
