@@ -210,10 +210,7 @@ def index(
     for r in (["bm25f", "bert"] if ranker == "both" else [ranker]):
         rep = _stage(build_contexts, workspace, r, jobs, cfg, ranker_cfg=rcfg, device=device,
                      executor=ExecutorConfig(executor, ray_address).check())
-        typer.echo(f"{r}: contexts for {len(rep['done'])} book(s), {rep['skipped']} already done with this config"
-                   + (f" ({rep['redone_config_changed']} redone: made with another config)"
-                      if rep.get("redone_config_changed") else "")
-                   + f", {len(rep['failed'])} failed -> {workspace}/contexts/{r}")
+        typer.echo(rep.summary(workspace))
 
 
 @app.command("pretrain")

@@ -73,8 +73,8 @@ def test_bert_contexts_end_to_end_with_book_folds(tiny_model, mini_data, tmp_pat
                           embeddings=False), progress=False)
     rep = build_contexts(ws, "bert", progress=False,
                          ranker_cfg=RankerConfig(base=tiny_model, folds=2, pool=30, batch_size=4))
-    assert sorted(rep["done"]) == sorted([DYING_DETECTIVE, other]) and not rep["failed"]
-    assert len(rep["folds"]) == 2 and all(f["train_pairs"] > 0 for f in rep["folds"])
+    assert sorted(rep.done) == sorted([DYING_DETECTIVE, other]) and not rep.failed
+    assert len(rep.folds) == 2 and all(f["train_pairs"] > 0 for f in rep.folds)
     ctx = load_contexts(ws, "bert", DYING_DETECTIVE)["0"]
     assert 0 < len(context_sentences(ctx, 100)) <= 100
     assert (ws / "models" / "bert_ranker" / "fold0" / "config.json").is_file()

@@ -64,13 +64,13 @@ def test_index_command_writes_contexts(mini_data, dd_ws):
     prepare(PrepareConfig(str(mini_data), str(ws), books=[DYING_DETECTIVE], artificial=False, embeddings=False),
             progress=False)
     rep = build_contexts(ws, "bm25f", jobs=1, progress=False)
-    assert rep["done"] == [DYING_DETECTIVE]
+    assert rep.done == [DYING_DETECTIVE]
     ctx = load_contexts(ws, "bm25f", DYING_DETECTIVE)["0"]
     sents = context_sentences(ctx, 100)
     assert len(sents) == 100 and len(set(sents)) == 100
     assert all(ctx[i][2] >= ctx[i + 1][2] for i in range(len(ctx) - 1))
     rep2 = build_contexts(ws, "bm25f", jobs=1, progress=False)
-    assert rep2["skipped"] == 1 and rep2["done"] == []
+    assert rep2.skipped == 1 and rep2.done == []
 
 
 def test_search_gives_exactly_anserinis_hits_and_scores(dd_ws):

@@ -28,6 +28,7 @@ from whoqa.core.folds import book_folds
 from whoqa.core.workspace import Workspace
 from whoqa.core.minilm import bundled_minilm
 from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, question_fields, windows
+from whoqa.retrieval.report import IndexReport
 from whoqa.core.seed import SEED
 
 log = logging.getLogger(__name__)
@@ -195,8 +196,8 @@ def rank_questions(ranker: CrossEncoder, texts: list[str], questions: list[dict]
     return dict(gather(list(out.items()), w))
 
 
-def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalConfig, report: dict,
-                        progress: bool = True, cfg: RankerConfig | None = None, device: str = "auto") -> dict:
+def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalConfig, report: IndexReport,
+                        progress: bool = True, cfg: RankerConfig | None = None, device: str = "auto") -> IndexReport:
     """Train one ranker per book fold (on the other folds) and write contexts for the books still to do. device
     (auto | cpu | cuda[:N]) is where, not what: it is not in the records that say a fold model or context is done."""
     import torch
@@ -210,8 +211,8 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
     summaries = load_summaries(ws)
     base = base_model_path(cfg)
     t0 = time.perf_counter()
-    report["ranker_config"] = asdict(cfg)
-    report["folds"] = []
+    report.ranker_config = asdict(cfg)
+    report.folds = []
     for k, fold in enumerate(book_folds(list(all_q), cfg.folds, cfg.seed)):
         mine = [b for b in fold if b in todo]
         if not mine:
@@ -236,7 +237,7 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
             if w.main:
                 ranker.save(model_dir)
                 atomic_write(record, json.dumps(made_with, indent=1))
-        report["folds"].append({"fold": k, "books": mine, "train_pairs": n_pairs, "train_steps": len(losses),
+        report.folds.append({"fold": k, "books": mine, "train_pairs": n_pairs, "train_steps": len(losses),
                                 "first_loss": losses[0] if losses else None,
                                 "last_loss": sum(losses[-10:]) / len(losses[-10:]) if losses else None})
         from whoqa.core.progress import bar as progress_bar
@@ -252,11 +253,11 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
                 atomic_write(ws.contexts_file("bert", b),
                              json.dumps({"config": {**asdict(rcfg), "ranker": asdict(cfg), "fold": k},
                                          "questions": out}))
-                report["done"].append(b)
+                report.done.append(b)
             except Exception as e:  # one bad book never stops the others
-                report["failed"][b] = f"{type(e).__name__}: {e}"
+                report.failed[b] = f"{type(e).__name__}: {e}"
                 log.error("BERT contexts for %s failed: %s", b, e)
-    report["seconds"] = round(time.perf_counter() - t0, 1)
+    report.seconds = round(time.perf_counter() - t0, 1)
     if w.main:
-        atomic_write(ws.contexts_report("bert"), json.dumps(report, indent=1))
+        atomic_write(ws.contexts_report("bert"), json.dumps(report.to_json(), indent=1))
     return report

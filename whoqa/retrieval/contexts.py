@@ -16,6 +16,7 @@ from whoqa.core.artifacts import DamagedArtifact, read_record
 from whoqa.core.book import atomic_write
 from whoqa.core.jobs import default_jobs
 from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences
+from whoqa.retrieval.report import IndexReport
 from whoqa.core.workspace import Workspace
 from whoqa.retrieval.bm25f import index_book
 import shutil
@@ -104,7 +105,7 @@ def _on_ray(ws: Workspace, todo: dict, cfg: RetrievalConfig, ranker: str, execut
 
 
 def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = None, cfg: RetrievalConfig | None = None,
-                   progress: bool = True, ranker_cfg=None, device: str = "auto", executor=None) -> dict:
+                   progress: bool = True, ranker_cfg=None, device: str = "auto", executor=None) -> IndexReport:
     """Contexts of every question of every prepared book for one ranker; books already done are skipped.
     `executor` (whoqa.core.executor.ExecutorConfig): on a Ray cluster instead of this machine's processes (BM25F)."""
     if ranker not in RANKERS + (ORACLE,):
@@ -120,8 +121,8 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
     redone = sorted(b for b in todo if made[b] is not None)
     if redone:
         log.warning("%s contexts of %d book(s) were made with another config: redone", ranker, len(redone))
-    report = {"ranker": ranker, "books": len(by_book), "done": [], "skipped": len(by_book) - len(todo), "failed": {},
-              "redone_config_changed": len(redone), "config": asdict(cfg)}
+    report = IndexReport(ranker, len(by_book), skipped=len(by_book) - len(todo), redone_config_changed=len(redone),
+                         config=asdict(cfg))
     if ranker == "bert":
         return build_bert_contexts(ws, todo, cfg, report, progress, ranker_cfg, device)
     bar = progress_bar(total=len(todo), desc=f"index {ranker}", unit="book", progress=progress)
@@ -137,17 +138,17 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
             futs = [pool.submit(_bm25f_work, str(ws), b, qs, cfg, ranker == ORACLE) for b, qs in todo.items()]
             _collect((f.result() for f in as_completed(futs)), report, bar)
     bar.close()
-    report["done"].sort()  # in book order, not the order parallel workers finished in: the same report every run
-    report["seconds"] = round(time.perf_counter() - t0, 1)
-    atomic_write(ws.contexts_report(ranker), json.dumps(report, indent=1))
+    report.done.sort()  # in book order, not the order parallel workers finished in: the same report every run
+    report.seconds = round(time.perf_counter() - t0, 1)
+    atomic_write(ws.contexts_report(ranker), json.dumps(report.to_json(), indent=1))
     return report
 
 
-def _collect(results, report: dict, bar) -> None:
+def _collect(results, report: IndexReport, bar) -> None:
     for b, stats, err in results:
         if err is None:
-            report["done"].append(b)
+            report.done.append(b)
         else:
-            report["failed"][b] = err
+            report.failed[b] = err
             log.error("contexts for %s failed: %s", b, err)
         bar.update(1)
