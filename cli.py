@@ -868,56 +868,94 @@ def train_coref(
                f"{rec['loss_last']}) -> {out}")
 
 
-@app.command()
-def bench(
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures (JSON): one command per stage "
+                        "timed. Tables and how they were made: docs/benchmarks.md.")
+app.add_typer(bench_app, name="bench")
+WS_OPTION = typer.Option(Path("ws"), help="A workspace with prepared books.")
+
+
+def _echo_json(out) -> None:
+    typer.echo(json.dumps(out, indent=1))
+
+
+@bench_app.command("prepare")
+def bench_prepare(
     data: Path = typer.Option(DEFAULT_DATA, help="NarrativeQA-layout folder."),
     books: int = typer.Option(4, help="How many books (the shortest ones after --min-words)."),
     min_words: int = typer.Option(20000, help="Skip books shorter than this."),
     repeats: int = typer.Option(1, help="Runs per measurement (the median is reported)."),
-    stage: str = typer.Option("prepare", help="prepare (book engine), index (BM25F and BERT ranker speed), ask, new-book "
-                                                "(time to the first answer about a new --text book), reader "
-                                                "(FiD training and generation speed), processes (reader training "
-                                                "and answering in the processes torchrun started), llm (a local LLM's load time, prompt and generation "
-                                                "tokens/s, memory) or serve (the web "
-                                                "app's ask latency with 1 and 8 clients, memory; with --text, upload "
-                                                "to first answer)."),
-    workspace: Path = typer.Option(Path("ws"), help="--stage index: a workspace with prepared books."),
-    text: Optional[Path] = typer.Option(None, help="--stage new-book: a plain-text book the workspace has not seen."),
-    route: str = typer.Option("auto", help="--stage ask and new-book: the route to time (auto: what `ask` chooses)."),
-    llm: Optional[str] = typer.Option(None, help="--stage new-book: the local LLM that reads (default: the best "
-                                                 "installed)."),
-    reader_base: str = typer.Option(default(RerankConfig, "base"), help="--stage llm: the model (folder, hub id, "
-                                                                         ".gguf file or a packaged model)."),
-    runtime: str = typer.Option(default(LLMConfig, "runtime"), help="--stage llm: auto, transformers or llamacpp."),
 ):
-    """Benchmarks that print figures: the book engine (words/s, --jobs 2, peak RSS), context selection (index
-    build time, BM25F query latency p50/p95 and q/s, BERT ranking time per question), `ask` latency, or the reader
-    (training examples/s, generation latency per question, peak memory)."""
-    if stage == "serve":
-        from whoqa.web.bench import run_serve
-        typer.echo(json.dumps(_stage(run_serve, str(workspace), text=str(text) if text else None), indent=1))
-        return
-    if stage == "llm":
-        from whoqa.evaluation.bench import run_llm
-        typer.echo(json.dumps(_stage(run_llm, str(workspace), reader_base, runtime), indent=1))
-        return
-    if stage == "new-book":
-        from whoqa.evaluation.bench import run_new_book
-        if text is None:
-            _fail("--stage new-book needs --text FILE (a book the workspace has not seen)")
-        typer.echo(json.dumps(_stage(run_new_book, str(workspace), str(text), route, llm), indent=1))
-        return
-    if stage in ("index", "ask", "reader", "processes"):
-        from whoqa.core.distributed import world
-        from whoqa.evaluation import bench as wb
-        fn = {"index": wb.run, "ask": lambda w: wb.run_ask(w, route=route), "reader": wb.run_reader,
-              "processes": wb.run_processes}[stage]
-        out = _stage(fn, str(workspace))
-        if world().main:
-            typer.echo(json.dumps(out, indent=1))
-        return
+    """The book engine: words/s in one process and with --jobs 2, peak RSS."""
     from data_prep.bench import run
-    typer.echo(json.dumps(run(str(data), books, min_words, repeats), indent=1))
+    _echo_json(run(str(data), books, min_words, repeats))
+
+
+@bench_app.command("index")
+def bench_index(workspace: Path = WS_OPTION):
+    """Context selection: index build time, BM25F query latency p50/p95 and q/s, BERT ranking time per question."""
+    from whoqa.evaluation.bench import run
+    _echo_json(_stage(run, str(workspace)))
+
+
+@bench_app.command("ask")
+def bench_ask(workspace: Path = WS_OPTION,
+              route: str = typer.Option("auto", help="The route to time (auto: what `ask` chooses).")):
+    """`ask` latency on the workspace's questions."""
+    from whoqa.evaluation.bench import run_ask
+    _echo_json(_stage(run_ask, str(workspace), route=route))
+
+
+@bench_app.command("new-book")
+def bench_new_book(
+    text: Path = typer.Option(..., help="A plain-text book the workspace has not seen."),
+    workspace: Path = WS_OPTION,
+    route: str = typer.Option("auto", help="The route to time (auto: what `ask` chooses)."),
+    llm: Optional[str] = typer.Option(None, help="The local LLM that reads (default: the best installed)."),
+):
+    """Time to the first answer about a new book: processed, the models loaded, then answered."""
+    from whoqa.evaluation.bench import run_new_book
+    _echo_json(_stage(run_new_book, str(workspace), str(text), route, llm))
+
+
+@bench_app.command("reader")
+def bench_reader(workspace: Path = WS_OPTION):
+    """The FiD reader: training examples/s, generation latency per question, peak memory."""
+    from whoqa.core.distributed import world
+    from whoqa.evaluation.bench import run_reader
+    out = _stage(run_reader, str(workspace))
+    if world().main:
+        _echo_json(out)
+
+
+@bench_app.command("processes")
+def bench_processes(workspace: Path = WS_OPTION):
+    """Reader training and answering in the processes torchrun started (`torchrun --nproc_per_node N`)."""
+    from whoqa.core.distributed import world
+    from whoqa.evaluation.bench import run_processes
+    out = _stage(run_processes, str(workspace))
+    if world().main:
+        _echo_json(out)
+
+
+@bench_app.command("llm")
+def bench_llm(
+    workspace: Path = WS_OPTION,
+    reader_base: str = typer.Option(default(RerankConfig, "base"), help="The model (folder, hub id, .gguf file or a "
+                                                                         "packaged model)."),
+    runtime: str = typer.Option(default(LLMConfig, "runtime"), help="auto, transformers or llamacpp."),
+):
+    """A local LLM: load time, prompt and generation tokens/s, memory."""
+    from whoqa.evaluation.bench import run_llm
+    _echo_json(_stage(run_llm, str(workspace), reader_base, runtime))
+
+
+@bench_app.command("serve")
+def bench_serve(workspace: Path = WS_OPTION,
+                text: Optional[Path] = typer.Option(None, help="Also upload this text and time it to the first "
+                                                               "answer.")):
+    """The web app: ask latency with 1 and 8 clients, memory; with --text, upload to first answer."""
+    from whoqa.web.bench import run_serve
+    _echo_json(_stage(run_serve, str(workspace), text=str(text) if text else None))
 
 
 def entry() -> None:

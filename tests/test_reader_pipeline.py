@@ -305,14 +305,14 @@ def test_ask_rerank_ranks_with_the_feature_ranker_and_the_llm(ws, tiny_llm_path)
 
 
 def test_bench_times_the_first_rerank_answer_about_a_new_book(ws, tiny_llm_path, tmp_path):
-    """`whoqa bench --stage new-book --rerank`: a text the workspace never saw, processed, the LLM loaded, then ranked,
+    """`whoqa bench new-book --rerank`: a text the workspace never saw, processed, the LLM loaded, then ranked,
     each stage timed; the book stays in the workspace, ready for `ask --rerank`."""
     story = tmp_path / "story.txt"
     story.write_text("Anna Gray lived by the river with her brother Tom Gray. Every morning Anna rowed to the village "
                      "for bread, and Tom mended the nets. One day Anna met the miller, John Hale, who told her of a "
                      "storm. She warned Tom, and he pulled the boat ashore. John Hale came that night and thanked "
                      "Anna for the warning. Tom laughed at him.\n" * 3)
-    r = run(app, ["bench", "--stage", "new-book", "--workspace", str(ws), "--text", str(story),
+    r = run(app, ["bench", "new-book", "--workspace", str(ws), "--text", str(story),
                   "--llm", tiny_llm_path])
     assert r.exit_code == 0, r.output
     got = json.loads(r.output[r.output.index("{"):])

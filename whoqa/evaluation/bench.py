@@ -1,4 +1,4 @@
-"""`whoqa bench --stage index`: context selection speed on a prepared book of about 100k words."""
+"""`whoqa bench index`: context selection speed on a prepared book of about 100k words."""
 from __future__ import annotations
 
 import statistics
@@ -192,7 +192,7 @@ def run_reader(workspace: str, context: str = "bm25f", n: int = 32, base: str | 
 
 def run_processes(workspace: str, context: str = "bm25f", n: int = 32, base: str | None = None) -> dict:
     """The reader's QA training (whole model, fresh encoding: what each process then shares) and answering, in as
-    many processes as torchrun started: training examples/s and answer seconds per question, for `whoqa bench --stage
+    many processes as torchrun started: training examples/s and answer seconds per question, for `whoqa bench
     processes` alone and under `torchrun --nproc_per_node 2`."""
     import torch
     w = world()

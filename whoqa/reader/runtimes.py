@@ -24,7 +24,7 @@ from whoqa.core.device import LLAMACPP_DEVICE, as_device, mixed_precision
 
 log = logging.getLogger(__name__)
 
-LLAMACPP_BATCH = 512  # prompt tokens llama.cpp reads at once (gpt4all's default is 8: `bench --stage llm` shows both)
+LLAMACPP_BATCH = 512  # prompt tokens llama.cpp reads at once (gpt4all's default is 8: `bench llm` shows both)
 LLAMACPP_ARCHITECTURES = ("qwen2", "llama", "gemma2", "phi3", "mistral")  # what the gpt4all wheel's llama.cpp loads
 
 
@@ -70,7 +70,7 @@ class TransformersRuntime:
 
     @torch.no_grad()
     def timings(self, ids: list[int], new_tokens: int, pad: int, tokenizer) -> dict:
-        """Seconds to read the prompt and generation tokens/s (`bench --stage llm`)."""
+        """Seconds to read the prompt and generation tokens/s (`bench llm`)."""
         x = torch.tensor([ids], device=self.device)  # (1, L)
         t = time.perf_counter()
         self.model(x)

@@ -1,4 +1,4 @@
-"""`whoqa bench --stage serve`: the web app under load, over real HTTP (uvicorn on 127.0.0.1, httpx clients).
+"""`whoqa bench serve`: the web app under load, over real HTTP (uvicorn on 127.0.0.1, httpx clients).
 
 Warm `POST /api/books/{id}/ask` latency p50/p95 with 1 and with 8 concurrent clients, the server process's peak
 memory, and (given a text file the workspace has not seen) the time from upload to the first answer.
