@@ -49,6 +49,18 @@ class Workspace(_PathBase):
     def book(self, book_id: str) -> Path:
         return Path(self, "books", book_id)
 
+    def book_file(self, book_id: str, suffix: str) -> Path:
+        """One of a prepared book's files: suffix .tokens, .entities or .book (whoqa.core.book.SUFFIXES)."""
+        return Path(self, "books", book_id, f"{book_id}{suffix}")
+
+    def book_source(self, book_id: str) -> Path:
+        """What a prepared book was made from (its file's sha1 and encoding; data_prep.prepare)."""
+        return Path(self, "books", book_id, "source.json")
+
+    def page_summary(self, book_id: str) -> Path:
+        """The web page's cached summary of a book (remade when its files change)."""
+        return Path(self, "books", book_id, "summary.json")
+
     @property
     def who(self) -> Path:
         return Path(self, "who")

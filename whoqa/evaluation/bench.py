@@ -39,7 +39,7 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
         raise FileNotFoundError(f"no prepared books in {ws}/books: run `whoqa prepare` first")
     sizes = {}
     for b in books:
-        n = sum(1 for _ in open(ws.books / b / f"{b}.tokens", encoding="utf-8")) - 1
+        n = sum(1 for _ in open(ws.book_file(b, ".tokens"), encoding="utf-8")) - 1
         sizes[b] = n
     book_id = min(books, key=lambda b: abs(sizes[b] - 120_000))  # ~100k words is ~120k tokens
     book = Book.load(ws.books / book_id, book_id)

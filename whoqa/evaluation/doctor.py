@@ -66,11 +66,11 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
             probe(folder, lambda p: Book.load(p, p.name), f"delete {folder} and run `whoqa prepare --workspace "
                                                           f"{workspace} --book {folder.name}` (or `ask --text` it)",
                   SOURCE)
-            for name in ("summary.json", "source.json"):
-                if (folder / name).is_file():
-                    probe(folder / name, _json, "none needed: the page remakes it" if name == "summary.json" else
-                          f"delete it; {prepare} records the book's source again", CACHE if name == "summary.json"
-                          else DERIVED)
+            for path, repair, kind in ((ws.page_summary(folder.name), "none needed: the page remakes it", CACHE),
+                                       (ws.book_source(folder.name),
+                                        f"delete it; {prepare} records the book's source again", DERIVED)):
+                if path.is_file():
+                    probe(path, _json, repair, kind)
     for f in [ws.questions, ws.summaries, ws.texts, ws.engine_record, ws.prepare_report, ws.who_report]:
         if f.is_file():
             probe(f, _json, prepare, DERIVED)

@@ -119,7 +119,7 @@ def character_names(workspace: Path, books: list[str]) -> list[str]:
     out = set()
     for b in books:
         try:
-            chars = read_characters(Workspace(workspace).books / b / f"{b}.book")
+            chars = read_characters(Workspace(workspace).book_file(b, ".book"))
         except Exception:  # a broken book is reported where it is loaded
             continue
         out |= {c.name for c in chars.values() if c.aliases and c.name in c.aliases and _NAME.fullmatch(c.name)}

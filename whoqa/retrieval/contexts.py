@@ -96,7 +96,7 @@ def _ray_bm25f_work(files: dict[str, bytes], book_id: str, questions: list[dict]
 
 def _on_ray(ws: Workspace, todo: dict, cfg: RetrievalConfig, ranker: str, executor):
     """(book, stats, error) of each book's contexts made as a Ray task, written here by the driver."""
-    args = {b: ({f"{b}{s}": (ws.books / b / f"{b}{s}").read_bytes() for s in SUFFIXES}, b, qs, cfg, ranker == ORACLE)
+    args = {b: ({f"{b}{s}": ws.book_file(b, s).read_bytes() for s in SUFFIXES}, b, qs, cfg, ranker == ORACLE)
             for b, qs in todo.items()}
     for b, stats, err, *data in ray_map(_ray_bm25f_work, args, executor, lambda k, why: (k, None, why)):
         if err is None:

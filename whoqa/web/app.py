@@ -119,10 +119,9 @@ class Service:
         """Title, words, sentences and characters of a book, read without loading it and kept beside it
         (WS/books/<id>/summary.json, remade when the book's files change)."""
         book_id = self.book_id(book_id)
-        folder = self.ws.books / book_id
-        tokens, chars = folder / f"{book_id}.tokens", folder / f"{book_id}.book"
+        tokens, chars = self.ws.book_file(book_id, ".tokens"), self.ws.book_file(book_id, ".book")
         stamp = [tokens.stat().st_mtime_ns, tokens.stat().st_size, chars.stat().st_mtime_ns]
-        path = folder / "summary.json"
+        path = self.ws.page_summary(book_id)
         saved = read_cache(path, dict)  # no cache yet, or a damaged one: made again below
         if saved and saved.get("stamp") == stamp and "summary" in saved:
             return saved["summary"]
