@@ -234,13 +234,10 @@ def pretrain_cmd(
     """Pretrain the memory network on the artificial Who questions (embeddings trainable) -> WS/models/pretrain/.
     (The reader's pretraining: `whoqa reader preread`, `whoqa reader lookup`.)"""
     from whoqa.memnet.train import pretrain
-    stats = _stage(pretrain, workspace, PretrainConfig(epochs=epochs, fraction=fraction, lr=lr, batch_size=batch_size,
-                                                       hops=hops, salience=salience, roles=roles, name=name, seed=seed,
-                                                       device=device,
-                                                       max_train_samples=max_train_samples))
-    typer.echo(("already done with this config and inputs: " if stats.get("skipped") else "")
-               + f"pretrained on {stats['questions']:,} artificial questions from {stats['books']} books in "
-               f"{stats['seconds']}s ({stats['questions_per_second']} q/s); losses {stats['epoch_losses']}")
+    report = _stage(pretrain, workspace, PretrainConfig(epochs=epochs, fraction=fraction, lr=lr, batch_size=batch_size,
+                                                        hops=hops, salience=salience, roles=roles, name=name, seed=seed,
+                                                        device=device, max_train_samples=max_train_samples))
+    typer.echo(report.summary())
 
 
 @app.command("train")
@@ -280,30 +277,18 @@ def train_cmd(
     """Fine-tune the memory network on the real Who questions with k-fold cross-validation x trials ->
     WS/runs/<name>/ (resumable), or with --final the model `ask` serves. (The reader: `whoqa reader train`, `whoqa
     reader llm`.)"""
-    from whoqa.memnet.config import model_name, run_name
     from whoqa.memnet.train import cross_validate, train_final
     cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience,
                       roles=roles, pretrained=pretrained, device=device, by_book=by_book, char_vectors=char_vectors,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, epochs=epochs, lr=lr,
                       batch_size=batch_size, folds=folds)
     if final:
-        st = _stage(train_final, workspace, cfg)
-        cal = st["calibration"]
-        typer.echo(f"{model_name(cfg)}: {st['members']} members trained on {st['questions']} questions -> "
-                   f"{workspace}/models/{model_name(cfg)}; "
-                   + (f"calibrated by run {cal['run']} (temperature {cal['temperature']:.2f})" if cal else
-                      "not calibrated yet (no cross-validated run of this recipe): `ask` shows no probabilities"))
+        typer.echo(_stage(train_final, workspace, cfg).summary(workspace))
         return
-    s = _stage(cross_validate, workspace, cfg)
-    if s.get("redone"):
-        typer.secho(s["redone"], fg=typer.colors.YELLOW, err=True)
-    typer.echo(f"{run_name(cfg)}: {s['runs']} runs on {s['questions']} questions: P@1 {s['p@1']:.2f} ± "
-               f"{s['p@1_std']:.2f}, P@5 {s['p@5']:.2f} ± {s['p@5_std']:.2f}, MRR {s['mrr']:.3f} ± {s['mrr_std']:.3f}")
-    e = s.get("ensemble")
-    if e:
-        typer.echo(f"  its {e['members']} trials averaged: P@1 {e['p@1']:.2f}, P@5 {e['p@5']:.2f}, MRR {e['mrr']:.3f}; "
-                   f"ECE {e['calibration']['ece']:.3f} at temperatures fit on the other folds "
-                   f"({e['calibration']['ece_uncalibrated']:.3f} uncalibrated)")
+    lines, warnings = _stage(cross_validate, workspace, cfg).summary()
+    for w in warnings:
+        typer.secho(w, fg=typer.colors.YELLOW, err=True)
+    typer.echo("\n".join(lines))
 
 
 reader_app = typer.Typer(no_args_is_help=True, help="The reader for every other question: the FiD reader's "

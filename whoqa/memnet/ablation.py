@@ -44,7 +44,7 @@ def run_ablation(workspace: Path, kind: str, rankers: list[str], base: TrainConf
                 name = pretrain_cfg.name if pcfg == pretrain_cfg else f"pretrain-{kind}-{v}"  # the default: reused
                 pretrain(ws, replace(pcfg, name=name), progress)  # done once per identity
                 cfg = replace(cfg, from_pretrained=True, pretrained=name)
-            s = cross_validate(ws, cfg, progress)
+            s = cross_validate(ws, cfg, progress).record
             points.append({"value": v, "p@1": s["p@1"], "p@1_std": s["p@1_std"], "runs": s["runs"]})
         series[ranker] = points
     result = {"ablation": kind, "x": label, "series": series, "base_config": base.__dict__}

@@ -10,7 +10,7 @@ import shutil
 import statistics
 import time
 import zipfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -38,6 +38,68 @@ from whoqa.memnet.model import KVMemNet, MemNetConfig, nll
 from whoqa.retrieval.contexts import contexts_report
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class PretrainReport:
+    """What `whoqa pretrain` did; `record()` is the stats saved with the model (WS/models/<name>/config.json)."""
+    questions: int
+    books: int
+    epoch_losses: list[float]
+    seconds: float
+    questions_per_second: float | None
+    skipped: bool = False  # already done with this config and inputs: nothing trained
+
+    @classmethod
+    def from_record(cls, stats: dict, skipped: bool = False) -> "PretrainReport":
+        return cls(stats.get("questions", 0), stats.get("books", 0), stats.get("epoch_losses", []),
+                   stats.get("seconds", 0.0), stats.get("questions_per_second"), skipped)
+
+    def record(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k != "skipped"}
+
+    def summary(self) -> str:
+        return (("already done with this config and inputs: " if self.skipped else "")
+                + f"pretrained on {self.questions:,} artificial questions from {self.books} books in {self.seconds}s "
+                f"({self.questions_per_second} q/s); losses {self.epoch_losses}")
+
+
+@dataclass
+class TrainReport:
+    """What a cross-validated run measured: `record` is its summary.json (metrics over folds x trials, the trials'
+    ensemble and its calibration, provenance)."""
+    run: str
+    record: dict
+
+    def summary(self) -> tuple[list[str], list[str]]:
+        """(lines, warnings) as `whoqa train` prints them."""
+        s = self.record
+        lines = [f"{self.run}: {s['runs']} runs on {s['questions']} questions: P@1 {s['p@1']:.2f} ± {s['p@1_std']:.2f}, "
+                 f"P@5 {s['p@5']:.2f} ± {s['p@5_std']:.2f}, MRR {s['mrr']:.3f} ± {s['mrr_std']:.3f}"]
+        e = s.get("ensemble")
+        if e:
+            lines.append(f"  its {e['members']} trials averaged: P@1 {e['p@1']:.2f}, P@5 {e['p@5']:.2f}, "
+                         f"MRR {e['mrr']:.3f}; ECE {e['calibration']['ece']:.3f} at temperatures fit on the other "
+                         f"folds ({e['calibration']['ece_uncalibrated']:.3f} uncalibrated)")
+        return lines, [s["redone"]] if s.get("redone") else []
+
+
+@dataclass
+class FinalReport:
+    """What `whoqa train --final` made: the ensemble `ask` serves."""
+    model: str
+    questions: int
+    skipped: dict  # questions left out, by reason
+    members: int
+    losses: list[float]  # each member's last epoch loss
+    calibration: dict | None  # the temperature it serves with, and the run it was fit on (None: uncalibrated)
+
+    def summary(self, workspace) -> str:
+        cal = self.calibration
+        return (f"{self.model}: {self.members} members trained on {self.questions} questions -> "
+                f"{workspace}/models/{self.model}; "
+                + (f"calibrated by run {cal['run']} (temperature {cal['temperature']:.2f})" if cal else
+                   "not calibrated yet (no cross-validated run of this recipe): `ask` shows no probabilities"))
 
 
 def load_books(workspace: Path, vocab: Vocab, book_ids: list[str], progress: bool = True) -> dict[str, BookArrays]:
@@ -117,14 +179,14 @@ def predict(model: KVMemNet, examples: list[Example], books: dict[str, BookArray
     return (out, probs, logits) if probabilities else out
 
 
-def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dict:
+def pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> PretrainReport:
     """Pretrain on every book's artificial questions -> WS/models/<cfg.name>/. Already done when the model there has
     the same identity (config + vectors + artificial questions); otherwise it is redone, never reused."""
     with intra_op_threads(cfg.threads):
         return _pretrain(workspace, cfg, progress)
 
 
-def _pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> dict:
+def _pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> PretrainReport:
     """`pretrain`'s work, in the intra-op threads it set."""
     ws = Workspace(workspace)
     set_seed(cfg.seed)
@@ -142,7 +204,7 @@ def _pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> di
     prov = provenance(effective(asdict(cfg)), {"vectors": vocab.identity(), "artificial": files_digest(files)})
     done = saved_config(ws.models / cfg.name)
     if (ws.models / cfg.name / "model.pt").is_file() and same_run(done, prov, upgrade):
-        return {**done["stats"], "skipped": True}
+        return PretrainReport.from_record(done["stats"], skipped=True)
     if done:
         log.warning("%s: redone, the saved model was made with another config or inputs (%s)", cfg.name,
                     ", ".join(k for k in ("config", "inputs") if done.get(k) != prov[k]) or "unrecorded")
@@ -156,10 +218,10 @@ def _pretrain(workspace: Path, cfg: PretrainConfig, progress: bool = True) -> di
     losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed,
                  progress=progress, salience_lr=cfg.salience_lr)
     seconds = time.perf_counter() - t0
-    stats = {"questions": len(examples), "books": len(books), "epoch_losses": losses, "seconds": round(seconds, 1),
-             "questions_per_second": round(cfg.epochs * len(examples) / seconds, 1) if seconds else None}
-    save_model(model, ws.models / cfg.name, asdict(cfg), stats, vocab, prov)
-    return stats
+    report = PretrainReport(len(examples), len(books), losses, round(seconds, 1),
+                            round(cfg.epochs * len(examples) / seconds, 1) if seconds else None)
+    save_model(model, ws.models / cfg.name, asdict(cfg), report.record(), vocab, prov)
+    return report
 
 
 def new_model(vocab: Vocab, cfg: TrainConfig, workspace: Path, pretrained: str | None = None) -> KVMemNet:
@@ -228,10 +290,10 @@ def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
             "pretrained": file_digest(ws.models / cfg.pretrained / "config.json") if cfg.from_pretrained else None}
 
 
-def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
+def cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> TrainReport:
     """k folds x trials; each (fold, trial) is saved as it finishes, so an interrupted run resumes."""
     with intra_op_threads(cfg.threads):
-        return _cross_validate(workspace, cfg, progress)
+        return TrainReport(run_name(cfg), _cross_validate(workspace, cfg, progress))
 
 
 def _cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
@@ -317,7 +379,7 @@ def train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dic
     model.pt, the others' members/trial<t>/model.pt). Its calibration is the one measured for the same recipe
     (`calibration_for`). Members already trained with this config and inputs are kept (resumable)."""
     with intra_op_threads(cfg.threads):
-        return _train_final(workspace, cfg, progress)
+        return FinalReport(model_name(cfg), **_train_final(workspace, cfg, progress))
 
 
 def _train_final(workspace: Path, cfg: TrainConfig, progress: bool = True) -> dict:
