@@ -315,10 +315,7 @@ def reader_preread(
     from whoqa.reader.preread import preread
     pcfg = PrereadConfig(base=reader_base, passages=passages, train_encoder=train_encoder, books=books, lr=lr,
                          bf16=bf16, seed=seed)
-    st = _stage(preread, workspace, pcfg, device=device)
-    typer.echo(f"preread {st['passages']:,} passages of {st['books']} books in {st['seconds']}s "
-               f"({st['passages_per_second']} passages/s); loss {st['loss_first']:.3f} -> {st['loss_last']:.3f} "
-               f"-> {workspace}/models/preread")
+    typer.echo(_stage(preread, workspace, pcfg, device=device).summary(workspace))
 
 
 @reader_app.command("lookup")
@@ -346,16 +343,7 @@ def reader_lookup(
     from whoqa.reader.lookup import pretrain_lookup
     lcfg = LookupConfig(questions=questions, books=books, lr=lr, preread=preread, base=reader_base,
                         train_encoder=train_encoder, bf16=bf16, copy=copy, spans=spans, seed=seed)
-    st = _stage(pretrain_lookup, workspace, lcfg, device=device)
-    h = st["heldout"]
-    typer.echo(f"answer lookup on {st['questions']:,} artificial questions of {st['books']} books in "
-               f"{st['seconds']}s ({st['examples_per_second']} q/s); loss {st['loss_first']:.3f} -> "
-               f"{st['loss_last']:.3f}; held-out exact match {h['exact_match']:.1f}%, loss own/other passages "
-               f"{h['loss_own_input']:.3f}/{h['loss_other_input']:.3f} -> {workspace}/models/lookup"
-               + ("+copy" if copy else ""))
-    if len(h.get("exact_match_by_kind", {})) > 1:
-        typer.echo("held-out exact match by kind: " + ", ".join(f"{k} {v:.1f}%" for k, v in
-                                                                 h["exact_match_by_kind"].items()))
+    typer.echo("\n".join(_stage(pretrain_lookup, workspace, lcfg, device=device).summary(workspace)))
 
 
 @reader_app.command("train")
@@ -397,15 +385,9 @@ def reader_train(
                         no_repeat_ngram=no_repeat_ngram, seed=seed, max_train_samples=max_train_samples,
                         max_eval_samples=max_eval_samples, epochs=epochs, lr=lr, batch_size=batch_size, folds=folds)
     if final:
-        st = _stage(train_final, workspace, rcfg, device=device)
-        typer.echo(f"{st['name']}: trained on {st['examples']} questions -> {workspace}/models/reader/{st['name']}"
-                   "/final")
+        typer.echo(_stage(train_final, workspace, rcfg, device=device).summary(workspace))
         return
-    s = _stage(cross_validate, workspace, rcfg, device=device)
-    m = s["metrics"]
-    typer.echo(f"{s['run']}: {s['questions']} questions in {s['folds']} book folds: ROUGE-L {m.get('rouge_l', 0):.2f}, "
-               f"BLEU-1 {m.get('bleu_1', 0):.2f}, BLEU-4 {m.get('bleu_4', 0):.2f}, EM {m.get('em', 0):.2f}, "
-               f"F1 {m.get('f1', 0):.2f} -> {workspace}/reader/runs/{s['run']}")
+    typer.echo(_stage(cross_validate, workspace, rcfg, device=device).summary(workspace))
 
 
 @reader_app.command("llm")
@@ -446,14 +428,8 @@ def reader_llm(
     lcfg = LLMConfig(base=reader_base, context=context, top_k=top_k, prompt_tokens=prompt_tokens, half=half, seed=seed,
                      max_eval_samples=max_eval_samples, shots=shots, order=passage_order, runtime=runtime,
                      sample=sample, rendering=rendering, character_list=character_list, shorten=shorten)
-    s = _stage(answer_all, workspace, lcfg, device=device, executor=ExecutorConfig(executor, ray_address))
-    m = s["metrics"]
-    typer.echo(f"{s['run']}: {s['questions']} questions zero-shot, {s['seconds_per_question']} s/question, "
-               f"{s['passages_mean']} passages in {s['prompt_tokens_mean']:.0f} prompt tokens: ROUGE-L "
-               f"{m.get('rouge_l', 0):.2f}, BLEU-1 {m.get('bleu_1', 0):.2f}, EM {m.get('em', 0):.2f}, "
-               f"F1 {m.get('f1', 0):.2f}, METEOR {m.get('meteor', 0):.2f} -> {workspace}/reader/llm/{s['run']}")
-    typer.echo("shortened: " + "; ".join(f"{n} ROUGE-L {v.get('rouge_l', 0):.2f} METEOR {v.get('meteor', 0):.2f}"
-                                         for n, v in s["shortened"].items()))
+    report = _stage(answer_all, workspace, lcfg, device=device, executor=ExecutorConfig(executor, ray_address))
+    typer.echo("\n".join(report.summary(workspace)))
 
 
 @app.command()

@@ -28,6 +28,7 @@ from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import RUN_SUMMARY, claim, digest, file_digest, provenance, read_run_file
 from whoqa.core.seed import SEED, set_seed
 from whoqa.core.workspace import Workspace
+from whoqa.reader.reports import LLMRunReport
 from whoqa.reader.config import LLMConfig, llm_record, llm_run_name
 from whoqa.reader.data import build_examples, examples_path
 from whoqa.reader.render import WorkspacePassages, check_rendering
@@ -408,7 +409,7 @@ def run_dir(workspace: Path, cfg: LLMConfig) -> Path:
 
 
 def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=None,
-               executor: ExecutorConfig = ExecutorConfig()) -> dict:
+               executor: ExecutorConfig = ExecutorConfig()) -> LLMRunReport:
     """Every question of the workspace answered zero-shot from its top-k passages -> WS/reader/llm/<name>/
     (resumable per question). Nothing is trained, so there are no folds: no answer depends on another book."""
     ws = Workspace(workspace)
@@ -489,7 +490,7 @@ def answer_all(workspace: Path, cfg: LLMConfig, progress: bool = True, device=No
         summary["runtime"] = runtime
     if w.main:
         atomic_write(folder / RUN_SUMMARY, json.dumps(summary, indent=1))
-    return summary
+    return LLMRunReport(summary)
 
 
 def read_predictions(path: Path) -> dict[int, dict]:

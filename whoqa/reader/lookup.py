@@ -31,6 +31,7 @@ from whoqa.core.runs import digest
 from whoqa.reader.data import Batcher, ReaderExample, detokenize
 from whoqa.reader.model import READER_FILE, FiDReader, read_reader_record
 from whoqa.reader.config import LookupConfig
+from whoqa.reader.reports import LookupReport
 from whoqa.reader.pretraining import (finish_pretraining, lookup_dir, preread_books, preread_dir, preread_record,
                                       pretrain_loop, resume)
 from whoqa.reader.steps import decoder_start_id, input_reliance
@@ -252,7 +253,7 @@ def heldout_stats(reader: FiDReader, batcher: Batcher, held: list[ReaderExample]
                         for e, p in zip(held[:8], preds)]}
 
 
-def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True, device=None) -> dict:
+def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True, device=None) -> LookupReport:
     """Train the reader to answer artificial Who questions from passages -> WS/models/lookup/ (resumable), on
     device."""
     ws = Workspace(workspace)
@@ -265,7 +266,7 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True, d
         done = read_reader_record(out_dir)
         if (done.get("config") == asdict(cfg) and done.get("preread") == preread
                 and done.get("inputs", inputs) == inputs):
-            return {**done["stats"], "skipped": True}
+            return LookupReport(done["stats"], cfg.copy, skipped=True)
     set_seed(cfg.seed)
     record = {**asdict(cfg), "preread_config": preread}  # a new prereading restarts an interrupted lookup
     reader, state = resume(out_dir, record, start, device)
@@ -292,4 +293,4 @@ def pretrain_lookup(workspace: Path, cfg: LookupConfig, progress: bool = True, d
     if world().main:
         atomic_write(ws.results / f"{out_dir.name}.json", json.dumps({"config": asdict(cfg), "preread": preread,
                                                                   "stats": stats}, indent=1))
-    return stats
+    return LookupReport(stats, cfg.copy)

@@ -14,6 +14,7 @@ from whoqa.core.runs import digest
 from whoqa.core.seed import set_seed
 from whoqa.reader.config import PrereadConfig
 from whoqa.reader.data import pad_labels, sample_passages
+from whoqa.reader.reports import PrereadReport
 from whoqa.reader.model import READER_FILE, FiDReader, Fused, read_reader_record
 from whoqa.reader.noise import mask_spans
 from whoqa.reader.pretraining import finish_pretraining, preread_books, preread_dir, pretrain_loop, resume
@@ -57,7 +58,7 @@ def preread_reliance(workspace: Path, reader: FiDReader, cfg: PrereadConfig, boo
                           lambda idx: pad_labels([pairs[i][1] for i in idx]), len(pairs))
 
 
-def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True, device=None) -> dict:
+def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True, device=None) -> PrereadReport:
     """Train the reader to restore masked book passages -> WS/models/preread/ (checkpoints: resumable), on device."""
     ws = Workspace(workspace)
     out_dir = preread_dir(ws)
@@ -69,7 +70,7 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True, device=N
                 done["stats"]["heldout"] = preread_reliance(ws, FiDReader.load(str(out_dir), device), cfg,
                                                             preread_books(ws, cfg.books), progress)
                 atomic_write(out_dir / READER_FILE, json.dumps(done, indent=1))
-            return {**done["stats"], "skipped": True}
+            return PrereadReport(done["stats"], skipped=True)
     set_seed(cfg.seed)
     books = preread_books(ws, cfg.books)
     if not books:
@@ -91,5 +92,5 @@ def preread(workspace: Path, cfg: PrereadConfig, progress: bool = True, device=N
              "passages_per_second": stats.pop("examples_per_second")}
     stats["heldout"] = preread_reliance(ws, reader, cfg, books, progress)
     finish_pretraining(reader, out_dir, {"config": asdict(cfg), "inputs": inputs, "stats": stats, "losses": losses})
-    return stats
+    return PrereadReport(stats)
 

@@ -29,6 +29,7 @@ from whoqa.reader.config import ReaderConfig, run_name, with_defaults
 from whoqa.reader.data import CONTEXTS, Batcher, ReaderExample, book_folds, build_examples
 from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.pretraining import lookup_dir, preread_dir, preread_record
+from whoqa.reader.reports import ReaderFinalReport, ReaderRunReport
 from whoqa.reader.steps import Precision, batcher_of, input_reliance, optimizer, trainable
 
 log = logging.getLogger(__name__)
@@ -131,7 +132,7 @@ def pretraining_lineage(workspace: Path, cfg: ReaderConfig) -> dict:
     return {"preread": preread_record(workspace) if cfg.preread else None}
 
 
-def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True, device=None) -> dict:
+def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True, device=None) -> ReaderRunReport:
     """Book-level k-fold: fold k's books are answered by a reader trained on the other folds' books. Each finished
     fold is a file (WS/reader/runs/<name>/fold<k>.json), so an interrupted run resumes at the next fold. device:
     where the reader runs (a --device value; not part of the run's identity)."""
@@ -186,7 +187,7 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True, de
                                        "predictions": rows}, indent=1))
     barrier(w)
     summary = summarize(run_dir, current_folds(ws, run_dir)[1], {e.question_id: e.answers for e in examples})
-    return {**summary, "archived_earlier_run": archived}
+    return ReaderRunReport({**summary, "archived_earlier_run": archived})
 
 
 def current_folds(workspace: Path, run_dir: Path) -> tuple[int, list[dict]]:
@@ -253,7 +254,7 @@ def summarize(run_dir: Path, folds: list[dict], answers: dict[int, list[str]]) -
     return out
 
 
-def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True, device=None) -> dict:
+def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True, device=None) -> ReaderFinalReport:
     """One reader on every question of every book -> WS/models/reader/<name>/final (for `whoqa ask`)."""
     ws = Workspace(workspace)
     examples = build_examples(ws, cfg.context, cfg.top_k, progress)[:cfg.max_train_samples]
@@ -268,5 +269,5 @@ def train_final(workspace: Path, cfg: ReaderConfig, progress: bool = True, devic
     if world().main:
         reader.save(ws.reader_models / run_name(cfg) / "final", {"config": asdict(cfg), "stats": stats})
     barrier(world())
-    return {**stats, "name": run_name(cfg)}
+    return ReaderFinalReport(run_name(cfg), stats)
 
