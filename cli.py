@@ -561,21 +561,8 @@ def rerank(
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
                        folds=folds, fold_seed=fold_seed, llm_features=llm_features, rendering=rendering, marks=marks,
                        character_list=character_list, max_eval_samples=max_eval_samples)
-    s = _stage(rerank_run, workspace, run, cfg, device=device, executor=ExecutorConfig(executor, ray_address))
-    for row, label in (("candidates", candidates), ("llm_over_top_k", f"LLM over its top {top_k}"),
-                       ("combined", "combined")):
-        m = s[row]
-        typer.echo(f"{label:22s} P@1 {m['p@1']:6.2f}  P@5 {m['p@5']:6.2f}  MRR {m['mrr']:.3f}")
-    if "fold_weights" in s:
-        typer.echo(f"LLM weight per fold: {sorted(set(s['fold_weights'].values()))}")
-    else:
-        typer.echo(f"book frequency         P@1 {s['book_frequency']['p@1']:6.2f}  P@5 {s['book_frequency']['p@5']:6.2f}"
-                   f"  MRR {s['book_frequency']['mrr']:.3f}\nECE {s['ece']:.3f} (a calibrated ranker: "
-                   f"{s['ece_if_calibrated']['mean']:.3f} on average, {s['ece_if_calibrated']['p95']:.3f} at the 95th "
-                   f"percentile); LLM as {sorted(set(s['llm_features_chosen'].values()))} in the folds; weights fit "
-                   f"on all ({s['ranker']['llm_features']}): stage 1 {[round(w, 3) for w in s['ranker']['stage1']]}, "
-                   f"stage 2 {[round(w, 3) for w in s['ranker']['stage2']]}")
-    typer.echo(f"{s['seconds_per_question']} s/question (LLM); {s['questions']} questions")
+    report = _stage(rerank_run, workspace, run, cfg, device=device, executor=ExecutorConfig(executor, ray_address))
+    typer.echo("\n".join(report.summary()))
 
 
 @app.command("rerank-compare")

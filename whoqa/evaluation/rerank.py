@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -368,8 +368,31 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
             "rankings": {str(r["question_id"]): o for r, o in final}}  # (every character: MRR beyond the top k)
 
 
+@dataclass
+class RerankReport:
+    """What `whoqa rerank` measured: `record` is the re-ranking's summary.json (and its fit, for the feature ranker)."""
+    record: dict
+
+    def summary(self) -> list[str]:
+        s = self.record
+        lines = [f"{label:22s} P@1 {s[row]['p@1']:6.2f}  P@5 {s[row]['p@5']:6.2f}  MRR {s[row]['mrr']:.3f}"
+                 for row, label in (("candidates", s["config"]["candidates"]),
+                                    ("llm_over_top_k", f"LLM over its top {s['top_k']}"), ("combined", "combined"))]
+        if "fold_weights" in s:
+            lines.append(f"LLM weight per fold: {sorted(set(s['fold_weights'].values()))}")
+        else:
+            f = s["book_frequency"]
+            lines += [f"book frequency         P@1 {f['p@1']:6.2f}  P@5 {f['p@5']:6.2f}  MRR {f['mrr']:.3f}",
+                      f"ECE {s['ece']:.3f} (a calibrated ranker: {s['ece_if_calibrated']['mean']:.3f} on average, "
+                      f"{s['ece_if_calibrated']['p95']:.3f} at the 95th percentile); LLM as "
+                      f"{sorted(set(s['llm_features_chosen'].values()))} in the folds; weights fit on all "
+                      f"({s['ranker']['llm_features']}): stage 1 {[round(w, 3) for w in s['ranker']['stage1']]}, "
+                      f"stage 2 {[round(w, 3) for w in s['ranker']['stage2']]}"]
+        return lines + [f"{s['seconds_per_question']} s/question (LLM); {s['questions']} questions"]
+
+
 def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool = True, device=None,
-           executor: ExecutorConfig = ExecutorConfig()) -> dict:
+           executor: ExecutorConfig = ExecutorConfig()) -> RerankReport:
     """Score, evaluate and save (WS/runs/<run>/rerank@<model>+k<k>/summary.json, with each question's combined top
     k, which the full task's routed rows read). The feature ranker needs no run: without one it draws book folds of
     its own (WS/runs/features+by-book/)."""
@@ -392,7 +415,7 @@ def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool =
     # another fold seed (the spread over folds) keeps its summary beside the served one, sharing the LLM's scores
     save_fit(rerank_dir(workspace, run, cfg), summary,
              None if cfg.fold_seed == SEED or run != features_run(cfg.folds) else f"foldseed{cfg.fold_seed}")
-    return summary
+    return RerankReport(summary)
 
 
 def compare(workspace: Path, a: Path, b: Path) -> dict:
