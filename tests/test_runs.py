@@ -135,3 +135,13 @@ def test_run_names_are_built_and_read_by_one_type():
         assert str(RunName.parse(text)) == text
     with pytest.raises(ValueError, match="not a run name"):
         RunName.parse("My Run!")
+
+
+def test_a_models_runs_are_found_by_their_parsed_name_not_by_prefix(tmp_path):
+    from whoqa.core.runs import runs_of_model
+    for name in ("memnet+salience[bm25f]", "memnet+salience[bm25f]+by-book", "memnet+salience[bm25f]+seed14",
+                 "memnet+salience+roles[bm25f]", "memnet+salience[bert]", "not a run", "features+by-book"):
+        (tmp_path / name).mkdir()
+    assert [p.name for p in runs_of_model(tmp_path, "memnet+salience[bm25f]")] == [
+        "memnet+salience[bm25f]", "memnet+salience[bm25f]+by-book", "memnet+salience[bm25f]+seed14"]
+    assert runs_of_model(tmp_path / "missing", "memnet") == []

@@ -131,6 +131,19 @@ def reranks(run_dir: Path) -> list[Path]:
     return sorted(p.parent for p in Path(run_dir).glob("rerank@*/" + RUN_SUMMARY))
 
 
+def runs_of_model(runs_dir: Path, model: str) -> list[Path]:
+    """The cross-validated runs of one model (`RunName.model`: WS/runs/<model>[+by-book][+folds<N>][+seed<N>]/)."""
+    runs_dir = Path(runs_dir)
+    found = []
+    for run in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []:
+        try:
+            if run.is_dir() and RunName.parse(run.name).model == model:
+                found.append(run)
+        except ValueError:  # a folder whoqa did not make
+            continue
+    return found
+
+
 def feature_fits(runs_dir: Path, model: str) -> list[Path]:
     """Every run's feature-ranker re-ranking with this LLM and raw passages (`rerank@<model>+k<k>+features/`, each
     with a summary): the fits `ask` may serve."""

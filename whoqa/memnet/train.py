@@ -2,7 +2,6 @@
 k-fold cross-validation x trials. Defaults are the paper's (Angelidis et al. §4)."""
 from __future__ import annotations
 
-import glob
 import json
 import logging
 import random
@@ -25,7 +24,7 @@ from whoqa.core.metrics import ranking_metrics
 from whoqa.core.numerics import intra_op_threads
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import (RUN_CONFIG, RUN_SUMMARY, claim, digest, file_digest, files_digest, provenance, read_run_file,
-                             same_run)
+                             runs_of_model, same_run)
 from whoqa.core.seed import SEED, set_seed
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.checkpoint import load_model, save_model, saved_config
@@ -421,9 +420,8 @@ def calibration_for(workspace: Path, name: str, config: dict | None = None) -> d
     """The temperature a --final ensemble serves with: fit on every fold of a cross-validated run of its recipe,
     book-level runs first (new books are what it is asked about), then question-level ones; among those, the run of
     the same seed first. None without any."""
-    runs = Workspace(workspace).runs
     found = []
-    for run in sorted(runs.glob(f"{glob_escape(name)}*/")) if runs.is_dir() else []:
+    for run in runs_of_model(Workspace(workspace).runs, name):
         rc, summary = read_run_file(run, RUN_CONFIG), read_run_file(run, RUN_SUMMARY)
         if rc is None or summary is None:
             continue
@@ -440,6 +438,3 @@ def calibration_for(workspace: Path, name: str, config: dict | None = None) -> d
     not_by_book, _, run, cal = sorted(found, key=lambda f: f[:3])[0]
     return {"temperature": cal["temperature"], "run": run, "ece": cal["ece"], "by_book": not not_by_book}
 
-
-def glob_escape(name: str) -> str:
-    return glob.escape(name)
