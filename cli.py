@@ -403,8 +403,8 @@ def reader_llm(
                                                                 "books (never the asked one)."),
     passage_order: str = typer.Option(default(LLMConfig, "order"), help="The passages kept in the book's order (book, "
                                                                         "DOS-RAG) or best first (rank)."),
-    runtime: str = typer.Option(default(LLMConfig, "runtime"), help="auto, transformers or llamacpp (gpt4all's "
-                                                                    "llama.cpp, for GGUF files it knows)."),
+    runtime: str = typer.Option(default(LLMConfig, "runtime"), help="auto, transformers, llamacpp (gpt4all's "
+                                "llama.cpp, for GGUF files it knows) or llama-cpp-python (llama.cpp built here)."),
     rendering: str = typer.Option(default(LLMConfig, "rendering"), help="How the passages show who each mention is: "
                                   "raw, annotate (\"she [Helen Chester]\") or replace."),
     character_list: bool = typer.Option(default(LLMConfig, "character_list"),
@@ -547,6 +547,8 @@ def rerank(
     marks: str = typer.Option(default(RerankConfig, "marks"), help="Whose mentions are marked: all or candidates."),
     character_list: bool = typer.Option(default(RerankConfig, "character_list"),
                                         help="List the characters the passages mention in the prompt."),
+    runtime: str = typer.Option(default(RerankConfig, "runtime"), help="What scores the names: auto (transformers, "
+                                "float32) or llama-cpp-python (llama.cpp built for this CPU; its own folder)."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
     executor: str = typer.Option(default(ExecutorConfig, "executor"), help="The LLM's name scores: local (this process) or ray "
                                  "(batches of questions as tasks on a Ray cluster; the same rows, resumable)."),
@@ -560,7 +562,7 @@ def rerank(
     from whoqa.evaluation.rerank import rerank as rerank_run
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
                        folds=folds, fold_seed=fold_seed, llm_features=llm_features, rendering=rendering, marks=marks,
-                       character_list=character_list, max_eval_samples=max_eval_samples)
+                       character_list=character_list, runtime=runtime, max_eval_samples=max_eval_samples)
     report = _stage(rerank_run, workspace, run, cfg, device=device, executor=ExecutorConfig(executor, ray_address))
     typer.echo("\n".join(report.summary()))
 
@@ -890,7 +892,8 @@ def bench_llm(
     workspace: Path = WS_OPTION,
     reader_base: str = typer.Option(default(RerankConfig, "base"), help="The model (folder, hub id, .gguf file or a "
                                                                          "packaged model)."),
-    runtime: str = typer.Option(default(LLMConfig, "runtime"), help="auto, transformers or llamacpp."),
+    runtime: str = typer.Option(default(LLMConfig, "runtime"), help="auto, transformers, llamacpp or "
+                                                                    "llama-cpp-python."),
 ):
     """A local LLM: load time, prompt and generation tokens/s, memory."""
     from whoqa.evaluation.bench import run_llm

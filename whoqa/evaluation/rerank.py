@@ -41,7 +41,7 @@ from whoqa.ranker.model import (LLM_FEATURES, SELECT, check_llm_features, fit, f
                                 select_llm_features)
 from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items, read_fold_files
-from whoqa.reader.config import LLMConfig, RerankConfig, model_name, passage_variant
+from whoqa.reader.config import LLMConfig, RerankConfig, model_name, passage_variant, runtime_variant
 from whoqa.reader.data import build_examples
 from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
 from whoqa.reader.remote import on_cluster
@@ -62,7 +62,7 @@ CANDIDATES = ("network", "book-frequency", "features")
 
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
     return fit_dir(workspace, run, model_name(cfg.base), cfg.top_k, cfg.candidates,
-                   passage_variant(cfg.rendering, cfg.marks, cfg.character_list))
+                   passage_variant(cfg.rendering, cfg.marks, cfg.character_list) + runtime_variant(cfg.runtime))
 
 
 def frequency_candidates(workspace: Path, cands: list[dict]) -> list[dict]:
@@ -123,6 +123,8 @@ def llm_key(cfg: RerankConfig) -> str:
     """What an LLM name score depends on: the model and the prompt (not whose candidates asked for it)."""
     shown = {f: getattr(cfg, f) for f in ("rendering", "marks", "character_list")
              if getattr(cfg, f) != getattr(RerankConfig, f)}  # (raw passages keep the key they always had)
+    if runtime_variant(cfg.runtime):  # (transformers' float32 scores too)
+        shown["runtime"] = cfg.runtime
     return digest([{f: getattr(cfg, f) for f in ("base", "passages", "prompt_tokens", "shots")} | shown,
                    model_fingerprint(cfg.base)])
 
@@ -174,7 +176,7 @@ class NameScores:
             items.append((qid, cs, q["question"], passages, [names[d][c] for c in cs],
                           few_shots(pool, d, cfg.shots, SEED * 1_000_003 + qid), e.starts if e else None,
                           LLMConfig.order, listed))
-        reader = {"base": cfg.base, "prompt_tokens": cfg.prompt_tokens, "scores": True}
+        reader = {"base": cfg.base, "prompt_tokens": cfg.prompt_tokens, "scores": True, "runtime": cfg.runtime}
         if self.executor.executor == "ray":
             rows = (row for batch in on_cluster("scores", items, LLMReader, reader, self.executor) for row in batch)
         else:

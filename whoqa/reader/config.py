@@ -90,7 +90,7 @@ class LLMConfig:
     max_new_tokens: int = 16  # short answers: NarrativeQA's average about 4-5 words
     chat: str = "auto"  # auto: the model's chat template when it has one; plain: the plain prompt
     half: bool = False  # weights in the device's half precision (bfloat16 on CPUs and Ampere+, else float16)
-    runtime: str = "auto"  # auto | transformers | llamacpp (gpt4all's llama.cpp: GGUF files it knows, on the CPU)
+    runtime: str = "auto"  # auto | transformers | llamacpp (gpt4all's llama.cpp) | llama-cpp-python (whoqa.reader.runtimes)
     order: str = "book"  # the passages kept, in the book's order (DOS-RAG) or "rank" (best first)
     shots: int = 3  # example questions with their answers, from other books (never the asked one): the answers' style
     rendering: str = "raw"  # how the passages show the engine's coreference (whoqa.reader.render.RENDERINGS)
@@ -116,6 +116,8 @@ class RerankConfig:
     rendering: str = "raw"  # how the passages show the engine's coreference (whoqa.reader.render.RENDERINGS)
     marks: str = "all"  # whose mentions a rendering marks: all characters' or only the candidates'
     character_list: bool = False  # list the characters the passages mention in the prompt
+    runtime: str = "auto"  # what scores the names: auto (transformers, float32) or llama-cpp-python (llama.cpp's
+    #                        quantised kernels: whoqa.reader.runtimes; its own LLM key and folder)
     llm_features: str = "select"  # how the LLM's scores enter the feature ranker (feature_ranker.LLM_FEATURES), or
     # "select": the form with the best likelihood in cross-validation on the training books, chosen per fold
     max_eval_samples: int | None = None  # debug: the first N questions
@@ -139,6 +141,15 @@ def llm_record(cfg: LLMConfig) -> dict:
             if k not in LLM_ANSWER_ONLY and not (k in LLM_ADDED and v == LLM_ADDED[k])}
 
 
+UNNAMED_RUNTIMES = ("auto", "transformers", "llamacpp")  # what runs were made with before llama-cpp-python came
+
+
+def runtime_variant(runtime: str) -> str:
+    """A runtime as a run-name suffix: "" for those every earlier run used (so those keep their names), else
+    +<runtime>."""
+    return "" if runtime in UNNAMED_RUNTIMES else f"+{runtime}"
+
+
 def passage_variant(rendering: str = "raw", marks: str = "all", character_list: bool = False) -> str:
     """A passage rendering (whoqa.reader.render) as a run-name suffix ("" for raw passages without a list):
     +annotate, +replace+marks-candidates, +list."""
@@ -154,7 +165,7 @@ def llm_run_name(cfg: LLMConfig) -> str:
     variant = "".join(f"+{tag}{getattr(cfg, f)}" for f, tag in (("top_k", "k"), ("prompt_tokens", "tokens"),
                                                                 ("shots", "shots")) if getattr(cfg, f) != getattr(d, f))
     variant += "+rank" if cfg.order != d.order else ""
-    variant += passage_variant(cfg.rendering, "all", cfg.character_list)
+    variant += passage_variant(cfg.rendering, "all", cfg.character_list) + runtime_variant(cfg.runtime)
     return f"llm[{cfg.context}]@{model}{variant}" + (f"+sample{cfg.sample}" if cfg.sample else "")
 
 

@@ -34,7 +34,8 @@ from whoqa.reader.data import build_examples, examples_path
 from whoqa.reader.render import WorkspacePassages, check_rendering
 from whoqa.reader.shorten import SHORTENERS, shortener
 from whoqa.reader.remote import on_cluster
-from whoqa.reader.runtimes import LlamaCppRuntime, TransformersRuntime, check_runtime, llamacpp
+from whoqa.reader.runtimes import (LlamaCppPythonRuntime, LlamaCppRuntime, TransformersRuntime,
+                                   check_runtime, llamacpp)
 import os
 import hashlib
 from gguf import GGUFReader
@@ -257,9 +258,9 @@ def _causal_lm(folder: str, gguf: str | None):
 
 class LLMReader:
     """A causal LM answering from passages: the prompt (chat template or plain), greedy decoding, the first line; or
-    each candidate name's log-likelihood as the answer. Where it runs is a runtime (whoqa.reader.runtimes: transformers
-    or llama.cpp); "auto" takes llama.cpp for a GGUF file it loads, unless `scores` (names need token probabilities,
-    which only transformers gives)."""
+    each candidate name's log-likelihood as the answer. Where it runs is a runtime (whoqa.reader.runtimes: transformers,
+    llama.cpp through gpt4all, or llama-cpp-python); "auto" takes gpt4all's llama.cpp for a GGUF file it loads, unless
+    `scores` (names need token probabilities, which gpt4all does not give: transformers then)."""
 
     def __init__(self, base: str, device=None, prompt_tokens: int = LLMConfig.prompt_tokens,
                  max_new_tokens: int = LLMConfig.max_new_tokens, chat: str = LLMConfig.chat,
@@ -269,8 +270,8 @@ class LLMReader:
             raise ValueError(f"unknown prompt {chat!r}: use auto (the model's chat template) or plain")
         check_runtime(runtime)
         if scores and runtime == "llamacpp":
-            raise ValueError("scoring names needs the transformers runtime: llama.cpp (gpt4all) gives no token "
-                             "probabilities")
+            raise ValueError("scoring names needs the transformers or llama-cpp-python runtime: llama.cpp (gpt4all) "
+                             "gives no token probabilities")
         hf_logging.disable_progress_bar()
         folder, gguf = locate(base)
         try:
@@ -281,7 +282,11 @@ class LLMReader:
         if gguf and runtime in ("auto", "llamacpp") and not scores:
             llama = llamacpp(Path(folder) / gguf, prompt_tokens + max_new_tokens, strict=runtime == "llamacpp",
                              architecture=gguf_metadata(Path(folder) / gguf)["architecture"])
-        if llama is not None:
+        if runtime == "llama-cpp-python":
+            if not gguf:
+                raise ValueError(f"--runtime llama-cpp-python reads GGUF files; {base} is not one (use transformers)")
+            self.backend = LlamaCppPythonRuntime(Path(folder) / gguf, prompt_tokens + max_new_tokens)
+        elif llama is not None:
             self.backend = LlamaCppRuntime(llama, prompt_tokens + max_new_tokens)
         else:
             try:

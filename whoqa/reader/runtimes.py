@@ -5,9 +5,13 @@ runtime is swapped (RUNTIMES, chosen by name or by what the caller needs).
                   probabilities, so it scores names
     llamacpp      llama.cpp's quantised CPU kernels through the gpt4all wheel: GGUF files of the architectures it
                   knows; loads in a second and generates 3x faster, but gives no token probabilities
+    llama-cpp-python  llama.cpp built from source on the user's machine (`pip install llama-cpp-python`: its own
+                  CPU's kernels, AVX-512 where it has them): any architecture today's llama.cpp knows, its logits, so
+                  it generates and scores names from the GGUF file (no dequantised copy)
 
-`load_runtime("auto", ..., scores=True)` takes transformers (names need probabilities); "auto" otherwise takes
-llama.cpp for a GGUF file it loads, else transformers.
+"auto" with `scores` (names need probabilities) takes transformers; otherwise llama.cpp (gpt4all) for a GGUF file it
+loads, else transformers. llama-cpp-python is chosen by name (`--runtime llama-cpp-python`), never silently: its
+scores differ from transformers' float32 ones in the last digits, and a run records the runtime it asked for.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from whoqa.core.device import LLAMACPP_DEVICE, as_device, mixed_precision
@@ -98,7 +103,7 @@ class LlamaCppRuntime:
         return llamacpp_generate(self.llama, self._text(ids, tokenizer), max_new_tokens, stop_at_newline=True)
 
     def score_names(self, ids: list[int], names: list[list[int]]) -> list[float]:
-        raise ValueError("scoring names needs the transformers runtime: gpt4all's llama.cpp gives no token "
+        raise ValueError("scoring names needs the transformers or llama-cpp-python runtime: gpt4all's llama.cpp gives no token "
                          "probabilities")
 
     def timings(self, ids: list[int], new_tokens: int, pad: int, tokenizer) -> dict:
@@ -116,7 +121,79 @@ class LlamaCppRuntime:
         return out
 
 
-RUNTIMES = {"transformers": TransformersRuntime, "llamacpp": LlamaCppRuntime}
+class LlamaCppPythonRuntime:
+    """llama.cpp through llama-cpp-python: greedy answers and name scores from the last position's logits. The KV
+    cache is kept between calls, so a name (or a question) that continues what was last read costs only its new
+    tokens: a question's prompt is read once and each name continues it."""
+    name = "llama-cpp-python"
+    scores = True
+
+    def __init__(self, path: Path, context: int):
+        try:
+            import llama_cpp
+        except ImportError as e:
+            raise RuntimeError(f"--runtime llama-cpp-python needs llama-cpp-python (pip install llama-cpp-python: it "
+                               f"builds llama.cpp for this CPU, a few minutes with a C++ compiler and cmake): {e}") from None
+        threads = torch.get_num_threads()
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.llama = llama_cpp.Llama(str(path), n_ctx=context + 64, n_batch=LLAMACPP_BATCH, n_threads=threads,
+                                         n_threads_batch=threads, logits_all=False, verbose=False)
+        self._logits_of = llama_cpp.llama_get_logits
+        self.window, self.ends = context, [self.llama.token_eos()]
+        self.vocab = self.llama.n_vocab()
+
+    def _read(self, ids: list[int]) -> np.ndarray:
+        """The next token's logits after `ids` (V,), reading only what the cache does not hold yet."""
+        held = self.llama.input_ids[:self.llama.n_tokens].tolist()
+        keep = 0
+        while keep < min(len(held), len(ids) - 1) and held[keep] == ids[keep]:
+            keep += 1
+        self.llama.n_tokens = keep  # eval drops the cache past this point
+        self.llama.eval(ids[keep:])
+        return np.ctypeslib.as_array(self._logits_of(self.llama.ctx), shape=(self.vocab,)).astype(np.float64)
+
+    def _greedy(self, ids: list[int], new_tokens: int, stop: list[int], on_token=None) -> list[int]:
+        logits, out = self._read(ids), []
+        for _ in range(new_tokens):
+            token = int(np.argmax(logits))
+            if on_token is not None:
+                on_token()
+            if token in stop:
+                break
+            out.append(token)
+            if len(out) < new_tokens:
+                logits = self._read(ids + out)
+        return out
+
+    def generate(self, ids: list[int], max_new_tokens: int, stop: list[int], pad: int, tokenizer) -> str:
+        return tokenizer.decode(self._greedy(ids, max_new_tokens, stop), skip_special_tokens=True)
+
+    def score_names(self, ids: list[int], names: list[list[int]]) -> list[float]:
+        """Each name's log-likelihood after the prompt (its tokens' log-probabilities summed)."""
+        first = _log_softmax(self._read(ids))  # (V,)
+        scores = []
+        for toks in names:
+            lp = float(first[toks[0]])
+            for i in range(1, len(toks)):
+                lp += float(_log_softmax(self._read(ids + toks[:i]))[toks[i]])
+            scores.append(lp)
+        return scores
+
+    def timings(self, ids: list[int], new_tokens: int, pad: int, tokenizer) -> dict:
+        self.llama.reset()
+        stamps = []
+        t = time.perf_counter()
+        self._greedy(ids, new_tokens, [], on_token=lambda: stamps.append(time.perf_counter()))
+        return {"prefill_s": stamps[0] - t, "generate_tok_s": (len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9)}
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    m = x.max()
+    return x - m - np.log(np.exp(x - m).sum())
+
+
+RUNTIMES = {"transformers": TransformersRuntime, "llamacpp": LlamaCppRuntime,
+            "llama-cpp-python": LlamaCppPythonRuntime}
 
 
 def check_runtime(name: str) -> None:
