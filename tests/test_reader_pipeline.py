@@ -269,6 +269,8 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     assert set(summary["llm_features_chosen"]) == {"0", "1"} and summary["ranker"]["llm_features"] in LLM_FEATURES
     assert run(app, ["eval", "--workspace", str(ws)]).exit_code == 0
     judged = json.loads((ws / "results" / f"features+by-book+folds2+{feats.name}.json").read_text())
+    full = json.loads((ws / "results" / "full_task.json").read_text())  # Who questions to the feature ranker too
+    assert f"routed: features+by-book+folds2+{feats.name} + {llm}" in full["samples"]["4"]["rows"]
     assert judged["p@1"] == summary["combined"]["p@1"] and judged["calibration"]["reliability"]
     assert (ws / "results" / "reliability.png").is_file()
     # the passages with who each mention is, scored apart (a key and folder of their own), compared paired by book

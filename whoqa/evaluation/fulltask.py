@@ -1,8 +1,9 @@
 """The full NarrativeQA task (Mou et al. Tables 1 and 3): every question of WS/questions.json, answered as text.
 
-Rows: each cross-validated reader run (WS/reader/runs/<name>/), and the routed system: a Who question of the Who set
-gets the memory network's top character (its canonical name; cross-validated predictions of WS/runs/<memnet>/), every
-other question the reader's answer. Metrics: ROUGE-L, BLEU-1/4, EM, F1 (nlg-eval / SQuAD conventions) and rouge-score's
+Rows: each cross-validated reader run (WS/reader/runs/<name>/) and finished LLM run, and the routed system: a Who
+question of the Who set gets the memory network's top character (its canonical name; cross-validated predictions of
+WS/runs/<memnet>/) where one was trained, and in a row of its own the feature ranker's (its book-level cross-validated
+rankings: what `ask` serves a book no network trained on); every other question the best reader's answer. Metrics: ROUGE-L, BLEU-1/4, EM, F1 (nlg-eval / SQuAD conventions) and rouge-score's
 ROUGE-L, over all questions and (ROUGE-L) over the Who set alone.
 """
 from __future__ import annotations
@@ -18,9 +19,9 @@ from whoqa.core.runs import RUN_CONFIG, code_version, reranks
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LookupConfig
 from whoqa.memnet.ensemble import read_fold_files
-from whoqa.ranker.fits import read_summary
+from whoqa.ranker.fits import read_summary, workspace_fits
 from whoqa.reader.train import current_folds
-from whoqa.reader.config import LLMConfig
+from whoqa.reader.config import LLMConfig, model_name
 from data_prep.who_set import load_questions
 from whoqa.reader.llm import llm_runs, read_llm_summary
 from whoqa.reader.train import read_run
@@ -115,6 +116,18 @@ def reranked_answers(workspace: Path, run: str) -> dict[str, dict[int, str]]:
     return out
 
 
+def feature_answers(workspace: Path) -> tuple[str, dict[int, str]] | None:
+    """The feature ranker's cross-validated Who answers, as `ask` serves a new book: (its fit's name, question id ->
+    the name of its top character) from the fit `served_fit` would serve with the default LLM (`whoqa rerank
+    --candidates features`, book folds first), else with another LLM; None when the workspace has none."""
+    ws = Workspace(workspace)
+    for run, folder in workspace_fits(ws, model_name(LLMConfig.base)) + workspace_fits(ws, "*"):
+        answers = reranked_answers(ws, run).get(f"{run}+{folder.name}")
+        if answers:
+            return f"{run}+{folder.name}", answers
+    return None
+
+
 def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_run: str | None = None) -> dict | None:
     """Rows for every finished reader run and the routed system -> WS/results/full_task.{json,txt}; None when no
     reader run exists yet."""
@@ -147,28 +160,37 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     routable = {n: r["metrics"]["rouge_l"] for n, r in rows.items() if r["config"].get("context") != "oracle"}
     reader_choice = choose_reader(ws, routable, reader_run)  # the oracle reads passages made from the answers
     memnet_choice = choose_memnet(ws, memnet_run)
-    routing = None
-    if reader_choice and memnet_choice:
-        base, memnet = reader_choice.name, memnet_choice.name
-        who_answers = memnet_answers(ws, memnet)
-        routed = {qid: who_answers.get(qid, text) for qid, text in runs[base].items()}
-        routing = {"reader": base, "memnet": memnet,
-                   "who_questions_to_memnet": sum(1 for q in runs[base] if q in who_answers),
-                   "chosen_by": [reader_choice.why, memnet_choice.why]}
-        rows[f"routed: {memnet} + {base}"] = _row(routed, refs, who_ids, routing, kinds)
+    features = feature_answers(ws)
+    routing, routed_rows = None, {}  # the routed rows' answers, for the samples' tables
+    who_routes = []  # (name, answers, by, why): the feature ranker's (what `ask` serves a book no network trained on),
+    if features:     # then the memory network's where one was trained: the last one is the routed system
+        who_routes.append((*features, "features", "Who: the feature ranker's book-level cross-validated answers"))
+    if memnet_choice:
+        who_routes.append((memnet_choice.name, memnet_answers(ws, memnet_choice.name), "memnet", memnet_choice.why))
+    if reader_choice and who_routes:
+        base = reader_choice.name
+        for name, who_answers, who_by, why in who_routes:
+            routed = {qid: who_answers.get(qid, text) for qid, text in runs[base].items()}
+            routing = {"reader": base, who_by: name,
+                       f"who_questions_to_{who_by}": sum(1 for q in runs[base] if q in who_answers),
+                       "chosen_by": [reader_choice.why, why]}
+            rows[f"routed: {name} + {base}"] = _row(routed, refs, who_ids, routing, kinds)
+            routed_rows[f"routed: {name} + {base}"] = routed
         atomic_write(ws.results / "full_task_predictions.json", json.dumps(
-            {str(q): {"answer": a, "by": "memnet" if q in who_answers else "reader"} for q, a in routed.items()},
+            {str(q): {"answer": a, "by": who_by if q in who_answers else "reader"} for q, a in routed.items()},
             indent=1))
     samples = {}
     for n, srows in sorted(sampled.items()):  # every full-task row again on the sample's questions, beside its runs
         ids = set.intersection(*(q for _, q in srows.values()))
-        full = {name: dict(runs[name]) for name in rows if name in runs}
-        if routing:
-            full[f"routed: {routing['memnet']} + {routing['reader']}"] = routed
+        full = {name: dict(runs[name]) for name in rows if name in runs} | routed_rows
         srows_all = {name: row for name, (row, _) in srows.items()}
-        if memnet_choice:  # each sampled LLM with the memory network (and its LLM re-ranking) on Who questions
+        who_answers = {}  # each sampled LLM with the memory network (and its LLM re-rankings), the feature ranker
+        if memnet_choice:
             who_answers = {memnet_choice.name: memnet_answers(ws, memnet_choice.name),
                            **reranked_answers(ws, memnet_choice.name)}
+        if features:
+            who_answers[features[0]] = features[1]
+        if who_answers:
             for name, (_, _) in srows.items():
                 preds = llms[name]
                 for mname, answers in who_answers.items():
