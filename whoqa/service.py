@@ -259,12 +259,14 @@ class Service:
         return self._network
 
     def llm(self, base: str, scores: bool):
-        """A local LLM, loaded once per (model, use): one that gives token probabilities for name scores, the
-        runtime LLMConfig chooses for answers (whoqa.reader.runtimes)."""
-        from whoqa.reader.llm import LLMReader
+        """A local LLM, loaded once per (model, use): for name scores the runtime `scoring_runtime` picks (one that
+        gives token probabilities), for answers the one LLMConfig chooses (whoqa.reader.runtimes)."""
+        from whoqa.reader.llm import LLMReader, scoring_runtime
         key = (base, scores)
         if key not in self._llms:
-            self._llms[key] = LLMReader(base, self.cfg.device, RerankConfig.prompt_tokens, scores=scores)
+            runtime = scoring_runtime(base, self.cfg.device) if scores else LLMConfig.runtime
+            self._llms[key] = LLMReader(base, self.cfg.device, RerankConfig.prompt_tokens, scores=scores,
+                                        runtime=runtime)
         return self._llms[key]
 
     def fit(self, llm: str | None):
@@ -352,7 +354,7 @@ class Service:
         chars = [Ranked(i, book.characters[i].name, p, s)
                  for i, p, s in list(zip(got.ids, got.probabilities, got.llm))[:self.cfg.top]]
         r = fit.ranker
-        model = (f"feature ranker + {llm} reading the passages for its top {r.top_k}" if llm else
+        model = (f"feature ranker + {llm} ({reader.runtime}) reading the passages for its top {r.top_k}" if llm else
                  "feature ranker, first stage (no local LLM)")
         calibration = {"by": "maximum likelihood on other books' questions", "fit": fit.where,
                        "fit_of": f"run {fit.measured_on}" if fit.measured_on else "the 41 shared books (shipped)",

@@ -25,7 +25,7 @@ from data_prep.embeddings import read_state
 import json
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
-from whoqa.reader.llm import model_fingerprint
+from whoqa.reader.llm import model_fingerprint, scoring_runtime
 from whoqa.service import Service, ServiceConfig, installed_llm
 from whoqa.core.calibration import Item, ece, reliability, top_confidence
 from whoqa.core.device import as_device
@@ -74,11 +74,13 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     chooses for a book no network trained on, the feature ranker fit on the training workspace's books only), its
     whole ranking scored beside the baselines (same denominator: a question whose answer is not a character counts
     as a miss), with ECE and a reliability curve. Answers are kept per question in target's served/<key>.jsonl (the
-    key: the LLM's fingerprint and the fit), so a second run is fast and an interrupted one resumes."""
+    key: the LLM's fingerprint, its scoring runtime and the fit), so a second run is fast and an interrupted one resumes."""
     svc = Service(target, ServiceConfig(device=device, llm=llm or None, top=10 ** 6), fits_from=workspace)
     base = installed_llm(llm)
     fit = svc.fit(base)
-    key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__])[:16]
+    runtime = scoring_runtime(base, device) if base else None  # (transformers' keys stay what they were)
+    key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__]
+                 + ([runtime] if runtime not in (None, "transformers") else []))[:16]
     cache = Workspace(target) / "served" / f"{key}.jsonl"
     cache.parent.mkdir(parents=True, exist_ok=True)
     done = {}

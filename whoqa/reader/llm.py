@@ -197,6 +197,16 @@ def locate(base: str) -> tuple[str, str | None]:
     return base, None
 
 
+def scoring_runtime(base: str, device=None) -> str:
+    """The runtime that scores names where whoqa serves (`ask`, the page, `eval --data`): llama-cpp-python for a GGUF
+    model on the CPU where it is installed (its scores gave the same book-level cross-validation as transformers'
+    float32 ones, question by question, in a third of the memory and without de-quantising: docs/benchmarks.md),
+    else transformers (a GPU, a model folder, or no llama-cpp-python)."""
+    from whoqa.core.device import as_device
+    native = importlib.util.find_spec("llama_cpp") is not None and as_device(device).type == "cpu"
+    return "llama-cpp-python" if native and locate(base)[1] else "transformers"
+
+
 def model_fingerprint(base: str) -> str:
     """What identifies the weights a run read: the GGUF file's or the folder's config and weight files' names and
     sizes (a hub id: its name)."""

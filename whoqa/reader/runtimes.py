@@ -122,9 +122,10 @@ class LlamaCppRuntime:
 
 
 class LlamaCppPythonRuntime:
-    """llama.cpp through llama-cpp-python: greedy answers and name scores from the last position's logits. The KV
-    cache is kept between calls, so a name (or a question) that continues what was last read costs only its new
-    tokens: a question's prompt is read once and each name continues it."""
+    """llama.cpp through llama-cpp-python: greedy answers and name scores from the last position's logits. Each call
+    reads its prompt afresh (llama.cpp's batched and one-token kernels round differently, so reusing another call's
+    cache would make a score depend on what was asked before); within a call the KV cache is kept, so each name
+    continues the prompt read once and costs only its own tokens, one at a time."""
     name = "llama-cpp-python"
     scores = True
 
@@ -142,9 +143,10 @@ class LlamaCppPythonRuntime:
         self.window, self.ends = context, [self.llama.token_eos()]
         self.vocab = self.llama.n_vocab()
 
-    def _read(self, ids: list[int]) -> np.ndarray:
-        """The next token's logits after `ids` (V,), reading only what the cache does not hold yet."""
-        held = self.llama.input_ids[:self.llama.n_tokens].tolist()
+    def _read(self, ids: list[int], fresh: bool = False) -> np.ndarray:
+        """The next token's logits after `ids` (V,): all of `ids` read (fresh), or only what the cache does not hold
+        yet."""
+        held = [] if fresh else self.llama.input_ids[:self.llama.n_tokens].tolist()
         keep = 0
         while keep < min(len(held), len(ids) - 1) and held[keep] == ids[keep]:
             keep += 1
@@ -153,7 +155,7 @@ class LlamaCppPythonRuntime:
         return np.ctypeslib.as_array(self._logits_of(self.llama.ctx), shape=(self.vocab,)).astype(np.float64)
 
     def _greedy(self, ids: list[int], new_tokens: int, stop: list[int], on_token=None) -> list[int]:
-        logits, out = self._read(ids), []
+        logits, out = self._read(ids, fresh=True), []
         for _ in range(new_tokens):
             token = int(np.argmax(logits))
             if on_token is not None:
@@ -170,7 +172,7 @@ class LlamaCppPythonRuntime:
 
     def score_names(self, ids: list[int], names: list[list[int]]) -> list[float]:
         """Each name's log-likelihood after the prompt (its tokens' log-probabilities summed)."""
-        first = _log_softmax(self._read(ids))  # (V,)
+        first = _log_softmax(self._read(ids, fresh=True))  # (V,)
         scores = []
         for toks in names:
             lp = float(first[toks[0]])
@@ -180,7 +182,6 @@ class LlamaCppPythonRuntime:
         return scores
 
     def timings(self, ids: list[int], new_tokens: int, pad: int, tokenizer) -> dict:
-        self.llama.reset()
         stamps = []
         t = time.perf_counter()
         self._greedy(ids, new_tokens, [], on_token=lambda: stamps.append(time.perf_counter()))
