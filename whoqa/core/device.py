@@ -31,6 +31,12 @@ def as_device(device=None):
     return device if isinstance(device, torch.device) else resolve_device(device or "auto")
 
 
+def on_cpu(device=None) -> bool:
+    """Whether a --device value (or torch.device) means the CPU: where llama.cpp's CPU kernels are the faster way to
+    run a GGUF model (whoqa.reader.llm.scoring_runtime)."""
+    return as_device(device).type == "cpu"
+
+
 def mixed_precision(device) -> tuple:
     """(autocast dtype, whether a loss scaler is needed) for training on device."""
     import torch

@@ -202,9 +202,15 @@ def scoring_runtime(base: str, device=None) -> str:
     model on the CPU where it is installed (its scores gave the same book-level cross-validation as transformers'
     float32 ones, question by question, in a third of the memory and without de-quantising: docs/benchmarks.md),
     else transformers (a GPU, a model folder, or no llama-cpp-python)."""
-    from whoqa.core.device import as_device
-    native = importlib.util.find_spec("llama_cpp") is not None and as_device(device).type == "cpu"
-    return "llama-cpp-python" if native and locate(base)[1] else "transformers"
+    from whoqa.core.device import on_cpu
+    if not (on_cpu(device) and locate(base)[1]) or importlib.util.find_spec("llama_cpp") is None:
+        return "transformers"
+    try:
+        import llama_cpp  # noqa: F401  (installed and loadable: a broken install falls back, and says so)
+    except Exception as e:  # a missing dependency, or its shared library failed to load
+        log.warning("llama-cpp-python is installed but does not load (%s): transformers scores the names", e)
+        return "transformers"
+    return "llama-cpp-python"
 
 
 def model_fingerprint(base: str) -> str:
