@@ -10,8 +10,9 @@ runtime is swapped (RUNTIMES, chosen by name or by what the caller needs).
                   it generates and scores names from the GGUF file (no dequantised copy)
 
 "auto" with `scores` (names need probabilities) takes transformers; otherwise llama.cpp (gpt4all) for a GGUF file it
-loads, else transformers. llama-cpp-python is chosen by name (`--runtime llama-cpp-python`), never silently: its
-scores differ from transformers' float32 ones in the last digits, and a run records the runtime it asked for.
+loads, else transformers. A run takes llama-cpp-python only by name (`--runtime llama-cpp-python`: its scores differ
+from transformers' float32 ones in the last digits, so it has its own run name and LLM key); the service scores names
+with it where it is installed (`whoqa.reader.llm.scoring_runtime`) and names it in each answer.
 """
 from __future__ import annotations
 
@@ -103,8 +104,8 @@ class LlamaCppRuntime:
         return llamacpp_generate(self.llama, self._text(ids, tokenizer), max_new_tokens, stop_at_newline=True)
 
     def score_names(self, ids: list[int], names: list[list[int]]) -> list[float]:
-        raise ValueError("scoring names needs the transformers or llama-cpp-python runtime: gpt4all's llama.cpp gives no token "
-                         "probabilities")
+        raise ValueError("scoring names needs the transformers or llama-cpp-python runtime: gpt4all's llama.cpp "
+                         "gives no token probabilities")
 
     def timings(self, ids: list[int], new_tokens: int, pad: int, tokenizer) -> dict:
         out = {}
