@@ -155,6 +155,11 @@ def test_full_task_rows_and_routing(ws):
     preds = json.loads((ws / "results" / "full_task_predictions.json").read_text())
     assert who and all(preds[str(q)] == {"answer": a, "by": "memnet"} for q, a in who.items())
     assert any(p["by"] == "reader" for p in preds.values()) and len(preds) == len(ROWS)
+    from whoqa.evaluation.fulltask import reader_runs  # every other question: the reader its question word chose
+    by_word = full["rows"]["routed by question word: memnet+salience[bm25f] + readers"]["word_routes"]
+    runs = reader_runs(ws)
+    assert all(p["answer"] == runs[p["reader"]][int(q)] for q, p in preds.items() if p["by"] == "reader")
+    assert "fid[oracle]" not in by_word["rouge_l_by_word"]["what"] and set(by_word["served"]) == {"what", "where"}
     for row in full["rows"].values():
         assert 0 <= row["metrics"]["rouge_l"] <= 100 and row["metrics"]["n"] == len(ROWS)
 

@@ -56,18 +56,25 @@ def book_bootstrap(a: Sequence[Sequence[int]], b: Sequence[Sequence[int]], corre
         ranks = [rank_of_first_correct(r, c) for r, c in zip(rankings, corrects)]
         per[name] = np.array([[100.0 * (r == 1), 100.0 * (r is not None and r <= 5), 1 / r if r else 0.0]
                               for r in ranks])  # (n, 3)
+    return paired_book_bootstrap(per["a"], per["b"], books, ("p@1", "p@5", "mrr"), samples, seed)
+
+
+def paired_book_bootstrap(a, b, books: Sequence[str], keys: Sequence[str], samples: int = 2000, seed: int = 13) -> dict:
+    """Per-question scores of two systems on the same questions, a and b (n, len(keys)), resampled by whole books: a's
+    standard deviation per key, and a - b's mean, sd and 95% interval."""
+    import numpy as np
+    a, b = np.asarray(a, dtype=float).reshape(len(books), -1), np.asarray(b, dtype=float).reshape(len(books), -1)
     ids = sorted(set(books))
     rows = {d: [i for i, x in enumerate(books) if x == d] for d in ids}
     rng = np.random.default_rng(seed)
     ma, md = [], []
     for _ in range(samples):
         idx = [i for d in rng.choice(len(ids), len(ids)) for i in rows[ids[d]]]
-        ma.append(per["a"][idx].mean(0))
-        md.append(per["a"][idx].mean(0) - per["b"][idx].mean(0))
-    ma, md = np.array(ma), np.array(md)  # (samples, 3)
-    keys = ("p@1", "p@5", "mrr")
+        ma.append(a[idx].mean(0))
+        md.append(a[idx].mean(0) - b[idx].mean(0))
+    ma, md = np.array(ma), np.array(md)  # (samples, len(keys))
     return {"books": len(ids), "samples": samples, "sd": dict(zip(keys, ma.std(0).round(4).tolist())),
-            "difference": {k: {"mean": float(round(per["a"][:, j].mean() - per["b"][:, j].mean(), 4)),
+            "difference": {k: {"mean": float(round(a[:, j].mean() - b[:, j].mean(), 4)),
                                "sd": float(round(md[:, j].std(), 4)),
                                "ci95": [float(round(v, 4)) for v in np.percentile(md[:, j], [2.5, 97.5])]}
                            for j, k in enumerate(keys)}}

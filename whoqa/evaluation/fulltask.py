@@ -27,6 +27,7 @@ from whoqa.reader.llm import llm_runs, read_llm_summary
 from whoqa.reader.train import read_run
 from whoqa.memnet.choose import choose_run as choose_memnet
 from whoqa.reader.choose import choose_run as choose_reader
+from whoqa.reader.routes import question_word, route_by_word
 
 log = logging.getLogger(__name__)
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
@@ -169,16 +170,26 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         who_routes.append((memnet_choice.name, memnet_answers(ws, memnet_choice.name), "memnet", memnet_choice.why))
     if reader_choice and who_routes:
         base = reader_choice.name
+        by_word = word_routes(runs, routable, refs, who_ids, kinds, questions)
         for name, who_answers, who_by, why in who_routes:
+            readers = {q: base for q in runs[base]}
             routed = {qid: who_answers.get(qid, text) for qid, text in runs[base].items()}
             routing = {"reader": base, who_by: name,
                        f"who_questions_to_{who_by}": sum(1 for q in runs[base] if q in who_answers),
                        "chosen_by": [reader_choice.why, why]}
             rows[f"routed: {name} + {base}"] = _row(routed, refs, who_ids, routing, kinds)
             routed_rows[f"routed: {name} + {base}"] = routed
+            if by_word:  # every other question to the reader its question word chose on the other book folds
+                readers.update(by_word.by)
+                routed = {qid: who_answers.get(qid, by_word.answers.get(qid, text)) for qid, text in runs[base].items()}
+                routing = {**routing, "word_routes": word_summary(by_word),
+                           "chosen_by": [reader_choice.why, WORD_WHY.format(n=len(by_word.scores), default=by_word.default),
+                                         why]}
+                rows[f"routed by question word: {name} + readers"] = _row(routed, refs, who_ids, routing, kinds)
+                routed_rows[f"routed by question word: {name} + readers"] = routed
         atomic_write(ws.results / "full_task_predictions.json", json.dumps(
-            {str(q): {"answer": a, "by": who_by if q in who_answers else "reader"} for q, a in routed.items()},
-            indent=1))
+            {str(q): {"answer": a, "by": who_by if q in who_answers else "reader"}
+             | ({} if q in who_answers else {"reader": readers[q]}) for q, a in routed.items()}, indent=1))
     samples = {}
     for n, srows in sorted(sampled.items()):  # every full-task row again on the sample's questions, beside its runs
         ids = set.intersection(*(q for _, q in srows.values()))
@@ -210,13 +221,28 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     return out
 
 
-QUESTION_WORDS = ("what", "who", "why", "how", "where", "when", "which")
+WORD_WHY = ("other questions: per question word, the reader with the best ROUGE-L on the other book folds' "
+            "questions (nested, {n} words; default {default})")
 
 
-def question_word(question: str) -> str:
-    """The question's wh-word (the first one among its first three words), else "other"."""
-    words = question.lower().replace("'s", " ").split()[:3]
-    return next((w for w in words if w in QUESTION_WORDS), "other")
+def word_routes(runs: dict[str, dict[int, str]], routable: dict[str, float], refs: dict[int, list[str]],
+                who_ids: set[int], kinds: dict[int, str], questions: list[dict]):
+    """The questions outside the Who set routed by question word among the routable readers (None with fewer than
+    two)."""
+    names = sorted(routable)
+    if len(names) < 2:
+        return None
+    books = {q["question_id"]: q["document_id"] for q in questions}
+    return route_by_word({n: runs[n] for n in names}, {q: r for q, r in refs.items() if q not in who_ids}, kinds,
+                         books)
+
+
+def word_summary(routes) -> dict:
+    """What a by-word routing chose, for full_task.json: the choice on every book, each fold's, the readers' ROUGE-L
+    per word, the paired difference against the default reader."""
+    return {"served": routes.served, "folds": routes.folds, "default": routes.default,
+            "rouge_l_by_word": routes.scores, "paired_vs_default": routes.paired,
+            "answered_by": {r: sum(1 for x in routes.by.values() if x == r) for r in sorted(set(routes.by.values()))}}
 
 
 def _row(preds: dict[int, str], refs: dict[int, list[str]], who_ids: set[int], extra: dict,
