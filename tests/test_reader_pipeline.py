@@ -337,3 +337,22 @@ def test_ask_serves_the_final_reader(ws, tiny_reader_path):
                   "--route", "reader"])
     assert r.exit_code == 0, r.output
     assert sum(1 for l in r.output.splitlines() if l.startswith("  | ")) == 3  # the answer, then passages read
+    # by question word: the reader `whoqa eval` chose for the word serves it where it can (its final model here)
+    from whoqa.core.workspace import Workspace
+    from whoqa.reader.routes import ROUTES_FILE
+    from whoqa.service import ServiceConfig, choose_route
+    record = ws / "results" / ROUTES_FILE
+    measured = json.loads(record.read_text())  # written by the `eval` above
+    assert measured["readers"]["fid[none]"] == {"kind": "fid", "context": "none"}
+    assert set(measured["served"]) == {"what", "where"}
+    record.write_text(json.dumps({**measured, "served": {"what": "fid[bm25f]", "where": "fid[none]"},
+                                  "rouge_l_by_word": {"what": {"fid[bm25f]": 40.0, "fid[none]": 10.0}}}))
+    r = choose_route(Workspace(ws), DYING_DETECTIVE, "What is in the box?", ServiceConfig(llm="none"))
+    assert (r.name, r.model) == ("reader", "fid[bm25f]") and "'what' questions go to fid[bm25f]" in r.reason
+    assert "fid[none]'s 10.00" in r.reason
+    r = choose_route(Workspace(ws), DYING_DETECTIVE, "Where is Holmes?", ServiceConfig(llm="none"))
+    assert r.model is None and "go to" not in r.reason  # fid[none] has no final model: the single best reader
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--device", "cpu",
+                  "--llm", "none", "--json"])
+    a = json.loads(r.output[r.output.index("{"):])
+    assert r.exit_code == 0 and a["route"] == "reader" and a["model"] == "FiD reader fid[bm25f]", r.output

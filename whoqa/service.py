@@ -10,8 +10,10 @@ The route is chosen in one function, `choose_route`, from what the workspace mea
   nothing in it is fit to a book, so it holds for any book); else the feature ranker;
 - a Who question about any other book: the feature ranker, with the local LLM reading the passages where one is
   installed (its first stage alone otherwise), calibrated either way;
-- any other question: the trained FiD reader where its cross-validated ROUGE-L beats the best installed LLM's measured
-  one; else that LLM (the best measured whose answer takes at most READ_SECONDS on 2 cores).
+- any other question: the reader `whoqa eval` chose for its question word (what / why / where ...) on the workspace's
+  book folds (whoqa.reader.routes), where that reader can serve; else the trained FiD reader where its cross-validated
+  ROUGE-L beats the best installed LLM's measured one; else that LLM (the best measured whose answer takes at most
+  READ_SECONDS on 2 cores).
 Every Who answer carries evidence: the context sentences that mention its top character (by name or a resolved
 pronoun), those matching the question best first. The models load once per process and are shared by every caller
 (one lock: answers run one at a time on a 2-core machine).
@@ -56,6 +58,7 @@ class ServiceConfig:
 class Route:
     name: str  # one of ROUTES
     reason: str  # one line: why this route, with the measurements that chose it
+    model: str | None = None  # the FiD reader that answers (route "reader"; None: the best cross-validated)
 
 
 @dataclass
@@ -180,6 +183,9 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
                                  f"{choice.name}'s " + (f"{choice.score:.2f}" if choice.score is not None else
                                                         "(not cross-validated)") + alone)
     llm = installed_llm(cfg.llm)
+    by_word = None if cfg.reader_model else word_route(ws, question, llm)
+    if by_word:
+        return by_word
     rouge = next((r for n, r, _ in MEASURED_LLMS if n == llm), None)
     try:
         from whoqa.reader.ask import SERVABLE
@@ -202,6 +208,24 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
                            ": no trained FiD reader"))
 
 
+def word_route(ws: Workspace, question: str, llm: str | None) -> Route | None:
+    """The reader `whoqa eval` chose for the question's word on this workspace's books (whoqa.reader.routes), where
+    it can serve here: the installed LLM it measured, or a final FiD reader of the run it measured."""
+    from whoqa.reader.ask import SERVABLE
+    from whoqa.reader.model import READER_FILE
+    from whoqa.reader.routes import served_reader
+    got = served_reader(ws.results, question)
+    if got is None:
+        return None
+    name, record, why = got
+    if record.get("kind") == "llm" and llm is not None and record.get("model") == llm:
+        return Route("llm", why)
+    if record.get("kind") == "fid" and record.get("context") in SERVABLE and \
+            (ws.reader_models / name / "final" / READER_FILE).is_file():
+        return Route("reader", why, name)
+    return None
+
+
 class Service:
     """A workspace's books and models, loaded once per process; `answer` is the one path to an answer."""
 
@@ -214,7 +238,7 @@ class Service:
         self.lock = threading.RLock()  # the models and the open books, one caller at a time
         self._opened: OrderedDict[str, tuple] = OrderedDict()
         self._network = None
-        self._reader = None
+        self._readers: dict[str | None, object] = {}
         self._llms: dict[tuple[str, str], object] = {}
         self._fits: dict[str, object] = {}
         self._pools: dict[str, list] = {}
@@ -303,8 +327,11 @@ class Service:
         with self.lock:
             chosen = self.route(book_id, question, route)
             opened = self.opened(book_id)
-            ans = {"network": self._network_answer, "features": self._features_answer,
-                   "reader": self._reader_answer, "llm": self._llm_answer}[chosen.name](book_id, question, opened)
+            if chosen.name == "reader":
+                ans = self._reader_answer(book_id, question, opened, chosen.model)
+            else:
+                ans = {"network": self._network_answer, "features": self._features_answer,
+                       "llm": self._llm_answer}[chosen.name](book_id, question, opened)
         ans.route, ans.reason = chosen.name, chosen.reason
         ans.seconds = round(time.perf_counter() - t0, 4)
         return ans
@@ -364,12 +391,14 @@ class Service:
                       evidence=self._evidence(book, context[:CONTEXT_SENTENCES], chars, question),
                       calibration=calibration, warnings=warnings)
 
-    def _reader_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
+    def _reader_answer(self, book_id: str, question: str, opened: tuple, model: str | None = None) -> Answer:
         from whoqa.reader.ask import ReaderAsker
-        if self._reader is None:
-            self._reader = ReaderAsker(self.ws, self.cfg.reader_model, device=self.cfg.device)
-        got = self._reader.ask(book_id, question, opened)
-        return Answer(question, book_id, "reader", "reader", "", f"FiD reader {self._reader.model_name}",
+        model = model or self.cfg.reader_model
+        if model not in self._readers:
+            self._readers[model] = ReaderAsker(self.ws, model, device=self.cfg.device)
+        reader = self._readers[model]
+        got = reader.ask(book_id, question, opened)
+        return Answer(question, book_id, "reader", "reader", "", f"FiD reader {reader.model_name}",
                       answer=got.answer, passages=got.passages)
 
     def _llm_answer(self, book_id: str, question: str, opened: tuple) -> Answer:

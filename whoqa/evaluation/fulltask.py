@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import asdict
 from pathlib import Path
 
 from data_prep.who_set import load_who_set
@@ -27,7 +28,7 @@ from whoqa.reader.llm import llm_runs, read_llm_summary
 from whoqa.reader.train import read_run
 from whoqa.memnet.choose import choose_run as choose_memnet
 from whoqa.reader.choose import choose_run as choose_reader
-from whoqa.reader.routes import question_word, route_by_word
+from whoqa.reader.routes import RouteConfig, question_word, route_by_word, write_routes
 
 log = logging.getLogger(__name__)
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
@@ -162,6 +163,9 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     reader_choice = choose_reader(ws, routable, reader_run)  # the oracle reads passages made from the answers
     memnet_choice = choose_memnet(ws, memnet_run)
     features = feature_answers(ws)
+    by_word = word_routes(runs, routable, refs, who_ids, kinds, questions) if reader_choice else None
+    write_routes(ws.results, by_word, {n: reader_record(rows[n]) for n in routable},
+                 {"config": asdict(RouteConfig()), "code": code_version()})
     routing, routed_rows = None, {}  # the routed rows' answers, for the samples' tables
     who_routes = []  # (name, answers, by, why): the feature ranker's (what `ask` serves a book no network trained on),
     if features:     # then the memory network's where one was trained: the last one is the routed system
@@ -170,7 +174,6 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         who_routes.append((memnet_choice.name, memnet_answers(ws, memnet_choice.name), "memnet", memnet_choice.why))
     if reader_choice and who_routes:
         base = reader_choice.name
-        by_word = word_routes(runs, routable, refs, who_ids, kinds, questions)
         for name, who_answers, who_by, why in who_routes:
             readers = {q: base for q in runs[base]}
             routed = {qid: who_answers.get(qid, text) for qid, text in runs[base].items()}
@@ -235,6 +238,14 @@ def word_routes(runs: dict[str, dict[int, str]], routable: dict[str, float], ref
     books = {q["question_id"]: q["document_id"] for q in questions}
     return route_by_word({n: runs[n] for n in names}, {q: r for q, r in refs.items() if q not in who_ids}, kinds,
                          books)
+
+
+def reader_record(row: dict) -> dict:
+    """What the service needs to serve a routed reader: an LLM run's model and runtime, a FiD run's context."""
+    cfg = row["config"]
+    if row.get("zero_shot"):
+        return {"kind": "llm", "model": model_name(cfg["base"]), "runtime": cfg.get("runtime")}
+    return {"kind": "fid", "context": cfg.get("context")}
 
 
 def word_summary(routes) -> dict:

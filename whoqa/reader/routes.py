@@ -9,8 +9,12 @@ made on every book is what serves (`served`).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from whoqa.core.artifacts import read_cache
+from whoqa.core.book import atomic_write
 from whoqa.core.folds import book_folds
 from whoqa.core.metrics import normalize_text, paired_book_bootstrap, rouge_l
 from whoqa.core.seed import SEED
@@ -85,3 +89,34 @@ def route_by_word(readers: dict[str, dict[int, str]], refs: dict[int, list[str]]
     paired = paired_book_bootstrap([scores[by[q]][q] for q in ids], [scores[default][q] for q in ids],
                                    [books[q] for q in ids], ("rouge_l",)) if ids else {}
     return WordRoutes(answers, by, chosen, served, by_word, default, paired)
+
+
+ROUTES_FILE = "reader_routes.json"  # under WS/results/: what `whoqa eval` chose on every book, read by the service
+
+
+def write_routes(results: Path, routes: WordRoutes | None, readers: dict[str, dict], provenance: dict) -> None:
+    """Record the served choice (readers: name -> {"kind": "fid" | "llm", "model": ...}); without routes, drop an
+    earlier record so no stale choice serves."""
+    path = Path(results) / ROUTES_FILE
+    if routes is None:
+        path.unlink(missing_ok=True)
+        return
+    atomic_write(path, json.dumps({"served": routes.served, "default": routes.default,
+                                   "rouge_l_by_word": routes.scores, "readers": readers,
+                                   "paired_vs_default": routes.paired, **provenance}, indent=1))
+
+
+def served_reader(results: Path, question: str) -> tuple[str, dict, str] | None:
+    """(the reader `whoqa eval` chose for this question's word, its record, why in one line); None without a
+    record."""
+    record = read_cache(Path(results) / ROUTES_FILE, dict)
+    if not record or not record.get("served"):
+        return None
+    word = question_word(question)
+    name = record["served"].get(word, record["default"])
+    scores = record["rouge_l_by_word"].get(word, {})
+    others = sorted(((s, r) for r, s in scores.items() if r != name), reverse=True)
+    why = (f"{word!r} questions go to {name}: ROUGE-L {scores[name]:.2f} on this workspace's {word!r} questions"
+           + (f" vs {others[0][1]}'s {others[0][0]:.2f}" if others else "") + " (chosen by book folds, `whoqa eval`)"
+           if name in scores else f"{name}, the best reader over every question (`whoqa eval`)")
+    return name, record["readers"].get(name, {}), why
