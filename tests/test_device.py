@@ -75,3 +75,17 @@ def test_no_model_code_names_the_cpu_where_it_means_the_models_device():
              for i, line in enumerate(p.read_text().splitlines(), 1)
              if re.search(r"""["']cpu["']""", line) and "map_location" not in line]
     assert not named, named
+
+
+def test_bf16_is_measured_on_the_cpu_and_dropped_where_it_is_slower(monkeypatch, caplog):
+    """--bf16 on a CPU whose bfloat16 matmuls are slower than float32 trains in float32 and says so; where they are
+    faster it stays on. The probe itself is a real measurement: a positive ratio."""
+    from whoqa.core import device as dev
+    from whoqa.reader import steps
+    assert 0 < dev.cpu_bf16_speedup() < float("inf")
+    monkeypatch.setattr(steps, "cpu_bf16_speedup", lambda: 0.04)
+    with caplog.at_level("WARNING"):
+        slow = steps.Precision(torch.device("cpu"), True)
+    assert not slow.enabled and "25x slower than float32" in caplog.text
+    monkeypatch.setattr(steps, "cpu_bf16_speedup", lambda: 1.8)
+    assert steps.Precision(torch.device("cpu"), True).enabled and not steps.Precision(torch.device("cpu"), False).enabled

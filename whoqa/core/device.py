@@ -4,6 +4,8 @@ chosen per device: bfloat16 where the hardware has it (CPUs, Ampere and later GP
 older GPUs."""
 from __future__ import annotations
 
+import functools
+
 DEVICES = "auto, cpu, cuda or cuda:N"
 AUTO = "auto"  # the default --device of every stage without a config field of its own
 LLAMACPP_DEVICE = "cpu"  # gpt4all's llama.cpp: its CUDA builds are not shipped here, so GGUF models run on the CPU
@@ -43,3 +45,25 @@ def mixed_precision(device) -> tuple:
     if device.type == "cuda" and not torch.cuda.is_bf16_supported():
         return torch.float16, True
     return torch.bfloat16, False
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_bf16_speedup() -> float:
+    """float32 time / bfloat16 time of a reader-sized matmul with its backward on this CPU, measured once per process
+    (above 1: bfloat16 pays). Some CPUs that report AVX512-BF16 run torch's bfloat16 matmuls far slower than float32
+    (an AMD EPYC with torch 2.13: a reader step 37 s vs 1.45 s), so `--bf16` is measured, not assumed."""
+    import time
+    import torch
+    a32 = torch.randn(1024, 384, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    b32 = torch.randn(384, 1536, generator=torch.Generator().manual_seed(1), requires_grad=True)
+
+    def best(dtype) -> float:
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype is torch.bfloat16):
+                (a32 @ b32).float().sum().backward()
+            times.append(time.perf_counter() - t)
+        return min(times)
+    fp32 = best(torch.float32)
+    return fp32 / max(best(torch.bfloat16), 1e-9)

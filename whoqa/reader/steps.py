@@ -3,12 +3,16 @@ precision on the model's device, a guarded step (non-finite loss -> a clear erro
 measurement."""
 from __future__ import annotations
 
+import logging
+
 import torch
 
-from whoqa.core.device import mixed_precision
+from whoqa.core.device import cpu_bf16_speedup, mixed_precision
 from whoqa.reader.config import ReaderConfig
 from whoqa.reader.data import Batcher
 from whoqa.reader.model import FiDReader
+
+log = logging.getLogger(__name__)
 
 
 def decoder_start_id(reader: FiDReader) -> int | None:
@@ -36,10 +40,14 @@ def optimizer(params, lr: float, steps: int):
 class Precision:
     """How training steps compute on a device (whoqa.core.device.mixed_precision): with mixed precision on, matmuls
     in bfloat16 on CPUs and Ampere+ GPUs, or in float16 with a loss scaler on older GPUs; weights and optimizer state
-    stay float32. Off: float32 throughout."""
+    stay float32. Off: float32 throughout, and so on a CPU where bfloat16 is measured slower (cpu_bf16_speedup)."""
 
     def __init__(self, device: torch.device, enabled: bool):
         dtype, scaled = mixed_precision(device)
+        if enabled and device.type == "cpu" and (speedup := cpu_bf16_speedup()) < 1:
+            log.warning("bfloat16 matmuls are %.0fx slower than float32 on this CPU: training in float32 (--bf16 has "
+                        "no effect here)", 1 / speedup)
+            enabled = False
         self.device, self.dtype, self.enabled = device, dtype, enabled
         self.scaler = torch.amp.GradScaler(device.type, enabled=enabled and scaled)  # disabled: a pass-through
 
