@@ -345,8 +345,10 @@ def test_ask_serves_the_final_reader(ws, tiny_reader_path):
     measured = json.loads(record.read_text())  # written by the `eval` above
     assert measured["readers"]["fid[none]"] == {"kind": "fid", "context": "none"}
     assert set(measured["served"]) == {"what", "where"}
-    record.write_text(json.dumps({**measured, "served": {"what": "fid[bm25f]", "where": "fid[none]"},
-                                  "rouge_l_by_word": {"what": {"fid[bm25f]": 40.0, "fid[none]": 10.0}}}))
+    routed = {**measured, "served": {"what": "fid[bm25f]", "where": "fid[none]"}, "default": "fid[none]",
+              "rouge_l_by_word": {"what": {"fid[bm25f]": 40.0, "fid[none]": 10.0}},
+              "paired_vs_default": {"difference": {"rouge_l": {"mean": 1.5}}}}  # routing gained out of fold
+    record.write_text(json.dumps(routed))
     r = choose_route(Workspace(ws), DYING_DETECTIVE, "What is in the box?", ServiceConfig(llm="none"))
     assert (r.name, r.model) == ("reader", "fid[bm25f]") and "'what' questions go to fid[bm25f]" in r.reason
     assert "fid[none]'s 10.00" in r.reason
@@ -356,3 +358,8 @@ def test_ask_serves_the_final_reader(ws, tiny_reader_path):
                   "--llm", "none", "--json"])
     a = json.loads(r.output[r.output.index("{"):])
     assert r.exit_code == 0 and a["route"] == "reader" and a["model"] == "FiD reader fid[bm25f]", r.output
+    # routing by word gained nothing out of fold: every question to the best single reader
+    record.write_text(json.dumps({**routed, "default": "fid[bm25f]", "rouge_l": {"fid[bm25f]": 30.0},
+                                  "paired_vs_default": {"difference": {"rouge_l": {"mean": -0.1}}}}))
+    r = choose_route(Workspace(ws), DYING_DETECTIVE, "Where is Holmes?", ServiceConfig(llm="none"))
+    assert (r.name, r.model) == ("reader", "fid[bm25f]") and "gained -0.10 out of fold" in r.reason, r.reason

@@ -58,3 +58,20 @@ def test_too_few_questions_keep_the_default_and_only_shared_questions_are_routed
     assert set(r.served.values()) == {r.default} and 999 not in r.answers and len(r.answers) == len(refs) - 1
     with pytest.raises(ValueError, match="no reader"):
         route_by_word({}, refs, kinds, books)
+
+
+def test_the_served_reader_is_the_words_choice_only_where_routing_gained_out_of_fold(tmp_path):
+    from whoqa.reader.routes import served_reader, write_routes
+    assert served_reader(tmp_path, "What is it?") is None  # no record: the service's other rules decide
+    refs, kinds, books, readers = corpus(12, {"what": "a", "why": "b", "where": "b"})
+    r = route_by_word(readers, refs, kinds, books, RouteConfig(folds=4, min_questions=2))
+    record = {"a": {"kind": "llm", "model": "m"}, "b": {"kind": "fid", "context": "none"}}
+    write_routes(tmp_path, r, record, {})
+    name, rec, why = served_reader(tmp_path, "What is it?")
+    assert (name, rec) == ("a", record["a"]) and "'what' questions go to a" in why and "b's 0.00" in why
+    r.paired["difference"]["rouge_l"]["mean"] = -0.5  # as if the words' choices had lost on held-out books
+    write_routes(tmp_path, r, record, {})
+    name, _, why = served_reader(tmp_path, "What is it?")
+    assert name == "b" and "gained -0.50 out of fold" in why
+    write_routes(tmp_path, None, record, {})  # fewer than two readers now: no stale choice serves
+    assert served_reader(tmp_path, "What is it?") is None

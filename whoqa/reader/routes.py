@@ -43,6 +43,7 @@ class WordRoutes:
     served: dict[str, str]  # question word -> the reader chosen on every book (what serves a new book)
     scores: dict[str, dict[str, float]]  # question word -> reader -> ROUGE-L on every book's questions of that word
     default: str  # the reader for words with too few questions (the best over all questions)
+    overall: dict[str, float] = field(default_factory=dict)  # reader -> ROUGE-L over every routed question
     paired: dict = field(default_factory=dict)  # routed - default, resampled by book (ROUGE-L)
 
 
@@ -88,7 +89,13 @@ def route_by_word(readers: dict[str, dict[int, str]], refs: dict[int, list[str]]
                for w, qs in of_word.items()}
     paired = paired_book_bootstrap([scores[by[q]][q] for q in ids], [scores[default][q] for q in ids],
                                    [books[q] for q in ids], ("rouge_l",)) if ids else {}
-    return WordRoutes(answers, by, chosen, served, by_word, default, paired)
+    overall = {r: round(sum(s.values()) / max(1, len(s)), 2) for r, s in scores.items()}
+    return WordRoutes(answers, by, chosen, served, by_word, default, overall, paired)
+
+
+def gain(paired: dict) -> float:
+    """Routed - default ROUGE-L out of fold (0 without a measurement)."""
+    return paired.get("difference", {}).get("rouge_l", {}).get("mean", 0.0)
 
 
 ROUTES_FILE = "reader_routes.json"  # under WS/results/: what `whoqa eval` chose on every book, read by the service
@@ -101,22 +108,30 @@ def write_routes(results: Path, routes: WordRoutes | None, readers: dict[str, di
     if routes is None:
         path.unlink(missing_ok=True)
         return
-    atomic_write(path, json.dumps({"served": routes.served, "default": routes.default,
+    atomic_write(path, json.dumps({"served": routes.served, "default": routes.default, "rouge_l": routes.overall,
                                    "rouge_l_by_word": routes.scores, "readers": readers,
                                    "paired_vs_default": routes.paired, **provenance}, indent=1))
 
 
 def served_reader(results: Path, question: str) -> tuple[str, dict, str] | None:
-    """(the reader `whoqa eval` chose for this question's word, its record, why in one line); None without a
-    record."""
+    """(the reader `whoqa eval` chose for this question, its record, why in one line): the one its question word
+    chose where routing by word beat the best single reader out of fold, else that reader; None without a record."""
     record = read_cache(Path(results) / ROUTES_FILE, dict)
     if not record or not record.get("served"):
         return None
     word = question_word(question)
-    name = record["served"].get(word, record["default"])
+    routed = gain(record.get("paired_vs_default", {}))
+    default = record["default"]
+    if routed <= 0:
+        why = (f"{default}, the best reader over this workspace's questions (ROUGE-L "
+               f"{record.get('rouge_l', {}).get(default, float('nan')):.2f}); routing by question word gained "
+               f"{routed:+.2f} out of fold (`whoqa eval`)")
+        return default, record["readers"].get(default, {}), why
+    name = record["served"].get(word, default)
     scores = record["rouge_l_by_word"].get(word, {})
     others = sorted(((s, r) for r, s in scores.items() if r != name), reverse=True)
     why = (f"{word!r} questions go to {name}: ROUGE-L {scores[name]:.2f} on this workspace's {word!r} questions"
-           + (f" vs {others[0][1]}'s {others[0][0]:.2f}" if others else "") + " (chosen by book folds, `whoqa eval`)"
+           + (f" vs {others[0][1]}'s {others[0][0]:.2f}" if others else "")
+           + f" (chosen by book folds: {routed:+.2f} over the best single reader, `whoqa eval`)"
            if name in scores else f"{name}, the best reader over every question (`whoqa eval`)")
     return name, record["readers"].get(name, {}), why
