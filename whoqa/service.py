@@ -285,13 +285,18 @@ class Service:
     def llm(self, base: str, scores: bool):
         """A local LLM, loaded once per (model, use): for name scores the runtime `scoring_runtime` picks (one that
         gives token probabilities), for answers the one LLMConfig chooses (whoqa.reader.runtimes)."""
-        from whoqa.reader.llm import LLMReader, scoring_runtime
+        from whoqa.reader.llm import LLMReader
         key = (base, scores)
         if key not in self._llms:
-            runtime = scoring_runtime(base, self.cfg.device) if scores else LLMConfig.runtime
+            runtime = self.scoring_runtime(base) if scores else LLMConfig.runtime
             self._llms[key] = LLMReader(base, self.cfg.device, RerankConfig.prompt_tokens, scores=scores,
                                         runtime=runtime)
         return self._llms[key]
+
+    def scoring_runtime(self, base: str) -> str:
+        """The runtime this service scores names with for an LLM (whoqa.reader.llm.scoring_runtime on its device)."""
+        from whoqa.reader.llm import scoring_runtime
+        return scoring_runtime(base, self.cfg.device)
 
     def fit(self, llm: str | None):
         from whoqa.ranker.fits import served_fit, shipped_fit

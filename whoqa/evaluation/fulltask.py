@@ -123,7 +123,7 @@ def feature_answers(workspace: Path) -> tuple[str, dict[int, str]] | None:
     the name of its top character) from the fit `served_fit` would serve with the default LLM (`whoqa rerank
     --candidates features`, book folds first), else with another LLM; None when the workspace has none."""
     ws = Workspace(workspace)
-    for run, folder in workspace_fits(ws, model_name(LLMConfig.base)) + workspace_fits(ws, "*"):
+    for run, folder in dict.fromkeys(workspace_fits(ws, model_name(LLMConfig.base)) + workspace_fits(ws, "*")):
         answers = reranked_answers(ws, run).get(f"{run}+{folder.name}")
         if answers:
             return f"{run}+{folder.name}", answers

@@ -25,7 +25,7 @@ from data_prep.embeddings import read_state
 import json
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
-from whoqa.reader.llm import model_fingerprint, scoring_runtime
+from whoqa.reader.llm import model_fingerprint
 from whoqa.service import Service, ServiceConfig, installed_llm
 from whoqa.core.calibration import Item, ece, reliability, top_confidence
 from whoqa.core.device import as_device
@@ -78,7 +78,7 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     svc = Service(target, ServiceConfig(device=device, llm=llm or None, top=10 ** 6), fits_from=workspace)
     base = installed_llm(llm)
     fit = svc.fit(base)
-    runtime = scoring_runtime(base, device) if base else None  # (transformers' keys stay what they were)
+    runtime = svc.scoring_runtime(base) if base else None  # the service's own choice (transformers' keys stay)
     key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__]
                  + ([runtime] if runtime not in (None, "transformers") else []))[:16]
     cache = Workspace(target) / "served" / f"{key}.jsonl"
