@@ -83,9 +83,9 @@ def test_bf16_is_measured_on_the_cpu_and_dropped_where_it_is_slower(monkeypatch,
     from whoqa.core import device as dev
     from whoqa.reader import steps
     assert 0 < dev.cpu_bf16_speedup() < float("inf")
-    monkeypatch.setattr(steps, "cpu_bf16_speedup", lambda: 0.04)
+    monkeypatch.setattr(dev, "cpu_bf16_speedup", lambda: 0.04)
     with caplog.at_level("WARNING"):
         slow = steps.Precision(torch.device("cpu"), True)
     assert not slow.enabled and "25x slower than float32" in caplog.text
-    monkeypatch.setattr(steps, "cpu_bf16_speedup", lambda: 1.8)
+    monkeypatch.setattr(dev, "cpu_bf16_speedup", lambda: 1.8)
     assert steps.Precision(torch.device("cpu"), True).enabled and not steps.Precision(torch.device("cpu"), False).enabled

@@ -67,3 +67,12 @@ def cpu_bf16_speedup() -> float:
         return min(times)
     fp32 = best(torch.float32)
     return fp32 / max(best(torch.bfloat16), 1e-9)
+
+
+def bf16_slowdown(device) -> float | None:
+    """How many times slower bfloat16 training matmuls are than float32 on this device, where they are (a CPU measured
+    by cpu_bf16_speedup); None where bfloat16 pays or the device is a GPU."""
+    if device.type != "cpu":
+        return None
+    speedup = cpu_bf16_speedup()
+    return 1 / speedup if speedup < 1 else None

@@ -3,8 +3,11 @@
 Rows: each cross-validated reader run (WS/reader/runs/<name>/) and finished LLM run, and the routed system: a Who
 question of the Who set gets the memory network's top character (its canonical name; cross-validated predictions of
 WS/runs/<memnet>/) where one was trained, and in a row of its own the feature ranker's (its book-level cross-validated
-rankings: what `ask` serves a book no network trained on); every other question the best reader's answer. Metrics: ROUGE-L, BLEU-1/4, EM, F1 (nlg-eval / SQuAD conventions) and rouge-score's
-ROUGE-L, over all questions and (ROUGE-L) over the Who set alone.
+rankings: what `ask` serves a book no network trained on); every other question the best reader's answer, and in a
+row of its own the answer of the reader its question word chose on the other book folds (whoqa.reader.routes; the
+routed system, and the service's choice in WS/results/reader_routes.json, where that gained out of fold). Metrics:
+ROUGE-L, METEOR, BLEU-1/4, EM, F1 (nlg-eval / SQuAD conventions) and rouge-score's ROUGE-L, over all questions and
+(ROUGE-L) over the Who set alone.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from whoqa.reader.llm import llm_runs, read_llm_summary
 from whoqa.reader.train import read_run
 from whoqa.memnet.choose import choose_run as choose_memnet
 from whoqa.reader.choose import choose_run as choose_reader
-from whoqa.reader.routes import RouteConfig, question_word, route_by_word, write_routes
+from whoqa.reader.routes import RouteConfig, gain, question_word, route_by_word, write_routes
 
 log = logging.getLogger(__name__)
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
@@ -183,13 +186,15 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
             rows[f"routed: {name} + {base}"] = _row(routed, refs, who_ids, routing, kinds)
             routed_rows[f"routed: {name} + {base}"] = routed
             if by_word:  # every other question to the reader its question word chose on the other book folds
-                readers.update(by_word.by)
-                routed = {qid: who_answers.get(qid, by_word.answers.get(qid, text)) for qid, text in runs[base].items()}
-                routing = {**routing, "word_routes": word_summary(by_word),
-                           "chosen_by": [reader_choice.why, WORD_WHY.format(n=len(by_word.scores), default=by_word.default),
-                                         why]}
-                rows[f"routed by question word: {name} + readers"] = _row(routed, refs, who_ids, routing, kinds)
-                routed_rows[f"routed by question word: {name} + readers"] = routed
+                by_routed = {qid: who_answers.get(qid, by_word.answers.get(qid, text))
+                             for qid, text in runs[base].items()}
+                by_routing = {**routing, "word_routes": word_summary(by_word), "chosen_by": [
+                    reader_choice.why, WORD_WHY.format(n=len(by_word.scores), default=by_word.default), why]}
+                rows[f"routed by question word: {name} + readers"] = _row(by_routed, refs, who_ids, by_routing, kinds)
+                routed_rows[f"routed by question word: {name} + readers"] = by_routed
+                if gain(by_word.paired) > 0:  # what the service serves: by word only where it gained out of fold
+                    readers.update(by_word.by)
+                    routed, routing = by_routed, by_routing
         atomic_write(ws.results / "full_task_predictions.json", json.dumps(
             {str(q): {"answer": a, "by": who_by if q in who_answers else "reader"}
              | ({} if q in who_answers else {"reader": readers[q]}) for q, a in routed.items()}, indent=1))

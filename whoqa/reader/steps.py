@@ -7,7 +7,7 @@ import logging
 
 import torch
 
-from whoqa.core.device import cpu_bf16_speedup, mixed_precision
+from whoqa.core.device import bf16_slowdown, mixed_precision
 from whoqa.reader.config import ReaderConfig
 from whoqa.reader.data import Batcher
 from whoqa.reader.model import FiDReader
@@ -44,9 +44,9 @@ class Precision:
 
     def __init__(self, device: torch.device, enabled: bool):
         dtype, scaled = mixed_precision(device)
-        if enabled and device.type == "cpu" and (speedup := cpu_bf16_speedup()) < 1:
+        if enabled and (slower := bf16_slowdown(device)):
             log.warning("bfloat16 matmuls are %.0fx slower than float32 on this CPU: training in float32 (--bf16 has "
-                        "no effect here)", 1 / speedup)
+                        "no effect here)", slower)
             enabled = False
         self.device, self.dtype, self.enabled = device, dtype, enabled
         self.scaler = torch.amp.GradScaler(device.type, enabled=enabled and scaled)  # disabled: a pass-through
