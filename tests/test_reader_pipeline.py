@@ -354,6 +354,7 @@ def test_ask_serves_the_final_reader(ws, tiny_reader_path):
     assert "fid[none]'s 10.00" in r.reason
     r = choose_route(Workspace(ws), DYING_DETECTIVE, "Where is Holmes?", ServiceConfig(llm="none"))
     assert r.model is None and "go to" not in r.reason  # fid[none] has no final model: the single best reader
+    assert "measured the reader run fid[none] best for it: train its final model" in r.reason
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--device", "cpu",
                   "--llm", "none", "--json"])
     a = json.loads(r.output[r.output.index("{"):])

@@ -184,8 +184,9 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
                                                         "(not cross-validated)") + alone)
     llm = installed_llm(cfg.llm)
     by_word = None if cfg.reader_model else word_route(ws, question, llm)
-    if by_word:
+    if isinstance(by_word, Route):
         return by_word
+    unmet = f"; {by_word}" if by_word else ""  # the measured best reader cannot serve here: say what would let it
     rouge = next((r for n, r, _ in MEASURED_LLMS if n == llm), None)
     try:
         from whoqa.reader.ask import SERVABLE
@@ -197,7 +198,8 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
         fid = None
     if fid is not None and (llm is None or fid.score is not None and fid.score > (rouge or 0.0)):
         return Route("reader", f"FiD reader {fid.name}: " + (f"its cross-validated ROUGE-L {fid.score:.2f} beats "
-                                                             f"{llm}'s {rouge}" if llm else "no local LLM installed"))
+                                                             f"{llm}'s {rouge}" if llm else "no local LLM installed")
+                     + unmet)
     if llm is None:
         raise FileNotFoundError("no reader for a question that is not about a character: train one (`whoqa reader "
                                 "train --final`) or install the local LLM (`bash install.sh`)")
@@ -205,12 +207,13 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
                         + (f"ROUGE-L {rouge} on the 200-question sample" if rouge is not None else "not measured here")
                         + ")"
                         + (f": the FiD reader {fid.name} did not beat it by cross-validation" if fid else
-                           ": no trained FiD reader"))
+                           ": no trained FiD reader") + unmet)
 
 
-def word_route(ws: Workspace, question: str, llm: str | None) -> Route | None:
+def word_route(ws: Workspace, question: str, llm: str | None) -> Route | str | None:
     """The reader `whoqa eval` chose for the question's word on this workspace's books (whoqa.reader.routes), where
-    it can serve here: the installed LLM it measured, or a final FiD reader of the run it measured."""
+    it can serve here (the installed LLM it measured, or a final FiD reader of the run it measured); where it cannot,
+    a line saying what would let it; None without a record."""
     from whoqa.reader.ask import SERVABLE
     from whoqa.reader.model import READER_FILE
     from whoqa.reader.routes import served_reader
@@ -223,7 +226,10 @@ def word_route(ws: Workspace, question: str, llm: str | None) -> Route | None:
     if record.get("kind") == "fid" and record.get("context") in SERVABLE and \
             (ws.reader_models / name / "final" / READER_FILE).is_file():
         return Route("reader", why, name)
-    return None
+    if record.get("kind") == "llm":
+        return f"`whoqa eval` measured {name} best for it, an LLM run of {record.get('model')}, not the LLM in use"
+    return (f"`whoqa eval` measured the reader run {name} best for it: train its final model (`whoqa reader train "
+            f"--final` with the run's options) to serve it")
 
 
 class Service:
