@@ -160,6 +160,7 @@ def test_full_task_rows_and_routing(ws):
     runs = reader_runs(ws)
     assert all(p["answer"] == runs[p["reader"]][int(q)] for q, p in preds.items() if p["by"] == "reader")
     assert "fid[oracle]" not in by_word["rouge_l_by_word"]["what"] and set(by_word["served"]) == {"what", "where"}
+    assert "routed by question word: each word's reader chosen on the other book folds' questions" in r.output
     for row in full["rows"].values():
         assert 0 <= row["metrics"]["rouge_l"] <= 100 and row["metrics"]["n"] == len(ROWS)
 

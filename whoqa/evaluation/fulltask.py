@@ -307,6 +307,13 @@ def format_full_task(out: dict) -> str:
         lines.append("llm[...] rows: a local language model, zero-shot (nothing trained; s/q = seconds per question)")
     if out.get("routing") and out["routing"].get("chosen_by"):
         lines.append("routed: " + "; ".join(out["routing"]["chosen_by"]))
+    words = next((r["word_routes"] for n, r in out["rows"].items() if "word_routes" in r), None)
+    if words:  # the by-word rows: how they chose, and what they gained out of fold
+        d = words["paired_vs_default"]["difference"]["rouge_l"]
+        lines.append(f"routed by question word: each word's reader chosen on the other book folds' questions; against "
+                     f"{words['default']} alone on the {sum(words['answered_by'].values())} questions outside the Who "
+                     f"set {d['mean']:+.2f} ROUGE-L (95% over books {d['ci95'][0]:+.2f} to {d['ci95'][1]:+.2f}): "
+                     + ("served" if d["mean"] > 0 else "not served (the single best reader is)"))
     for n, sample in out.get("samples", {}).items():
         lines.append(f"\nA fixed sample of {sample['questions']} questions (`reader llm --sample {n}`; the "
                      f"rows above on the same questions first)")
