@@ -78,14 +78,15 @@ def test_no_model_code_names_the_cpu_where_it_means_the_models_device():
 
 
 def test_bf16_is_measured_on_the_cpu_and_dropped_where_it_is_slower(monkeypatch, caplog):
-    """--bf16 on a CPU whose bfloat16 matmuls are slower than float32 trains in float32 and says so; where they are
-    faster it stays on. The probe itself is a real measurement: a positive ratio."""
+    """--bf16 on a CPU whose bfloat16 matmuls are slower than float32 trains in float32, says so and records it (the
+    stage's stats name the precision used); where they are faster it stays on. The probe itself is a real measurement: a positive ratio."""
     from whoqa.core import device as dev
     from whoqa.reader import steps
     assert 0 < dev.cpu_bf16_speedup() < float("inf")
     monkeypatch.setattr(dev, "cpu_bf16_speedup", lambda: 0.04)
     with caplog.at_level("WARNING"):
         slow = steps.Precision(torch.device("cpu"), True)
-    assert not slow.enabled and "25x slower than float32" in caplog.text
+    assert not slow.enabled and slow.name == "float32" and "25x slower than float32" in caplog.text
     monkeypatch.setattr(dev, "cpu_bf16_speedup", lambda: 1.8)
-    assert steps.Precision(torch.device("cpu"), True).enabled and not steps.Precision(torch.device("cpu"), False).enabled
+    fast = steps.Precision(torch.device("cpu"), True)
+    assert fast.enabled and fast.name == "bfloat16" and not steps.Precision(torch.device("cpu"), False).enabled

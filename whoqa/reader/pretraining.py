@@ -111,7 +111,7 @@ def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, rec
     bar.close()
     secs = time.perf_counter() - t0
     done = (steps - first) * cfg.batch_size
-    return {"steps": steps, "seconds": round(secs, 1),
+    return {"steps": steps, "seconds": round(secs, 1), "precision": precision.name,
             "examples_per_second": round(done / secs, 2) if secs else None,
             "loss_first": float(np.mean(losses[:20])) if losses else None,
             "loss_last": float(np.mean(losses[-20:])) if losses else None}, losses

@@ -49,6 +49,7 @@ class Precision:
                         "no effect here)", slower)
             enabled = False
         self.device, self.dtype, self.enabled = device, dtype, enabled
+        self.name = str(dtype).removeprefix("torch.") if enabled else "float32"  # what the matmuls ran in (records)
         self.scaler = torch.amp.GradScaler(device.type, enabled=enabled and scaled)  # disabled: a pass-through
 
     def autocast(self):

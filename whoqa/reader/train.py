@@ -72,7 +72,7 @@ def fit(reader: FiDReader, batcher: Batcher, examples: list[ReaderExample], cfg:
     bar.close()
     secs = time.perf_counter() - t0
     n = len(examples) * cfg.epochs
-    return {"examples": len(examples), "steps": steps, "seconds": round(secs, 1),
+    return {"examples": len(examples), "steps": steps, "seconds": round(secs, 1), "precision": precision.name,
             "examples_per_second": round(n / secs, 2) if secs else None,
             "loss_first": float(np.mean(losses[:20])), "loss_last": float(np.mean(losses[-20:])),
             "grad_norm_first": norms[0] if norms else None}
