@@ -228,6 +228,9 @@ def word_route(ws: Workspace, question: str, llm: str | None) -> Route | str | N
         return Route("reader", why, name)
     if record.get("kind") == "llm":
         return f"`whoqa eval` measured {name} best for it, an LLM run of {record.get('model')}, not the LLM in use"
+    if record.get("context") not in SERVABLE:
+        return (f"`whoqa eval` measured the reader run {name} best for it, whose {record.get('context')} passages "
+                f"`ask` cannot make per question")
     return (f"`whoqa eval` measured the reader run {name} best for it: train its final model (`whoqa reader train "
             f"--final` with the run's options) to serve it")
 

@@ -117,8 +117,8 @@ def served_reader(results: Path, question: str) -> tuple[str, dict, str] | None:
     """(the reader `whoqa eval` chose for this question, its record, why in one line): the one its question word
     chose where routing by word beat the best single reader out of fold, else that reader; None without a record."""
     record = read_cache(Path(results) / ROUTES_FILE, dict)
-    if not record or not record.get("served"):
-        return None
+    if not record or not isinstance(record.get("served"), dict) or not record.get("default"):
+        return None  # missing, damaged or of another shape: the service's other rules decide (`whoqa eval` remakes it)
     word = question_word(question)
     routed = gain(record.get("paired_vs_default", {}))
     default = record["default"]
