@@ -376,3 +376,50 @@ def test_an_unreadable_copy_pointer_names_its_file_and_what_to_do(reader, tmp_pa
     (tmp_path / "r" / "copy_pointer.pt").write_bytes(b"not a torch file")
     with pytest.raises(ValueError, match=r"copy_pointer\.pt is not a copy pointer"):
         FiDReader.load(str(tmp_path / "r"))
+
+
+def test_a_save_killed_midway_leaves_the_previous_checkpoint_whole(tiny_reader_path, tmp_path, monkeypatch):
+    """A process killed between writing the model and the step count must not resume a model of one step with the
+    optimizer, scheduler or step of another: resume returns exactly the weights after the last complete save."""
+    from whoqa.reader.config import PrereadConfig
+    from whoqa.reader.model import FiDReader
+    from whoqa.reader.preread import _encode_single, preread_examples
+    from whoqa.reader.data import pad_labels
+    from whoqa.reader import pretraining
+    cfg = PrereadConfig(passages=8, batch_size=2, checkpoint_every=1)
+    record, out_dir = {"run": "test"}, tmp_path / "preread"
+    reader, state = pretraining.resume(out_dir, record, tiny_reader_path)
+    assert state is None
+    pairs = preread_examples(reader, [f"Holmes asks Watson for the box number {i} in the room." for i in range(8)], cfg)
+    name = next(n for n, _ in reader.model.named_parameters() if n.startswith("decoder.") and "attention" in n)
+    probe = dict(reader.model.named_parameters())[name]  # a decoder weight: trained with the encoder frozen
+    seen = []  # the probe weights each step starts from: seen[k] = weights after k updates
+
+    def loss_of(idx, reduction="mean"):
+        seen.append(probe.detach().clone())
+        fused = _encode_single(reader, [pairs[i][0] for i in idx])  # states (B, T, H)
+        return reader.loss(fused, pad_labels([pairs[i][1] for i in idx]), reduction)
+
+    real_save = torch.save
+
+    def dying_save(obj, path, *a, **kw):  # the process dies while saving the third checkpoint
+        if "step-000003" in str(path) and str(path).endswith("scheduler.pt"):
+            raise KeyboardInterrupt
+        return real_save(obj, path, *a, **kw)
+    monkeypatch.setattr(torch, "save", dying_save)
+    with pytest.raises(KeyboardInterrupt):
+        pretraining.pretrain_loop(reader, None, out_dir, cfg, record, len(pairs), loss_of, "t", progress=False)
+    monkeypatch.setattr(torch, "save", real_save)
+    after_three = probe.detach().clone()  # what the dead process held (and the old layout had already saved)
+    folder, state = pretraining.saved_step(out_dir, record)
+    assert state["step"] == 2 and folder.name == "step-000002" and len(state["losses"]) == 2
+    resumed, state = pretraining.resume(out_dir, record, tiny_reader_path)
+    after_two = dict(resumed.model.named_parameters())[name]
+    assert torch.equal(after_two.detach(), seen[2]) and not torch.equal(seen[2], after_three)
+    assert pretraining.saved_step(out_dir, {"run": "another"}) == (None, None)  # another config: starts afresh
+    reader, seen[:], start = resumed, [], after_two.detach().clone()
+    probe = after_two
+    stats, losses = pretraining.pretrain_loop(reader, state, out_dir, cfg, record, len(pairs), loss_of, "t",
+                                              progress=False)
+    assert len(seen) == 2 and len(losses) == 4 and torch.equal(seen[0], start)  # steps 3 and 4 only
+    assert sorted(p.name for p in pretraining.checkpoint_dir(out_dir).iterdir()) == ["state.json", "step-000003"]

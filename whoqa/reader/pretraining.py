@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from pathlib import Path
 
@@ -18,7 +19,6 @@ from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.steps import Precision, optimizer, trainable
 from whoqa.core.workspace import Workspace
 from data_prep.who_set import load_questions
-import shutil
 
 
 def preread_dir(workspace: Path) -> Path:
@@ -61,14 +61,43 @@ def finish_pretraining(reader: FiDReader, out_dir: Path, meta: dict) -> None:
     barrier(w)
 
 
+def saved_step(out_dir: Path, config: dict) -> tuple[Path, dict] | tuple[None, None]:
+    """The last complete checkpoint of a run of this config: (its folder, its state), else (None, None).
+    A checkpoint is a folder step-NNNNNN/ (model, optimizer, scheduler) that state.json names only once it is whole,
+    so a process killed while saving leaves the previous checkpoint in force, never a model of one step with the
+    optimizer or step count of another."""
+    ckpt = checkpoint_dir(out_dir)
+    state = read_cache(ckpt / "state.json", dict)  # missing or damaged: pretraining starts afresh
+    if not state or state.get("config") != config or not isinstance(state.get("folder"), str):
+        return None, None
+    folder = ckpt / state["folder"]
+    if not all((folder / f).exists() for f in ("model", "optimizer.pt", "scheduler.pt")):
+        return None, None
+    return folder, state
+
+
+def save_step(out_dir: Path, reader: FiDReader, opt, sched, record: dict, step: int, losses: list[float]) -> None:
+    """Checkpoint after `step` steps: write a new folder, name it in state.json (atomically), then drop the others."""
+    ckpt = checkpoint_dir(out_dir)
+    name = f"step-{step:06d}"
+    folder = ckpt / name
+    shutil.rmtree(folder, ignore_errors=True)  # a half-written one from a killed save
+    reader.save(folder / "model")
+    torch.save(opt.state_dict(), folder / "optimizer.pt")
+    torch.save(sched.state_dict(), folder / "scheduler.pt")
+    atomic_write(ckpt / "state.json", json.dumps({"config": record, "step": step, "folder": name, "losses": losses}))
+    for old in ckpt.iterdir():
+        if old.is_dir() and old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+        elif old.name in ("optimizer.pt", "scheduler.pt"):  # the flat layout before checkpoints were folders
+            old.unlink()
+
+
 def resume(out_dir: Path, config: dict, base: str | None, device=None) -> tuple[FiDReader, dict | None]:
     """The reader to pretrain, on device: the checkpoint of an interrupted run of the same config, else a fresh one
     from base."""
-    ckpt = checkpoint_dir(out_dir)
-    state = read_cache(ckpt / "state.json", dict)  # missing or damaged: pretraining starts afresh
-    if state and state.get("config") != config:
-        state = None
-    return FiDReader.load(str(ckpt / "model") if state else base, device), state
+    folder, state = saved_step(out_dir, config)
+    return FiDReader.load(str(folder / "model") if folder else base, device), state
 
 
 def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, record: dict, n: int, loss_of, desc: str,
@@ -77,14 +106,14 @@ def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, rec
     precision (cfg.bf16) on the reader's device, a checkpoint every cfg.checkpoint_every steps keyed by record
     (resumed by `resume` with the same record). cfg: batch_size, lr, bf16, train_encoder, seed, checkpoint_every; loss_of(indices) -> mean loss,
     loss_of(indices, "sum") -> (summed loss, target count) for data-parallel steps under torchrun."""
-    ckpt = checkpoint_dir(out_dir)
     params = trainable(reader, cfg.train_encoder)
     steps = math.ceil(n / cfg.batch_size)
     opt, sched = optimizer(params, cfg.lr, steps)
     first = 0
     if state:
-        opt.load_state_dict(torch.load(ckpt / "optimizer.pt", map_location=reader.device))
-        sched.load_state_dict(torch.load(ckpt / "scheduler.pt"))
+        folder = checkpoint_dir(out_dir) / state["folder"]
+        opt.load_state_dict(torch.load(folder / "optimizer.pt", map_location=reader.device))
+        sched.load_state_dict(torch.load(folder / "scheduler.pt"))
         first = state["step"]
     losses = list(state["losses"]) if state else []
     order = np.random.default_rng(cfg.seed + 1).permutation(n)
@@ -104,10 +133,7 @@ def pretrain_loop(reader: FiDReader, state: dict | None, out_dir: Path, cfg, rec
         bar.update(1)
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}")
         if (step + 1) % cfg.checkpoint_every == 0 and step + 1 < steps and w.main:
-            reader.save(ckpt / "model")
-            torch.save(opt.state_dict(), ckpt / "optimizer.pt")
-            torch.save(sched.state_dict(), ckpt / "scheduler.pt")
-            atomic_write(ckpt / "state.json", json.dumps({"config": record, "step": step + 1, "losses": losses}))
+            save_step(out_dir, reader, opt, sched, record, step + 1, losses)
     bar.close()
     secs = time.perf_counter() - t0
     done = (steps - first) * cfg.batch_size
