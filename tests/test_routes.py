@@ -75,5 +75,7 @@ def test_the_served_reader_is_the_words_choice_only_where_routing_gained_out_of_
     assert name == "b" and "gained -0.50 out of fold" in why
     (tmp_path / "reader_routes.json").write_text('{"served": ["what"]}')  # another shape: not trusted
     assert served_reader(tmp_path, "What is it?") is None
+    (tmp_path / "reader_routes.json").write_text('{"served": {"what": "a"}, "default": "b"}')  # fields missing
+    assert served_reader(tmp_path, "What is it?")[0] == "b"  # no measured gain: the default, never a crash
     write_routes(tmp_path, None, record, {})  # fewer than two readers now: no stale choice serves
     assert served_reader(tmp_path, "What is it?") is None

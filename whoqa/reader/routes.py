@@ -120,18 +120,18 @@ def served_reader(results: Path, question: str) -> tuple[str, dict, str] | None:
     if not record or not isinstance(record.get("served"), dict) or not record.get("default"):
         return None  # missing, damaged or of another shape: the service's other rules decide (`whoqa eval` remakes it)
     word = question_word(question)
-    routed = gain(record.get("paired_vs_default", {}))
-    default = record["default"]
+    routed = gain(record.get("paired_vs_default") or {})
+    default, readers = record["default"], record.get("readers") or {}
     if routed <= 0:
         why = (f"{default}, the best reader over this workspace's questions (ROUGE-L "
                f"{record.get('rouge_l', {}).get(default, float('nan')):.2f}); routing by question word gained "
                f"{routed:+.2f} out of fold (`whoqa eval`)")
-        return default, record["readers"].get(default, {}), why
+        return default, readers.get(default, {}), why
     name = record["served"].get(word, default)
-    scores = record["rouge_l_by_word"].get(word, {})
+    scores = (record.get("rouge_l_by_word") or {}).get(word, {})
     others = sorted(((s, r) for r, s in scores.items() if r != name), reverse=True)
     why = (f"{word!r} questions go to {name}: ROUGE-L {scores[name]:.2f} on this workspace's {word!r} questions"
            + (f" vs {others[0][1]}'s {others[0][0]:.2f}" if others else "")
            + f" (chosen by book folds: {routed:+.2f} over the best single reader, `whoqa eval`)"
            if name in scores else f"{name}, the best reader over every question (`whoqa eval`)")
-    return name, record["readers"].get(name, {}), why
+    return name, readers.get(name, {}), why
