@@ -329,7 +329,7 @@ def test_bench_times_the_first_rerank_answer_about_a_new_book(ws, tiny_llm_path,
     assert (ws / "books" / got["book"]).is_dir()
 
 
-def test_ask_serves_the_final_reader(ws, tiny_reader_path):
+def test_ask_serves_the_final_reader(ws, tiny_reader_path, tiny_llm_path):
     small = SMALL
     r = run(app, ["reader", "train", "--workspace", str(ws), "--final", *small, "--context", "bm25f",
                   "--reader-base", tiny_reader_path, "--device", "cpu"])
@@ -365,3 +365,21 @@ def test_ask_serves_the_final_reader(ws, tiny_reader_path):
                                   "paired_vs_default": {"difference": {"rouge_l": {"mean": -0.1}}}}))
     r = choose_route(Workspace(ws), DYING_DETECTIVE, "Where is Holmes?", ServiceConfig(llm="none"))
     assert (r.name, r.model) == ("reader", "fid[bm25f]") and "gained -0.10 out of fold" in r.reason, r.reason
+    # an LLM run chosen for a word serves with that run's answer options (shortened, 2 passages), not the defaults
+    tiny = tiny_llm_path.rstrip("/").split("/")[-1]
+    options = {"context": "bm25f", "top_k": 2, "shorten": "words2", "max_new_tokens": 8}
+    record.write_text(json.dumps({**routed, "served": {"what": "llm-run"},
+                                  "rouge_l_by_word": {"what": {"llm-run": 45.0, "fid[none]": 10.0}},
+                                  "readers": {**routed["readers"], "llm-run": {"kind": "llm", "model": tiny,
+                                                                               "options": options}}}))
+    cfg = ServiceConfig(llm=tiny_llm_path, device="cpu")
+    r = choose_route(Workspace(ws), DYING_DETECTIVE, "What is in the box?", cfg)
+    assert (r.name, r.options) == ("llm", options) and "'what' questions go to llm-run" in r.reason
+    from whoqa.service import Service
+    a = Service(ws, cfg).answer(DYING_DETECTIVE, "What is in the box?")
+    assert a.route == "llm" and "shorten words2" in a.model and "top_k 2" in a.model, a.model
+    assert len(a.answer.split()) <= 2 and 0 < len(a.passages) <= 2
+    record.write_text(json.dumps({**routed, "served": {"what": "llm-run"}, "readers": {
+        **routed["readers"], "llm-run": {"kind": "llm", "model": tiny, "options": {**options, "context": "oracle"}}}}))
+    r = choose_route(Workspace(ws), DYING_DETECTIVE, "What is in the box?", cfg)  # passages ask cannot make
+    assert "whose oracle passages `ask` cannot make" in r.reason and "go to" not in r.reason, r.reason

@@ -24,16 +24,17 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from data_prep.who_set import is_who_question
 from whoqa.core.names import name_spans, unknown_names
 from whoqa.core.workspace import Workspace
-from whoqa.reader.config import LLMConfig, RerankConfig, model_name
+from whoqa.reader.config import LLMConfig, RerankConfig, llm_answer_options, model_name
 
 ROUTES = ("network", "features", "reader", "llm")
 KEEP_BOOKS = 4  # books kept open (a workspace may hold hundreds)
+ANSWERABLE = ("bm25f",)  # passages an LLM answer is given per question (whoqa.reader.llm.answer_from_book)
 READ_SECONDS = 10.0  # the slowest LLM answer (p50, 2 cores) the default route accepts
 # The local LLMs measured as readers: (name, ROUGE-L on the 200-question sample of the 41 shared books, s/answer on 2
 # quiet cores), best first (docs/reader.md). The default reader is the first one installed within READ_SECONDS.
@@ -59,6 +60,7 @@ class Route:
     name: str  # one of ROUTES
     reason: str  # one line: why this route, with the measurements that chose it
     model: str | None = None  # the FiD reader that answers (route "reader"; None: the best cross-validated)
+    options: dict | None = None  # route "llm": the answer options of the LLM run it was measured as (None: defaults)
 
 
 @dataclass
@@ -221,13 +223,18 @@ def word_route(ws: Workspace, question: str, llm: str | None) -> Route | str | N
     if got is None:
         return None
     name, record, why = got
-    if record.get("kind") == "llm" and llm is not None and record.get("model") == llm:
-        return Route("llm", why)
+    options = record.get("options") or {}
+    same_llm = llm is not None and record.get("model") == model_name(llm)  # a path given as --llm: its name
+    if record.get("kind") == "llm" and same_llm and options.get("context", LLMConfig.context) in ANSWERABLE:
+        return Route("llm", why, options=options)
     if record.get("kind") == "fid" and record.get("context") in SERVABLE and \
             (ws.reader_models / name / "final" / READER_FILE).is_file():
         return Route("reader", why, name)
-    if record.get("kind") == "llm":
+    if record.get("kind") == "llm" and not same_llm:
         return f"`whoqa eval` measured {name} best for it, an LLM run of {record.get('model')}, not the LLM in use"
+    if record.get("kind") == "llm":
+        return (f"`whoqa eval` measured the LLM run {name} best for it, whose {options.get('context')} passages `ask` "
+                f"cannot make per question")
     if record.get("context") not in SERVABLE:
         return (f"`whoqa eval` measured the reader run {name} best for it, whose {record.get('context')} passages "
                 f"`ask` cannot make per question")
@@ -291,15 +298,19 @@ class Service:
             self._network = Asker(self.ws, self.cfg.model, device=self.cfg.device)
         return self._network
 
-    def llm(self, base: str, scores: bool):
-        """A local LLM, loaded once per (model, use): for name scores the runtime `scoring_runtime` picks (one that
-        gives token probabilities), for answers the one LLMConfig chooses (whoqa.reader.runtimes)."""
+    def llm(self, base: str, scores: bool, cfg: LLMConfig | None = None):
+        """A local LLM, loaded once per (model, use, prompt): for name scores the runtime `scoring_runtime` picks (one
+        that gives token probabilities), for answers the one LLMConfig chooses (whoqa.reader.runtimes), with cfg's
+        prompt budget, answer length and prompt form."""
         from whoqa.reader.llm import LLMReader
-        key = (base, scores)
+        cfg = cfg or LLMConfig()
+        shape = (RerankConfig.prompt_tokens, LLMConfig.max_new_tokens, LLMConfig.chat, False) if scores else \
+            (cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half)
+        key = (base, scores, shape)
         if key not in self._llms:
-            runtime = self.scoring_runtime(base) if scores else LLMConfig.runtime
-            self._llms[key] = LLMReader(base, self.cfg.device, RerankConfig.prompt_tokens, scores=scores,
-                                        runtime=runtime)
+            runtime = self.scoring_runtime(base) if scores else cfg.runtime
+            self._llms[key] = LLMReader(base, self.cfg.device, shape[0], shape[1], shape[2], shape[3], runtime,
+                                        scores=scores)
         return self._llms[key]
 
     def scoring_runtime(self, base: str) -> str:
@@ -343,9 +354,11 @@ class Service:
             opened = self.opened(book_id)
             if chosen.name == "reader":
                 ans = self._reader_answer(book_id, question, opened, chosen.model)
+            elif chosen.name == "llm":
+                ans = self._llm_answer(book_id, question, opened, chosen.options)
             else:
-                ans = {"network": self._network_answer, "features": self._features_answer,
-                       "llm": self._llm_answer}[chosen.name](book_id, question, opened)
+                ans = {"network": self._network_answer,
+                       "features": self._features_answer}[chosen.name](book_id, question, opened)
         ans.route, ans.reason = chosen.name, chosen.reason
         ans.seconds = round(time.perf_counter() - t0, 4)
         return ans
@@ -415,14 +428,20 @@ class Service:
         return Answer(question, book_id, "reader", "reader", "", f"FiD reader {reader.model_name}",
                       answer=got.answer, passages=got.passages)
 
-    def _llm_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
+    def _llm_answer(self, book_id: str, question: str, opened: tuple, options: dict | None = None) -> Answer:
+        """The installed LLM's answer, with the options of the LLM run the route measured (else LLMConfig's)."""
         from whoqa.reader.llm import answer_from_book
         llm = installed_llm(self.cfg.llm)
         if llm is None:
             raise FileNotFoundError("no local LLM installed: `bash install.sh` installs one")
-        text, passages = answer_from_book(self.llm(llm, scores=False), opened, question, self.pool(who=False),
-                                          LLMConfig(), self._windows(opened, question))
-        return Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot", answer=text, passages=passages)
+        options = llm_answer_options(options or {})  # a record of another version: only the fields known here
+        cfg = replace(LLMConfig(), **options)
+        text, passages = answer_from_book(self.llm(llm, scores=False, cfg=cfg), opened, question,
+                                          self.pool(who=False), cfg, self._windows(opened, question))
+        shown = "" if cfg == LLMConfig() else " (" + ", ".join(
+            f"{k} {v}" for k, v in sorted(options.items()) if getattr(LLMConfig, k) != v) + ")"
+        return Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot{shown}", answer=text,
+                      passages=passages)
 
     def _evidence(self, book, context: list[int], chars: list[Ranked], question: str) -> list[Evidence]:
         """The context sentences that mention the top character (by name or a resolved pronoun), those sharing the

@@ -25,7 +25,7 @@ from whoqa.reader.config import LookupConfig
 from whoqa.memnet.ensemble import read_fold_files
 from whoqa.ranker.fits import read_summary, workspace_fits
 from whoqa.reader.train import current_folds
-from whoqa.reader.config import LLMConfig, model_name
+from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
 from data_prep.who_set import load_questions
 from whoqa.reader.llm import llm_runs, read_llm_summary
 from whoqa.reader.train import read_run
@@ -246,10 +246,12 @@ def word_routes(runs: dict[str, dict[int, str]], routable: dict[str, float], ref
 
 
 def reader_record(row: dict) -> dict:
-    """What the service needs to serve a routed reader: an LLM run's model and runtime, a FiD run's context."""
+    """What the service needs to serve a routed reader: an LLM run's model, runtime and answer options (rendering,
+    shortening, passages ...), a FiD run's context."""
     cfg = row["config"]
     if row.get("zero_shot"):
-        return {"kind": "llm", "model": model_name(cfg["base"]), "runtime": cfg.get("runtime")}
+        return {"kind": "llm", "model": model_name(cfg["base"]), "runtime": cfg.get("runtime"),
+                "options": llm_answer_options(cfg)}
     return {"kind": "fid", "context": cfg.get("context")}
 
 

@@ -102,6 +102,16 @@ class LLMConfig:
     max_eval_samples: int | None = None  # debug: answer the first N questions
 
 
+# What an LLM run did that shapes its answers, so the service answers as the run it routes to was measured.
+LLM_RUN_ONLY = ("base", "runtime", "seed", "sample", "max_eval_samples")  # who ran it, where, and on what
+
+
+def llm_answer_options(run_config: dict) -> dict:
+    """The LLMConfig fields of an LLM run's config that shape each answer (passages, prompt, length, rendering ...)."""
+    keep = set(LLMConfig.__dataclass_fields__) - set(LLM_RUN_ONLY)
+    return {k: v for k, v in run_config.items() if k in keep}
+
+
 @dataclass
 class RerankConfig:
     """A local LLM re-ranking the memory network's Who candidates (whoqa.evaluation.rerank)."""
