@@ -117,6 +117,20 @@ def test_the_character_list_follows_the_passages_and_a_rendering_is_its_own_run(
     native = RerankConfig(base=tiny_llm_path, runtime="llama-cpp-python")
     assert llm_key(native) != llm_key(raw) == llm_key(RerankConfig(base=tiny_llm_path, runtime="transformers"))
     assert rerank_dir("ws", "r", native).name == rerank_dir("ws", "r", raw).name + "+llama-cpp-python"
+    # a prompt of another size is its own folder too: never the one `ask` serves, which scores with the defaults
+    longer = RerankConfig(base=tiny_llm_path, candidates="features", prompt_tokens=640, shots=0)
+    default = RerankConfig(base=tiny_llm_path, candidates="features")
+    assert rerank_dir("ws", "r", longer).name == rerank_dir("ws", "r", default).name + "+tokens640+shots0"
+    import tempfile
+    from whoqa.core.runs import feature_fits
+    from whoqa.core.workspace import Workspace
+    from whoqa.reader.config import model_name
+    with tempfile.TemporaryDirectory() as ws:
+        for cfg in (longer, default):
+            rerank_dir(ws, "features+by-book", cfg).mkdir(parents=True)
+            (rerank_dir(ws, "features+by-book", cfg) / "summary.json").write_text("{}")
+        served = feature_fits(Workspace(ws).runs, model_name(default.base))
+        assert [p.name for p in served] == [rerank_dir(ws, "features+by-book", default).name]
 
 
 def test_a_names_score_is_its_log_likelihood_after_the_prompt(tiny_llm_path):

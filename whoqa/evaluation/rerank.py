@@ -41,7 +41,7 @@ from whoqa.ranker.model import (LLM_FEATURES, SELECT, check_llm_features, fit, f
                                 select_llm_features)
 from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items, read_fold_files
-from whoqa.reader.config import LLMConfig, RerankConfig, model_name, passage_variant, runtime_variant
+from whoqa.reader.config import LLMConfig, RerankConfig, model_name, passage_variant, prompt_variant, runtime_variant
 from whoqa.reader.data import build_examples
 from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
 from whoqa.reader.remote import on_cluster
@@ -62,7 +62,8 @@ CANDIDATES = ("network", "book-frequency", "features")
 
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
     return fit_dir(workspace, run, model_name(cfg.base), cfg.top_k, cfg.candidates,
-                   passage_variant(cfg.rendering, cfg.marks, cfg.character_list) + runtime_variant(cfg.runtime))
+                   prompt_variant(cfg.passages, cfg.prompt_tokens, cfg.shots)
+                   + passage_variant(cfg.rendering, cfg.marks, cfg.character_list) + runtime_variant(cfg.runtime))
 
 
 def frequency_candidates(workspace: Path, cands: list[dict]) -> list[dict]:

@@ -160,6 +160,16 @@ def runtime_variant(runtime: str) -> str:
     return "" if runtime in UNNAMED_RUNTIMES else f"+{runtime}"
 
 
+def prompt_variant(passages: int, prompt_tokens: int, shots: int) -> str:
+    """A re-ranking prompt's size as a run-name suffix, "" at the defaults (+passages3, +tokens640, +shots0): a fit
+    made on other prompts is its own folder, so it never replaces the fit `ask` serves (which scores with the
+    defaults)."""
+    d = RerankConfig()
+    return "".join(f"+{tag}{v}" for tag, v, default in (("passages", passages, d.passages),
+                                                        ("tokens", prompt_tokens, d.prompt_tokens),
+                                                        ("shots", shots, d.shots)) if v != default)
+
+
 def passage_variant(rendering: str = "raw", marks: str = "all", character_list: bool = False) -> str:
     """A passage rendering (whoqa.reader.render) as a run-name suffix ("" for raw passages without a list):
     +annotate, +replace+marks-candidates, +list."""
