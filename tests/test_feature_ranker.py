@@ -157,3 +157,17 @@ def test_a_fit_made_with_other_features_is_refused_with_one_line(tmp_path):
         served_fit(tmp_path, "m")
     save_fit(folder, {"ranker": {**other, "stage1": [0.5, 0.3, -1.0], "features": {"stage1": list(STAGE1)}}})
     assert served_fit(tmp_path, "m").ranker.stage1 == [0.5, 0.3, -1.0]
+
+
+def test_of_a_runs_fits_the_better_cross_validated_one_serves(tmp_path):
+    """k = 10 sorts before k = 5 by name; the service serves the fit whose book-level CV measured the higher P@1."""
+    import json
+    from whoqa.ranker.fits import fit_dir, save_fit, served_fit, shipped_fit
+    ranker = json.loads(Path(shipped_fit().where).read_text())["ranker"]
+    for k, p1 in ((10, 25.07), (5, 27.56)):
+        folder = fit_dir(tmp_path, "features+by-book", "m", k, "features")
+        folder.mkdir(parents=True)
+        save_fit(folder, {"ranker": {**ranker, "top_k": k}, "combined": {"p@1": p1, "p@5": 70.0, "mrr": 0.4},
+                          "by_book_folds": True})
+    got = served_fit(tmp_path, "m")
+    assert got.ranker.top_k == 5 and "+k5+" in got.where and got.provenance["cv"]["p@1"] == 27.56

@@ -66,19 +66,21 @@ def _run(name: str) -> RunName | None:
 
 
 def served_fit(workspace: Path, model: str) -> ServedFit:
-    """The fit to serve with this LLM: the workspace's own (`whoqa rerank --candidates features`, a book-level one
-    first), else the shipped one. A damaged summary is passed over; one made with other features is refused."""
-    for run, folder in workspace_fits(workspace, model):
-        s = read_summary(folder)
-        if s is None or "ranker" not in s:
-            continue
-        ranker = FeatureRanker(**s["ranker"]).check(str(folder / SUMMARY))
-        cv = {k: s["combined"][k] for k in ("p@1", "p@5", "mrr")} if "combined" in s else {}
-        return ServedFit(ranker, str(folder / SUMMARY), {"command": f"whoqa rerank --candidates features"
-                                                                    f"{'' if s.get('by_book_folds') else ' ' + run}",
-                                                         "cv": {**cv, "ece": s.get("ece")},
-                                                         "book_frequency": s.get("book_frequency")}, run)
-    return shipped_fit()
+    """The fit to serve with this LLM: the workspace's own (`whoqa rerank --candidates features`; a book-level one
+    first, then the best cross-validated P@1, e.g. k = 5 over k = 10), else the shipped one. A damaged summary is
+    passed over; one made with other features is refused."""
+    found = [(run, folder, s) for run, folder in workspace_fits(workspace, model)
+             for s in [read_summary(folder)] if s is not None and "ranker" in s]
+    if not found:
+        return shipped_fit()
+    run, folder, s = min(found, key=lambda f: (not _run(f[0]).by_book,
+                                               -float((f[2].get("combined") or {}).get("p@1") or 0.0)))
+    ranker = FeatureRanker(**s["ranker"]).check(str(folder / SUMMARY))
+    cv = {k: s["combined"][k] for k in ("p@1", "p@5", "mrr")} if "combined" in s else {}
+    return ServedFit(ranker, str(folder / SUMMARY), {"command": f"whoqa rerank --candidates features"
+                                                                f"{'' if s.get('by_book_folds') else ' ' + run}",
+                                                     "cv": {**cv, "ece": s.get("ece")},
+                                                     "book_frequency": s.get("book_frequency")}, run)
 
 
 def as_record(ranker: FeatureRanker) -> dict:
