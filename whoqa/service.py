@@ -11,9 +11,9 @@ The route is chosen in one function, `choose_route`, from what the workspace mea
 - a Who question about any other book: the feature ranker, with the local LLM reading the passages where one is
   installed (its first stage alone otherwise), calibrated either way;
 - any other question: the reader `whoqa eval` chose for its question word (what / why / where ...) on the workspace's
-  book folds (whoqa.reader.routes), where that reader can serve; else the trained FiD reader where its cross-validated
-  ROUGE-L beats the best installed LLM's measured one; else that LLM (the best measured whose answer takes at most
-  READ_SECONDS on 2 cores).
+  book folds (whoqa.reader.routes), where that reader can serve (an LLM run answers with the options it was measured
+  with); else the trained FiD reader where its cross-validated ROUGE-L beats the best installed LLM's measured one;
+  else that LLM (the best measured whose answer takes at most READ_SECONDS on 2 cores).
 Every Who answer carries evidence: the context sentences that mention its top character (by name or a resolved
 pronoun), those matching the question best first. The models load once per process and are shared by every caller
 (one lock: answers run one at a time on a 2-core machine).
