@@ -223,21 +223,19 @@ def word_route(ws: Workspace, question: str, llm: str | None) -> Route | str | N
     if got is None:
         return None
     name, record, why = got
-    options = record.get("options") or {}
+    is_llm, options = record.get("kind") == "llm", record.get("options") or {}
     same_llm = llm is not None and record.get("model") == model_name(llm)  # a path given as --llm: its name
-    if record.get("kind") == "llm" and same_llm and options.get("context", LLMConfig.context) in ANSWERABLE:
+    context = options.get("context", LLMConfig.context) if is_llm else record.get("context")
+    makes = context in (ANSWERABLE if is_llm else SERVABLE)  # passages `ask` can make for a new question
+    if is_llm and same_llm and makes:
         return Route("llm", why, options=options)
-    if record.get("kind") == "fid" and record.get("context") in SERVABLE and \
-            (ws.reader_models / name / "final" / READER_FILE).is_file():
+    if record.get("kind") == "fid" and makes and (ws.reader_models / name / "final" / READER_FILE).is_file():
         return Route("reader", why, name)
-    if record.get("kind") == "llm" and not same_llm:
+    if is_llm and not same_llm:
         return f"`whoqa eval` measured {name} best for it, an LLM run of {record.get('model')}, not the LLM in use"
-    if record.get("kind") == "llm":
-        return (f"`whoqa eval` measured the LLM run {name} best for it, whose {options.get('context')} passages `ask` "
-                f"cannot make per question")
-    if record.get("context") not in SERVABLE:
-        return (f"`whoqa eval` measured the reader run {name} best for it, whose {record.get('context')} passages "
-                f"`ask` cannot make per question")
+    if not makes:
+        return (f"`whoqa eval` measured the {'LLM' if is_llm else 'reader'} run {name} best for it, whose {context} "
+                f"passages `ask` cannot make per question")
     return (f"`whoqa eval` measured the reader run {name} best for it: train its final model (`whoqa reader train "
             f"--final` with the run's options) to serve it")
 
@@ -303,13 +301,11 @@ class Service:
         that gives token probabilities), for answers the one LLMConfig chooses (whoqa.reader.runtimes), with cfg's
         prompt budget, answer length and prompt form."""
         from whoqa.reader.llm import LLMReader
-        cfg = cfg or LLMConfig()
-        shape = (RerankConfig.prompt_tokens, LLMConfig.max_new_tokens, LLMConfig.chat, False) if scores else \
-            (cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half)
-        key = (base, scores, shape)
+        cfg = LLMConfig(prompt_tokens=RerankConfig.prompt_tokens) if scores else cfg or LLMConfig()
+        key = (base, scores, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half)
         if key not in self._llms:
-            runtime = self.scoring_runtime(base) if scores else cfg.runtime
-            self._llms[key] = LLMReader(base, self.cfg.device, shape[0], shape[1], shape[2], shape[3], runtime,
+            self._llms[key] = LLMReader(base, self.cfg.device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat,
+                                        cfg.half, self.scoring_runtime(base) if scores else cfg.runtime,
                                         scores=scores)
         return self._llms[key]
 
