@@ -750,7 +750,8 @@ def reproduce(
     if check:
         bad = [r for r in out["check"] if not r["ok"]]
         for r in out["check"]:
-            typer.echo(f"{'ok  ' if r['ok'] else 'FAIL'} {r['file']} {r['metric']}: {r['got']} "
+            key = r["metric"] if isinstance(r["metric"], str) else " > ".join(r["metric"])
+            typer.echo(f"{'ok  ' if r['ok'] else 'FAIL'} {r['file']} {key}: {r['got']} "
                        f"(expected {r['value']} +- {r['tolerance']})")
         if bad:
             raise typer.Exit(1)

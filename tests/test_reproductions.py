@@ -47,11 +47,16 @@ def test_coref_reproduction_checks(shared_data, tmp_path):
 
 def test_check_fails_on_a_changed_result(tmp_path):
     (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "x.json").write_text(json.dumps({"p@1": 20.0, "text": {"rouge_l": 9.0}}))
+    (tmp_path / "results" / "x.json").write_text(json.dumps({"p@1": 20.0, "text": {"rouge_l": 9.0},
+                                                            "rows": {"llm@qwen2.5": {"rouge_l": 13.0}}}))
     spec = {"expect": [{"file": "results/x.json", "metric": "p@1", "value": 20.5, "tolerance": 1},
                        {"file": "results/x.json", "metric": "text.rouge_l", "value": 12.0, "tolerance": 1},
-                       {"file": "results/missing.json", "metric": "p@1", "value": 1.0, "tolerance": 1}]}
-    assert [r["ok"] for r in check(spec, tmp_path)] == [True, False, False]
+                       {"file": "results/missing.json", "metric": "p@1", "value": 1.0, "tolerance": 1},
+                       {"file": "results/x.json", "metric": ["rows", "llm@qwen2.5", "rouge_l"], "value": 13.2,
+                        "tolerance": 1},
+                       {"file": "results/x.json", "metric": "rows.llm@qwen2.5.rouge_l", "value": 13.0,
+                        "tolerance": 1}]}  # a dotted path cannot name a row with a dot: the list form can
+    assert [r["ok"] for r in check(spec, tmp_path)] == [True, False, False, True, False]
 
 
 def test_every_reproduction_parses_and_the_readme_shows_main_s_numbers():

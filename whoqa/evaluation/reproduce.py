@@ -33,15 +33,15 @@ def commands(spec: dict, data: str, workspace: str) -> list[list[str]]:
     return [[a.replace("{data}", data).replace("{ws}", workspace) for a in step] for step in spec["steps"]]
 
 
-def metric(workspace: Path, file: str, key: str):
-    """A value of a results file: "p@1", or a dotted path such as "text.rouge_l" or "characters.0.0" (list items by
-    position)."""
+def metric(workspace: Path, file: str, key: str | list[str]):
+    """A value of a results file: "p@1", a dotted path such as "text.rouge_l" or "characters.0.0" (list items by
+    position), or the path's parts as a list where a part holds a dot (a row named for "qwen2.5-coder-0.5b")."""
     path = Path(workspace) / file
     value = read_record(path, "run the reproduction's steps again (its results file is unreadable)", None,
                         (dict, list))
     if value is None:
         return None
-    for part in key.split("."):
+    for part in key if isinstance(key, list) else key.split("."):
         if isinstance(value, dict):
             value = value.get(part)
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
