@@ -193,6 +193,19 @@ def gender_table() -> dict[str, tuple[float, float]]:
     return table
 
 
+@lru_cache(maxsize=1)
+def nicknames() -> dict[str, set[str]]:
+    """name (lowercase) -> the names BookNLP's alias table gives it ("harry" -> {"henry", "harold", ...})."""
+    table: dict[str, set[str]] = {}
+    with resources.as_file(resources.files("booknlp.english") / "data" / "aliases.txt") as p:
+        with open(p, encoding="utf-8") as f:
+            for line in f:
+                names = {w.lower() for w in line.split() if w}
+                for n in names:
+                    table.setdefault(n, set()).update(names - {n})
+    return table
+
+
 def clean_word(word: str) -> str:
     """'Holmes--' -> 'Holmes': tokenizer leftovers must not split a character in two."""
     return word.strip("-\u2014_*\"'`,;:!?()[]") or word
@@ -245,6 +258,18 @@ def name_gender(names: Counter) -> tuple[str | None, float]:
     if p < 0.75:
         return None, p
     return ("male" if he > she else "female"), p
+
+
+def title_gender(names: Counter) -> str | None:
+    """The gender a character's titles say, where they all agree ("Lady Agatha", "Mr. Hall"); None with no gendered
+    title or a mix. Pronouns nearby often belong to someone else, a title never does."""
+    he = sum(c for n, c in names.items() if n.split() and n.split()[0].lower() in MALE_TITLES)
+    she = sum(c for n, c in names.items() if n.split() and n.split()[0].lower() in FEMALE_TITLES)
+    if he and not she:
+        return "male"
+    if she and not he:
+        return "female"
+    return None
 
 
 def salience(count: int) -> float:

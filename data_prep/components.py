@@ -68,7 +68,8 @@ def _coreferee(engine, docs, parsed, mentions: str = "coreferee"):
 
 
 ENGINES: dict[str, EngineEntry] = {
-    "spacy": EngineEntry(_spacy, "the offline engine: spaCy's parse, name clusters, the pronoun resolver"),
+    "spacy": EngineEntry(_spacy, "the offline engine: spaCy's parse, name clusters, the pronoun resolver",
+                         version="2"),  # 2: a gendered title outweighs the pronouns near the name
     "booknlp": EngineEntry(_booknlp, "the real BookNLP (its own Python: --booknlp-python, --booknlp-models)"),
 }
 
