@@ -549,6 +549,12 @@ def rerank(
                                         help="List the characters the passages mention in the prompt."),
     runtime: str = typer.Option(default(RerankConfig, "runtime"), help="What scores the names: auto (transformers, "
                                 "float32) or llama-cpp-python (llama.cpp built for this CPU; its own folder)."),
+    cast: bool = typer.Option(default(RerankConfig, "cast"), help="--candidates features: the book's cast (people, a "
+                              "person's name clusters merged) as answer candidates; --no-cast: every character "
+                              "cluster (an ablation, kept as summary+nocast.json)."),
+    stage1: str = typer.Option(default(RerankConfig, "stage1"), help="--candidates features: only these features, "
+                               "comma-separated (book_share, context_mentions, named, role, role_with_args; an "
+                               "ablation, kept as summary+f-<names>.json); empty: all, what serves."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
     executor: str = typer.Option(default(ExecutorConfig, "executor"), help="The LLM's name scores: local (this process) or ray "
                                  "(batches of questions as tasks on a Ray cluster; the same rows, resumable)."),
@@ -562,7 +568,8 @@ def rerank(
     from whoqa.evaluation.rerank import rerank as rerank_run
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
                        folds=folds, fold_seed=fold_seed, llm_features=llm_features, rendering=rendering, marks=marks,
-                       character_list=character_list, runtime=runtime, max_eval_samples=max_eval_samples)
+                       character_list=character_list, runtime=runtime, cast=cast, stage1=stage1,
+                       max_eval_samples=max_eval_samples)
     report = _stage(rerank_run, workspace, run, cfg, device=device, executor=ExecutorConfig(executor, ray_address))
     typer.echo("\n".join(report.summary()))
 
@@ -797,6 +804,23 @@ def eval_coref(
     if mentions not in coref_peer.MENTIONS:
         _fail(f"unknown --mentions {mentions!r}: use {', '.join(coref_peer.MENTIONS)}")
     res = _stage(evaluate_resolver, litbank, resolver, max_docs=max_docs, mentions=mentions)
+    text = json.dumps(res, indent=1)
+    typer.echo(text)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+
+
+@app.command("eval-cast")
+def eval_cast(
+    litbank: Path = typer.Option(Path(DEFAULT_DATA) / "litbank", help="LitBank coref folder (<name>.txt + .ann)."),
+    max_docs: Optional[int] = typer.Option(None, help="Debug: only the first N documents."),
+    out: Optional[Path] = typer.Option(None, help="Also write the JSON here."),
+):
+    """Score a book's cast (the people among its characters, merged) against LitBank's gold named people: precision
+    and recall, beside those of the characters before the cast."""
+    from whoqa.evaluation.cast import evaluate_cast
+    res = _stage(evaluate_cast, litbank, max_docs)
     text = json.dumps(res, indent=1)
     typer.echo(text)
     if out:

@@ -70,7 +70,7 @@ def test_the_second_stage_follows_an_informative_llm_and_keeps_the_first_stage_o
     def llm(i, top):  # the LLM is sure of the right name
         return [-1.0 if j == right[i] else -9.0 for j in top]
     r = fit_ranker(x1, y1, 5, llm)
-    assert r.stage2[3] > 1.0  # the LLM's weight
+    assert r.stage2[len(STAGE1)] > 1.0  # the LLM's weight
     x = x1[0]
     order, p = r.probabilities(x, llm(0, r.first(x)[:5]))
     assert order[0] == right[0] and p[0] > 0.5
@@ -80,13 +80,14 @@ def test_the_second_stage_follows_an_informative_llm_and_keeps_the_first_stage_o
 
 def test_character_features_name_the_share_the_context_and_the_question():
     chars = [{"id": 0, "count": 30}, {"id": 1, "count": 10}, {"id": 2, "count": 60}]
-    ids, x = character_features(chars, Counter({1: 3}), {2})
-    assert ids == [0, 1, 2] and x.shape == (3, 3)
+    ids, x = character_features(chars, Counter({1: 3}), {2}, {0: [2, 1]})
+    assert ids == [0, 1, 2] and x.shape == (3, len(STAGE1)) == (3, 5)
     np.testing.assert_allclose(np.exp(x[:, 0]), [0.3, 0.1, 0.6])
     np.testing.assert_allclose(x[:, 1], [0.0, np.log(4), 0.0])
     assert list(x[:, 2]) == [0.0, 0.0, 1.0]
-    s = with_llm(x, [-1.0, -2.0, -3.0])  # (3, 4): the LLM's scores log-softmaxed over the k names
-    assert np.exp(s[:, 3]).sum() == pytest.approx(1.0) and s[0, 3] > s[1, 3] > s[2, 3]
+    np.testing.assert_allclose(x[:, 3:], [[np.log(3), np.log(2)], [0.0, 0.0], [0.0, 0.0]])  # its role matches
+    s = with_llm(x, [-1.0, -2.0, -3.0])  # (3, 6): the LLM's scores log-softmaxed over the k names
+    assert np.exp(s[:, 5]).sum() == pytest.approx(1.0) and s[0, 5] > s[1, 5] > s[2, 5]
 
 
 def test_the_llm_feature_forms_and_their_choice_by_cross_validation():
@@ -151,12 +152,13 @@ def test_a_fit_made_with_other_features_is_refused_with_one_line(tmp_path):
     save_fit(folder, {"ranker": other})
     with pytest.raises(ValueError, match=r"made with features .*chapter.*whoqa rerank --candidates features"):
         served_fit(tmp_path, "m")
-    save_fit(folder, {"ranker": {**other, "stage1": [0.5, 0.3, -1.0], "features": {"stage1": list(STAGE1)},
+    weights = [0.5, 0.3, -1.0, 0.4, 0.2]
+    save_fit(folder, {"ranker": {**other, "stage1": weights, "features": {"stage1": list(STAGE1)},
                                  "version": FEATURE_VERSION + 1}})
     with pytest.raises(ValueError, match="version"):
         served_fit(tmp_path, "m")
-    save_fit(folder, {"ranker": {**other, "stage1": [0.5, 0.3, -1.0], "features": {"stage1": list(STAGE1)}}})
-    assert served_fit(tmp_path, "m").ranker.stage1 == [0.5, 0.3, -1.0]
+    save_fit(folder, {"ranker": {**other, "stage1": weights, "features": {"stage1": list(STAGE1)}}})
+    assert served_fit(tmp_path, "m").ranker.stage1 == weights
 
 
 def test_of_a_runs_fits_the_better_cross_validated_one_serves(tmp_path):

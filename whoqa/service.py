@@ -455,10 +455,13 @@ class Service:
 
 
 def sentence_marks(book, sid: int, char: int) -> tuple[list[tuple[int, int]], str]:
-    """(offsets of `char`'s mentions, the sentence's text: its words joined by spaces)."""
+    """(offsets of `char`'s mentions, its cast's merged clusters' included, the sentence's text: its words joined by
+    spaces)."""
+    from whoqa.ranker.cast import cast_of
     first, last = book.sentences[sid]
     marks = []
-    for m in (m for m in book.sentence_mentions(sid) if m.char_id == char):
+    person = cast_of(book).of
+    for m in (m for m in book.sentence_mentions(sid) if m.char_id == char or person(m.char_id) == char):
         a = sum(len(t.word) + 1 for t in book.tokens[first:m.start])
         marks.append((a, a + sum(len(t.word) + 1 for t in book.tokens[m.start:m.end + 1]) - 1))
     return marks, " ".join(t.word for t in book.tokens[first:last])

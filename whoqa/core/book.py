@@ -74,6 +74,7 @@ class Book:
     mentions: list[Mention]  # mentions of the characters only, sorted by start
     characters: dict[int, Character]
     token_char: dict[int, int] = field(default_factory=dict)  # token id -> character id of the mention it is in
+    others: list[Mention] = field(default_factory=list)  # places, organisations, ...: what a name is when not a person
 
     @classmethod
     def load(cls, folder: str | Path, book_id: str | None = None) -> "Book":
@@ -91,8 +92,8 @@ class Book:
         characters = read_characters(paths[".book"])
         # a mention counts when its entity is a character of .book (BookNLP's rule: seen at least twice; groups
         # such as a "they" are PER entities in .entities but not characters)
-        mentions = [m for m in read_entities(paths[".entities"], len(tokens))
-                    if m.cat == "PER" and m.char_id in characters]
+        entities = read_entities(paths[".entities"], len(tokens))
+        mentions = [m for m in entities if m.cat == "PER" and m.char_id in characters]
         sentences: list[tuple[int, int]] = []
         for t in tokens:
             if t.sentence == len(sentences):
@@ -105,7 +106,7 @@ class Book:
         for m in mentions:
             for i in range(m.start, m.end + 1):
                 token_char[i] = m.char_id
-        return cls(book_id, tokens, sentences, mentions, characters, token_char)
+        return cls(book_id, tokens, sentences, mentions, characters, token_char, [m for m in entities if m.cat != "PER"])
 
     def sentence_words(self, sid: int) -> list[str]:
         a, b = self.sentences[sid]

@@ -35,7 +35,7 @@ from whoqa.core.runs import RunName, digest
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.baselines import book_frequency
-from whoqa.ranker.features import CONTEXT_SENTENCES, book_features
+from whoqa.ranker.features import CONTEXT_SENTENCES, STAGE1, answer_ids, book_features
 from whoqa.ranker.fits import fit_dir, save_fit
 from whoqa.ranker.model import (LLM_FEATURES, SELECT, check_llm_features, fit, fit_ranker, log_softmax,
                                 select_llm_features)
@@ -118,6 +118,29 @@ def book_fold_candidates(workspace: Path, folds: int, seed: int = SEED) -> list[
     fold_of = {b: k for k, g in enumerate(groups) for b in g}
     return [{"question_id": int(q["question_id"]), "fold": fold_of[q["document_id"]],
              "answers": [int(c) for c in q["answers"]]} for q in usable]
+
+
+def stage1_features(names: str) -> tuple[str, ...]:
+    """--stage1 as the registry's feature names in its order (all of them for ""); an unknown name is a ValueError."""
+    if not names:
+        return STAGE1
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in STAGE1]
+    if unknown or not wanted:
+        raise ValueError(f"unknown --stage1 feature(s) {unknown or names!r}: use names of {', '.join(STAGE1)}")
+    return tuple(f for f in STAGE1 if f in wanted)
+
+
+def measured_variant(cfg: RerankConfig) -> str:
+    """What sets a feature-ranker measurement apart from the served one ("" for the served one): another fold seed,
+    the characters as candidates instead of the cast, or a subset of the features. Its summary is
+    summary+<variant>.json, never served."""
+    parts = [] if cfg.fold_seed == SEED else [f"foldseed{cfg.fold_seed}"]
+    if cfg.candidates == "features" and not cfg.cast:
+        parts.append("nocast")
+    if cfg.candidates == "features" and stage1_features(cfg.stage1) != STAGE1:
+        parts.append("f-" + "-".join(stage1_features(cfg.stage1)))
+    return "+".join(parts)
 
 
 def llm_key(cfg: RerankConfig) -> str:
@@ -267,9 +290,11 @@ def evaluate(rows: list[dict]) -> dict:
     return out
 
 
-def question_features(ws: Workspace, cands: list[dict]) -> list[dict]:
-    """Per question of a run: its characters' ids, stage-1 features (C, F) from its stored BM25F context (the recipe
-    `ask` builds afresh, read by the same `book_features`) and right answers (C,) bool."""
+def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage1: tuple[str, ...] = STAGE1) -> list[dict]:
+    """Per question of a run: its candidates' ids (the book's cast, or every character with `cast=False`), stage-1
+    features (C, F) from its stored BM25F context (the recipe `ask` builds afresh, read by the same `book_features`;
+    only the `stage1` ones, in the registry's order) and right answers (C,) bool."""
+    columns = [STAGE1.index(f) for f in stage1]
     chars, questions = load_who_set(ws)
     who = {q["question_id"]: q for q in questions}
     view = ContextView(ws, "bm25f", CONTEXT_SENTENCES)
@@ -280,9 +305,11 @@ def question_features(ws: Workspace, cands: list[dict]) -> list[dict]:
         d = q["document_id"]
         index = aliases.setdefault(d, AliasIndex.from_records(chars[d]))
         named = named_characters(name_spans(q["question"], index))
-        ids, x = book_features(view.book(d), view.sentences(d, c["question_id"]), named)
-        out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x,
-                    "y": np.array([i in c["answers"] for i in ids]), "answers": c["answers"],
+        book = view.book(d)
+        ids, x = book_features(book, view.sentences(d, c["question_id"]), named, q["question"], cast)
+        answers = answer_ids(book, c["answers"], cast)
+        out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x[:, columns],
+                    "y": np.array([i in answers for i in ids]), "answers": answers,
                     "frequency": book_frequency(chars[d]), "book": d})
     return out
 
@@ -295,7 +322,8 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
     ws = Workspace(workspace)
     cands = network_candidates(ws.runs / run) if run else book_fold_candidates(ws, cfg.folds, cfg.fold_seed)
     run = run or features_run(cfg.folds)
-    rows = question_features(ws, cands[:cfg.max_eval_samples])
+    stage1 = stage1_features(cfg.stage1)
+    rows = question_features(ws, cands[:cfg.max_eval_samples], cfg.cast, stage1)
     folds = sorted({r["fold"] for r in rows})
     xs, ys = [r["x"] for r in rows], [r["y"] for r in rows]
     train = {f: [i for i, r in enumerate(rows) if r["fold"] != f] for f in folds}
@@ -320,7 +348,7 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
         if cfg.llm_features != SELECT:
             return cfg.llm_features, {}
         return select_llm_features([r["x"] for r in sub], [r["y"] for r in sub], [r["fold"] for r in sub],
-                                   cfg.top_k, llm_of(sub))
+                                   cfg.top_k, llm_of(sub), stage1)
 
     def judged(kind: str | None) -> dict:
         """Both stages fit per fold on the other folds' questions (the LLM's form `kind`, or chosen on those folds
@@ -330,7 +358,7 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
             sub = [rows[i] for i in train[f]]
             form, _ = (kind, {}) if kind else chosen(sub)
             ranker = fit_ranker([r["x"] for r in sub], [r["y"] for r in sub], cfg.top_k, llm_of(sub),
-                                llm_features=form)
+                                llm_features=form, stage1=stage1)
             fitted[str(f)] = asdict(ranker)
             for r in (r for r in rows if r["fold"] == f):
                 top = ranker.first(r["x"])
@@ -355,7 +383,7 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
     final = result.pop("final")
     form, losses = chosen(rows)
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
-                        llm_features=form)
+                        llm_features=form, stage1=stage1)
     served.ece = result["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
     return {"questions": len(rows), "top_k": cfg.top_k, "llm_features": cfg.llm_features, **result,
             "book_frequency": ranking_metrics([r["frequency"] for r in rows], [r["answers"] for r in rows]),
@@ -403,6 +431,7 @@ def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool =
         raise ValueError(f"unknown candidates {cfg.candidates!r}: use one of {', '.join(CANDIDATES)}")
     check_llm_features(cfg.llm_features, "--llm-features", select=True)  # said before minutes of LLM scoring
     check_rendering(cfg.rendering)
+    stage1_features(cfg.stage1)
     executor.check()
     if cfg.fold_seed != SEED and (cfg.candidates != "features" or run):
         raise ValueError("--fold-seed draws the feature ranker's own book folds: use it with --candidates features "
@@ -415,9 +444,9 @@ def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool =
         raise ValueError(f"--candidates {cfg.candidates} re-ranks a cross-validated run: name one (WS/runs/<run>)")
     else:
         summary = {"run": run, "config": asdict(cfg), **evaluate(score_run(workspace, run, cfg, progress, device, executor))}
-    # another fold seed (the spread over folds) keeps its summary beside the served one, sharing the LLM's scores
-    save_fit(rerank_dir(workspace, run, cfg), summary,
-             None if cfg.fold_seed == SEED or run != features_run(cfg.folds) else f"foldseed{cfg.fold_seed}")
+    # another fold seed (the spread over folds) or an ablation keeps its summary beside the served one, sharing the
+    # LLM's scores
+    save_fit(rerank_dir(workspace, run, cfg), summary, measured_variant(cfg) or None)
     return RerankReport(summary)
 
 

@@ -1,5 +1,8 @@
-"""A question's features for each of a book's characters: one registry, read by cross-validation (the stored BM25F
-contexts) and by serving (fresh ones, the same recipe: `whoqa.retrieval.bm25f.question_windows`).
+"""A question's features for each of a book's answer candidates: one registry, read by cross-validation (the stored
+BM25F contexts) and by serving (fresh ones, the same recipe: `whoqa.retrieval.bm25f.question_windows`).
+
+The candidates are the book's cast (`whoqa.ranker.cast`: people only, a person's clusters merged, each counting its
+members' mentions), or, with `cast=False`, every character cluster as `prepare` made them (the ablation).
 
 Each feature is a name and a function of `Inputs` giving one number per character; a fit records the registry's
 names and FEATURE_VERSION, and a fit made with other features is refused (`whoqa.ranker.fits`). Adding a feature is
@@ -13,7 +16,10 @@ from typing import Callable
 
 import numpy as np
 
-FEATURE_VERSION = 1
+from whoqa.ranker.cast import cast_of
+from whoqa.ranker.syntax import question_frame, role_matches
+
+FEATURE_VERSION = 2  # 2: the cast as candidates; the question's syntax (role, role_with_args)
 CONTEXT_SENTENCES = 100  # the question's BM25F context, as the memory network reads it (MemNetConfig's memories)
 
 
@@ -23,6 +29,8 @@ class Inputs:
     counts: np.ndarray  # (C,) mentions in the whole book
     context: np.ndarray  # (C,) mentions in the question's context (its first CONTEXT_SENTENCES sentences)
     named: np.ndarray  # (C,) bool: the question names the character
+    roles: np.ndarray  # (C, 2): its mentions in the context playing the question's role for its verb, and of those
+    #                    the ones in a sentence holding another of the question's arguments (whoqa.ranker.syntax)
 
 
 FEATURES: dict[str, Callable[[Inputs], np.ndarray]] = {
@@ -32,23 +40,53 @@ FEATURES: dict[str, Callable[[Inputs], np.ndarray]] = {
     "context_mentions": lambda i: np.log1p(i.context),
     # the question itself names it (who is then rarely the answer: "Who does Glenister love?")
     "named": lambda i: i.named.astype(float),
+    # log(1 + its mentions doing what the question asks of "who": "Who swears to kill Dorian?" -> subject of swear)
+    "role": lambda i: np.log1p(i.roles[:, 0]),
+    # the same, in a sentence that also holds another argument of the question (a character it names, a content word)
+    "role_with_args": lambda i: np.log1p(i.roles[:, 1]),
 }
 STAGE1 = tuple(FEATURES)
 STAGE2 = STAGE1 + ("llm",)
 
 
-def character_features(characters: list[dict], context: Counter, named: set[int]) -> tuple[list[int], np.ndarray]:
-    """(ids, (C, F) stage-1 features) of characters given as records with an id and a count (the book's order), the
-    question's context mentions (character id -> count) and the characters the question names."""
+def character_features(characters: list[dict], context: Counter, named: set[int],
+                       roles: dict[int, list[int]] | None = None) -> tuple[list[int], np.ndarray]:
+    """(ids, (C, F) stage-1 features) of candidates given as records with an id and a count (the book's order), the
+    question's context mentions (id -> count), the candidates the question names and their role matches (id ->
+    [matches, matches beside another argument])."""
     ids = [c["id"] for c in characters]
+    roles = roles or {}
     inputs = Inputs(np.array([c["count"] for c in characters], dtype=float),
-                    np.array([context[i] for i in ids], dtype=float), np.array([i in named for i in ids]))
+                    np.array([context[i] for i in ids], dtype=float), np.array([i in named for i in ids]),
+                    np.array([roles.get(i, [0, 0]) for i in ids], dtype=float).reshape(-1, 2))
     x = np.column_stack([f(inputs) for f in FEATURES.values()]) if ids else np.zeros((0, len(FEATURES)))
     return ids, x.reshape(-1, len(FEATURES))  # (C, F)
 
 
-def book_features(book, context: list[int], named: set[int]) -> tuple[list[int], np.ndarray]:
-    """(ids, (C, F) features) of a book's characters for a question whose context holds these sentence ids (best
-    first; the first CONTEXT_SENTENCES are read) and which names these characters."""
-    mentions = Counter(m.char_id for s in context[:CONTEXT_SENTENCES] for m in book.sentence_mentions(s))
-    return character_features([{"id": c.id, "count": c.count} for c in book.characters.values()], mentions, named)
+def candidates(book, cast: bool = True) -> dict[int, list[int]]:
+    """The answer candidates of a book: representative id -> the character ids it stands for."""
+    if cast:
+        return cast_of(book).groups
+    return {c: [c] for c in book.characters}
+
+
+def answer_ids(book, answers, cast: bool = True) -> list[int]:
+    """A question's right character ids as candidates: each through its person's representative (a character that is
+    not a person stays itself, so no candidate is right for it)."""
+    if not cast:
+        return sorted(answers)
+    c = cast_of(book)
+    return sorted({c.of(a) if c.of(a) is not None else a for a in answers})
+
+
+def book_features(book, context: list[int], named: set[int], question: str = "",
+                  cast: bool = True) -> tuple[list[int], np.ndarray]:
+    """(ids, (C, F) features) of a book's answer candidates for a question whose context holds these sentence ids
+    (best first; the first CONTEXT_SENTENCES are read) and which names these characters."""
+    groups = candidates(book, cast)
+    rep = {m: r for r, ms in groups.items() for m in ms}
+    sentences = context[:CONTEXT_SENTENCES]
+    mentions = Counter(rep[m.char_id] for s in sentences for m in book.sentence_mentions(s) if m.char_id in rep)
+    roles = role_matches(book, sentences, question_frame(question), named, rep.get) if question else {}
+    records = [{"id": r, "count": sum(book.characters[m].count for m in ms)} for r, ms in groups.items()]
+    return character_features(records, mentions, {rep[n] for n in named if n in rep}, roles)

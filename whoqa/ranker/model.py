@@ -159,25 +159,26 @@ class FeatureRanker:
 
 def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
                llm: Callable[[int, np.ndarray], list[float]] | None = None, source: str = "",
-               llm_features: str = "log_softmax") -> FeatureRanker:
+               llm_features: str = "log_softmax", stage1: tuple[str, ...] = STAGE1) -> FeatureRanker:
     """Both stages fit on these questions: stage 1 on all their characters; stage 2 on each question's stage-1 top
     k, with llm(i, top) giving the LLM's scores of question i's candidates `top` (indices into its characters)."""
     w1 = fit(x1, y1)
     tops = [np.argsort(-(x @ w1), kind="stable")[:top_k] for x in x1]
     p_in = float(np.mean([y[t].any() for y, t in zip(y1, tops)])) if x1 else 0.0
-    width = with_llm(np.zeros((top_k, len(STAGE1))), [0.0] * top_k, llm_features).shape[1]  # (checks the form)
+    width = with_llm(np.zeros((top_k, len(stage1))), [0.0] * top_k, llm_features).shape[1]  # (checks the form)
     w2 = np.zeros(width)
     if llm is not None:
         w2 = fit([with_llm(x[t], llm(i, t), llm_features) for i, (x, t) in enumerate(zip(x1, tops))],
                  [y[t] for y, t in zip(y1, tops)])
-    names = {"stage1": list(STAGE1),
-             "stage2": list(STAGE1) + [f"llm:{llm_features}:{k}" for k in range(width - len(STAGE1))]}
+    names = {"stage1": list(stage1),
+             "stage2": list(stage1) + [f"llm:{llm_features}:{k}" for k in range(width - len(stage1))]}
     return FeatureRanker([float(v) for v in w1], [float(v) for v in w2], top_k, p_in, len(x1), source,
                          features=names, llm_features=llm_features)
 
 
 def select_llm_features(x1: list[np.ndarray], y1: list[np.ndarray], groups: list[int], top_k: int,
-                        llm: Callable[[int, np.ndarray], list[float]]) -> tuple[str, dict[str, float]]:
+                        llm: Callable[[int, np.ndarray], list[float]],
+                        stage1: tuple[str, ...] = STAGE1) -> tuple[str, dict[str, float]]:
     """The LLM_FEATURES form with the lowest mean negative log-likelihood of the right characters over folds of
     these questions (`groups`: each question's book fold; fit on the others, judged on it). Every choice is made on
     training books only: judged on fold f, the choice comes from the questions of the other folds. With fewer than 2
@@ -191,7 +192,7 @@ def select_llm_features(x1: list[np.ndarray], y1: list[np.ndarray], groups: list
         for g in folds:
             fit_on = [i for i, h in enumerate(groups) if h != g]
             r = fit_ranker([x1[i] for i in fit_on], [y1[i] for i in fit_on], top_k,
-                           lambda j, top, fit_on=fit_on: llm(fit_on[j], top), llm_features=kind)
+                           lambda j, top, fit_on=fit_on: llm(fit_on[j], top), llm_features=kind, stage1=stage1)
             nll += [-np.log(max(r.right_probability(x1[i], y1[i], llm(i, r.first(x1[i])[:top_k])), 1e-12))
                     for i, h in enumerate(groups) if h == g and y1[i].any()]
         loss[kind] = float(np.mean(nll)) if nll else 0.0

@@ -34,7 +34,7 @@ def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSp
     transformers runtime, or None for the first stage alone; `pool`: (question, answer, book) examples of other books
     for the prompt's few shots."""
     book, aliases, index = opened
-    ids, x = book_features(book, context_sentences(wins, CONTEXT_SENTENCES), named_characters(spans))  # (C, F)
+    ids, x = book_features(book, context_sentences(wins, CONTEXT_SENTENCES), named_characters(spans), question)  # (C, F)
     llm = None
     if reader is not None:
         first = ranker.first(x)[:ranker.top_k]

@@ -1,0 +1,94 @@
+"""The cast of a book (people only, a person's clusters merged) and the question's syntax, on texts parsed for real."""
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from whoqa.core.book import Book, Character, Mention
+from whoqa.ranker.cast import cast_of
+from whoqa.ranker.features import STAGE1, answer_ids, book_features
+from whoqa.ranker.syntax import AGENT, question_frame, role_matches
+
+STORY = (
+    "Lord Henry Wotton lay on the divan. Basil Hallward painted the portrait of Dorian Gray. "
+    "Dorian Gray fell in love with Sibyl Vane at the theatre. Sibyl Vane loved Dorian Gray. "
+    "Death came to the house. The death of the girl was sad, and death is common, and death waits. "
+    "James Vane swore to kill Dorian Gray if he wronged his sister. James Vane sailed from England. "
+    "England was far away. Nobody in England knew James Vane. Lady Agatha talked to Lord Henry, and he answered "
+    "Lady Agatha. Lady Agatha said he was right. \"God bless you,\" said Basil Hallward. God knows. "
+    "Basil Hallward painted it again. Lord Henry spoke to Dorian Gray. Dorian Gray killed Basil Hallward.\n\n"
+    "\"Harry,\" said Dorian Gray, \"you are wrong.\" Harry smiled. Harry lit a cigarette.")
+
+
+@pytest.fixture(scope="module")
+def book(parsed):
+    return parsed(STORY)
+
+
+def _names(book, ids):
+    return {book.characters[i].name for i in ids}
+
+
+def _with_clusters(book, words: list[str]):
+    """The book with a name cluster added for each of these words, at every place it is written with a capital: what
+    NER does when it calls "Death" or "England" a person."""
+    chars, mentions = dict(book.characters), list(book.mentions)
+    for k, w in enumerate(words):
+        cid = 90 + k
+        at = [t.index for t in book.tokens if t.word == w]
+        chars[cid] = Character(cid, w, [w], len(at), None)
+        mentions += [Mention(i, i, cid, "PROP", "PER", w) for i in at]
+    return Book(book.id, book.tokens, book.sentences, sorted(mentions, key=lambda m: (m.start, m.end)), chars,
+                others=book.others)
+
+
+def test_the_cast_holds_people_and_says_why_the_rest_are_not(book):
+    b = _with_clusters(book, ["Death", "England", "God"])
+    cast = cast_of(b)
+    assert {"Dorian Gray", "Basil Hallward", "James Vane", "Lady Agatha"} <= set(cast.names.values())
+    why = {b.characters[c].name: reason for c, reason in cast.dropped.items()}
+    assert why == {"Death": "a common word written with a capital", "England": "a place or organisation",
+                   "God": "a deity"}
+    assert cast_of(book).dropped == {}  # the book as parsed: every cluster a person
+
+
+def test_a_nickname_joins_the_one_titled_person_it_names():
+    chars = {1: Character(1, "Lord Henry", ["Lord Henry", "Lord Henry Wotton"], 40, "male"),
+             2: Character(2, "Dorian", ["Dorian", "Dorian Gray"], 60, "male"),
+             3: Character(3, "Harry", ["Harry"], 12, "female"),  # the nickname, a cluster of its own
+             4: Character(4, "Dorian", ["Dorian"], 5, "male"),  # the same name twice
+             5: Character(5, "Hal", ["Hal"], 50, "male")}  # more mentioned than Lord Henry: someone else
+    book = Book("b", [], [], [], chars)
+    cast = cast_of(book)
+    assert cast.groups == {2: [2, 4], 5: [5], 1: [1, 3]}
+    assert len(set(cast.names.values())) == len(cast.names)  # no two people share a displayed name
+    assert answer_ids(book, [3]) == [1] and answer_ids(book, [3], cast=False) == [3]
+
+
+def test_a_title_fixes_gender(book):
+    agatha = next(c for c in book.characters.values() if c.name == "Lady Agatha")
+    assert agatha.gender == "female"  # though "he" follows her name twice
+
+
+def test_the_question_frame_inverts_the_artificial_rules():
+    f = question_frame("Who swears to kill Dorian if he wrongs his sister?")
+    assert f.role == AGENT and {"swear", "kill"} <= f.verbs and "sister" in f.args and "dorian" not in f.args
+    assert question_frame("Who does Dorian fall in love with at the theatre?").role == "prep:with"
+    assert question_frame("Who is Lord Henry's uncle?").verbs == set()  # a copula: nothing to match
+
+
+def test_role_features_find_the_doer(book):
+    cast = cast_of(book)
+    matches = role_matches(book, list(range(len(book.sentences))), question_frame("Who painted the portrait?"), set(),
+                           cast.of)
+    basil = next(r for r in cast.people if book.characters[r].name == "Basil Hallward")
+    assert max(matches, key=lambda c: matches[c][0]) == basil and matches[basil][1] >= 1  # "portrait" beside it
+    ids, x = book_features(book, list(range(len(book.sentences))), set(), "Who painted the portrait?")
+    role = x[:, STAGE1.index("role")]
+    assert ids[int(np.argmax(role))] == basil and sorted(role)[-2] == 0
+    # without the cast every cluster is a candidate, and the features are the old three plus the two roles
+    b = _with_clusters(book, ["Death"])
+    ids_all, x_all = book_features(b, list(range(len(b.sentences))), set(), "Who painted the portrait?", cast=False)
+    assert set(ids) | {90} == set(ids_all) and x_all.shape == (len(ids_all), len(STAGE1))
+    counts = Counter({r: sum(book.characters[m].count for m in ms) for r, ms in cast.groups.items()})
+    assert np.allclose(np.exp(x[:, STAGE1.index("book_share")]) * sum(counts.values()), [counts[i] for i in ids])

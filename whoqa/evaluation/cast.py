@@ -1,0 +1,81 @@
+"""`whoqa eval-cast`: a book's cast against LitBank's gold people.
+
+Each LitBank document is parsed and processed by the offline engine as a book is; its characters (what `prepare`
+makes: name clusters seen at least twice) and its cast (`whoqa.ranker.cast`: the people among them, merged) are
+scored against the gold entities of type PER that have a proper name:
+- precision: the share of predicted characters whose proper-name mentions lie mostly on gold PER mentions (a gold
+  span equal to the mention, or holding it and ending on the same token: "Holmes" in "Mr. Holmes");
+- recall: the share of gold named PER entities that some predicted character has a proper-name mention of.
+"""
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from data_prep.engine_spacy import SpacyEngine
+from data_prep.litbank import load_litbank, parse_docs
+from whoqa.core.book import Book, write_book_files
+from whoqa.ranker.cast import cast_of
+
+
+def _gold_entity(span: tuple[int, int], gold: dict) -> str | None:
+    """The gold PER entity a predicted name span lies on (equal, or inside and ending on the same token)."""
+    if span in gold:
+        return gold[span][0]
+    for (s, e), (entity, _) in gold.items():
+        if e == span[1] and s <= span[0]:
+            return entity
+    return None
+
+
+def score_document(book: Book, gold: dict) -> dict:
+    """Counts for one document: predicted characters and cast members that are gold people, gold people found."""
+    named = {ent for ent, prop in gold.values() if prop == "PROP"}
+    entity_of: dict[int, Counter] = {}
+    for m in book.mentions:
+        if m.prop == "PROP":
+            entity_of.setdefault(m.char_id, Counter())[_gold_entity((m.start, m.end), gold)] += 1
+    cast = cast_of(book)
+
+    def is_person(ids: list[int]) -> bool:
+        c = sum((entity_of.get(i, Counter()) for i in ids), Counter())
+        return sum(v for k, v in c.items() if k is not None) > sum(v for k, v in c.items() if k is None)
+
+    def found(groups: list[list[int]]) -> set[str]:
+        return {k for ids in groups for i in ids for k in entity_of.get(i, Counter()) if k is not None} & named
+    chars = [[c] for c in book.characters]
+    people = list(cast.groups.values())
+    return {"characters": len(chars), "characters_people": sum(is_person(g) for g in chars),
+            "cast": len(people), "cast_people": sum(is_person(g) for g in people), "gold_people": len(named),
+            "found_by_characters": len(found(chars)), "found_by_cast": len(found(people)),
+            "dropped": {book.characters[c].name: why for c, why in cast.dropped.items()},
+            "dropped_people": sorted(book.characters[c].name for c in cast.dropped if is_person([c]))}
+
+
+def evaluate_cast(folder: Path, max_docs: int | None = None, progress: bool = True) -> dict:
+    """Precision and recall of the characters and of the cast over LitBank's documents (micro-averaged)."""
+    docs = load_litbank(folder, max_docs)
+    engine = SpacyEngine()
+    per_doc = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for doc, parsed in zip(docs, parse_docs(engine, docs, progress)):
+            out = engine.process_parsed(parsed)
+            d = Path(tmp) / doc.name
+            d.mkdir()
+            write_book_files(d, "doc", out.token_rows, out.entity_rows, out.book)
+            per_doc[doc.name] = score_document(Book.load(d, "doc"), doc.mentions)
+    total = Counter()
+    for counts in per_doc.values():
+        total.update({k: v for k, v in counts.items() if isinstance(v, int)})
+
+    def pct(a, b):
+        return round(100 * total[a] / total[b], 2) if total[b] else 0.0
+    return {"documents": len(docs),
+            "characters": {"predicted": total["characters"], "precision": pct("characters_people", "characters"),
+                           "recall": pct("found_by_characters", "gold_people")},
+            "cast": {"predicted": total["cast"], "precision": pct("cast_people", "cast"),
+                     "recall": pct("found_by_cast", "gold_people")},
+            "gold_people": total["gold_people"],
+            "dropped": {n: d["dropped"] for n, d in per_doc.items() if d["dropped"]},
+            "dropped_people": {n: d["dropped_people"] for n, d in per_doc.items() if d["dropped_people"]}}

@@ -1,0 +1,159 @@
+"""A book's cast: the characters that are people, each once, under names that tell them apart.
+
+`prepare`'s name clusters hold whatever NER called a person: abstractions and exclamations written with a capital
+("Death", "Mind", "Nay"), places ("England", "Dartmoor"), deities ("God"), nouns with an article ("the Jew"), and an
+unnamed narrator or group (no proper name at all). A Who question's answer is a person, so the answer candidates are
+the cast (`Cast.people`). One person is sometimes two clusters: the same name twice, or a nickname beside a titled
+name ("Harry" beside "Lord Henry", BookNLP's nickname table): those merge, and their mentions count as one
+character's. The rules read only the book's own text, so they hold for any book; `whoqa eval-cast` measures them
+against LitBank's gold people.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from data_prep.characters import nicknames
+from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
+from whoqa.core.book import Book
+
+DEITIES = {"god", "lord", "heaven", "heavens", "providence", "christ", "jesus", "allah", "jove", "jehovah", "almighty",
+           "satan", "devil", "lucifer", "fate", "fortune", "nature"}
+ARTICLES = {"the", "a", "an"}
+COMMON_SHARE = 0.5  # a name whose word is written in lower case this often is a common word ("death", "nay")
+ARTICLE_SHARE = 0.5  # a name after an article this often is a noun ("the Jew")
+PLACE_SHARE = 0.5  # a name that NER calls a place or organisation this often is one
+
+
+@dataclass
+class Cast:
+    """The people of a book: each person's representative character id -> its member ids (itself first)."""
+    groups: dict[int, list[int]]  # most mentioned first
+    names: dict[int, str]  # representative -> its name (no two alike)
+    dropped: dict[int, str] = field(default_factory=dict)  # character id -> why it is not a person
+
+    @property
+    def people(self) -> list[int]:
+        return list(self.groups)
+
+    def of(self, char_id: int) -> int | None:
+        """The person a character id belongs to (its representative), None for one that is not a person."""
+        if not hasattr(self, "_rep"):
+            self._rep = {m: r for r, ms in self.groups.items() for m in ms}
+        return self._rep.get(char_id)
+
+
+def _plain(word: str) -> str:
+    return word.lower().rstrip(".")
+
+
+def name_words(name: str) -> list[str]:
+    """A name's words without titles: "Lord Henry Wotton" -> ["Henry", "Wotton"]."""
+    plain_titles = {_plain(t) for t in TITLES}
+    return [w for w in name.replace("'s", "").split() if _plain(w) not in plain_titles and w[:1].isalpha()]
+
+
+def _titled(aliases: list[str]) -> bool:
+    return any(a.split() and a.split()[0].lower() in MALE_TITLES | FEMALE_TITLES for a in aliases)
+
+
+@dataclass
+class _Usage:
+    """How the book writes each word: capitalised inside a sentence, in lower case, and inside other entities."""
+    capital: Counter
+    lower: Counter
+    place: Counter
+
+    @classmethod
+    def of(cls, book: Book) -> "_Usage":
+        starts = {a for a, _ in book.sentences}
+        capital, lower, place = Counter(), Counter(), Counter()
+        for t in book.tokens:
+            if t.word[:1].isupper():
+                if t.index not in starts:
+                    capital[t.word] += 1
+            elif t.word[:1].islower():
+                lower[t.word] += 1
+        for m in book.others:
+            for t in book.tokens[m.start:m.end + 1]:
+                place[t.word] += 1
+        return cls(capital, lower, place)
+
+
+def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list) -> str | None:
+    """Why character `cid` is not a person, or None when it is one."""
+    c = book.characters[cid]
+    if not c.aliases:
+        return "no proper name (a narrator or group that is never named)"
+    words = name_words(c.name)
+    if not words:
+        return "a deity" if c.name.lower().rstrip(".") in DEITIES else None  # "the Doctor" is someone
+    if " ".join(words).lower() in DEITIES or len(words) == 1 and words[0].lower() in DEITIES:
+        return "a deity"
+    if _titled(c.aliases):
+        return None  # "Lady Agatha", "Mr. Hall": a title is given to people
+    head = words[-1]
+    if usage.place[head] >= PLACE_SHARE * max(usage.place[head] + usage.capital[head], 1) and usage.place[head] >= 2:
+        return "a place or organisation"
+    if len(words) == 1:
+        low = usage.lower[head.lower()]
+        if low >= 3 and low >= COMMON_SHARE * (low + usage.capital[head]):
+            return "a common word written with a capital"
+    after_article = sum(1 for m in proper if m.start > 0 and book.tokens[m.start - 1].word.lower() in ARTICLES)
+    if proper and after_article >= ARTICLE_SHARE * len(proper) and after_article >= 2:
+        return "a noun with an article"
+    return None
+
+
+def _merged(book: Book, people: list[int]) -> dict[int, int]:
+    """member -> representative for clusters of one person: the same name twice, or a single untitled first name
+    (or its nickname) that exactly one titled person carries ("Harry" -> "Lord Henry")."""
+    chars = book.characters
+    into: dict[int, int] = {}
+    by_name: dict[str, int] = {}
+    for cid in people:  # most mentioned first: it represents
+        key = chars[cid].name.lower()
+        if key in by_name:
+            into[cid] = by_name[key]
+        else:
+            by_name[key] = cid
+    table = nicknames()
+    titled = [cid for cid in people if cid not in into and _titled(chars[cid].aliases)]
+    for cid in people:
+        if cid in into or _titled(chars[cid].aliases):
+            continue
+        words = name_words(chars[cid].name)
+        if len(words) != 1:
+            continue
+        forms = {words[0].lower()} | table.get(words[0].lower(), set())
+        bearers = [t for t in titled if t != cid and any(
+            w.lower() in forms for a in chars[t].aliases if _titled([a]) for w in name_words(a)[:1])]
+        if len(bearers) == 1 and chars[bearers[0]].count > chars[cid].count:  # (a bigger one is someone else)
+            into[cid] = bearers[0]
+    return into
+
+
+def cast_of(book: Book) -> Cast:
+    """The book's cast (computed once per loaded book)."""
+    if getattr(book, "_cast", None) is not None:
+        return book._cast
+    usage = _Usage.of(book)
+    proper: dict[int, list] = {}
+    for m in book.mentions:
+        if m.prop == "PROP":
+            proper.setdefault(m.char_id, []).append(m)
+    order = sorted(book.characters, key=lambda c: (-book.characters[c].count, c))
+    dropped = {}
+    for cid in order:
+        why = _not_a_person(book, cid, usage, proper.get(cid, []))
+        if why:
+            dropped[cid] = why
+    people = [c for c in order if c not in dropped]
+    into = _merged(book, people)
+    groups = {c: [c] for c in people if c not in into}
+    for m, r in into.items():
+        while r in into:  # "Holmes" -> "Holmes" -> "Mr. Holmes"
+            r = into[r]
+        groups[r].append(m)
+    book._cast = Cast(groups, {r: book.characters[r].name for r in groups}, dropped)
+    return book._cast
