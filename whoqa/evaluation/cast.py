@@ -50,7 +50,8 @@ def score_document(book: Book, gold: dict) -> dict:
             "cast": len(people), "cast_people": sum(is_person(g) for g in people), "gold_people": len(named),
             "found_by_characters": len(found(chars)), "found_by_cast": len(found(people)),
             "dropped": {book.characters[c].name: why for c, why in cast.dropped.items()},
-            "dropped_people": sorted(book.characters[c].name for c in cast.dropped if is_person([c]))}
+            "dropped_people": sorted(book.characters[c].name for c in cast.dropped if is_person([c])),
+            "kept_not_people": sorted(cast.names[r] for r, g in cast.groups.items() if not is_person(g))}
 
 
 def evaluate_cast(folder: Path, max_docs: int | None = None, progress: bool = True) -> dict:
@@ -78,4 +79,5 @@ def evaluate_cast(folder: Path, max_docs: int | None = None, progress: bool = Tr
                      "recall": pct("found_by_cast", "gold_people")},
             "gold_people": total["gold_people"],
             "dropped": {n: d["dropped"] for n, d in per_doc.items() if d["dropped"]},
-            "dropped_people": {n: d["dropped_people"] for n, d in per_doc.items() if d["dropped_people"]}}
+            "dropped_people": {n: d["dropped_people"] for n, d in per_doc.items() if d["dropped_people"]},
+            "kept_not_people": {n: d["kept_not_people"] for n, d in per_doc.items() if d["kept_not_people"]}}

@@ -29,7 +29,7 @@ from whoqa.core.artifacts import read_rows
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.calibration import ece, ece_if_calibrated, probabilities, reliability
 from data_prep.who_set import load_who_set
-from whoqa.core.metrics import book_bootstrap, ranking_metrics
+from whoqa.core.metrics import book_bootstrap, rank_of_first_correct, ranking_metrics
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import RunName, digest
 from whoqa.core.seed import SEED
@@ -375,12 +375,14 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
                    for name, pairs in (("candidates", first), ("llm_over_top_k", llm_only), ("combined", final))}
         return {**metrics, "ece": ece(conf_a, hit_a), "ece_if_calibrated": ece_if_calibrated(conf_a),
                 "mean_confidence": float(conf_a.mean()), "accuracy": float(hit_a.mean()),
-                "reliability": reliability(conf_a, hit_a), "fold_rankers": fitted, "final": final}
+                "reliability": reliability(conf_a, hit_a), "fold_rankers": fitted, "final": final, "first": first}
 
     ablation = {kind: judged(kind) for kind in LLM_FEATURES}  # each form fixed, on the same folds (not nested)
     # what is served: each fold's own choice, or the configured form (already judged above)
     result = judged(None) if cfg.llm_features == SELECT else dict(ablation[cfg.llm_features])
-    final = result.pop("final")
+    final, first_orders = result.pop("final"), result.pop("first")
+    for v in ablation.values():
+        v.pop("first", None)
     form, losses = chosen(rows)
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
                         llm_features=form, stage1=stage1)
@@ -396,7 +398,12 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
                                                          "accuracy")} for k, v in ablation.items()},
             "ranker": asdict(served), "seconds_per_question": round(float(np.mean(
                 [scores.seconds.get(r["question_id"], 0.0) / scores.calls.get(r["question_id"], 1) for r in rows])), 3),
-            "rankings": {str(r["question_id"]): o for r, o in final}}  # (every character: MRR beyond the top k)
+            "rankings": {str(r["question_id"]): o for r, o in final},  # (every character: MRR beyond the top k)
+            # each question's book and the rank of its first right candidate (None: not among them), first stage and
+            # final: what paired comparisons over books read
+            "ranks": {str(r["question_id"]): {"book": r["book"], "first": rank_of_first_correct(f, r["answers"]),
+                                              "final": rank_of_first_correct(o, r["answers"])}
+                      for (r, o), (_, f) in zip(final, first_orders)}}
 
 
 @dataclass

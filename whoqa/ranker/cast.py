@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from data_prep.characters import nicknames
+from data_prep.characters import gender_table, nicknames
 from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
 from whoqa.core.book import Book
 
@@ -23,6 +23,7 @@ ARTICLES = {"the", "a", "an"}
 COMMON_SHARE = 0.5  # a name whose word is written in lower case this often is a common word ("death", "nay")
 ARTICLE_SHARE = 0.5  # a name after an article this often is a noun ("the Jew")
 PLACE_SHARE = 0.5  # a name that NER calls a place or organisation this often is one
+NAME_REFERENCES = 100  # a word Gutenberg's books refer to with he or she this often is a name ("Rose", "Will", "Grace")
 
 
 @dataclass
@@ -93,14 +94,17 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list) -> str | No
     if _titled(c.aliases):
         return None  # "Lady Agatha", "Mr. Hall": a title is given to people
     head = words[-1]
+    known = sum(gender_table().get(head.lower(), (0.0, 0.0))) >= NAME_REFERENCES
     if usage.place[head] >= PLACE_SHARE * max(usage.place[head] + usage.capital[head], 1) and usage.place[head] >= 2:
         return "a place or organisation"
-    if len(words) == 1:
+    if len(words) == 1 and not known:
         low = usage.lower[head.lower()]
         if low >= 3 and low >= COMMON_SHARE * (low + usage.capital[head]):
             return "a common word written with a capital"
     after_article = sum(1 for m in proper if m.start > 0 and book.tokens[m.start - 1].word.lower() in ARTICLES)
-    if proper and after_article >= ARTICLE_SHARE * len(proper) and after_article >= 2:
+    titled = _plain(c.name.split()[0]) in {_plain(t) for t in TITLES}  # "the Reverend Archibald Jones"
+    if proper and after_article >= ARTICLE_SHARE * len(proper) and after_article >= 2 and not titled and not (
+            len(words) == 1 and known):
         return "a noun with an article"
     return None
 
