@@ -27,6 +27,7 @@ class GoldDoc:
     sentences: list[list[str]]
     mentions: dict[Span, tuple[str, str]]  # span -> (entity, PROP|PRON), PER names and pronouns only
     chains: list[set[Span]] = field(default_factory=list)  # every gold entity's mentions, all types (for training)
+    people: dict[Span, str] = field(default_factory=dict)  # every PER mention (names, nouns, pronouns) -> its entity
 
 
 def load_litbank(folder: Path, max_docs: int | None = None) -> list[GoldDoc]:
@@ -59,7 +60,8 @@ def load_litbank(folder: Path, max_docs: int | None = None) -> list[GoldDoc]:
         mentions = {(s, e): (entity.get(mid, mid), prop) for mid, (s, e, cat, prop) in raw.items()
                     if cat == "PER" and prop in ("PROP", "PRON")}
         docs.append(GoldDoc(ann.stem, sentences, mentions, clusters({(s, e): entity.get(mid, mid)
-                                                                     for mid, (s, e, _, _) in raw.items()})))
+                                                                     for mid, (s, e, _, _) in raw.items()}),
+                            {(s, e): entity.get(mid, mid) for mid, (s, e, cat, _) in raw.items() if cat == "PER"}))
     return docs
 
 

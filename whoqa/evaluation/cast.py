@@ -3,8 +3,8 @@
 Each LitBank document is parsed and processed by the offline engine as a book is; its characters (what `prepare`
 makes: name clusters seen at least twice) and its cast (`whoqa.ranker.cast`: the people among them, merged) are
 scored against the gold entities of type PER that have a proper name:
-- precision: the share of predicted characters whose proper-name mentions lie mostly on gold PER mentions (a gold
-  span equal to the mention, or holding it and ending on the same token: "Holmes" in "Mr. Holmes");
+- precision: the share of predicted characters whose proper-name mentions lie mostly on gold PER mentions of any kind
+  (a gold span equal to the mention, or holding it and ending on the same token: "Holmes" in "Mr. Holmes");
 - recall: the share of gold named PER entities that some predicted character has a proper-name mention of.
 """
 from __future__ import annotations
@@ -19,23 +19,25 @@ from whoqa.core.book import Book, write_book_files
 from whoqa.ranker.cast import cast_of
 
 
-def _gold_entity(span: tuple[int, int], gold: dict) -> str | None:
-    """The gold PER entity a predicted name span lies on (equal, or inside and ending on the same token)."""
-    if span in gold:
-        return gold[span][0]
-    for (s, e), (entity, _) in gold.items():
+def _gold_entity(span: tuple[int, int], people: dict) -> str | None:
+    """The gold PER entity a predicted name span lies on (equal, or inside and ending on the same token: "Prospero" in
+    LitBank's "the Prince Prospero", a noun phrase)."""
+    if span in people:
+        return people[span]
+    for (s, e), entity in people.items():
         if e == span[1] and s <= span[0]:
             return entity
     return None
 
 
-def score_document(book: Book, gold: dict) -> dict:
-    """Counts for one document: predicted characters and cast members that are gold people, gold people found."""
+def score_document(book: Book, gold: dict, people: dict) -> dict:
+    """Counts for one document: predicted characters and cast members that are gold people (`people`: every gold
+    PER mention -> entity), gold named people (`gold`: PER names and pronouns -> (entity, PROP|PRON)) found."""
     named = {ent for ent, prop in gold.values() if prop == "PROP"}
     entity_of: dict[int, Counter] = {}
     for m in book.mentions:
         if m.prop == "PROP":
-            entity_of.setdefault(m.char_id, Counter())[_gold_entity((m.start, m.end), gold)] += 1
+            entity_of.setdefault(m.char_id, Counter())[_gold_entity((m.start, m.end), people)] += 1
     cast = cast_of(book)
 
     def is_person(ids: list[int]) -> bool:
@@ -65,7 +67,7 @@ def evaluate_cast(folder: Path, max_docs: int | None = None, progress: bool = Tr
             d = Path(tmp) / doc.name
             d.mkdir()
             write_book_files(d, "doc", out.token_rows, out.entity_rows, out.book)
-            per_doc[doc.name] = score_document(Book.load(d, "doc"), doc.mentions)
+            per_doc[doc.name] = score_document(Book.load(d, "doc"), doc.mentions, doc.people)
     total = Counter()
     for counts in per_doc.values():
         total.update({k: v for k, v in counts.items() if isinstance(v, int)})

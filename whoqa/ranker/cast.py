@@ -20,9 +20,17 @@ from whoqa.core.book import Book
 DEITIES = {"god", "lord", "heaven", "heavens", "providence", "christ", "jesus", "allah", "jove", "jehovah", "almighty",
            "satan", "devil", "lucifer", "fate", "fortune", "nature"}
 ARTICLES = {"the", "a", "an"}
+LOCATIVES = {"in", "into", "near", "through", "across", "within", "throughout", "beyond", "outside", "inside",
+             "toward", "towards", "around"}  # what people are seldom in: "lived in Manchester", "went into Raveloe"
+PLACE_HEADS = {"lane", "street", "road", "square", "hall", "house", "corner", "court", "castle", "abbey", "manor",
+               "park", "hill", "hills", "bridge", "river", "lake", "island", "bay", "inn", "church", "chapel", "hotel",
+               "station", "college", "school", "farm", "lodge", "place", "gardens", "row", "cross", "land", "mines",
+               "valley", "forest", "wood", "woods", "mountain", "mountains", "sea", "ocean", "city", "town", "street",
+               "avenue", "palace", "tower", "harbour", "harbor", "cottage", "grange", "heights", "common", "fields"}
 COMMON_SHARE = 0.5  # a name whose word is written in lower case this often is a common word ("death", "nay")
 ARTICLE_SHARE = 0.5  # a name after an article this often is a noun ("the Jew")
 PLACE_SHARE = 0.5  # a name that NER calls a place or organisation this often is one
+LOCATIVE_SHARE = 0.4  # a name after "in", "into", "near", ... this often is a place
 NAME_REFERENCES = 100  # a word Gutenberg's books refer to with he or she this often is a name ("Rose", "Will", "Grace")
 
 
@@ -97,6 +105,13 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list) -> str | No
     known = sum(gender_table().get(head.lower(), (0.0, 0.0))) >= NAME_REFERENCES
     if usage.place[head] >= PLACE_SHARE * max(usage.place[head] + usage.capital[head], 1) and usage.place[head] >= 2:
         return "a place or organisation"
+    if len(words) > 1 and words[-1].lower() in PLACE_HEADS:
+        return "a place (its last word names one)"
+    tokens = book.tokens
+    located = sum(1 for m in proper if m.start > 0 and tokens[m.start - 1].word.lower() in LOCATIVES
+                  and not (m.end + 1 < len(tokens) and tokens[m.end + 1].word in ("'s", "’s")))
+    if proper and located >= LOCATIVE_SHARE * len(proper):
+        return "a place (written after in, into, near, ...)"
     if len(words) == 1 and not known:
         low = usage.lower[head.lower()]
         if low >= 3 and low >= COMMON_SHARE * (low + usage.capital[head]):

@@ -24,10 +24,10 @@ from whoqa.reader.config import RerankConfig
 
 OLD = "book_share,context_mentions,named"
 ARMS = {  # name -> (cast, stage-1 features): each arm's "candidates" row is its first stage, "combined" + the LLM
+    "+ cast + syntax (default)": (True, ""),
     "first stage (today's features) + 0.5B": (False, OLD),
     "+ cast": (True, OLD),
     "+ syntax": (False, ""),
-    "+ cast + syntax (default)": (True, ""),
 }
 SEEDS = (13, 14, 15)
 
