@@ -531,9 +531,9 @@ def who_reasons(book, context: list[int], chars: list[Ranked], named: set[int]) 
     share = book.characters[top.id].count / max(1, sum(c.count for c in book.characters.values()))
     close = len(set(context))
     out = [f"{top.name} is mentioned {near} time{'s' * (near != 1)} in the {close} sentence{'s' * (close != 1)} "
-           f"closest to your question" if close else "no sentence of the book shares a word with your question, so "
-           "it goes by how often each character appears", f"{top.name} makes {share:.0%} of the book's mentions of "
-                                                           f"its people"]
+           f"closest to your question" if close else "no sentence read shares a word with your question, so "
+           "it goes by how often each character appears",
+           f"{top.name} makes {share:.0%} of the mentions of people in the text read"]
     read = [c for c in chars if c.llm is not None]
     if read:
         pick = max(read, key=lambda c: c.llm)
