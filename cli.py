@@ -633,6 +633,7 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path], v
         if ans.why:
             typer.echo(f"Why: {'; '.join(ans.why)}.")
         for p in ans.passages[:3]:
+            p = _quotes(p)
             typer.echo(f"  | {p[:300]}{'...' if len(p) > 300 else ''}")
         return
     if ans.characters:
@@ -650,6 +651,17 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path], v
         typer.echo(f"  | {marked + e.text[last:]}")
     for e in ans.attention if verbose else ():
         typer.echo(f"  attention {e.attention:.2f}: {e.text[:200]}")
+
+
+def _quotes(text: str) -> str:
+    """A passage's straight double quotes closed up as a book prints them ('" I want it. "' reads '"I want it."',
+    taking them as opening and closing in turn): the passages keep the spacing the readers were trained on, the
+    terminal shows prose."""
+    parts = text.split('"')
+    out = parts[0]
+    for k, part in enumerate(parts[1:]):
+        out = out + '"' + part.lstrip(" ") if k % 2 == 0 else out.rstrip(" ") + '"' + part
+    return out
 
 
 def _headline(top) -> str:

@@ -86,6 +86,8 @@ def test_ask_an_epub_and_refuse_a_drm_one_leaving_nothing(monkeypatch, tmp_path)
     assert {"Tom", "Anna"} <= {l.split(None, 1)[1].strip() for l in _ranking(r.output)}
     r = run(app, ["ask", str(book), "Who lit the lamp?", "--llm", "none", "--upto", "Chapter 2"])
     assert r.exit_code == 0 and "Jacob" not in r.output, r.output
+    r = run(app, ["ask", str(book), "Whose boat was ready?", "--llm", "none"])  # evidence spaced as the book is
+    assert r.exit_code == 0 and "  | Tom didn't sleep; Tom's boat was ready." in r.output, r.output
     before = sorted(p.name for p in (home / "books").iterdir())
     drm = with_encryption(make_epub(tmp_path / "drm.epub", title="Locked"), "http://ns.adobe.com/adept")
     for bad in (drm, tmp_path / "junk.epub"):

@@ -49,7 +49,6 @@ log = logging.getLogger(__name__)
 BOOK_ID = re.compile(r"^[0-9a-f]{40}$")
 JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 PAGE = Path(__file__).with_name("page.html")
-NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", "'s", "n't", ")", "'", "''", "--"}
 
 
 @dataclass
@@ -72,13 +71,15 @@ class ApiError(Exception):
 
 def sentence_segments(book: Book, sid: int) -> list[dict]:
     """A sentence as text segments, each character mention its own segment with the character's id (for
-    highlighting and links): [{"text", "char"}], char None for plain text."""
+    highlighting and links): [{"text", "char"}], char None for plain text; spaced as the book spaces it
+    (Book.sentence_text: "don't", "Kelso's")."""
     first, last = book.sentences[sid]
+    text, at = book.sentence_text(sid)
     starts = {m.start for m in book.mentions if first <= m.start < last}
     out: list[dict] = []
-    for t in book.tokens[first:last]:
+    for k, t in enumerate(book.tokens[first:last]):
         char = book.token_char.get(t.index)
-        space = "" if not out or t.word in NO_SPACE_BEFORE else " "
+        space = text[at[k - 1] + len(book.tokens[t.index - 1].word):at[k]] if k else ""
         if out and out[-1]["char"] == char and t.index not in starts:
             out[-1]["text"] += space + t.word
         elif not space:
