@@ -21,6 +21,7 @@ from data_prep.split import HELDOUT
 from whoqa.core.device import AUTO, DEVICES
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.jobs import default_jobs
+from whoqa.core.progress import Stages
 from whoqa.core.seed import SEED, reexec_with_fixed_hash_seed
 from whoqa.evaluation.evaluate import EvalConfig
 from whoqa.memnet.config import PretrainConfig, TrainConfig
@@ -65,6 +66,7 @@ def _stage(fn, *args, **kwargs):
 
 
 DEBUG = {"on": False}
+VERBOSE = {"on": False}  # `whoqa --verbose CMD`: the libraries' messages and the answers' internals too
 DISK_ERRORS = {errno.ENOSPC: "free some space (or point --workspace at a disk with room) and run the command again: "
                              "it resumes where it stopped",
                errno.EDQUOT: "free some of your quota and run the command again: it resumes where it stopped",
@@ -78,6 +80,7 @@ DISK_ERRORS = {errno.ENOSPC: "free some space (or point --workspace at a disk wi
 def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
          debug: bool = typer.Option(False, "--debug", help="Show the traceback of expected errors too.")):
     DEBUG["on"] = debug
+    VERBOSE["on"] = verbose
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     import warnings
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
@@ -114,9 +117,17 @@ def prepare(
                                                                            "(one task per book on a Ray cluster)."),
     ray_address: Optional[str] = typer.Option(None, help="With --executor ray: the cluster (auto, HOST:PORT; default "
                                                          "$RAY_ADDRESS, else auto)."),
+    text: Optional[List[Path]] = typer.Option(None, help="Instead of --data: book files (plain text, EPUB or HTML, "
+                                                         "repeatable), each added as a book of its own, made by the "
+                                                         "engine the workspace recorded."),
 ):
     """Books -> sentences, parses, characters and coreference, as BookNLP-format files under WS/books/<id>/."""
     from data_prep.prepare import Interrupted, prepare as run
+    if text:
+        from data_prep.addbook import add_text
+        for path in text:
+            typer.echo(f"book {_stage(add_text, workspace, path)} <- {path}")
+        return
     cfg = PrepareConfig(data=str(data), workspace=str(workspace), books=list(book or []), engine=engine,
                         resolver=resolver, jobs=jobs,
                         unlabeled=unlabeled, booknlp_python=booknlp_python, booknlp_models=booknlp_models,
@@ -432,17 +443,52 @@ def reader_llm(
     typer.echo("\n".join(report.summary(workspace)))
 
 
+WORKSPACE_HOME_HELP = ("Workspace: where books are kept once processed, and the models that serve (default: "
+                       "$WHOQA_HOME, else your data folder, e.g. ~/.local/share/whoqa).")
+
+
+VERBOSE_HELP = ("Also show the libraries' own messages and the answer's internals: the route and why it was chosen, "
+                "the calibration, the language model's own share (on stderr).")
+UPTO_HELP = ("No spoilers: answer from the book only up to this point, a share of it (\"40%\") or a chapter "
+             "heading (\"Chapter 12\": the text before that heading).")
+
+
+def _home(workspace: Optional[Path]) -> Path:
+    from whoqa.core.workspace import default_home
+    return workspace if workspace is not None else default_home()
+
+
+def _book_and_question(first: str, second: Optional[str], book: Optional[str], text: Optional[Path],
+                       data: Optional[Path]) -> tuple[Optional[str], Optional[str], str]:
+    """(BOOK as typed, --book/--text's, the question) from `ask BOOK QUESTION` or the older `ask --text FILE
+    QUESTION` / `ask --book ID QUESTION`."""
+    named = book is not None or text is not None
+    if second is None:
+        if not named:
+            _fail('name the book and the question: whoqa ask BOOK "QUESTION" (BOOK: a .txt, .epub or .html file, '
+                  'or the id of a book already asked about)')
+        return None, book, first
+    if named:
+        _fail("name the book once: either whoqa ask BOOK QUESTION or --book/--text with only the question")
+    return first, None, second
+
+
 @app.command()
 def ask(
-    question: str = typer.Argument(..., help="A question, e.g. \"Who helps Emily escape?\""),
-    book: Optional[str] = typer.Option(None, help="Document id of a prepared book (or, with --data, of that folder)."),
-    text: Optional[Path] = typer.Option(None, help="Any plain-text book (a Project Gutenberg header and licence are "
-                                                   "removed): prepared into the workspace the first time."),
+    book_or_question: str = typer.Argument(..., metavar="BOOK", help="A book file (.txt, .epub, .html) or the id of "
+                                                                     "a book already in the workspace; processed once."),
+    question: Optional[str] = typer.Argument(None, metavar="QUESTION", help="A question, e.g. \"Who helps Emily "
+                                                                              "escape?\""),
+    book: Optional[str] = typer.Option(None, help="Instead of BOOK: the document id of a prepared book (or, with "
+                                                  "--data, of that folder)."),
+    text: Optional[Path] = typer.Option(None, help="Instead of BOOK: a book file (plain text, EPUB or HTML; a Project "
+                                                   "Gutenberg header and licence are removed)."),
     data: Optional[Path] = typer.Option(None, help="With --book: a NarrativeQA folder holding that book, prepared into "
                                                    "the workspace the first time."),
-    workspace: Path = typer.Option(Path("ws"), help="Workspace (a trained model is used where it measured better)."),
-    route: str = typer.Option("auto", help="auto (the route the workspace measured best, printed with its reason), "
-                                           "or one of network, features (Who), reader, llm (other questions)."),
+    workspace: Optional[Path] = typer.Option(None, help=WORKSPACE_HOME_HELP),
+    route: str = typer.Option("auto", help="auto (the route the workspace measured best; --verbose prints it with its "
+                                           "reason), or one of network, features (Who), reader, llm (other "
+                                           "questions)."),
     top: int = typer.Option(default(ServiceConfig, "top"), help="Characters to show."),
     out: Optional[Path] = typer.Option(None, help="Also write the answer as JSON (Answer.to_json) to this file."),
     as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON only (the web API's schema)."),
@@ -451,19 +497,122 @@ def ask(
     llm: Optional[str] = typer.Option(None, help="The local LLM that reads (folder, hub id, .gguf file or a packaged "
                                                  "model; default: the best measured one installed)."),
     device: str = typer.Option("auto", help=f"Where the models run: {DEVICE_HELP}."),
+    upto: Optional[str] = typer.Option(None, help=UPTO_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ):
-    """Ask a book a question: a prepared book (--book), any text file (--text) or a NarrativeQA folder's book (--data
-    --book). Who questions: the book's characters ranked, with calibrated probabilities and the sentences that mention
-    the answer; other questions: a reader's answer and the passages it read. The route is printed with its reason."""
+    """Ask a book a question: `whoqa ask BOOK "QUESTION"` with BOOK a file (text, EPUB, HTML) or a book's id; or
+    --book ID, --text FILE, --data DIR --book ID. Who questions: the book's characters ranked, with how sure it is and
+    the sentences that mention the answer; other questions: a reader's answer and the passages it read."""
     from whoqa.service import Service
-    svc = Service(workspace, ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model, top=top))
-    book_id = _stage(svc.intake, text, data, book)
-    ans = _stage(svc.answer, book_id, question, route)
-    _stage(show_answer, ans, out, as_json, text)
+    given, book, question = _book_and_question(book_or_question, question, book, text, data)
+    svc = Service(_home(workspace), ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model,
+                                                  top=top))
+    verbose = verbose or VERBOSE["on"]
+    svc.stages = Stages(on=not as_json)
+    if given is not None:
+        book_id = _stage(_quietly, svc, verbose, svc.resolve, given)
+    else:
+        book_id = _stage(_quietly, svc, verbose, svc.intake, text, data, book)
+    ans = _stage(_quietly, svc, verbose, svc.answer, book_id, question, route, upto)
+    _stage(show_answer, ans, out, as_json, text or (Path(given) if given and Path(given).is_file() else None), verbose)
 
 
-def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path]) -> None:
-    """An Answer on the terminal (the route and its reason, warnings and notes on stderr), and as JSON."""
+def _quietly(svc, verbose: bool, fn, *args):
+    """fn(*args) with the libraries' noise off the terminal unless verbose (whoqa.core.quiet), the stage line cleared
+    before anything else is shown."""
+    from whoqa.core.quiet import quiet
+    with quiet(not verbose):
+        try:
+            return fn(*args)
+        finally:
+            svc.stages.done()
+
+
+QUIT = {"quit", "exit", "q", ":q"}
+
+
+@app.command()
+def chat(
+    book: str = typer.Argument(..., metavar="BOOK", help="A book file (.txt, .epub, .html) or the id of a book already "
+                                                         "in the workspace; processed once."),
+    workspace: Optional[Path] = typer.Option(None, help=WORKSPACE_HOME_HELP),
+    upto: Optional[str] = typer.Option(None, help=UPTO_HELP),
+    route: str = typer.Option("auto", help="As `whoqa ask --route`."),
+    top: int = typer.Option(default(ServiceConfig, "top"), help="Characters to show."),
+    llm: Optional[str] = typer.Option(None, help="The local LLM that reads (default: the best measured one "
+                                                 "installed)."),
+    device: str = typer.Option("auto", help=f"Where the models run: {DEVICE_HELP}."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
+):
+    """Talk with a book: questions one after another, each answered as `whoqa ask` answers it; the book and the models
+    load once. Ctrl-D, Ctrl-C or "quit" ends it; arrow keys recall earlier questions (kept in WS/chat_history)."""
+    from whoqa.service import Service
+    verbose = verbose or VERBOSE["on"]
+    svc = Service(_home(workspace), ServiceConfig(device=device, llm=llm, top=top))
+    svc.stages = Stages(on=True)
+    book_id = _stage(_quietly, svc, verbose, svc.resolve, book)
+    history = _history(Path(svc.ws, "chat_history"))
+    typer.echo(f"Ask about {_title(svc, book_id)}" + (f" (up to {upto})" if upto else "")
+               + '. End with Ctrl-D or "quit".', err=True)
+    try:
+        while True:
+            try:
+                question = input("? ").strip()
+            except EOFError:
+                break
+            if question.lower() in QUIT:
+                break
+            if not question:
+                continue
+            try:
+                ans = _stage(_quietly, svc, verbose, svc.answer, book_id, question, route, upto)
+            except typer.Exit:  # the one-line error is shown; the next question may do better
+                continue
+            show_answer(ans, None, False, None, verbose)
+            typer.echo("")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        history()
+    typer.echo("bye", err=True)
+
+
+def _history(path: Path):
+    """Readline's line editing and history on a terminal (kept in `path`); returns what saves it at the end."""
+    import sys
+    if not sys.stdin.isatty():
+        return lambda: None
+    try:
+        import readline
+    except ImportError:  # a Python without readline: plain input
+        return lambda: None
+    try:
+        readline.read_history_file(path)
+    except OSError:
+        pass
+    readline.set_history_length(1000)
+
+    def save():
+        try:
+            readline.write_history_file(path)
+        except OSError:
+            pass
+    return save
+
+
+def _title(svc, book_id: str) -> str:
+    """A book's first line (its title, for a book added from a file), else its id's start."""
+    from data_prep.who_set import load_texts
+    try:
+        line = (load_texts(svc.ws).get(book_id) or {}).get("first_line")
+    except ValueError:  # a damaged record (DamagedArtifact): the id will do
+        line = None
+    return f"\"{line}\"" if line else f"book {book_id[:12]}"
+
+
+def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path], verbose: bool = False) -> None:
+    """An Answer for a person: one block on stdout (the answer, how sure, why, the passages that show it); warnings on
+    stderr; the internals (route and reason, calibration, the LLM's share) on stderr with --verbose; and as JSON."""
     from whoqa.core.book import atomic_write
     doc = ans.to_json()
     if out is not None:
@@ -472,16 +621,65 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path]) -
     if as_json:
         typer.echo(json.dumps(doc, indent=1))
         return
+    if verbose:
+        _show_internals(ans, text)
+    for w in ans.warnings:
+        typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
+    if ans.upto:
+        typer.echo(f"(from the book up to {ans.upto['spec']}: its first {ans.upto['sentences']:,} of "
+                   f"{ans.upto['of']:,} sentences, {ans.upto['sentences'] / ans.upto['of']:.0%})")
+    if ans.kind == "reader":
+        typer.echo(ans.answer)
+        if ans.why:
+            typer.echo(f"Why: {'; '.join(ans.why)}.")
+        for p in ans.passages[:3]:
+            p = _quotes(p)
+            typer.echo(f"  | {p[:300]}{'...' if len(p) > 300 else ''}")
+        return
+    if ans.characters:
+        typer.echo(_headline(ans.characters[0]))
+    for i, c in enumerate(ans.characters, 1):
+        typer.echo((f"{c.probability:6.1%}  {c.name}" if c.probability is not None else f"{i:>5}.  {c.name}")
+                   + (f"   (LLM {c.llm:.1%} of the names it read)" if verbose and c.llm is not None else ""))
+    if ans.why:
+        typer.echo(f"Why: {'; '.join(ans.why)}.")
+    for e in ans.evidence:  # sentences that mention the answer, its mentions in bold
+        marked, last = "", 0
+        for a, b in e.marks:
+            marked += e.text[last:a] + typer.style(e.text[a:b], bold=True, underline=True)
+            last = b
+        typer.echo(f"  | {marked + e.text[last:]}")
+    for e in ans.attention if verbose else ():
+        typer.echo(f"  attention {e.attention:.2f}: {e.text[:200]}")
+
+
+def _quotes(text: str) -> str:
+    """A passage's straight double quotes closed up as a book prints them ('" I want it. "' reads '"I want it."',
+    taking them as opening and closing in turn): the passages keep the spacing the readers were trained on, the
+    terminal shows prose."""
+    parts = text.split('"')
+    out = parts[0]
+    for k, part in enumerate(parts[1:]):
+        out = out + '"' + part.lstrip(" ") if k % 2 == 0 else out.rstrip(" ") + '"' + part
+    return out
+
+
+def _headline(top) -> str:
+    """The answer and how sure, in words: "Helen, though it is a guess: about 1 chance in 5"."""
+    p = top.probability
+    if p is None:
+        return f"Most likely {top.name} (no probability: none was measured for this model on such a book)"
+    odds = f"about {p:.0%} of the time" if p >= 0.5 else f"about 1 time in {max(2, round(1 / max(p, 1e-3)))}"
+    sure = ("very likely" if p >= 0.8 else "likely" if p >= 0.6 else "a fair guess" if p >= 0.4 else
+            "a guess" if p >= 0.15 else "a long shot")
+    return f"Most likely {top.name}: {sure} (answers given this sure are right {odds})"
+
+
+def _show_internals(ans, text: Optional[Path]) -> None:
+    """The route, the model and why it was chosen, and where the probabilities' scale comes from (--verbose)."""
     if text is not None:
         typer.echo(f"book {ans.book} ({text})", err=True)
     typer.echo(f"({ans.route}: {ans.model}; {ans.reason})", err=True)
-    for w in ans.warnings:
-        typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
-    if ans.kind == "reader":
-        typer.echo(ans.answer)
-        for p in ans.passages[:3]:
-            typer.echo(f"  | {p[:300]}")
-        return
     cal = ans.calibration or {}
     if "temperature" in cal:
         typer.echo(f"(probabilities at temperature {cal['temperature']:.2f}, fit on the held-out folds of run "
@@ -489,17 +687,7 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path]) -
     elif cal.get("by"):
         typer.echo(f"(probabilities by {cal['by']}: fit on {cal['questions']} questions of {cal['fit_of']}"
                    + (f", cross-validated ECE {cal['ece']:.3f}" if cal.get("ece") is not None else "") + ")", err=True)
-    for i, c in enumerate(ans.characters, 1):
-        typer.echo((f"{c.probability:6.1%}  {c.name}" if c.probability is not None else f"{i:>5}.  {c.name}")
-                   + (f"   (LLM {c.llm:.1%} of the names it read)" if c.llm is not None else ""))
-    for e in ans.evidence:  # sentences that mention the answer, its mentions in bold
-        marked, last = "", 0
-        for a, b in e.marks:
-            marked += e.text[last:a] + typer.style(e.text[a:b], bold=True, underline=True)
-            last = b
-        typer.echo(f"  | {marked + e.text[last:]}")
-    for e in ans.attention:
-        typer.echo(f"  attention {e.attention:.2f}: {e.text[:200]}")
+    typer.echo(f"({ans.seconds:.1f} s)", err=True)
 
 
 @app.command()

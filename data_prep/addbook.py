@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from pathlib import Path
 
 from data_prep.narrativeqa import DataError
@@ -30,9 +31,16 @@ log = logging.getLogger(__name__)
 
 
 def read_book_text(path: Path) -> str:
-    """A plain-text book file's text; refuses (DataError, naming it) what is missing, empty, binary or undecodable."""
+    """A book file's text: plain text, EPUB (spine order, chapter titles kept) or HTML, by its suffix; refuses
+    (DataError, naming it) what is missing, empty, binary, undecodable, DRM-protected or damaged."""
+    from data_prep.epub import EPUB_SUFFIXES, HTML_SUFFIXES, read_epub, read_html
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path} not found: pass --text with a plain-text book")
+        raise FileNotFoundError(f"{path} not found: give a book file (plain text, EPUB or HTML)")
+    suffix = Path(path).suffix.lower()
+    if suffix in EPUB_SUFFIXES:
+        return read_epub(path)
+    if suffix in HTML_SUFFIXES:
+        return read_html(path)
     return read_book(path)[0]
 
 
@@ -41,15 +49,18 @@ def text_book_id(body: str) -> str:
     return hashlib.sha1(body.encode("utf-8")).hexdigest()
 
 
-def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = None) -> str:
-    """Prepare a plain-text book (Project Gutenberg header and licence removed when present) into the workspace, made
+def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = None, stages=None) -> str:
+    """Prepare a book file (plain text, EPUB or HTML; a Project Gutenberg header and licence removed when present) into the workspace, made
     by the engine its `prepare` recorded (unless `engine` is given), and fold it into the word vectors if the
     workspace has any; returns its id. A text in which the engine finds no person is refused (DataError) and leaves
     nothing behind: whoqa answers with a book's characters. `timings`, if given, receives the seconds of each part
-    (engine, fold_in)."""
+    (engine, fold_in); `stages` (whoqa.core.progress.Stages), if given, shows which part runs."""
+    from whoqa.core.progress import Stages
     timings = {} if timings is None else timings
+    stages = stages or Stages()
     ws = Workspace(workspace)
     t0 = time.perf_counter()
+    stages.stage("reading the book")
     body = extract_body(read_book_text(path))
     if not body.strip():
         raise DataError(f"{path} holds no story text once the Project Gutenberg header and licence are removed")
@@ -59,6 +70,7 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
         if not is_done(folder, book_id):
             identity = None
             if engine is None:
+                stages.stage("loading the language parser")
                 engine, identity = recorded_engine(ws)
             if not hash_seed_fixed():
                 log.warning("this Python hashes strings at random (PYTHONHASHSEED unset): book %s may get other "
@@ -68,7 +80,9 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
                 if identity is not None:
                     atomic_write(folder / SOURCE_FILE, json.dumps({"text": str(Path(path).resolve()),
                                                                    "made_by": identity}))
-                process_text(body, book_id, ws.books, engine)
+                words = len(re.findall(r"\w+|[^\w\s]", body))  # about the parser's tokens
+                process_text(body, book_id, ws.books, engine,
+                             stages.stage("finding the characters", words, "word"))
                 if not read_characters(folder / f"{book_id}.book"):
                     raise DataError(f"{path}: no person was found in it, so it has no characters to answer Who "
                                     f"questions with; it was not added")
@@ -82,6 +96,7 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
             texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
             atomic_write(ws.texts, json.dumps(texts, indent=1))
         if read_state(ws) is not None:  # a workspace without word vectors (no network: `ask --rerank`) has none to
+            stages.stage("adding its characters to the word vectors")
             fold_books(ws, [book_id])   # fold into; `whoqa prepare` makes them for the whole workspace later
         timings["fold_in_s"] = round(time.perf_counter() - t0, 2)
     return book_id

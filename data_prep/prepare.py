@@ -207,13 +207,14 @@ def process_book(data: NarrativeQA, book_id: str, out_dir: Path, engine, documen
     return stats
 
 
-def process_text(text: str, book_id: str, out_dir: Path, engine) -> dict:
-    """A story's text -> out_dir/<id>/ in BookNLP's formats; returns its stats."""
+def process_text(text: str, book_id: str, out_dir: Path, engine, progress=None) -> dict:
+    """A story's text -> out_dir/<id>/ in BookNLP's formats; returns its stats. `progress(n)`: told of each n tokens
+    parsed (the engines that parse here)."""
     folder = Path(out_dir) / book_id
     if engine.writes_files:
         stats = engine.process_file(text, book_id, folder)
     else:
-        out = engine.process_text(text)
+        out = engine.process_text(text, progress=progress) if progress else engine.process_text(text)
         write_book_files(folder, book_id, out.token_rows, out.entity_rows, out.book)
         stats = out.stats
     stats.setdefault("words", len(text.split()))

@@ -128,14 +128,14 @@ def test_ask_a_text_file(ws, tmp_path):
 def test_a_new_book_gets_the_feature_rankers_calibrated_answer_without_a_flag(ws, tmp_path, tiny_llm_path):
     """`ask --text` with no route: a book no network trained on goes to the feature ranker with the LLM reading the
     passages (here a tiny one), with calibrated probabilities, the route and its reason on one line, and evidence that
-    mentions the answer. Forced to the network, the same book gets no probability: the network's temperature was fit
+    mentions the answer (--verbose shows the route). Forced to the network, the same book gets no probability: the network's temperature was fit
     on books it trained on."""
     _, ws = ws
     story = tmp_path / "lighthouse.txt"
     story.write_text(STORY)
     out = tmp_path / "a.json"
     r = run(app, ["ask", "--workspace", str(ws), "--text", str(story), "--out", str(out), "--llm", tiny_llm_path,
-                  "--device", "cpu", "Who rowed to the village for bread?"])
+                  "--device", "cpu", "Who rowed to the village for bread?", "--verbose"])
     assert r.exit_code == 0, r.output
     assert "(features: feature ranker + " in r.output and "never trained on this book" in r.output
     saved = json.loads(out.read_text())
@@ -146,7 +146,7 @@ def test_a_new_book_gets_the_feature_rankers_calibrated_answer_without_a_flag(ws
     for e in saved["evidence"]:  # each evidence sentence mentions the top answer where it is marked
         assert all(0 <= a < b <= len(e["text"]) for a, b in e["marks"])
     net = run(app, ["ask", "--workspace", str(ws), "--text", str(story), "--route", "network", "--out", str(out),
-                    "Who rowed to the village for bread?"])
+                    "Who rowed to the village for bread?", "--verbose"])
     assert net.exit_code == 0 and _ranking(net.output) and not _probabilities(net.output), net.output
     assert "never trained on this book" in net.output and "--by-book" in net.output
     saved = json.loads(out.read_text())
@@ -257,7 +257,7 @@ def test_ask_shows_only_calibrated_probabilities(ws, tmp_path):
     held-out folds; without such a run `ask` ranks the characters and shows no probability, and says what to run."""
     _, ws = ws
     q = ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "--out", str(tmp_path / "a.json"),
-         "Who poisons Holmes with a box?", "--route", "network"]
+         "Who poisons Holmes with a box?", "--route", "network", "--verbose"]
     r = run(app, q)
     assert r.exit_code == 0 and "temperature" in r.output and len(_ranking(r.output)) == 5
     saved = json.loads((tmp_path / "a.json").read_text())

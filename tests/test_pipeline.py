@@ -42,7 +42,7 @@ def test_who_chain_from_the_cli(mini_data, tmp_path):
     r = run(app, ["ask", "--workspace", ws, "--book", "nope", "Who is it?"])
     assert r.exit_code == 2 and "not prepared" in r.output
     r = run(app, ["ask", "--workspace", ws, "--book", DYING_DETECTIVE, "Who poisons Holmes with a box?", "--route",
-                  "network"])
+                  "network", "--verbose"])
     assert r.exit_code == 0, r.output
     lines = r.output.strip().splitlines()
     probs = [float(l.split("%")[0]) for l in lines if "%" in l[:8]]
@@ -58,7 +58,7 @@ def test_ask_without_a_model_says_what_to_run(tmp_path, dd_ws):
                                  "network"])
     assert r.exit_code == 2 and "no trained model" in r.output and "whoqa train --final" in r.output
     r = CliRunner().invoke(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "Who is ill?", "--llm",
-                                 "none"])
+                                 "none", "--verbose"])
     assert r.exit_code == 0 and "(features: " in r.output and "%" in r.output, r.output  # no model needed
 
 

@@ -12,11 +12,22 @@ def test_readme_opens_with_the_commands_ci_runs():
     assert main.startswith("bash install.sh") and "whoqa reproduce main" in main and "--check" in main
     from whoqa.evaluation.reproduce import commands, load
     steps = commands(load("main"), "../shared/data", "ws")
-    shown = readme.split("```")[5]  # the main job's commands, spelled out
-    for args in steps:  # the README shows exactly what `reproduce main` runs
+    doc = (ROOT / "docs" / "reproductions.md").read_text()  # the main job's commands, spelled out (the README's until
+    shown = doc.split("## `main`", 1)[1].split("```bash", 2)[2].split("```")[0]  # issue 54)
+    for args in steps:  # docs/reproductions.md shows exactly what `reproduce main` runs
         assert f"whoqa {' '.join(args[:2])}" in shown, args
     for stage in ("split", "prepare", "index", "pretrain", "train", "eval", "ask"):
         assert any(a[0] == stage for a in steps)
+
+
+def test_readme_is_a_first_use_page():
+    """At most 100 lines: the two set-up commands, then asking your own book (CLI, chat, Python, the page), a short
+    summary of the results, links; depth and history live in docs/."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 100
+    for shown in ("whoqa ask ", "whoqa chat ", "Service(", "whoqa serve", "--upto"):
+        assert shown in readme, shown
+    assert readme.index("pytest -q") < readme.index("whoqa ask ") < readme.index("## Results")
 
 
 def test_readme_links_resolve():

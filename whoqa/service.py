@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from data_prep.who_set import is_who_question
-from whoqa.core.names import name_spans, unknown_names
+from whoqa.core.names import name_spans, named_characters, unknown_names
+from whoqa.core.progress import Stages
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LLMConfig, RerankConfig, llm_answer_options, model_name
 
@@ -95,6 +96,8 @@ class Answer:
     calibration: dict | None = None  # where the probabilities' scale comes from
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    why: list[str] = field(default_factory=list)  # why this answer, in a reader's words (the facts it weighed)
+    upto: dict | None = None  # the text read, where the question asked for no spoilers: {"spec", "sentences", "of"}
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -256,6 +259,8 @@ class Service:
         self._llms: dict[tuple[str, str], object] = {}
         self._fits: dict[str, object] = {}
         self._pools: dict[str, list] = {}
+        self._cuts: dict[tuple[str, int], tuple] = {}
+        self.stages = Stages()  # silent; the CLI shows them on a terminal (Stages(on=True))
 
     # --- books -------------------------------------------------------------------------------------------------
     def intake(self, text: str | Path | None = None, data: str | Path | None = None, book: str | None = None) -> str:
@@ -266,13 +271,29 @@ class Service:
             raise ValueError("name the book: --book ID (prepared, or with --data DIR) or --text FILE")
         with self.lock:
             if text is not None:
-                book_id = add_text(self.ws, Path(text))
+                book_id = add_text(self.ws, Path(text), stages=self.stages)
             elif data is not None:
                 book_id = add_from_data(self.ws, Path(data), book)
             else:
                 book_id = book
             self._opened.pop(book_id, None)  # (re)made: read afresh
             return book_id
+
+    def resolve(self, book: str | Path) -> str:
+        """The id of BOOK as a person names it: a book file (text, EPUB or HTML; processed the first time, the same
+        content is the same book), else a prepared book's id or a unique start of one (at least 6 characters)."""
+        path = Path(book).expanduser()
+        if path.is_file():
+            return self.intake(text=path)
+        name = str(book).strip().lower()
+        ids = sorted(p.name for p in self.ws.books.iterdir() if p.is_dir()) if self.ws.books.is_dir() else []
+        found = [b for b in ids if b == name] or ([b for b in ids if b.startswith(name)] if len(name) >= 6 else [])
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise ValueError(f"{book!r} starts {len(found)} book ids of {self.ws}: give more of it")
+        raise FileNotFoundError(f"{book} is neither a book file (.txt, .epub, .html) nor the id of a book in {self.ws} "
+                                f"({len(ids)} book(s) there)")
 
     def opened(self, book_id: str) -> tuple:
         """(Book, AliasIndex, BM25FIndex) of a prepared book, read once and kept (the few most recent)."""
@@ -283,16 +304,38 @@ class Service:
             else:
                 if len(self._opened) >= KEEP_BOOKS:
                     self._opened.popitem(last=False)
+                self.stages.stage("opening the book and its index of passages")
                 self._opened[book_id] = open_book(self.ws, book_id, RetrievalConfig())
             return self._opened[book_id]
 
     def book(self, book_id: str):
         return self.opened(book_id)[0]
 
+    def upto(self, book_id: str, upto: str | None) -> tuple[tuple, dict | None]:
+        """(the opened book as far as a reader has read, the cut as Answer.upto records it): `upto` is a share
+        ("40%") or a chapter heading ("Chapter 12"; whoqa.core.book.Book.cut); None, the whole book. The cut book
+        has only its first sentences, the characters mentioned there and an index that finds nothing after them, so
+        its passages, candidates, their features and the evidence all come from the text before the cut."""
+        from whoqa.core.aliases import AliasIndex
+        from whoqa.retrieval.bm25f import CutIndex
+        opened = self.opened(book_id)
+        if not upto:
+            return opened, None
+        book, _, index = opened
+        n, total = book.cut(upto), len(book.sentences)
+        with self.lock:
+            if (book_id, n) not in self._cuts:
+                if len(self._cuts) >= KEEP_BOOKS:
+                    self._cuts.pop(next(iter(self._cuts)))
+                cut = book.upto(n)
+                self._cuts[(book_id, n)] = (cut, AliasIndex(cut.characters), CutIndex(index, n, total))
+            return self._cuts[(book_id, n)], {"spec": upto, "sentences": n, "of": total}
+
     # --- models ------------------------------------------------------------------------------------------------
     def network(self):
         from whoqa.memnet.ask import Asker
         if self._network is None:
+            self.stages.stage("loading the memory network")
             self._network = Asker(self.ws, self.cfg.model, device=self.cfg.device)
         return self._network
 
@@ -304,9 +347,11 @@ class Service:
         cfg = LLMConfig(prompt_tokens=RerankConfig.prompt_tokens) if scores else cfg or LLMConfig()
         key = (base, scores, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half)
         if key not in self._llms:
+            self.stages.stage(f"loading the language model ({model_name(base)})")
             self._llms[key] = LLMReader(base, self.cfg.device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat,
                                         cfg.half, self.scoring_runtime(base) if scores else cfg.runtime,
                                         scores=scores)
+            self.stages.stage("answering")
         return self._llms[key]
 
     def scoring_runtime(self, base: str) -> str:
@@ -342,20 +387,31 @@ class Service:
         """The route, by the measurements of the workspace whose models serve (`fits_from`'s, for `eval --data`)."""
         return choose_route(self.home, book_id, question, self.cfg, forced)
 
-    def answer(self, book_id: str, question: str, route: str = "auto") -> Answer:
+    def answer(self, book_id: str, question: str, route: str = "auto", upto: str | None = None) -> Answer:
+        """The answer by the chosen route; with `upto` ("40%", "Chapter 12"), from the text before that point only."""
         question = check_question(question)
         t0 = time.perf_counter()
         with self.lock:
-            chosen = self.route(book_id, question, route)
-            opened = self.opened(book_id)
-            if chosen.name == "reader":
-                ans = self._reader_answer(book_id, question, opened, chosen.model)
-            elif chosen.name == "llm":
-                ans = self._llm_answer(book_id, question, opened, chosen.options)
-            else:
-                ans = {"network": self._network_answer,
-                       "features": self._features_answer}[chosen.name](book_id, question, opened)
-        ans.route, ans.reason = chosen.name, chosen.reason
+            try:
+                chosen = self.route(book_id, question, route)
+                opened, cut = self.upto(book_id, upto)
+                if cut and chosen.name == "network":  # its memory arrays hold the whole book
+                    if route == "network":
+                        raise ValueError("--route network reads the whole book: with --upto, use the feature ranker "
+                                         "(--route features or auto)")
+                    chosen = Route("features", "the memory network reads the whole book, and only the text up to "
+                                               f"{upto} may be read")
+                self.stages.stage("answering")
+                if chosen.name == "reader":
+                    ans = self._reader_answer(book_id, question, opened, chosen.model)
+                elif chosen.name == "llm":
+                    ans = self._llm_answer(book_id, question, opened, chosen.options)
+                else:
+                    ans = {"network": self._network_answer,
+                           "features": self._features_answer}[chosen.name](book_id, question, opened)
+            finally:
+                self.stages.done()
+        ans.route, ans.reason, ans.upto = chosen.name, chosen.reason, cut
         ans.seconds = round(time.perf_counter() - t0, 4)
         return ans
 
@@ -390,7 +446,9 @@ class Service:
         return Answer(question, book_id, "who", "network", "", f"memory network {net.model_name} "
                       f"({len(net.members)} member(s))", chars, evidence=self._evidence(book, context[:CONTEXT_SENTENCES],
                                                                                         chars, question),
-                      attention=attention, calibration=got.calibration, warnings=got.warnings)
+                      attention=attention, calibration=got.calibration, warnings=got.warnings,
+                      why=["a model trained on questions about this workspace's books chose it"]
+                      + who_reasons(book, context[:CONTEXT_SENTENCES], chars, named_characters(spans)))
 
     def _features_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
         from whoqa.ranker.features import CONTEXT_SENTENCES
@@ -412,17 +470,21 @@ class Service:
                        "stage": "both" if got.read else "first"}
         return Answer(question, book_id, "who", "features", "", model, chars,
                       evidence=self._evidence(book, context[:CONTEXT_SENTENCES], chars, question),
-                      calibration=calibration, warnings=warnings)
+                      calibration=calibration, warnings=warnings,
+                      why=who_reasons(book, context[:CONTEXT_SENTENCES], chars, named_characters(spans)))
 
     def _reader_answer(self, book_id: str, question: str, opened: tuple, model: str | None = None) -> Answer:
         from whoqa.reader.ask import ReaderAsker
         model = model or self.cfg.reader_model
         if model not in self._readers:
+            self.stages.stage("loading the reader")
             self._readers[model] = ReaderAsker(self.ws, model, device=self.cfg.device)
         reader = self._readers[model]
         got = reader.ask(book_id, question, opened)
         return Answer(question, book_id, "reader", "reader", "", f"FiD reader {reader.model_name}",
-                      answer=got.answer, passages=got.passages)
+                      answer=got.answer, passages=got.passages,
+                      why=[f"a reader trained on other books' questions wrote it after reading the book's {len(got.passages)} "
+                           f"passage{'s' * (len(got.passages) != 1)} closest to your question"])
 
     def _llm_answer(self, book_id: str, question: str, opened: tuple, options: dict | None = None) -> Answer:
         """The installed LLM's answer, with the options of the LLM run the route measured (else LLMConfig's)."""
@@ -436,8 +498,13 @@ class Service:
                                           self.pool(who=False), cfg, self._windows(opened, question))
         shown = "" if cfg == LLMConfig() else " (" + ", ".join(
             f"{k} {v}" for k, v in sorted(options.items()) if getattr(LLMConfig, k) != v) + ")"
+        rouge = next((r for n, r, _ in MEASURED_LLMS if n == llm), None)
         return Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot{shown}", answer=text,
-                      passages=passages)
+                      passages=passages,
+                      why=[f"a small language model ({model_name(llm)}) wrote it after reading the book's {len(passages)} "
+                           f"passage{'s' * (len(passages) != 1)} closest to your question"]
+                      + ([f"treat it as a rough guess: on test questions its answers share about {rouge:.0f}% of "
+                          f"their wording with people's answers"] if rouge is not None else []))
 
     def _evidence(self, book, context: list[int], chars: list[Ranked], question: str) -> list[Evidence]:
         """The context sentences that mention the top character (by name or a resolved pronoun), those sharing the
@@ -454,17 +521,42 @@ class Service:
         return [e for *_, e in sorted(found, key=lambda x: x[:2])[:self.cfg.evidence]]
 
 
+def who_reasons(book, context: list[int], chars: list[Ranked], named: set[int]) -> list[str]:
+    """Why the top character, in a reader's words: the facts the feature ranker weighs (mentions near the question's
+    words, its share of the book, the question naming it, the language model's pick), each as one clause."""
+    if not chars:
+        return []
+    top = chars[0]
+    near = sum(m.char_id == top.id for s in dict.fromkeys(context) for m in book.sentence_mentions(s))
+    share = book.characters[top.id].count / max(1, sum(c.count for c in book.characters.values()))
+    close = len(set(context))
+    out = [f"{top.name} is mentioned {near} time{'s' * (near != 1)} in the {close} sentence{'s' * (close != 1)} "
+           f"closest to your question" if close else "no sentence read shares a word with your question, so "
+           "it goes by how often each character appears",
+           f"{top.name} makes {share:.0%} of the mentions of people in the text read"]
+    read = [c for c in chars if c.llm is not None]
+    if read:
+        pick = max(read, key=lambda c: c.llm)
+        out.append(f"a language model that read those passages also picked {top.name}" if pick.id == top.id else
+                   f"a language model that read those passages picked {pick.name}" + (
+                       f", but the question names {pick.name}, and a question rarely asks about the one it names"
+                       if pick.id in named else ""))
+    passed = [c.name for c in chars[1:] if c.id in named]
+    if passed and not read:
+        out.append(f"the question names {', '.join(passed)}, and a question rarely asks about the one it names")
+    return out
+
+
 def sentence_marks(book, sid: int, char: int) -> tuple[list[tuple[int, int]], str]:
-    """(offsets of `char`'s mentions, its cast's merged clusters' included, the sentence's text: its words joined by
-    spaces)."""
+    """(offsets of `char`'s mentions, its cast's merged clusters' included, the sentence's text as the book spaces
+    it: Book.sentence_text)."""
     from whoqa.ranker.cast import cast_of
-    first, last = book.sentences[sid]
-    marks = []
+    first, _ = book.sentences[sid]
+    text, starts = book.sentence_text(sid)
     person = cast_of(book).of
-    for m in (m for m in book.sentence_mentions(sid) if m.char_id == char or person(m.char_id) == char):
-        a = sum(len(t.word) + 1 for t in book.tokens[first:m.start])
-        marks.append((a, a + sum(len(t.word) + 1 for t in book.tokens[m.start:m.end + 1]) - 1))
-    return marks, " ".join(t.word for t in book.tokens[first:last])
+    marks = [(starts[m.start - first], starts[m.end - first] + len(book.tokens[m.end].word))
+             for m in book.sentence_mentions(sid) if m.char_id == char or person(m.char_id) == char]
+    return marks, text
 
 
 def check_question(question: str) -> str:

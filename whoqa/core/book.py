@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import csv
 from bisect import bisect_left
+from collections import Counter
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +114,22 @@ class Book:
         a, b = self.sentences[sid]
         return [t.word for t in self.tokens[a:b]]
 
+    def sentence_text(self, sid: int) -> tuple[str, list[int]]:
+        """(a sentence as the book writes it, where each of its tokens starts in that text): tokens are joined with
+        a space only where the book has one between them (their character offsets), so "do n't" reads "don't" and
+        "Kelso 's" "Kelso's"; line ends become spaces."""
+        a, b = self.sentences[sid]
+        text, starts = "", []
+        for i in range(a, b):
+            t = self.tokens[i]
+            if i > a:
+                prev = self.tokens[i - 1]
+                gap = t.start_char > prev.end_char if 0 <= prev.end_char <= t.start_char else True
+                text += " " if gap else ""
+            starts.append(len(text))
+            text += t.word
+        return text, starts
+
     def replaced_sentence(self, sid: int) -> list[str]:
         """Words of a sentence with each character mention replaced by its id: `CHAR_3 sold CHAR_3 's house`."""
         a, b = self.sentences[sid]
@@ -143,6 +161,80 @@ class Book:
             self._start_list = [m.start for m in self.mentions]
         a, b = self.sentences[sid]
         return self.mentions[bisect_left(self._start_list, a):bisect_left(self._start_list, b)]
+
+    def upto(self, n: int) -> "Book":
+        """The book's first n sentences as a book of its own (`ask --upto`, no spoilers): its characters are those
+        mentioned there, counted there and named as they are there (a proper name there, else how the text refers to
+        them there: "the stranger"), so nothing after the cut can reach an answer."""
+        n = max(1, min(int(n), len(self.sentences)))
+        if n == len(self.sentences):
+            return self
+        end = self.sentences[n - 1][1]
+        mentions = [m for m in self.mentions if m.end < end]
+        counts = Counter(m.char_id for m in mentions)
+        characters = {}
+        for cid, c in self.characters.items():
+            if not counts[cid]:
+                continue
+            proper = [t for t, _ in Counter(m.text for m in mentions if m.char_id == cid and m.prop == "PROP")
+                      .most_common()]
+            common = Counter(m.text for m in mentions if m.char_id == cid and m.prop == "NOM").most_common(1)
+            name = proper[0] if proper else common[0][0] if common else (c.name if cid == 0 else char_token(cid))
+            characters[cid] = Character(cid, name, proper, counts[cid], c.gender)
+        return Book(self.id, self.tokens[:end], self.sentences[:n], mentions, characters,
+                    {i: c for i, c in self.token_char.items() if i < end}, [m for m in self.others if m.end < end])
+
+    def cut(self, upto: str) -> int:
+        """How many sentences a reader who has read `upto` has read: "40%" of the book's sentences, or everything
+        before a heading as the book writes it ("Chapter 12" finds CHAPTER XII too; the last one, after any table of
+        contents). A ValueError says what was not found."""
+        spec = (upto or "").strip()
+        share = re.fullmatch(r"(\d+(?:\.\d+)?)\s*%", spec)
+        total = len(self.sentences)
+        if share:
+            p = float(share.group(1))
+            if not 0 < p <= 100:
+                raise ValueError(f"--upto {spec}: give a share between 0% and 100%")
+            return max(1, round(total * p / 100))
+        words = [w.lower() for w in re.findall(r"\w+|[^\w\s]", spec)]
+        if not words:
+            raise ValueError('--upto needs a share ("40%") or a chapter heading ("Chapter 12")')
+        forms = [words] + ([words[:-1] + [alt] for alt in _number_forms(words[-1])])
+        starts = [t.index for k, t in enumerate(self.tokens)
+                  if k == 0 or t.sentence != self.tokens[k - 1].sentence or t.paragraph != self.tokens[k - 1].paragraph]
+        found = [i for i in starts for f in forms
+                 if [t.word.lower() for t in self.tokens[i:i + len(f)]] == f]
+        if not found:
+            raise ValueError(f"--upto {spec!r}: no line of book {self.id[:12]} starts so: give a heading as the book "
+                             f"writes it (e.g. \"Chapter 12\", \"CHAPTER XII\") or a share (\"40%\")")
+        return max(1, self.tokens[max(found)].sentence)
+
+
+ROMAN = (("m", 1000), ("cm", 900), ("d", 500), ("cd", 400), ("c", 100), ("xc", 90), ("l", 50), ("xl", 40),
+         ("x", 10), ("ix", 9), ("v", 5), ("iv", 4), ("i", 1))
+NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+                "seventeen eighteen nineteen twenty").split()
+
+
+def _number_forms(word: str) -> list[str]:
+    """The other ways a book writes a chapter number: 12 -> xii, twelve; xii -> 12, twelve."""
+    n = None
+    if word.isdigit():
+        n = int(word)
+    elif word in NUMBER_WORDS:
+        n = NUMBER_WORDS.index(word)
+    elif re.fullmatch(r"[mdclxvi]+", word):
+        n, rest = 0, word
+        for sym, v in ROMAN:
+            while rest.startswith(sym):
+                n, rest = n + v, rest[len(sym):]
+    if not n or n > 3999:
+        return []
+    roman, k = "", n
+    for sym, v in ROMAN:
+        while k >= v:
+            roman, k = roman + sym, k - v
+    return [f for f in (str(n), roman, NUMBER_WORDS[n] if n < len(NUMBER_WORDS) else None) if f and f != word]
 
 
 def span_head(tokens: list[Token], start: int, end: int) -> int:

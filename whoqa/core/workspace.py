@@ -228,6 +228,22 @@ class Workspace(_PathBase):
         return Path(self, "runs", name)
 
 
+HOME_ENV = "WHOQA_HOME"
+
+
+def default_home() -> Path:
+    """The workspace `ask` and `chat` use when none is named, so a book can be asked about from any folder:
+    $WHOQA_HOME, else the user's data folder (platformdirs' rule where it is installed, else XDG's:
+    $XDG_DATA_HOME/whoqa, ~/.local/share/whoqa)."""
+    if os.environ.get(HOME_ENV):
+        return Path(os.environ[HOME_ENV]).expanduser()
+    try:
+        from platformdirs import user_data_dir
+        return Path(user_data_dir("whoqa", appauthor=False))
+    except ImportError:
+        return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "whoqa"
+
+
 def check_workspace(workspace: str | Path) -> Path:
     ws = Path(workspace)
     if ws.exists() and not ws.is_dir():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from data_prep.characters import gender_table, nicknames
 from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
-from whoqa.core.book import Book
+from whoqa.core.book import Book, char_token
 
 DEITIES = {"god", "lord", "heaven", "heavens", "providence", "christ", "jesus", "allah", "jove", "jehovah", "almighty",
            "satan", "devil", "lucifer", "fate", "fortune", "nature"}
@@ -92,8 +92,8 @@ class _Usage:
 def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list) -> str | None:
     """Why character `cid` is not a person, or None when it is one."""
     c = book.characters[cid]
-    if not c.aliases:
-        return "no proper name (a narrator or group that is never named)"
+    if not c.aliases and (c.name == "NARRATOR" or c.name == char_token(cid)):
+        return "no name (a narrator or group that is never named)"
     words = name_words(c.name)
     if not words:
         return "a deity" if c.name.lower().rstrip(".") in DEITIES else None  # "the Doctor" is someone

@@ -172,6 +172,20 @@ class BM25FIndex:
         return _adjust_ties([(self._ids[h.doc], h.score) for h in hits])
 
 
+class CutIndex:
+    """A book's index searched as if the book ended before sentence `cut` (`ask --upto`): hits at or after it are
+    dropped, and as many more are fetched as the cut drops on average, so a question still gets its full context
+    from the text before the cut. (BM25's term statistics stay the whole book's: they order hits, they show no
+    text.)"""
+
+    def __init__(self, index: BM25FIndex, cut: int, total: int):
+        self.index, self.cut, self.total = index, cut, total
+
+    def search(self, words: str, chars: str, k: int) -> list[tuple[int, float]]:
+        wider = min(self.total, -(-k * self.total // max(self.cut, 1)))
+        return [(s, x) for s, x in self.index.search(words, chars, max(k, wider)) if s < self.cut][:k]
+
+
 def _sentence_ids(reader) -> list[int]:
     """Lucene's doc number -> sentence id. An index built in one segment by one thread holds the sentences in order
     (checked on a sample of its documents); otherwise every document's id is read (0.4 s for 6,000 sentences)."""

@@ -3,12 +3,12 @@
 The page (page.html, one file, no build step) uses only the API, which mirrors the CLI and the Python API:
 
     GET  /api/books                      the workspace's books: title, words, characters
-    POST /api/books                      upload a plain-text book (`ask --text`'s checks) -> a job
+    POST /api/books                      upload a book (plain text, EPUB or HTML) (`ask --text`'s checks) -> a job
     GET  /api/jobs/{id}                  a job's state (kept in WS/jobs/, so it survives a page reload)
     GET  /api/books/{id}                 one book, with its cast
     GET  /api/books/{id}/characters      the cast: names, aliases, gender, mentions, mentions per tenth of the book
     GET  /api/books/{id}/characters/{c}  one character's mentions in context
-    POST /api/books/{id}/ask             {"question", "route"?} -> `whoqa ask`'s Answer JSON (whoqa.service)
+    POST /api/books/{id}/ask             {"question", "route"?, "upto"?} -> `whoqa ask`'s Answer JSON (whoqa.service)
 
 No model logic lives here: answers and uploads go through `whoqa.service` (its models load once, on first use, behind
 one lock), one worker thread processes uploads in turn, holding the workspace lock like every other writer. Book ids
@@ -39,6 +39,7 @@ from whoqa.core.workspace import Workspace
 from whoqa.service import Service as Answers, ServiceConfig
 from whoqa.core.book import read_characters
 from data_prep.addbook import read_book_text, text_book_id
+from data_prep.epub import EPUB_SUFFIXES, HTML_SUFFIXES
 from data_prep.narrativeqa import DataError, extract_body
 from data_prep.embeddings import read_state
 import shutil
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 BOOK_ID = re.compile(r"^[0-9a-f]{40}$")
 JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 PAGE = Path(__file__).with_name("page.html")
-NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", "'s", "n't", ")", "'", "''", "--"}
 
 
 @dataclass
@@ -71,13 +71,15 @@ class ApiError(Exception):
 
 def sentence_segments(book: Book, sid: int) -> list[dict]:
     """A sentence as text segments, each character mention its own segment with the character's id (for
-    highlighting and links): [{"text", "char"}], char None for plain text."""
+    highlighting and links): [{"text", "char"}], char None for plain text; spaced as the book spaces it
+    (Book.sentence_text: "don't", "Kelso's")."""
     first, last = book.sentences[sid]
+    text, at = book.sentence_text(sid)
     starts = {m.start for m in book.mentions if first <= m.start < last}
     out: list[dict] = []
-    for t in book.tokens[first:last]:
+    for k, t in enumerate(book.tokens[first:last]):
         char = book.token_char.get(t.index)
-        space = "" if not out or t.word in NO_SPACE_BEFORE else " "
+        space = text[at[k - 1] + len(book.tokens[t.index - 1].word):at[k]] if k else ""
         if out and out[-1]["char"] == char and t.index not in starts:
             out[-1]["text"] += space + t.word
         elif not space:
@@ -174,14 +176,16 @@ class Service:
 
     # --- uploads -----------------------------------------------------------------------------------------------
     def upload(self, name: str, data: bytes) -> dict:
-        """Check an uploaded text as `ask --text` does; a new book becomes a background job, a known one is reused."""
+        """Check an uploaded book file (text, EPUB, HTML, by its name's suffix) as `ask` does; a new book becomes a background job, a known one is reused."""
         if self.cfg.read_only:
             raise ApiError(403, "this workspace is served read-only (whoqa serve --read-only): uploads are off")
         if len(data) > self.cfg.max_upload_mb * 1e6:
             raise ApiError(413, f"{name} is {len(data) / 1e6:.1f} MB: the limit is {self.cfg.max_upload_mb:g} MB "
                                 f"(whoqa serve --max-upload-mb)")
         self.uploads.mkdir(parents=True, exist_ok=True)
-        tmp = self.uploads / f"{uuid.uuid4().hex}.txt"
+        suffix = Path(name).suffix.lower()
+        suffix = suffix if suffix in EPUB_SUFFIXES + HTML_SUFFIXES else ".txt"  # read as `ask` reads such a file
+        tmp = self.uploads / f"{uuid.uuid4().hex}{suffix}"
         tmp.write_bytes(data)
         try:
             body = extract_body(read_book_text(tmp))
@@ -191,7 +195,7 @@ class Service:
             tmp.unlink(missing_ok=True)
             raise ApiError(400, str(e).replace(str(tmp), name)) from None
         book_id = text_book_id(body)
-        path = self.uploads / f"{book_id}.txt"
+        path = self.uploads / f"{book_id}{suffix}"
         tmp.replace(path)
         job = {"id": uuid.uuid4().hex, "book": book_id, "file": name, "state": "queued", "created": time.time()}
         if is_done(self.ws.books / book_id, book_id) and self._folded(book_id):
@@ -237,10 +241,10 @@ class Service:
             raise ApiError(410, f"job {job_id}'s record {path} is damaged: upload the book again") from None
 
     # --- answers -----------------------------------------------------------------------------------------------
-    def ask(self, book_id: str, question: str, route: str = "auto") -> dict:
+    def ask(self, book_id: str, question: str, route: str = "auto", upto: str | None = None) -> dict:
         """`whoqa ask`'s answer (whoqa.service: the same route, the same JSON), each evidence sentence with its
         text segments for highlighting."""
-        ans = self.answers.answer(self.book_id(book_id), question, route).to_json()
+        ans = self.answers.answer(self.book_id(book_id), question, route, upto or None).to_json()
         book = self.book(book_id)
         for e in ans["evidence"] + ans["attention"]:
             e["segments"] = sentence_segments(book, e["sentence"])
@@ -250,6 +254,7 @@ class Service:
 class Question(BaseModel):
     question: str
     route: str = "auto"  # as `whoqa ask --route`
+    upto: str | None = None  # as `whoqa ask --upto`: "40%" or "Chapter 12", no spoilers after it
 
 
 def create_app(cfg: ServeConfig) -> FastAPI:
@@ -342,7 +347,7 @@ def create_app(cfg: ServeConfig) -> FastAPI:
 
     @app.post("/api/books/{book_id}/ask")
     def ask(book_id: str, q: Question) -> dict:
-        return service.ask(book_id, q.question, q.route)
+        return service.ask(book_id, q.question, q.route, q.upto)
 
     return app
 
