@@ -15,7 +15,8 @@ The route is chosen in one function, `choose_route`, from what the workspace mea
   with); else the trained FiD reader where its cross-validated ROUGE-L beats the best installed LLM's measured one;
   else that LLM (the best measured whose answer takes at most READ_SECONDS on 2 cores).
 Every Who answer carries evidence: the context sentences that mention its top character (by name or a resolved
-pronoun), those matching the question best first. The models load once per process and are shared by every caller
+pronoun), those matching the question best first. The LLM reads passages retrieved for what a non-Who question asks
+(whoqa.retrieval.passages), not its function words. The models load once per process and are shared by every caller
 (one lock: answers run one at a time on a 2-core machine).
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ from data_prep.who_set import is_who_question
 from whoqa.core.names import name_spans, unknown_names
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LLMConfig, RerankConfig, llm_answer_options, model_name
+from whoqa.retrieval.passages import PassageConfig
 
 ROUTES = ("network", "features", "reader", "llm")
 KEEP_BOOKS = 4  # books kept open (a workspace may hold hundreds)
@@ -53,6 +55,7 @@ class ServiceConfig:
     reader_model: str | None = None  # FiD reader under WS/models/reader (None: the best cross-validated)
     top: int = 5  # characters in a Who answer
     evidence: int = 3  # evidence sentences
+    passages: PassageConfig = field(default_factory=PassageConfig)  # retrieval for the LLM's passages
 
 
 @dataclass
@@ -256,6 +259,7 @@ class Service:
         self._llms: dict[tuple[str, str], object] = {}
         self._fits: dict[str, object] = {}
         self._pools: dict[str, list] = {}
+        self._dense: OrderedDict[str, object] = OrderedDict()
 
     # --- books -------------------------------------------------------------------------------------------------
     def intake(self, text: str | Path | None = None, data: str | Path | None = None, book: str | None = None) -> str:
@@ -359,6 +363,23 @@ class Service:
         ans.seconds = round(time.perf_counter() - t0, 4)
         return ans
 
+    def _passage_windows(self, opened: tuple, question: str) -> list[list]:
+        """A non-Who question's windows by ServiceConfig.passages (whoqa.retrieval.passages): its content words and
+        characters, fused with the book's MiniLM sentence vectors where so configured (encoded once per book)."""
+        from whoqa.retrieval.passages import DenseIndex, passage_windows
+        book = opened[0]
+        dense = None
+        if self.cfg.passages.fusion != "bm25f":
+            if book.id not in self._dense:
+                if len(self._dense) >= KEEP_BOOKS:
+                    self._dense.popitem(last=False)
+                self._dense[book.id] = DenseIndex(book, self.ws.book_vectors(book.id), self._device())
+            dense = self._dense[book.id]
+        return passage_windows(opened, question, self.cfg.passages, dense)
+
+    def _device(self) -> str | None:
+        return None if self.cfg.device == "auto" else self.cfg.device
+
     def _windows(self, opened: tuple, question: str, spans=None) -> list[list]:
         """The question's BM25F windows, searched once: the recipe of the stored contexts training read."""
         from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
@@ -433,7 +454,7 @@ class Service:
         options = llm_answer_options(options or {})  # a record of another version: only the fields known here
         cfg = replace(LLMConfig(), **options)
         text, passages = answer_from_book(self.llm(llm, scores=False, cfg=cfg), opened, question,
-                                          self.pool(who=False), cfg, self._windows(opened, question))
+                                          self.pool(who=False), cfg, self._passage_windows(opened, question))
         shown = "" if cfg == LLMConfig() else " (" + ", ".join(
             f"{k} {v}" for k, v in sorted(options.items()) if getattr(LLMConfig, k) != v) + ")"
         return Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot{shown}", answer=text,
