@@ -115,3 +115,29 @@ def test_training_and_ask_read_the_same_passages(ws):
     assert examples
     for e in examples:
         assert bm25f_passages(*opened, e.question, 5, starts=True) == (e.passages, e.starts), e.question
+
+def test_a_reader_of_no_passage_serves_only_the_books_it_trained_on(ws, tiny_llm_path, tmp_path):
+    """fid[none]+lookup answers from the question alone: measured on the workspace's book folds, it serves their
+    books, never another book, which gets a reader of its passages (the LLM here), named or chosen by `whoqa eval`."""
+    from dataclasses import replace
+    from whoqa.reader.model import READER_FILE
+    name = "fid[none]+lookup"
+    final = ws.reader_models / name / "final"
+    final.mkdir(parents=True)
+    (final / READER_FILE).write_text(json.dumps({"config": {"context": "none", "lookup": True}}))
+    ws.results.mkdir(parents=True, exist_ok=True)
+    (ws.results / "reader_routes.json").write_text(json.dumps(
+        {"served": {}, "default": name, "rouge_l": {name: 20.4}, "readers": {name: {"kind": "fid", "context": "none"}}}))
+    cfg, question = ServiceConfig(llm=tiny_llm_path), "What is in the box?"
+    r = choose_route(ws, DYING_DETECTIVE, question, cfg)  # a training book: as `whoqa eval` measured
+    assert (r.name, r.model) == ("reader", name)
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    new = Service(ws, cfg).intake(text=story)
+    r = choose_route(ws, new, question, cfg)
+    assert r.name == "llm" and "reads no passage" in r.reason and "training books only" in r.reason
+    (ws.results / "reader_routes.json").unlink()  # no record: the FiD readers are chosen among those of passages
+    assert choose_route(ws, new, question, cfg).name == "llm"
+    with pytest.raises(ValueError, match="reads no passage"):
+        choose_route(ws, new, question, replace(cfg, reader_model=name))
+

@@ -13,7 +13,9 @@ The route is chosen in one function, `choose_route`, from what the workspace mea
 - any other question: the reader `whoqa eval` chose for its question word (what / why / where ...) on the workspace's
   book folds (whoqa.reader.routes), where that reader can serve (an LLM run answers with the options it was measured
   with); else the trained FiD reader where its cross-validated ROUGE-L beats the best installed LLM's measured one;
-  else that LLM (the best measured whose answer takes at most READ_SECONDS on 2 cores).
+  else that LLM (the best measured whose answer takes at most READ_SECONDS on 2 cores). A reader that reads no
+  passage of the book (context none: the question alone) serves only the workspace's training books, the books like
+  those its score was measured on; any other book gets a reader of its passages.
 Every Who answer carries evidence: the context sentences that mention its top character (by name or a resolved
 pronoun), those matching the question best first. The LLM reads passages retrieved for what a non-Who question asks
 (whoqa.retrieval.passages), not its function words. The models load once per process and are shared by every caller
@@ -162,6 +164,15 @@ def features_p1(ws: Workspace, run: str | None, llm: str | None) -> tuple[float,
     return cv["p@1"], "by book-level CV on the 41 shared books" + ("" if llm else ", its first stage")
 
 
+def training_books(ws: Workspace) -> set[str]:
+    """The books of the workspace's questions (WS/questions.json): those its readers trained and were measured on."""
+    from data_prep.who_set import load_questions
+    try:
+        return set(load_questions(ws))
+    except FileNotFoundError:
+        return set()
+
+
 def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig, forced: str = "auto") -> Route:
     """The route for a question (the one place it is decided), with its reason."""
     who = is_who_question(question)
@@ -188,19 +199,25 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
                                  f"{choice.name}'s " + (f"{choice.score:.2f}" if choice.score is not None else
                                                         "(not cross-validated)") + alone)
     llm = installed_llm(cfg.llm)
-    by_word = None if cfg.reader_model else word_route(ws, question, llm)
+    seen = book_id in training_books(ws)
+    by_word = None if cfg.reader_model else word_route(ws, question, llm, seen)
     if isinstance(by_word, Route):
         return by_word
     unmet = f"; {by_word}" if by_word else ""  # the measured best reader cannot serve here: say what would let it
     rouge = next((r for n, r, _ in MEASURED_LLMS if n == llm), None)
+    from whoqa.reader.ask import SERVABLE
+    from whoqa.reader.choose import choose_model, final_config
+    from whoqa.reader.routes import reads_the_book
     try:
-        from whoqa.reader.ask import SERVABLE
-        from whoqa.reader.choose import choose_model
-        fid = choose_model(ws, cfg.reader_model, contexts=None if cfg.reader_model else SERVABLE)
+        fid = choose_model(ws, cfg.reader_model, contexts=None if cfg.reader_model else
+                           tuple(c for c in SERVABLE if seen or reads_the_book(c)))
     except FileNotFoundError:
         if cfg.reader_model:
             raise
         fid = None
+    if cfg.reader_model and not seen and not reads_the_book(final_config(ws, fid.name).get("context")):
+        raise ValueError(f"the reader {fid.name} reads no passage of a book (the question alone): it serves only the "
+                         f"books this workspace trained on, and {book_id} is not one; use a reader of passages")
     if fid is not None and (llm is None or fid.score is not None and fid.score > (rouge or 0.0)):
         return Route("reader", f"FiD reader {fid.name}: " + (f"its cross-validated ROUGE-L {fid.score:.2f} beats "
                                                              f"{llm}'s {rouge}" if llm else "no local LLM installed")
@@ -215,13 +232,14 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
                            ": no trained FiD reader") + unmet)
 
 
-def word_route(ws: Workspace, question: str, llm: str | None) -> Route | str | None:
+def word_route(ws: Workspace, question: str, llm: str | None, seen: bool = True) -> Route | str | None:
     """The reader `whoqa eval` chose for the question's word on this workspace's books (whoqa.reader.routes), where
-    it can serve here (the installed LLM it measured, or a final FiD reader of the run it measured); where it cannot,
-    a line saying what would let it; None without a record."""
+    it can serve here (the installed LLM it measured, or a final FiD reader of the run it measured; one reading no
+    passage only for a book the workspace trained on: `seen`); where it cannot, a line saying why or what would let
+    it; None without a record."""
     from whoqa.reader.ask import SERVABLE
     from whoqa.reader.model import READER_FILE
-    from whoqa.reader.routes import served_reader
+    from whoqa.reader.routes import reads_the_book, served_reader
     got = served_reader(ws.results, question)
     if got is None:
         return None
@@ -230,6 +248,9 @@ def word_route(ws: Workspace, question: str, llm: str | None) -> Route | str | N
     same_llm = llm is not None and record.get("model") == model_name(llm)  # a path given as --llm: its name
     context = options.get("context", LLMConfig.context) if is_llm else record.get("context")
     makes = context in (ANSWERABLE if is_llm else SERVABLE)  # passages `ask` can make for a new question
+    if makes and not seen and not reads_the_book(context):
+        return (f"`whoqa eval` measured {name} best for it, which reads no passage of the book (the question alone): "
+                f"its score holds for this workspace's training books only, and this book is not one")
     if is_llm and same_llm and makes:
         return Route("llm", why, options=options)
     if record.get("kind") == "fid" and makes and (ws.reader_models / name / "final" / READER_FILE).is_file():
