@@ -478,9 +478,14 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path]) -
     for w in ans.warnings:
         typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
     if ans.kind == "reader":
-        typer.echo(ans.answer)
-        for p in ans.passages[:3]:
-            typer.echo(f"  | {p[:300]}")
+        if ans.found is False:
+            typer.echo("whoqa did not find the answer in the book. The best passages it found:")
+            typer.echo(f"(the reader's answer {ans.withheld!r} is in no sentence of them: support {ans.support:.2f})",
+                       err=True)
+        else:
+            typer.echo(ans.answer)
+        for e in ans.grounds:  # the sentences it rests on, the words shared with the answer in bold
+            typer.echo(f"  | {marked(e.text, e.marks)}")
         return
     cal = ans.calibration or {}
     if "temperature" in cal:
@@ -493,13 +498,18 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path]) -
         typer.echo((f"{c.probability:6.1%}  {c.name}" if c.probability is not None else f"{i:>5}.  {c.name}")
                    + (f"   (LLM {c.llm:.1%} of the names it read)" if c.llm is not None else ""))
     for e in ans.evidence:  # sentences that mention the answer, its mentions in bold
-        marked, last = "", 0
-        for a, b in e.marks:
-            marked += e.text[last:a] + typer.style(e.text[a:b], bold=True, underline=True)
-            last = b
-        typer.echo(f"  | {marked + e.text[last:]}")
+        typer.echo(f"  | {marked(e.text, e.marks)}")
     for e in ans.attention:
         typer.echo(f"  attention {e.attention:.2f}: {e.text[:200]}")
+
+
+def marked(text: str, marks: list) -> str:
+    """text with the character ranges `marks` in bold and underlined (on a terminal)."""
+    out, last = "", 0
+    for a, b in marks:
+        out += text[last:a] + typer.style(text[a:b], bold=True, underline=True)
+        last = b
+    return out + text[last:]
 
 
 @app.command()

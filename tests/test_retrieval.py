@@ -135,7 +135,9 @@ def test_passage_windows_by_query_and_fusion(book, tmp_path):
     assert (tmp_path / "v.npy").is_file() and DenseIndex(b, tmp_path / "v.npy").vectors.shape == dense.vectors.shape
     fused = passage_windows(opened, q, PassageConfig(), dense)
     assert fused and fused[0][0] <= sent["The station was crowded with people ."] <= fused[0][1]
-    assert passage_windows(opened, "¿Qué guarda ella en la cajita?", PassageConfig(), dense) == []  # no word matches
+    spanish = "¿Qué guarda ella en la cajita?"  # no word is in the book: nothing by BM25F, the nearest by MiniLM
+    assert passage_windows(opened, spanish, PassageConfig(fusion="bm25f")) == []
+    assert passage_windows(opened, spanish, PassageConfig(), dense)
 
 
 def test_best_span_rouge_finds_the_answer_inside_a_passage():

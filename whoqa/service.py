@@ -17,9 +17,12 @@ The route is chosen in one function, `choose_route`, from what the workspace mea
   passage of the book (context none: the question alone) serves only the workspace's training books, the books like
   those its score was measured on; any other book gets a reader of its passages.
 Every Who answer carries evidence: the context sentences that mention its top character (by name or a resolved
-pronoun), those matching the question best first. The LLM reads passages retrieved for what a non-Who question asks
-(whoqa.retrieval.passages), not its function words. The models load once per process and are shared by every caller
-(one lock: answers run one at a time on a 2-core machine).
+pronoun), those matching the question best first. Every other answer carries the passage sentences it rests on, the
+words it shares with them marked (whoqa.reader.grounding); where no passage sentence holds it (support under the
+measured threshold), the answer is withheld and whoqa says it did not find it in the book, showing the best passages.
+The LLM reads passages retrieved for what the question asks (whoqa.retrieval.passages), not its function words. The
+models load once per process and are shared by every caller (one lock: answers run one at a time on a 2-core
+machine).
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from data_prep.who_set import is_who_question
 from whoqa.core.names import name_spans, unknown_names
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LLMConfig, RerankConfig, llm_answer_options, model_name
+from whoqa.reader.grounding import GroundingConfig, ground
 from whoqa.retrieval.passages import PassageConfig
 
 ROUTES = ("network", "features", "reader", "llm")
@@ -58,6 +62,7 @@ class ServiceConfig:
     top: int = 5  # characters in a Who answer
     evidence: int = 3  # evidence sentences
     passages: PassageConfig = field(default_factory=PassageConfig)  # retrieval for the LLM's passages
+    grounding: GroundingConfig = field(default_factory=GroundingConfig)  # when an answer counts as found
 
 
 @dataclass
@@ -82,6 +87,7 @@ class Evidence:
     text: str
     marks: list[tuple[int, int]]  # character offsets in text of the top answer's mentions
     attention: float | None = None  # the network's attention (attention list only)
+    support: float | None = None  # grounds: the answer's best-span ROUGE-L in this sentence (0..1)
 
 
 @dataclass
@@ -93,7 +99,12 @@ class Answer:
     reason: str
     model: str  # what answered
     characters: list[Ranked] = field(default_factory=list)  # Who: best first
-    answer: str | None = None  # other questions: the reader's text
+    answer: str | None = None  # other questions: the reader's text, where the passages hold it (else None)
+    found: bool | None = None  # other questions: whether a passage sentence holds the answer (GroundingConfig)
+    support: float | None = None  # other questions: the answer's best ROUGE-L against a passage sentence (0..1)
+    withheld: str | None = None  # the reader's text where no passage holds it: never shown as the answer
+    grounds: list[Evidence] = field(default_factory=list)  # the sentences the answer rests on (not found: the best
+    #                                                        passages'), the words it shares with them marked
     passages: list[str] = field(default_factory=list)  # what the reader read
     evidence: list[Evidence] = field(default_factory=list)  # sentences mentioning the top character
     attention: list[Evidence] = field(default_factory=list)  # the network's most attended sentences
@@ -401,6 +412,16 @@ class Service:
     def _device(self) -> str | None:
         return None if self.cfg.device == "auto" else self.cfg.device
 
+    def _grounded(self, ans: Answer, book, wins: list[list], text: str | None) -> Answer:
+        """The answer with the sentences it rests on; withheld (found False) where no passage sentence holds it."""
+        g = self.cfg.grounding
+        best, grounds = ground(book, wins, text, g, ans.question)
+        ans.support, ans.found = round(best, 3), bool(text) and best >= g.threshold
+        ans.grounds = [Evidence(x.sentence, x.text, x.marks, support=round(x.support, 3)) for x in grounds]
+        if not ans.found:
+            ans.answer, ans.withheld = None, text
+        return ans
+
     def _windows(self, opened: tuple, question: str, spans=None) -> list[list]:
         """The question's BM25F windows, searched once: the recipe of the stored contexts training read."""
         from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
@@ -463,8 +484,11 @@ class Service:
             self._readers[model] = ReaderAsker(self.ws, model, device=self.cfg.device)
         reader = self._readers[model]
         got = reader.ask(book_id, question, opened)
-        return Answer(question, book_id, "reader", "reader", "", f"FiD reader {reader.model_name}",
-                      answer=got.answer, passages=got.passages)
+        # what it read (the stored contexts' recipe it trained on); a reader of no passage: the book's best passages
+        wins = (self._windows(opened, question)[:len(got.passages)] if reader.passages else
+                self._passage_windows(opened, question)[:LLMConfig.top_k])
+        return self._grounded(Answer(question, book_id, "reader", "reader", "", f"FiD reader {reader.model_name}",
+                                     answer=got.answer, passages=got.passages), opened[0], wins, got.answer)
 
     def _llm_answer(self, book_id: str, question: str, opened: tuple, options: dict | None = None) -> Answer:
         """The installed LLM's answer, with the options of the LLM run the route measured (else LLMConfig's)."""
@@ -474,12 +498,13 @@ class Service:
             raise FileNotFoundError("no local LLM installed: `bash install.sh` installs one")
         options = llm_answer_options(options or {})  # a record of another version: only the fields known here
         cfg = replace(LLMConfig(), **options)
+        wins = self._passage_windows(opened, question)
         text, passages = answer_from_book(self.llm(llm, scores=False, cfg=cfg), opened, question,
-                                          self.pool(who=False), cfg, self._passage_windows(opened, question))
+                                          self.pool(who=False), cfg, wins)
         shown = "" if cfg == LLMConfig() else " (" + ", ".join(
             f"{k} {v}" for k, v in sorted(options.items()) if getattr(LLMConfig, k) != v) + ")"
-        return Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot{shown}", answer=text,
-                      passages=passages)
+        return self._grounded(Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot{shown}", answer=text,
+                                     passages=passages), opened[0], wins[:len(passages)], text)
 
     def _evidence(self, book, context: list[int], chars: list[Ranked], question: str) -> list[Evidence]:
         """The context sentences that mention the top character (by name or a resolved pronoun), those sharing the

@@ -169,9 +169,9 @@ def passage_windows(opened: tuple, question: str, cfg: PassageConfig | None = No
     ranked = index.search(words, chars, rcfg.pool)
     if not ranked and cfg.query == "content":  # only function words (and no character): the whole question
         ranked = index.search(*question_fields(question, aliases, spans), rcfg.pool)
-    if not ranked:  # no word of the question is in the book (another language): nothing to read, even nearby
+    if not ranked and cfg.fusion == "bm25f":  # no word of the question is in the book: nothing to read
         return []
-    if cfg.fusion != "bm25f":
+    if cfg.fusion != "bm25f":  # (with no word matched, the MiniLM ranking alone: "feline siblings" finds kittens)
         near = dense.search(question, cfg.dense_pool)
         ranked = near if cfg.fusion == "dense" else rrf(ranked, near, k=cfg.rrf_k)
     return windows(ranked, rcfg.context_sentences, len(book.sentences), rcfg.window)
