@@ -629,12 +629,21 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path], v
         typer.echo(f"(from the book up to {ans.upto['spec']}: its first {ans.upto['sentences']:,} of "
                    f"{ans.upto['of']:,} sentences, {ans.upto['sentences'] / ans.upto['of']:.0%})")
     if ans.kind == "reader":
-        typer.echo(ans.answer)
-        if ans.why:
-            typer.echo(f"Why: {'; '.join(ans.why)}.")
-        for p in ans.passages[:3]:
-            p = _quotes(p)
-            typer.echo(f"  | {p[:300]}{'...' if len(p) > 300 else ''}")
+        if ans.found is False:
+            typer.echo("whoqa did not find the answer in the book. The best passages it found:")
+            if verbose:
+                typer.echo(f"(the reader's answer {ans.withheld!r} is in no sentence of them: support "
+                           f"{ans.support:.2f})", err=True)
+        else:
+            typer.echo(ans.answer)
+            if ans.why:
+                typer.echo(f"Why: {'; '.join(ans.why)}.")
+        for e in ans.grounds:  # the sentences it rests on, the words shared with the answer in bold
+            typer.echo(f"  | {marked(e.text, e.marks)}")
+        if not ans.grounds:
+            for p in ans.passages[:3]:
+                p = _quotes(p)
+                typer.echo(f"  | {p[:300]}{'...' if len(p) > 300 else ''}")
         return
     if ans.characters:
         typer.echo(_headline(ans.characters[0]))
@@ -644,11 +653,7 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path], v
     if ans.why:
         typer.echo(f"Why: {'; '.join(ans.why)}.")
     for e in ans.evidence:  # sentences that mention the answer, its mentions in bold
-        marked, last = "", 0
-        for a, b in e.marks:
-            marked += e.text[last:a] + typer.style(e.text[a:b], bold=True, underline=True)
-            last = b
-        typer.echo(f"  | {marked + e.text[last:]}")
+        typer.echo(f"  | {marked(e.text, e.marks)}")
     for e in ans.attention if verbose else ():
         typer.echo(f"  attention {e.attention:.2f}: {e.text[:200]}")
 
@@ -688,6 +693,15 @@ def _show_internals(ans, text: Optional[Path]) -> None:
         typer.echo(f"(probabilities by {cal['by']}: fit on {cal['questions']} questions of {cal['fit_of']}"
                    + (f", cross-validated ECE {cal['ece']:.3f}" if cal.get("ece") is not None else "") + ")", err=True)
     typer.echo(f"({ans.seconds:.1f} s)", err=True)
+
+
+def marked(text: str, marks: list) -> str:
+    """text with the character ranges `marks` in bold and underlined (on a terminal)."""
+    out, last = "", 0
+    for a, b in marks:
+        out += text[last:a] + typer.style(text[a:b], bold=True, underline=True)
+        last = b
+    return out + text[last:]
 
 
 @app.command()

@@ -102,3 +102,48 @@ def test_search_gives_exactly_anserinis_hits_and_scores(dd_ws):
         assert got == want, q
         tied += sum(1 for (_, a), (_, b) in zip(got, got[1:]) if 0 < a - b < 1e-5)
     assert tied > 20  # the adjustment was exercised, not only distinct scores
+
+
+def test_a_non_who_query_keeps_what_the_question_asks(book):
+    """Question words, auxiliaries and pronouns weigh nothing; named characters go in as their ids."""
+    from whoqa.retrieval.passages import content_query, content_words
+    b, _ = book
+    assert content_words("Where does he hide the box, and why did they leave?") == "hide box, leave?"
+    words, chars = content_query("Where did Mr. Holmes sing?", b.characters)
+    assert words == "sing?" and chars == f"char_{ids(b)['Holmes']}"
+
+
+def test_passage_windows_by_query_and_fusion(book, tmp_path):
+    """The question query is the stored contexts' recipe; the content query ranks by the asked words; RRF fuses
+    rankings by rank alone."""
+    from whoqa.core.aliases import AliasIndex
+    from whoqa.retrieval.bm25f import question_windows
+    from whoqa.retrieval.passages import PassageConfig, passage_windows, rrf
+    b, path = book
+    opened = (b, AliasIndex(b.characters), BM25FIndex(path, RetrievalConfig()))
+    q = "Where was the station crowded?"
+    old = passage_windows(opened, q, PassageConfig(query="question", fusion="bm25f"))
+    assert old == question_windows(opened[2], q, opened[1], len(b.sentences), RetrievalConfig())
+    sent = {" ".join(b.sentence_words(s)): s for s in range(len(b.sentences))}
+    top = passage_windows(opened, q, PassageConfig(query="content", fusion="bm25f"))[0]
+    assert top[0] <= sent["The station was crowded with people ."] <= top[1]
+    with pytest.raises(ValueError, match="DenseIndex"):
+        passage_windows(opened, q, PassageConfig(fusion="rrf"))
+    assert [s for s, _ in rrf([(1, 9.0), (2, 8.0), (3, 7.0)], [(3, 0.9), (1, 0.8)], k=60)] == [1, 3, 2]
+    from whoqa.retrieval.passages import DenseIndex
+    dense = DenseIndex(b, tmp_path / "v.npy")  # encoded once, then read back
+    assert (tmp_path / "v.npy").is_file() and DenseIndex(b, tmp_path / "v.npy").vectors.shape == dense.vectors.shape
+    fused = passage_windows(opened, q, PassageConfig(), dense)
+    assert fused and fused[0][0] <= sent["The station was crowded with people ."] <= fused[0][1]
+    spanish = "¿Qué guarda ella en la cajita?"  # no word is in the book: nothing by BM25F, the nearest by MiniLM
+    assert passage_windows(opened, spanish, PassageConfig(fusion="bm25f")) == []
+    assert passage_windows(opened, spanish, PassageConfig(), dense)
+
+
+def test_best_span_rouge_finds_the_answer_inside_a_passage():
+    from whoqa.core.metrics import best_span_rouge_l, rouge_l
+    text = "he went up to the old mill by the river at dawn".split()
+    assert best_span_rouge_l("the old mill".split(), text) == pytest.approx(1.0)
+    assert best_span_rouge_l("a heart attack".split(), text) == 0.0
+    half = best_span_rouge_l("old house".split(), text)
+    assert half == pytest.approx(rouge_l("old", ["old house"])) and 0 < half < 1

@@ -8,6 +8,7 @@ import pytest
 from tests.conftest import DYING_DETECTIVE
 from tests.test_any_book import STORY, trained  # noqa: F401  (the module's trained workspace fixture)
 from whoqa.ranker.fits import fit_dir, save_fit
+from whoqa.reader.grounding import GroundingConfig
 from whoqa.service import Service, ServiceConfig, choose_route
 from whoqa.core.workspace import Workspace
 
@@ -97,11 +98,18 @@ def test_evidence_mentions_the_answer_and_attention_is_apart(ws):
 
 
 def test_the_reader_says_it_cannot_answer_from_nothing(ws, tiny_llm_path):
-    """No passage of the book matches the question (another language): no invented answer, one line saying so."""
+    """No word of the question is in the book (another language): BM25F alone finds nothing and says so, one line,
+    no invented answer; fused with MiniLM (the default) the nearest passages are read and the answer, held by no
+    sentence of them, is withheld."""
+    from dataclasses import replace
     from whoqa.reader.llm import NothingMatched
-    svc = Service(ws, ServiceConfig(llm=tiny_llm_path, device="cpu"))
+    from whoqa.retrieval.passages import PassageConfig
+    cfg = ServiceConfig(llm=tiny_llm_path, device="cpu")
+    svc = Service(ws, replace(cfg, passages=PassageConfig(fusion="bm25f")))
     with pytest.raises(NothingMatched, match="nothing in book .* matches"):
         svc.answer(DYING_DETECTIVE, "¿Qué guarda ella en la cajita roja?")
+    a = Service(ws, cfg).answer(DYING_DETECTIVE, "¿Qué guarda ella en la cajita roja?")
+    assert a.passages and a.found is False and a.answer is None
     assert svc.answer(DYING_DETECTIVE, "What is in the ivory box?").passages  # a question the book can answer
 
 
@@ -115,3 +123,72 @@ def test_training_and_ask_read_the_same_passages(ws):
     assert examples
     for e in examples:
         assert bm25f_passages(*opened, e.question, 5, starts=True) == (e.passages, e.starts), e.question
+
+
+def test_a_reader_of_no_passage_serves_only_the_books_it_trained_on(ws, tiny_llm_path, tmp_path):
+    """fid[none]+lookup answers from the question alone: measured on the workspace's book folds, it serves their
+    books, never another book, which gets a reader of its passages (the LLM here), named or chosen by `whoqa eval`."""
+    from dataclasses import replace
+    from whoqa.reader.model import READER_FILE
+    name = "fid[none]+lookup"
+    final = ws.reader_models / name / "final"
+    final.mkdir(parents=True)
+    (final / READER_FILE).write_text(json.dumps({"config": {"context": "none", "lookup": True}}))
+    ws.results.mkdir(parents=True, exist_ok=True)
+    (ws.results / "reader_routes.json").write_text(json.dumps(
+        {"served": {}, "default": name, "rouge_l": {name: 20.4},
+         "readers": {name: {"kind": "fid", "context": "none"}}}))
+    cfg, question = ServiceConfig(llm=tiny_llm_path), "What is in the box?"
+    r = choose_route(ws, DYING_DETECTIVE, question, cfg)  # a training book: as `whoqa eval` measured
+    assert (r.name, r.model) == ("reader", name)
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    new = Service(ws, cfg).intake(text=story)
+    r = choose_route(ws, new, question, cfg)
+    assert r.name == "llm" and "reads no passage" in r.reason and "training books only" in r.reason
+    (ws.results / "reader_routes.json").unlink()  # no record: the FiD readers are chosen among those of passages
+    assert choose_route(ws, new, question, cfg).name == "llm"
+    with pytest.raises(ValueError, match="reads no passage"):
+        choose_route(ws, new, question, replace(cfg, reader_model=name))
+
+
+def test_an_answer_is_shown_with_its_grounds_or_withheld(ws):
+    """An answer some passage sentence holds comes with that sentence, its new words marked (not the question's);
+    one no sentence holds ("from a heart attack") is withheld: not found, the best passages shown, the text apart."""
+    from whoqa.retrieval.passages import FUNCTION_WORDS
+    from whoqa.service import Answer
+    svc = Service(ws, ServiceConfig(llm="none"))
+    opened = svc.opened(DYING_DETECTIVE)
+    book = opened[0]
+    q = "What is in the ivory box?"
+    wins = svc._passage_windows(opened, q)[:5]
+    sids = [s for a, b, _ in wins for s in range(a, b + 1)]
+    content = [[w for w in book.sentence_words(s) if w.isalpha() and w.lower() not in FUNCTION_WORDS] for s in sids]
+    words = next(ws_[:3] for ws_ in content if len(ws_) >= 2)
+    said = " ".join(words)
+    got = svc._grounded(Answer(q, DYING_DETECTIVE, "reader", "llm", "", "m", answer=said), book, wins, said)
+    assert got.found and got.answer == said and got.support == 1.0 and got.withheld is None
+    g = got.grounds[0]
+    new = {w.lower() for w in words} - set(q.lower().rstrip("?").split())  # the question's own words hold nothing
+    assert g.sentence in sids and new and {g.text[a:b].lower() for a, b in g.marks} >= new
+    made_up = "from a heart attack"
+    got = svc._grounded(Answer(q, DYING_DETECTIVE, "reader", "llm", "", "m", answer=made_up), book, wins, made_up)
+    assert not got.found and got.answer is None and got.withheld == made_up and got.grounds
+    assert json.loads(json.dumps(got.to_json()))["found"] is False
+
+
+def test_ask_shows_no_answer_the_passages_do_not_hold(ws, tiny_llm_path):
+    """`whoqa ask` with a random-weight LLM: its text is in no passage sentence, so it is withheld: the CLI says the
+    answer was not found and shows the best passages; the JSON keeps the text apart (`withheld`)."""
+    from typer.testing import CliRunner
+    from cli import app
+    args = ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the ivory box?", "--llm",
+            tiny_llm_path, "--device", "cpu", "--route", "llm"]
+    r = CliRunner().invoke(app, args + ["--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output[r.output.index("{"):])
+    assert doc["found"] is False and doc["answer"] is None and doc["withheld"] and doc["grounds"]
+    assert doc["support"] < GroundingConfig.threshold
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0 and "did not find the answer in the book" in r.output
+    assert doc["withheld"] not in r.stdout.splitlines()[0] and doc["grounds"][0]["text"] in r.output

@@ -197,8 +197,8 @@ def _free_port() -> int:
 def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
     """Headless Chromium (Debian's, driven by Playwright) on a real uvicorn server over a workspace with no trained
     network: upload a short book, wait for it, open the cast and a character, ask a Who question and see a calibrated
-    answer, the route that gave it and the evidence with its mentions highlighted. A page of another origin cannot
-    upload."""
+    answer, the route that gave it and the evidence with its mentions highlighted; ask another question and see its
+    answer with the sentences it rests on, or that it was not found. A page of another origin cannot upload."""
     browser_path = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: the browser test "
                                                                  "is skipped")
@@ -251,6 +251,11 @@ def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
             assert "Tom" in ranking and "%" in ranking  # no network: the feature ranker's calibrated answer
             assert "route features" in page.inner_text("#route") and "no memory network" in page.inner_text("#route")
             assert page.locator("#evidence mark.m a").count() >= 1  # highlighted mentions link to characters
+            page.fill("#question", "Where did Anna row for bread?")  # not a Who question: the LLM, grounded or not
+            page.click("#ask button")
+            page.wait_for_selector("#grounds li")
+            said = page.inner_text("#reader-answer")
+            assert "did not find the answer" in said or page.locator("#grounds mark.m").count() >= 1, said
             page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
             other = browser.new_page()  # another origin's page (same server, another host name) posting a form
             other.goto(f"http://localhost:{port}/")

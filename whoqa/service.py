@@ -13,10 +13,16 @@ The route is chosen in one function, `choose_route`, from what the workspace mea
 - any other question: the reader `whoqa eval` chose for its question word (what / why / where ...) on the workspace's
   book folds (whoqa.reader.routes), where that reader can serve (an LLM run answers with the options it was measured
   with); else the trained FiD reader where its cross-validated ROUGE-L beats the best installed LLM's measured one;
-  else that LLM (the best measured whose answer takes at most READ_SECONDS on 2 cores).
+  else that LLM (the best measured whose answer takes at most READ_SECONDS on 2 cores). A reader that reads no
+  passage of the book (context none: the question alone) serves only the workspace's training books, the books like
+  those its score was measured on; any other book gets a reader of its passages.
 Every Who answer carries evidence: the context sentences that mention its top character (by name or a resolved
-pronoun), those matching the question best first. The models load once per process and are shared by every caller
-(one lock: answers run one at a time on a 2-core machine).
+pronoun), those matching the question best first. Every other answer carries the passage sentences it rests on, the
+words it shares with them marked (whoqa.reader.grounding); where no passage sentence holds it (support under the
+measured threshold), the answer is withheld and whoqa says it did not find it in the book, showing the best passages.
+The LLM reads passages retrieved for what the question asks (whoqa.retrieval.passages), not its function words. The
+models load once per process and are shared by every caller (one lock: answers run one at a time on a 2-core
+machine).
 """
 from __future__ import annotations
 
@@ -32,6 +38,8 @@ from whoqa.core.names import name_spans, named_characters, unknown_names
 from whoqa.core.progress import Stages
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LLMConfig, RerankConfig, llm_answer_options, model_name
+from whoqa.reader.grounding import GroundingConfig, ground
+from whoqa.retrieval.passages import PassageConfig
 
 ROUTES = ("network", "features", "reader", "llm")
 KEEP_BOOKS = 4  # books kept open (a workspace may hold hundreds)
@@ -54,6 +62,8 @@ class ServiceConfig:
     reader_model: str | None = None  # FiD reader under WS/models/reader (None: the best cross-validated)
     top: int = 5  # characters in a Who answer
     evidence: int = 3  # evidence sentences
+    passages: PassageConfig = field(default_factory=PassageConfig)  # retrieval for the LLM's passages
+    grounding: GroundingConfig = field(default_factory=GroundingConfig)  # when an answer counts as found
 
 
 @dataclass
@@ -78,6 +88,7 @@ class Evidence:
     text: str
     marks: list[tuple[int, int]]  # character offsets in text of the top answer's mentions
     attention: float | None = None  # the network's attention (attention list only)
+    support: float | None = None  # grounds: the answer's best-span ROUGE-L in this sentence (0..1)
 
 
 @dataclass
@@ -89,7 +100,12 @@ class Answer:
     reason: str
     model: str  # what answered
     characters: list[Ranked] = field(default_factory=list)  # Who: best first
-    answer: str | None = None  # other questions: the reader's text
+    answer: str | None = None  # other questions: the reader's text, where the passages hold it (else None)
+    found: bool | None = None  # other questions: whether a passage sentence holds the answer (GroundingConfig)
+    support: float | None = None  # other questions: the answer's best ROUGE-L against a passage sentence (0..1)
+    withheld: str | None = None  # the reader's text where no passage holds it: never shown as the answer
+    grounds: list[Evidence] = field(default_factory=list)  # the sentences the answer rests on (not found: the best
+    #                                                        passages'), the words it shares with them marked
     passages: list[str] = field(default_factory=list)  # what the reader read
     evidence: list[Evidence] = field(default_factory=list)  # sentences mentioning the top character
     attention: list[Evidence] = field(default_factory=list)  # the network's most attended sentences
@@ -162,6 +178,15 @@ def features_p1(ws: Workspace, run: str | None, llm: str | None) -> tuple[float,
     return cv["p@1"], "by book-level CV on the 41 shared books" + ("" if llm else ", its first stage")
 
 
+def training_books(ws: Workspace) -> set[str]:
+    """The books of the workspace's questions (WS/questions.json): those its readers trained and were measured on."""
+    from data_prep.who_set import load_questions
+    try:
+        return set(load_questions(ws))
+    except FileNotFoundError:
+        return set()
+
+
 def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig, forced: str = "auto") -> Route:
     """The route for a question (the one place it is decided), with its reason."""
     who = is_who_question(question)
@@ -188,19 +213,25 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
                                  f"{choice.name}'s " + (f"{choice.score:.2f}" if choice.score is not None else
                                                         "(not cross-validated)") + alone)
     llm = installed_llm(cfg.llm)
-    by_word = None if cfg.reader_model else word_route(ws, question, llm)
+    seen = book_id in training_books(ws)
+    by_word = None if cfg.reader_model else word_route(ws, question, llm, seen)
     if isinstance(by_word, Route):
         return by_word
     unmet = f"; {by_word}" if by_word else ""  # the measured best reader cannot serve here: say what would let it
     rouge = next((r for n, r, _ in MEASURED_LLMS if n == llm), None)
+    from whoqa.reader.ask import SERVABLE
+    from whoqa.reader.choose import choose_model, final_config
+    from whoqa.reader.routes import reads_the_book
     try:
-        from whoqa.reader.ask import SERVABLE
-        from whoqa.reader.choose import choose_model
-        fid = choose_model(ws, cfg.reader_model, contexts=None if cfg.reader_model else SERVABLE)
+        fid = choose_model(ws, cfg.reader_model, contexts=None if cfg.reader_model else
+                           tuple(c for c in SERVABLE if seen or reads_the_book(c)))
     except FileNotFoundError:
         if cfg.reader_model:
             raise
         fid = None
+    if cfg.reader_model and not seen and not reads_the_book(final_config(ws, fid.name).get("context")):
+        raise ValueError(f"the reader {fid.name} reads no passage of a book (the question alone): it serves only the "
+                         f"books this workspace trained on, and {book_id} is not one; use a reader of passages")
     if fid is not None and (llm is None or fid.score is not None and fid.score > (rouge or 0.0)):
         return Route("reader", f"FiD reader {fid.name}: " + (f"its cross-validated ROUGE-L {fid.score:.2f} beats "
                                                              f"{llm}'s {rouge}" if llm else "no local LLM installed")
@@ -215,13 +246,14 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
                            ": no trained FiD reader") + unmet)
 
 
-def word_route(ws: Workspace, question: str, llm: str | None) -> Route | str | None:
+def word_route(ws: Workspace, question: str, llm: str | None, seen: bool = True) -> Route | str | None:
     """The reader `whoqa eval` chose for the question's word on this workspace's books (whoqa.reader.routes), where
-    it can serve here (the installed LLM it measured, or a final FiD reader of the run it measured); where it cannot,
-    a line saying what would let it; None without a record."""
+    it can serve here (the installed LLM it measured, or a final FiD reader of the run it measured; one reading no
+    passage only for a book the workspace trained on: `seen`); where it cannot, a line saying why or what would let
+    it; None without a record."""
     from whoqa.reader.ask import SERVABLE
     from whoqa.reader.model import READER_FILE
-    from whoqa.reader.routes import served_reader
+    from whoqa.reader.routes import reads_the_book, served_reader
     got = served_reader(ws.results, question)
     if got is None:
         return None
@@ -230,6 +262,9 @@ def word_route(ws: Workspace, question: str, llm: str | None) -> Route | str | N
     same_llm = llm is not None and record.get("model") == model_name(llm)  # a path given as --llm: its name
     context = options.get("context", LLMConfig.context) if is_llm else record.get("context")
     makes = context in (ANSWERABLE if is_llm else SERVABLE)  # passages `ask` can make for a new question
+    if makes and not seen and not reads_the_book(context):
+        return (f"`whoqa eval` measured {name} best for it, which reads no passage of the book (the question alone): "
+                f"its score holds for this workspace's training books only, and this book is not one")
     if is_llm and same_llm and makes:
         return Route("llm", why, options=options)
     if record.get("kind") == "fid" and makes and (ws.reader_models / name / "final" / READER_FILE).is_file():
@@ -261,6 +296,7 @@ class Service:
         self._pools: dict[str, list] = {}
         self._cuts: dict[tuple[str, int], tuple] = {}
         self.stages = Stages()  # silent; the CLI shows them on a terminal (Stages(on=True))
+        self._dense: OrderedDict[tuple[str, int], object] = OrderedDict()
 
     # --- books -------------------------------------------------------------------------------------------------
     def intake(self, text: str | Path | None = None, data: str | Path | None = None, book: str | None = None) -> str:
@@ -415,6 +451,34 @@ class Service:
         ans.seconds = round(time.perf_counter() - t0, 4)
         return ans
 
+    def _passage_windows(self, opened: tuple, question: str) -> list[list]:
+        """A non-Who question's windows by ServiceConfig.passages (whoqa.retrieval.passages): its content words and
+        characters, fused with the book's MiniLM sentence vectors where so configured (encoded once per book)."""
+        from whoqa.retrieval.passages import DenseIndex, passage_windows
+        book = opened[0]
+        dense = None
+        if self.cfg.passages.fusion != "bm25f":
+            key = (book.id, len(book.sentences))  # a book cut by --upto has an index of its own prefix
+            if key not in self._dense:
+                if len(self._dense) >= KEEP_BOOKS:
+                    self._dense.popitem(last=False)
+                self._dense[key] = DenseIndex(book, self.ws.book_vectors(book.id), self._device())
+            dense = self._dense[key]
+        return passage_windows(opened, question, self.cfg.passages, dense)
+
+    def _device(self) -> str | None:
+        return None if self.cfg.device == "auto" else self.cfg.device
+
+    def _grounded(self, ans: Answer, book, wins: list[list], text: str | None) -> Answer:
+        """The answer with the sentences it rests on; withheld (found False) where no passage sentence holds it."""
+        g = self.cfg.grounding
+        best, grounds = ground(book, wins, text, g, ans.question)
+        ans.support, ans.found = round(best, 3), bool(text) and best >= g.threshold
+        ans.grounds = [Evidence(x.sentence, x.text, x.marks, support=round(x.support, 3)) for x in grounds]
+        if not ans.found:
+            ans.answer, ans.withheld = None, text
+        return ans
+
     def _windows(self, opened: tuple, question: str, spans=None) -> list[list]:
         """The question's BM25F windows, searched once: the recipe of the stored contexts training read."""
         from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
@@ -481,10 +545,13 @@ class Service:
             self._readers[model] = ReaderAsker(self.ws, model, device=self.cfg.device)
         reader = self._readers[model]
         got = reader.ask(book_id, question, opened)
-        return Answer(question, book_id, "reader", "reader", "", f"FiD reader {reader.model_name}",
-                      answer=got.answer, passages=got.passages,
-                      why=[f"a reader trained on other books' questions wrote it after reading the book's {len(got.passages)} "
-                           f"passage{'s' * (len(got.passages) != 1)} closest to your question"])
+        # what it read (the stored contexts' recipe it trained on); a reader of no passage: the book's best passages
+        wins = (self._windows(opened, question)[:len(got.passages)] if reader.passages else
+                self._passage_windows(opened, question)[:LLMConfig.top_k])
+        why = [f"a reader trained on other books' questions wrote it after reading the book's {len(got.passages)} "
+               f"passage{'s' * (len(got.passages) != 1)} closest to your question"]
+        return self._grounded(Answer(question, book_id, "reader", "reader", "", f"FiD reader {reader.model_name}",
+                                     answer=got.answer, passages=got.passages, why=why), opened[0], wins, got.answer)
 
     def _llm_answer(self, book_id: str, question: str, opened: tuple, options: dict | None = None) -> Answer:
         """The installed LLM's answer, with the options of the LLM run the route measured (else LLMConfig's)."""
@@ -494,17 +561,18 @@ class Service:
             raise FileNotFoundError("no local LLM installed: `bash install.sh` installs one")
         options = llm_answer_options(options or {})  # a record of another version: only the fields known here
         cfg = replace(LLMConfig(), **options)
+        wins = self._passage_windows(opened, question)
         text, passages = answer_from_book(self.llm(llm, scores=False, cfg=cfg), opened, question,
-                                          self.pool(who=False), cfg, self._windows(opened, question))
+                                          self.pool(who=False), cfg, wins)
         shown = "" if cfg == LLMConfig() else " (" + ", ".join(
             f"{k} {v}" for k, v in sorted(options.items()) if getattr(LLMConfig, k) != v) + ")"
         rouge = next((r for n, r, _ in MEASURED_LLMS if n == llm), None)
-        return Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot{shown}", answer=text,
-                      passages=passages,
-                      why=[f"a small language model ({model_name(llm)}) wrote it after reading the book's {len(passages)} "
-                           f"passage{'s' * (len(passages) != 1)} closest to your question"]
-                      + ([f"treat it as a rough guess: on test questions its answers share about {rouge:.0f}% of "
-                          f"their wording with people's answers"] if rouge is not None else []))
+        why = ([f"a small language model ({model_name(llm)}) wrote it after reading the book's {len(passages)} "
+                f"passage{'s' * (len(passages) != 1)} closest to your question"]
+               + ([f"treat it as a rough guess: on test questions its answers share about {rouge:.0f}% of "
+                   f"their wording with people's answers"] if rouge is not None else []))
+        return self._grounded(Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot{shown}", answer=text,
+                                     passages=passages, why=why), opened[0], wins[:len(passages)], text)
 
     def _evidence(self, book, context: list[int], chars: list[Ranked], question: str) -> list[Evidence]:
         """The context sentences that mention the top character (by name or a resolved pronoun), those sharing the

@@ -114,6 +114,27 @@ def rouge_l(candidate: str, references: Sequence[str], beta: float = ROUGE_BETA)
     return (1 + beta ** 2) * p * r / (r + beta ** 2 * p)
 
 
+def best_span_rouge_l(reference: list[str], text: list[str], beta: float = ROUGE_BETA) -> float:
+    """The best ROUGE-L (as `rouge_l`) of any span of `text` against `reference` (both token lists): how well the
+    text holds the reference somewhere in it (Mou et al.'s answer-bearing passage test). The best span starts and
+    ends on a word of the reference (trimming others loses no LCS and gains precision), so only those are tried."""
+    if not reference or not text:
+        return 0.0
+    ref = set(reference)
+    at = [i for i, w in enumerate(text) if w in ref]
+    best = 0.0
+    for n, i in enumerate(at):
+        for j in at[n:n + 4 * len(reference)]:
+            span = text[i:j + 1]
+            if len(span) > 4 * len(reference):
+                break
+            lcs = _lcs(reference, span)
+            p, r = lcs / len(span), lcs / len(reference)
+            if p and r:
+                best = max(best, (1 + beta ** 2) * p * r / (r + beta ** 2 * p))
+    return best
+
+
 def _ngrams(words: list[str], n: int) -> Counter:
     return Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
 

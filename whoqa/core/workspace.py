@@ -202,6 +202,10 @@ class Workspace(_PathBase):
         """A book's BM25F Lucene index."""
         return Path(self, "index", "bm25f", book_id)
 
+    def book_vectors(self, book_id: str) -> Path:
+        """A book's MiniLM sentence vectors (whoqa.retrieval.passages.DenseIndex), beside its BM25F index."""
+        return Path(self, "index", "minilm", f"{book_id}.npy")
+
     def contexts_file(self, ranker: str, book_id: str) -> Path:
         return Path(self, "contexts", ranker, f"{book_id}.json")
 
@@ -218,6 +222,7 @@ class Workspace(_PathBase):
         def subfolders(folder: Path) -> list[str]:
             return sorted(d.name for d in folder.iterdir() if d.is_dir()) if folder.is_dir() else []
         return [self.artificial_questions(book_id), self.corpus_file(book_id), self.book_index(book_id),
+                self.book_vectors(book_id),
                 *(self.contexts_file(r, book_id) for r in subfolders(self.contexts)),
                 *(self.memory_arrays(lineage, book_id) for lineage in subfolders(self.memdata))]
 

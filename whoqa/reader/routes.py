@@ -20,6 +20,15 @@ from whoqa.core.metrics import normalize_text, paired_book_bootstrap, rouge_l
 from whoqa.core.seed import SEED
 
 QUESTION_WORDS = ("what", "who", "why", "how", "where", "when", "which")
+PASSAGELESS = ("none",)  # contexts of readers that read no passage of the book asked about
+
+
+def reads_the_book(context: str | None) -> bool:
+    """Whether a reader of this context reads the passages of the book it is asked about. One that does not (e.g.
+    fid[none], fid[none]+lookup: the question alone, prereading and lookup of other books) was measured on book folds
+    of the workspace's own books, where NarrativeQA's questions and answers repeat their phrasing: that score holds
+    for books like those only, so such a reader is served only for the workspace's training books."""
+    return (context or "bm25f") not in PASSAGELESS
 
 
 def question_word(question: str) -> str:

@@ -1,0 +1,84 @@
+"""Grounding a reader's answer in the passages it read: the sentences it rests on, or none.
+
+A small LLM writes fluent answers whether or not the passages hold them ("from a heart attack" when no passage says
+so). An answer is supported when some sentence of the passages holds it: the best ROUGE-L of the answer against a
+span of a passage sentence (`best_span_rouge_l`, both as `answer_tokens`: function words and punctuation dropped;
+the answer's words that only repeat the question's left out) reaches GroundingConfig.threshold. The threshold is
+chosen on the training books' questions, where the ROUGE-L of answered questions against the share answered is
+measured (docs/reader.md, docs/experiments/issue52/). An answer below it is withheld: whoqa says it did not find the
+answer in the book and shows the best passages' sentences.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from whoqa.core.metrics import best_span_rouge_l
+from whoqa.retrieval.passages import answer_tokens
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass
+class GroundingConfig:
+    threshold: float = 0.4  # support an answer needs to be shown: the best separation of answered from withheld
+    #                         ROUGE-L on 38 training-book questions (docs/reader.md: the coverage/ROUGE-L table)
+    sentences: int = 3  # sentences shown as what the answer rests on (or, not found, as the best passages)
+
+
+@dataclass
+class Ground:
+    sentence: int  # the book's sentence id
+    text: str  # its words joined by spaces
+    marks: list[tuple[int, int]]  # character offsets in text of the words it shares with the answer
+    support: float  # best-span ROUGE-L of the answer in it (0..1)
+
+
+def sentence_words_text(book, sid: int) -> str:
+    first, last = book.sentences[sid]
+    return " ".join(t.word for t in book.tokens[first:last])
+
+
+def new_words(answer: str, question: str = "") -> list[str]:
+    """The answer's tokens that the question does not already hold ("Lisbeth" for "What is Lisbeth's nickname?" is
+    no answer, and every passage about her would seem to hold it)."""
+    asked = set(answer_tokens(question)) if question else set()
+    return [t for t in answer_tokens(answer) if t not in asked]
+
+
+def support(answer: str, text: str, question: str = "") -> float:
+    """How well one text holds the answer: the best ROUGE-L of the answer's new words against a span of it (0..1)."""
+    return best_span_rouge_l(new_words(answer, question), answer_tokens(text))
+
+
+def shared_marks(text: str, answer: str, question: str = "") -> list[tuple[int, int]]:
+    """Offsets of the words of text that are also new content words of the answer (case and punctuation aside)."""
+    wanted = set(new_words(answer, question))
+    return [(m.start(), m.end()) for m in _WORD.finditer(text) if m.group().lower() in wanted]
+
+
+def ground(book, wins: list[list], answer: str | None, cfg: GroundingConfig | None = None,
+           question: str = "") -> tuple[float, list[Ground]]:
+    """(the answer's support: its best sentence's, the sentences to show): the passages' sentences ([[first, last,
+    score], ...] windows, best first) that hold the answer's words best (those not already in the question), marked;
+    with no answer or no support, the hit sentences of the best passages, so the reader sees what was found."""
+    cfg = cfg or GroundingConfig()
+    sids = list(dict.fromkeys(s for a, b, *_ in wins for s in range(int(a), int(b) + 1)))
+    if not sids:
+        return 0.0, []
+    texts = {s: sentence_words_text(book, s) for s in sids}
+    if not answer or not answer.strip():
+        return 0.0, [Ground(s, texts[s], [], 0.0) for s in sids[:cfg.sentences]]
+    scored = [(support(answer, texts[s], question), -i, s) for i, s in enumerate(sids)]
+    scored.sort(reverse=True)
+    best = scored[0][0]
+    if best < cfg.threshold:  # not found: what was read, best windows first
+        return best, [Ground(s, texts[s], shared_marks(texts[s], answer, question),
+                             support(answer, texts[s], question)) for s in _window_middles(wins, cfg.sentences)]
+    return best, [Ground(s, texts[s], shared_marks(texts[s], answer, question), sc)
+                  for sc, _, s in scored[:cfg.sentences] if sc > 0]
+
+
+def _window_middles(wins: list[list], n: int) -> list[int]:
+    """The middle sentence (the retrieval's hit) of each of the first n windows."""
+    return [(int(a) + int(b)) // 2 for a, b, *_ in wins[:n]]

@@ -1,0 +1,177 @@
+"""Passages for a question that is not about a character: retrieval for what the question asks, not its words.
+
+The stored BM25F contexts (whoqa.retrieval.bm25f) query with every word of the question, so "Where does Tom hide?"
+ranks sentences by "where" and "does" as much as by "hide": the passages an LLM then reads match the question's
+function words. Here the query keeps only the question's content words (question words, auxiliaries, pronouns and
+other stopwords weigh nothing) and the characters it names as their character ids, so that sentences mentioning them
+through a resolved pronoun count too. A dense retriever (the bundled MiniLM, mean-pooled sentence vectors) can be
+fused with it by reciprocal rank fusion. Which of these serves is `PassageConfig`'s default, chosen by the recall of
+answer-bearing windows on the shared books (docs/experiments/issue52/, docs/reader.md).
+
+The Who path and the stored contexts keep `question_windows`: models were trained and measured on those.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from whoqa.core.book import Book, atomic_write
+from whoqa.core.names import name_spans
+from whoqa.retrieval.bm25f import RetrievalConfig, question_fields, question_windows, windows
+
+log = logging.getLogger(__name__)
+
+QUERIES = ("question", "content")  # every word of the question (the stored contexts' query) | its content words
+FUSIONS = ("bm25f", "rrf", "dense")  # BM25F alone | BM25F and MiniLM by reciprocal rank fusion | MiniLM alone
+# Words that hold a sentence together, not what it is about (lowercase, Lucene's tokens).
+FUNCTION_WORDS = frozenset("""
+what whats which who whom whose where when why how whether
+is are was were be been being am do does did done doing have has had having will would shall should can could
+may might must ought get gets got getting
+a an the this that these those there here then than so such very too also just only even ever
+of to in on at by for with from into onto upon about above below over under after before during while until
+through throughout between among against without within along across around toward towards off out up down
+and or but nor not no yes if as because though although since unless whereas
+i me my mine myself you your yours yourself he him his himself she her hers herself it its itself we us our ours
+they them their theirs themselves one ones someone somebody something anyone anything everyone everything
+many much more most some any all each every other another own same several
+""".split())
+# ... and, in a question, the words that only frame what kind of answer is wanted.
+STOPWORDS = FUNCTION_WORDS | frozenset("name named kind type sort way happen happens happened happening story book "
+                                       "novel play chapter end mr mrs ms dr".split())
+
+
+@dataclass
+class PassageConfig:
+    query: str = "content"  # question | content (QUERIES)
+    fusion: str = "rrf"  # bm25f | rrf | dense (FUSIONS): rrf had the best recall@5 of an answer-bearing window on
+    #                      246 non-Who questions of 10 shared books (docs/experiments/issue52/recall.json)
+    rrf_k: int = 60  # reciprocal rank fusion's constant (Cormack et al. 2009): score = sum 1 / (k + rank)
+    dense_pool: int = 1000  # sentences the dense ranking contributes
+
+
+def content_words(text: str) -> str:
+    """The words of `text` that say what it is about: stopwords and question words dropped (case kept)."""
+    return " ".join(w for w in text.split() if w.strip("?!.,;:'\"()").lower().replace("'s", "") not in STOPWORDS
+                    and any(c.isalnum() for c in w))
+
+
+def answer_tokens(text: str) -> list[str]:
+    """An answer's or a passage's tokens for matching (normalize_text's, lowercase): function words and punctuation
+    dropped, unless nothing else is left (an answer of function words alone keeps its words)."""
+    from whoqa.core.metrics import normalize_text
+    tokens = [t for t in normalize_text(text).split() if t[0].isalnum()]
+    content = [t for t in tokens if t not in FUNCTION_WORDS]
+    return content or tokens
+
+
+def content_query(question: str, aliases, spans: list | None = None) -> tuple[str, str]:
+    """(content words, character ids) of a question: named characters as their ids, question words and stopwords
+    dropped."""
+    words, chars = question_fields(question, aliases, spans)
+    return content_words(words), chars
+
+
+def sentence_text(book: Book, sid: int) -> str:
+    a, b = book.sentences[sid]
+    return " ".join(t.word for t in book.tokens[a:b])
+
+
+@lru_cache(maxsize=2)
+def _encoder(path: str, device: str | None):
+    from transformers import AutoModel, AutoTokenizer
+    from whoqa.core.device import as_device
+    return AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval().to(as_device(device))
+
+
+def encode(texts: list[str], device: str | None = None, batch_size: int = 64):
+    """Mean-pooled, normalised MiniLM vectors of texts (float32 numpy, (len(texts), 384)); the model loads once."""
+    import numpy as np
+    import torch
+    from whoqa.core.minilm import bundled_minilm
+    tok, model = _encoder(bundled_minilm("use PassageConfig.fusion 'bm25f'"), device)
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(texts), batch_size):
+            enc = tok(texts[i:i + batch_size], padding=True, truncation=True, max_length=128,
+                      return_tensors="pt").to(model.device)
+            hidden = model(**enc).last_hidden_state  # (batch, seq, hidden)
+            mask = enc["attention_mask"].unsqueeze(-1).float()  # (batch, seq, 1)
+            vec = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # (batch, hidden)
+            out.append(torch.nn.functional.normalize(vec, dim=-1).cpu().numpy())
+    return np.concatenate(out).astype(np.float32) if out else np.zeros((0, model.config.hidden_size), np.float32)
+
+
+class DenseIndex:
+    """A book's sentence vectors, encoded once and kept as a .npy beside its BM25F index (a cache derived from the
+    book: rebuilt when missing, damaged or shorter than the book; a book cut by --upto reads only its own prefix)."""
+
+    def __init__(self, book: Book, path: Path, device: str | None = None):
+        import numpy as np
+        self.device = device
+        n = len(book.sentences)
+        vectors = None
+        if Path(path).is_file():
+            try:
+                vectors = np.load(path)
+            except (OSError, ValueError):
+                vectors = None
+        if vectors is None or vectors.ndim != 2 or vectors.shape[0] < n:  # (a book cut by --upto reads a prefix)
+            vectors = encode([sentence_text(book, s) for s in range(n)], device)
+            import io
+            buf = io.BytesIO()
+            np.save(buf, vectors)
+            atomic_write(Path(path), buf.getvalue())
+        self.vectors = vectors[:n]  # (sentences, 384): none after a cut (--upto)
+        self._asked: dict[str, object] = {}  # text -> its vector (a question is searched by several configs)
+
+    def search(self, text: str, k: int) -> list[tuple[int, float]]:
+        """(sentence id, cosine) of the k sentences closest to text, best first."""
+        import numpy as np
+        if not len(self.vectors) or not text.strip():
+            return []
+        if text not in self._asked:
+            self._asked = {text: encode([text], self.device)[0]}
+        scores = self.vectors @ self._asked[text]  # (sentences,)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(int(s), float(scores[s])) for s in top]
+
+
+def rrf(*rankings: list[tuple[int, float]], k: int = 60) -> list[tuple[int, float]]:
+    """Reciprocal rank fusion of sentence rankings: each sentence scores sum 1 / (k + rank) (rank from 1); ties keep
+    the first ranking's order."""
+    score: dict[int, float] = {}
+    for ranking in rankings:
+        for r, (sid, _) in enumerate(ranking, start=1):
+            score[sid] = score.get(sid, 0.0) + 1.0 / (k + r)
+    order = {sid: i for i, sid in enumerate(dict.fromkeys(s for ranking in rankings for s, _ in ranking))}
+    return sorted(score.items(), key=lambda x: (-x[1], order[x[0]]))
+
+
+def passage_windows(opened: tuple, question: str, cfg: PassageConfig | None = None, dense: DenseIndex | None = None,
+                    rcfg: RetrievalConfig | None = None, spans: list | None = None) -> list[list]:
+    """A non-Who question's windows ([[first, last, score], ...], rank order, as `question_windows`) in an opened
+    book ((Book, AliasIndex, BM25FIndex)); `dense`: the book's DenseIndex where cfg.fusion needs one."""
+    cfg, rcfg = cfg or PassageConfig(), rcfg or RetrievalConfig()
+    if cfg.query not in QUERIES or cfg.fusion not in FUSIONS:
+        raise ValueError(f"unknown passage retrieval {cfg.query!r}/{cfg.fusion!r}: use query in {QUERIES}, fusion in "
+                         f"{FUSIONS}")
+    book, aliases, index = opened
+    spans = spans if spans is not None else name_spans(question, aliases)
+    if cfg.fusion == "bm25f" and cfg.query == "question":
+        return question_windows(index, question, aliases, len(book.sentences), rcfg, spans)
+    if cfg.fusion != "bm25f" and dense is None:
+        raise ValueError(f"passage fusion {cfg.fusion!r} needs the book's DenseIndex")
+    words, chars = content_query(question, aliases, spans) if cfg.query == "content" else \
+        question_fields(question, aliases, spans)
+    ranked = index.search(words, chars, rcfg.pool)
+    if not ranked and cfg.query == "content":  # only function words (and no character): the whole question
+        ranked = index.search(*question_fields(question, aliases, spans), rcfg.pool)
+    if not ranked and cfg.fusion == "bm25f":  # no word of the question is in the book: nothing to read
+        return []
+    if cfg.fusion != "bm25f":  # (with no word matched, the MiniLM ranking alone: "feline siblings" finds kittens)
+        near = dense.search(question, cfg.dense_pool)
+        ranked = near if cfg.fusion == "dense" else rrf(ranked, near, k=cfg.rrf_k)
+    return windows(ranked, rcfg.context_sentences, len(book.sentences), rcfg.window)
