@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import os
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -43,8 +45,18 @@ def default(cls, name: str):
 
 
 def _fail(msg: str) -> None:
-    typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
+    typer.secho(f"error: {shown(msg)}", fg=typer.colors.RED, err=True)
     raise typer.Exit(2)
+
+
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text) -> str:
+    """Text from a book (or a file name) made safe for the terminal: control characters, escape sequences among them,
+    and bidirectional overrides shown as \\xNN / \\uNNNN instead of acting on the terminal."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                       str(text))
 
 
 def _stage(fn, *args, **kwargs):
@@ -85,7 +97,9 @@ def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logg
 
 @app.command()
 def prepare(
-    data: Path = typer.Option(DEFAULT_DATA, help="NarrativeQA-layout folder (narrativeqa/*.csv, books/)."),
+    data: Optional[Path] = typer.Option(None, help="NarrativeQA-layout folder (narrativeqa/*.csv, books/); default: "
+                                                   "the one the workspace's books came from (recorded), "
+                                                   f"{DEFAULT_DATA} for a new workspace."),
     workspace: Path = typer.Option(Path("ws"), help="Workspace folder for every stage's artifacts."),
     book: Optional[List[str]] = typer.Option(None, help="Only these document ids (repeatable)."),
     engine: str = typer.Option(default(PrepareConfig, "engine"), help="; ".join(
@@ -116,8 +130,9 @@ def prepare(
                                                          "$RAY_ADDRESS, else auto)."),
 ):
     """Books -> sentences, parses, characters and coreference, as BookNLP-format files under WS/books/<id>/."""
-    from data_prep.prepare import Interrupted, prepare as run
-    cfg = PrepareConfig(data=str(data), workspace=str(workspace), books=list(book or []), engine=engine,
+    from data_prep.prepare import Interrupted, prepare as run, source_for
+    data, books = _stage(source_for, workspace, data, list(book or []), DEFAULT_DATA)
+    cfg = PrepareConfig(data=data, workspace=str(workspace), books=books, engine=engine,
                         resolver=resolver, jobs=jobs,
                         unlabeled=unlabeled, booknlp_python=booknlp_python, booknlp_models=booknlp_models,
                         max_books=max_books, artificial=artificial, embeddings=embeddings,
@@ -455,8 +470,10 @@ def ask(
     """Ask a book a question: a prepared book (--book), any text file (--text) or a NarrativeQA folder's book (--data
     --book). Who questions: the book's characters ranked, with calibrated probabilities and the sentences that mention
     the answer; other questions: a reader's answer and the passages it read. The route is printed with its reason."""
-    from whoqa.service import Service
-    svc = Service(workspace, ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model, top=top))
+    from whoqa.service import Service, check_request
+    cfg = ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model, top=top)
+    question = _stage(check_request, question, route, cfg)  # before a book is prepared for it
+    svc = Service(workspace, cfg)
     book_id = _stage(svc.intake, text, data, book)
     ans = _stage(svc.answer, book_id, question, route)
     _stage(show_answer, ans, out, as_json, text)
@@ -473,14 +490,14 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path]) -
         typer.echo(json.dumps(doc, indent=1))
         return
     if text is not None:
-        typer.echo(f"book {ans.book} ({text})", err=True)
-    typer.echo(f"({ans.route}: {ans.model}; {ans.reason})", err=True)
+        typer.echo(f"book {ans.book} ({shown(text)})", err=True)
+    typer.echo(f"({ans.route}: {shown(ans.model)}; {shown(ans.reason)})", err=True)
     for w in ans.warnings:
-        typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
-    if ans.kind == "reader":
-        typer.echo(ans.answer)
+        typer.secho(f"warning: {shown(w)}", fg=typer.colors.YELLOW, err=True)
+    if ans.kind == "reader":  # (everything from the book goes through `shown`: its escape sequences never act)
+        typer.echo(shown(ans.answer))
         for p in ans.passages[:3]:
-            typer.echo(f"  | {p[:300]}")
+            typer.echo(f"  | {shown(p[:300])}")
         return
     cal = ans.calibration or {}
     if "temperature" in cal:
@@ -490,16 +507,17 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path]) -
         typer.echo(f"(probabilities by {cal['by']}: fit on {cal['questions']} questions of {cal['fit_of']}"
                    + (f", cross-validated ECE {cal['ece']:.3f}" if cal.get("ece") is not None else "") + ")", err=True)
     for i, c in enumerate(ans.characters, 1):
-        typer.echo((f"{c.probability:6.1%}  {c.name}" if c.probability is not None else f"{i:>5}.  {c.name}")
+        name = shown(c.name)
+        typer.echo((f"{c.probability:6.1%}  {name}" if c.probability is not None else f"{i:>5}.  {name}")
                    + (f"   (LLM {c.llm:.1%} of the names it read)" if c.llm is not None else ""))
     for e in ans.evidence:  # sentences that mention the answer, its mentions in bold
         marked, last = "", 0
         for a, b in e.marks:
-            marked += e.text[last:a] + typer.style(e.text[a:b], bold=True, underline=True)
+            marked += shown(e.text[last:a]) + typer.style(shown(e.text[a:b]), bold=True, underline=True)
             last = b
-        typer.echo(f"  | {marked + e.text[last:]}")
+        typer.echo(f"  | {marked + shown(e.text[last:])}")
     for e in ans.attention:
-        typer.echo(f"  attention {e.attention:.2f}: {e.text[:200]}")
+        typer.echo(f"  attention {e.attention:.2f}: {shown(e.text[:200])}")
 
 
 @app.command()
@@ -630,6 +648,9 @@ def serve(
     from whoqa.web.app import ServeConfig, serve as run
     if not Path(workspace).is_dir():
         _fail(f"workspace {workspace} not found: run `whoqa prepare` (or the main job) first, or pass --workspace")
+    if not read_only and not os.access(workspace, os.W_OK):  # a read-only mount: say so now, not on the first upload
+        _fail(f"workspace {workspace} is not writable (a read-only disk, or another user's): serve it with "
+              f"`whoqa serve --read-only`")
     typer.echo(f"whoqa: serving {workspace} on http://{host}:{port}/ (API docs: /docs){' read-only' if read_only else ''}")
     run(ServeConfig(workspace=str(workspace), host=host, port=port, read_only=read_only, max_upload_mb=max_upload_mb,
                     device=device, llm=llm, allow_hosts=list(allow_host)))
