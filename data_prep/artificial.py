@@ -27,7 +27,7 @@ from whoqa.core.book import Book, Token, char_token, span_head
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
 from data_prep.coref import quote_ids
-from whoqa.core.artifacts import DamagedArtifact, problem, record_checksum, verify_checksum
+from whoqa.core.artifacts import DamagedArtifact, forget_checksum, problem, record_checksum, verify_checksum
 import random
 
 INDEFINITE = {"a", "an", "another", "some", "any", "one", "each", "every", "either"}
@@ -258,6 +258,7 @@ def write_questions(path: Path, questions: list[dict]) -> None:
     text = "".join(json.dumps(q, separators=(",", ":")) + "\n" for q in questions)
     with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
         f.write(text.encode("utf-8"))  # no time or name in the header: the same questions are the same bytes
+    forget_checksum(path)
     os.replace(tmp, path)
     record_checksum(path)  # <id>.jsonl.gz.sha256: `whoqa check` and `read_questions` compare
 

@@ -25,7 +25,7 @@ from whoqa.core.book import Book, atomic_write
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
 import hashlib
-from whoqa.core.artifacts import load_binary, record_checksum
+from whoqa.core.artifacts import forget_checksum, load_binary, record_checksum
 
 log = logging.getLogger(__name__)
 CHAR_PREFIX = "CHAR_"
@@ -88,6 +88,7 @@ def _save(model, out: Path, state: dict) -> None:
         for tmp in [out / "word2vec.tmp", *out.glob("word2vec.tmp.*")]:
             tmp.unlink(missing_ok=True)
         raise
+    forget_checksum(out / "word2vec.model")
     os.replace(out / "word2vec.tmp", out / "word2vec.model")
     arrays = []
     for extra in out.glob("word2vec.tmp.*"):  # gensim writes big arrays beside the file

@@ -273,6 +273,7 @@ def test_a_read_only_server_writes_nothing(dd_ws):
     before = state()
     c = _client(dd_ws, read_only=True)
     assert c.get("/api/books").json()[0]["words"] > 5000
+    assert c.get(f"/api/books/{DYING_DETECTIVE}/characters").json()[0]["mentions"] > 0  # the cast needs no index
     r = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": "Who poisons Holmes with a box?"})
     assert r.status_code == 409 and "no BM25F index" in r.json()["error"] and "whoqa index" in r.json()["error"]
     assert state() == before

@@ -89,8 +89,15 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def forget_checksum(path: Path) -> None:
+    """Drop an artifact's record before the artifact is replaced: a writer killed between the two then leaves a file
+    with no record (not checked) rather than a record of the old bytes (taken for damage)."""
+    checksum_file(path).unlink(missing_ok=True)
+
+
 def record_checksum(path: Path, *beside: Path) -> None:
-    """Record the sha256 of a binary artifact just written (and of the files written with it, e.g. gensim's arrays)."""
+    """Record the sha256 of a binary artifact just written (and of the files written with it, e.g. gensim's arrays);
+    its writer calls `forget_checksum` before replacing it."""
     import os
     import uuid
     path = Path(path)

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from whoqa.core.artifacts import DamagedArtifact, load_binary, record_checksum
+from whoqa.core.artifacts import DamagedArtifact, forget_checksum, load_binary, record_checksum
 from whoqa.core.seed import set_seed
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.config import AdaptConfig
@@ -122,6 +122,7 @@ def cached_adapt(model, model_dir: Path, workspace: Path, book_id: str, vocab, b
         return rows, vectors, stats
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"key": key, "rows": rows, "vectors": vectors, "stats": stats}, path.with_suffix(".tmp"))
+    forget_checksum(path)
     path.with_suffix(".tmp").replace(path)
     record_checksum(path)
     return rows, vectors, stats

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from whoqa.core.artifacts import DamagedArtifact, problem, record_checksum, verify_checksum
+from whoqa.core.artifacts import DamagedArtifact, forget_checksum, problem, record_checksum, verify_checksum
 from whoqa.core.book import atomic_write
 from whoqa.memnet.config import saved_config
 from whoqa.memnet.model import KVMemNet, MemNetConfig
@@ -38,6 +38,7 @@ def save_model(model: KVMemNet, folder: Path, config: dict, stats: dict, vocab, 
     if rows is not None and not model.embed.weight.requires_grad:  # frozen rows past the pretrained ones are word2vec's
         state["embed.weight"] = state["embed.weight"][:rows]  # (rows, d): loading takes the rest from the vectors
     torch.save(state, folder / "model.tmp")
+    forget_checksum(folder / "model.pt")
     os.replace(folder / "model.tmp", folder / "model.pt")
     record_checksum(folder / "model.pt")  # (model.pt.sha256: `whoqa check` and `load_model` compare)
     extra = {"identity": prov["identity"], "inputs": prov["inputs"]} if prov else {}

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from whoqa.core.artifacts import load_binary, record_checksum
+from whoqa.core.artifacts import forget_checksum, load_binary, record_checksum
 from whoqa.core.book import Book
 from data_prep.embeddings import scoped
 from whoqa.core.names import name_spans
@@ -129,6 +129,7 @@ def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     tmp = cache.with_name(f"{cache.stem}.tmp-{os.getpid()}.npz")  # per process: two commands may build it at once
     np.savez(tmp, sentences=arrays.sentences, values=arrays.values, candidates=arrays.candidates,
              char_ids=arrays.char_ids, counts=arrays.counts, roles=arrays.roles)
+    forget_checksum(cache)
     tmp.replace(cache)
     record_checksum(cache)
     return arrays

@@ -36,7 +36,7 @@ from data_prep.who_set import load_texts
 from whoqa.core.artifacts import DamagedArtifact, problem, read_cache, read_json
 from whoqa.core.book import Book, BookFormatError, atomic_write, is_done
 from whoqa.core.jobs import process_alive, process_identity
-from whoqa.core.workspace import Workspace, locked, serve_read_only
+from whoqa.core.workspace import ReadOnly, Workspace, locked, serve_read_only
 from whoqa.service import Service as Answers, ServiceConfig
 from whoqa.core.book import read_characters
 from data_prep.addbook import read_book_text, text_book_id
@@ -119,8 +119,13 @@ class Service:
         return book_id
 
     def book(self, book_id: str) -> Book:
-        """A book, read once by the answering service (which keeps the few most recent)."""
-        return self.answers.book(self.book_id(book_id))
+        """A book, read once by the answering service (which keeps the few most recent). Served read-only, a book
+        without its index is still read for its cast (answers need the index, and say so)."""
+        book_id = self.book_id(book_id)
+        try:
+            return self.answers.book(book_id)
+        except ReadOnly:
+            return Book.load(self.ws.books / book_id, book_id)
 
     def summary(self, book_id: str) -> dict:
         """Title, words, sentences and characters of a book, read without loading it and kept beside it
