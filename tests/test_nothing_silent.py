@@ -221,6 +221,60 @@ def test_a_job_whose_server_died_is_marked_failed_and_its_partial_book_removed(d
     assert [b["id"] for b in c.get("/api/books").json()] == [DYING_DETECTIVE]
 
 
+def test_kill_9_of_the_server_mid_upload_then_a_restart(dd_ws, tmp_path):
+    """The real thing: a server killed with SIGKILL while it processes an upload leaves the job 'running' and a
+    partial book; the next server marks the job failed and removes the partial book."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import httpx
+    from tests.test_any_book import STORY
+    root = Path(__file__).resolve().parents[1]
+
+    def start():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen([sys.executable, str(root / "cli.py"), "serve", "--workspace", str(dd_ws), "--port",
+                                 str(port), "--llm", "none"], cwd=root, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env={**os.environ, "WHOQA_NO_PROGRESS": "1"})
+        c = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"X-Whoqa": "test"}, timeout=30)
+        for _ in range(300):
+            try:
+                c.get("/api/books")
+                return proc, c
+            except httpx.TransportError:
+                time.sleep(0.1)
+        proc.kill()
+        raise AssertionError("the server did not start")
+    proc, c = start()
+    try:
+        job = c.post("/api/books", files={"file": ("story.txt", (STORY * 30).encode(), "text/plain")}).json()
+        t0 = time.time()
+        while c.get(f"/api/jobs/{job['id']}").json()["state"] != "running" and time.time() - t0 < 60:
+            time.sleep(0.05)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    left = json.loads((dd_ws / "jobs" / f"{job['id']}.json").read_text())
+    if left["state"] != "running":
+        pytest.skip(f"the upload was {left['state']} before the kill: nothing was cut short")
+    proc, c = start()
+    try:
+        got = c.get(f"/api/jobs/{job['id']}").json()
+        assert got["state"] == "failed" and "server stopped" in got["error"], got
+        t0 = time.time()
+        while (dd_ws / "books" / job["book"]).exists() and time.time() - t0 < 60:
+            time.sleep(0.2)
+        assert not (dd_ws / "books" / job["book"]).exists()
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 # --- 5. limits enforced while receiving --------------------------------------------------------------------------
 def test_bodies_over_their_limit_are_refused_while_they_arrive(dd_ws):
     """An upload larger than the limit is refused with 413 from its Content-Length, and a chunked one (no length) as
