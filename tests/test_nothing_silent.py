@@ -133,6 +133,22 @@ def test_a_changed_ensemble_member_is_named_by_check_and_by_ask(trained, tmp_pat
     _one_line(r, 2, "trial1", "sha256", "train --final")
 
 
+def test_a_saved_reader_carries_a_checksum_its_loader_and_check_verify(tiny_reader_path, tmp_path):
+    from whoqa.core.artifacts import DamagedArtifact
+    from whoqa.reader.model import READER_FILE, FiDReader
+    ws = tmp_path / "ws"
+    folder = ws / "models" / "reader" / "tiny" / "final"
+    FiDReader.load(tiny_reader_path, device="cpu").save(folder, {"config": {}})
+    assert (folder / f"{READER_FILE}.sha256").is_file()
+    FiDReader.load(str(folder), device="cpu")
+    weights = next(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin"))
+    _flip(weights, 0.9)
+    with pytest.raises(DamagedArtifact, match=weights.name):
+        FiDReader.load(str(folder), device="cpu")
+    r = run(app, ["check", "--workspace", str(ws)])
+    assert r.exit_code == 1 and weights.name in r.output and "train it again" in r.output, r.output
+
+
 def test_empty_word_vectors_are_named_and_a_failed_new_book_leaves_nothing(dd_ws, tmp_path):
     """A 0-byte word2vec.model: `ask --text` of a new book stops with one line naming it (not "Aborted."), and the
     book whose fold-in failed is not left half-made in books/ (nor its questions or corpus)."""

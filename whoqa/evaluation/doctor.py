@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from whoqa.core.artifacts import DamagedArtifact, load_binary, problem, read_cache, read_json
+from whoqa.core.artifacts import DamagedArtifact, load_binary, problem, read_cache, read_json, verify_checksum
 from whoqa.core.workspace import Workspace
 import numpy as np
 from data_prep.artificial import read_questions
@@ -45,6 +45,7 @@ def _json(path: Path) -> None:
 def check(workspace: str | Path) -> tuple[int, list[Finding]]:
     """(artifacts checked, findings) of a workspace."""
     import torch
+    from whoqa.reader.model import READER_FILE
     ws = Workspace(workspace)
     if not Path(workspace).is_dir():
         raise FileNotFoundError(f"workspace {workspace} not found")
@@ -116,6 +117,9 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
         probe(model, lambda p: load_binary(p, lambda q: torch.load(q, map_location="cpu"), ""), retrain, MODEL)
         if (model.parent / "config.json").is_file() or model.parent == top:
             probe(model.parent / "config.json", _json, retrain, MODEL)
+    for record in sorted(ws.models.rglob(READER_FILE)) if ws.models.is_dir() else []:  # saved readers' files
+        probe(record, lambda p: verify_checksum(p, ""), f"delete {shlex.quote(str(record.parent))} and train it again "
+                                                        f"(`whoqa reader ...` with the options in {record})", MODEL)
     for f in files(ws.results, "*.json"):
         probe(f, _json, f"`whoqa eval --workspace {workspace}`", DERIVED)
     for f in sorted(ws.adapted.rglob("*.pt")) if ws.adapted.is_dir() else []:
