@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import os
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -44,8 +46,18 @@ def default(cls, name: str):
 
 
 def _fail(msg: str) -> None:
-    typer.secho(f"error: {msg}", fg=typer.colors.RED, err=True)
+    typer.secho(f"error: {shown(msg)}", fg=typer.colors.RED, err=True)
     raise typer.Exit(2)
+
+
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text) -> str:
+    """Text from a book (or a file name) made safe for the terminal: control characters, escape sequences among them,
+    and bidirectional overrides shown as \\xNN / \\uNNNN instead of acting on the terminal."""
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                       str(text))
 
 
 def _stage(fn, *args, **kwargs):
@@ -88,7 +100,9 @@ def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logg
 
 @app.command()
 def prepare(
-    data: Path = typer.Option(DEFAULT_DATA, help="NarrativeQA-layout folder (narrativeqa/*.csv, books/)."),
+    data: Optional[Path] = typer.Option(None, help="NarrativeQA-layout folder (narrativeqa/*.csv, books/); default: "
+                                                   "the one the workspace's books came from (recorded), "
+                                                   f"{DEFAULT_DATA} for a new workspace."),
     workspace: Path = typer.Option(Path("ws"), help="Workspace folder for every stage's artifacts."),
     book: Optional[List[str]] = typer.Option(None, help="Only these document ids (repeatable)."),
     engine: str = typer.Option(default(PrepareConfig, "engine"), help="; ".join(
@@ -122,13 +136,14 @@ def prepare(
                                                          "engine the workspace recorded."),
 ):
     """Books -> sentences, parses, characters and coreference, as BookNLP-format files under WS/books/<id>/."""
-    from data_prep.prepare import Interrupted, prepare as run
+    from data_prep.prepare import Interrupted, prepare as run, source_for
     if text:
         from data_prep.addbook import add_text
         for path in text:
-            typer.echo(f"book {_stage(add_text, workspace, path)} <- {path}")
+            typer.echo(f"book {_stage(add_text, workspace, path)} <- {shown(path)}")
         return
-    cfg = PrepareConfig(data=str(data), workspace=str(workspace), books=list(book or []), engine=engine,
+    data, books = _stage(source_for, workspace, data, list(book or []), DEFAULT_DATA)
+    cfg = PrepareConfig(data=data, workspace=str(workspace), books=books, engine=engine,
                         resolver=resolver, jobs=jobs,
                         unlabeled=unlabeled, booknlp_python=booknlp_python, booknlp_models=booknlp_models,
                         max_books=max_books, artificial=artificial, embeddings=embeddings,
@@ -503,10 +518,11 @@ def ask(
     """Ask a book a question: `whoqa ask BOOK "QUESTION"` with BOOK a file (text, EPUB, HTML) or a book's id; or
     --book ID, --text FILE, --data DIR --book ID. Who questions: the book's characters ranked, with how sure it is and
     the sentences that mention the answer; other questions: a reader's answer and the passages it read."""
-    from whoqa.service import Service
+    from whoqa.service import Service, check_request
     given, book, question = _book_and_question(book_or_question, question, book, text, data)
-    svc = Service(_home(workspace), ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model,
-                                                  top=top))
+    cfg = ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model, top=top)
+    question = _stage(check_request, question, route, cfg)  # before a book is prepared for it
+    svc = Service(_home(workspace), cfg)
     verbose = verbose or VERBOSE["on"]
     svc.stages = Stages(on=not as_json)
     if given is not None:
@@ -624,7 +640,7 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path], v
     if verbose:
         _show_internals(ans, text)
     for w in ans.warnings:
-        typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
+        typer.secho(f"warning: {shown(w)}", fg=typer.colors.YELLOW, err=True)
     if ans.upto:
         typer.echo(f"(from the book up to {ans.upto['spec']}: its first {ans.upto['sentences']:,} of "
                    f"{ans.upto['of']:,} sentences, {ans.upto['sentences'] / ans.upto['of']:.0%})")
@@ -632,30 +648,31 @@ def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path], v
         if ans.found is False:
             typer.echo("whoqa did not find the answer in the book. The best passages it found:")
             if verbose:
-                typer.echo(f"(the reader's answer {ans.withheld!r} is in no sentence of them: support "
+                typer.echo(f"(the reader's answer {shown(repr(ans.withheld))} is in no sentence of them: support "
                            f"{ans.support:.2f})", err=True)
         else:
-            typer.echo(ans.answer)
+            typer.echo(shown(ans.answer))
             if ans.why:
-                typer.echo(f"Why: {'; '.join(ans.why)}.")
+                typer.echo(f"Why: {shown('; '.join(ans.why))}.")
         for e in ans.grounds:  # the sentences it rests on, the words shared with the answer in bold
             typer.echo(f"  | {marked(e.text, e.marks)}")
         if not ans.grounds:
             for p in ans.passages[:3]:
                 p = _quotes(p)
-                typer.echo(f"  | {p[:300]}{'...' if len(p) > 300 else ''}")
+                typer.echo(f"  | {shown(p[:300])}{'...' if len(p) > 300 else ''}")
         return
     if ans.characters:
-        typer.echo(_headline(ans.characters[0]))
+        typer.echo(shown(_headline(ans.characters[0])))
     for i, c in enumerate(ans.characters, 1):
-        typer.echo((f"{c.probability:6.1%}  {c.name}" if c.probability is not None else f"{i:>5}.  {c.name}")
+        name = shown(c.name)
+        typer.echo((f"{c.probability:6.1%}  {name}" if c.probability is not None else f"{i:>5}.  {name}")
                    + (f"   (LLM {c.llm:.1%} of the names it read)" if verbose and c.llm is not None else ""))
     if ans.why:
-        typer.echo(f"Why: {'; '.join(ans.why)}.")
+        typer.echo(f"Why: {shown('; '.join(ans.why))}.")
     for e in ans.evidence:  # sentences that mention the answer, its mentions in bold
         typer.echo(f"  | {marked(e.text, e.marks)}")
     for e in ans.attention if verbose else ():
-        typer.echo(f"  attention {e.attention:.2f}: {e.text[:200]}")
+        typer.echo(f"  attention {e.attention:.2f}: {shown(e.text[:200])}")
 
 
 def _quotes(text: str) -> str:
@@ -683,8 +700,8 @@ def _headline(top) -> str:
 def _show_internals(ans, text: Optional[Path]) -> None:
     """The route, the model and why it was chosen, and where the probabilities' scale comes from (--verbose)."""
     if text is not None:
-        typer.echo(f"book {ans.book} ({text})", err=True)
-    typer.echo(f"({ans.route}: {ans.model}; {ans.reason})", err=True)
+        typer.echo(f"book {ans.book} ({shown(text)})", err=True)
+    typer.echo(f"({ans.route}: {shown(ans.model)}; {shown(ans.reason)})", err=True)
     cal = ans.calibration or {}
     if "temperature" in cal:
         typer.echo(f"(probabilities at temperature {cal['temperature']:.2f}, fit on the held-out folds of run "
@@ -696,12 +713,13 @@ def _show_internals(ans, text: Optional[Path]) -> None:
 
 
 def marked(text: str, marks: list) -> str:
-    """text with the character ranges `marks` in bold and underlined (on a terminal)."""
+    """text from a book with the character ranges `marks` in bold and underlined (on a terminal); everything through
+    `shown`, so its escape sequences never act."""
     out, last = "", 0
     for a, b in marks:
-        out += text[last:a] + typer.style(text[a:b], bold=True, underline=True)
+        out += shown(text[last:a]) + typer.style(shown(text[a:b]), bold=True, underline=True)
         last = b
-    return out + text[last:]
+    return out + shown(text[last:])
 
 
 @app.command()
@@ -839,6 +857,9 @@ def serve(
     from whoqa.web.app import ServeConfig, serve as run
     if not Path(workspace).is_dir():
         _fail(f"workspace {workspace} not found: run `whoqa prepare` (or the main job) first, or pass --workspace")
+    if not read_only and not os.access(workspace, os.W_OK):  # a read-only mount: say so now, not on the first upload
+        _fail(f"workspace {workspace} is not writable (a read-only disk, or another user's): serve it with "
+              f"`whoqa serve --read-only`")
     typer.echo(f"whoqa: serving {workspace} on http://{host}:{port}/ (API docs: /docs){' read-only' if read_only else ''}")
     run(ServeConfig(workspace=str(workspace), host=host, port=port, read_only=read_only, max_upload_mb=max_upload_mb,
                     device=device, llm=llm, allow_hosts=list(allow_host)))

@@ -24,7 +24,7 @@ from whoqa.core.book import read_characters
 from whoqa.core.seed import hash_seed_fixed
 from data_prep.embeddings import read_state
 from data_prep.prepare import PrepareConfig, prepare
-from data_prep.prepare import derive
+from data_prep.prepare import derive, forget_derived
 from data_prep.embeddings import fold_in
 
 log = logging.getLogger(__name__)
@@ -32,8 +32,10 @@ log = logging.getLogger(__name__)
 
 def read_book_text(path: Path) -> str:
     """A book file's text: plain text, EPUB (spine order, chapter titles kept) or HTML, by its suffix; refuses
-    (DataError, naming it) what is missing, empty, binary, undecodable, DRM-protected or damaged."""
+    (DataError, naming it) what is missing, a folder, empty, binary, undecodable, DRM-protected or damaged."""
     from data_prep.epub import EPUB_SUFFIXES, HTML_SUFFIXES, read_epub, read_html
+    if Path(path).is_dir():
+        raise DataError(f"{path} is a folder, not a file: pass a book file (plain text, EPUB or HTML)")
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path} not found: give a book file (plain text, EPUB or HTML)")
     suffix = Path(path).suffix.lower()
@@ -67,39 +69,50 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
     book_id = text_book_id(body)
     with locked(ws):
         folder = ws.books / book_id
-        if not is_done(folder, book_id):
-            identity = None
-            if engine is None:
-                stages.stage("loading the language parser")
-                engine, identity = recorded_engine(ws)
-            if not hash_seed_fixed():
-                log.warning("this Python hashes strings at random (PYTHONHASHSEED unset): book %s may get other "
-                            "characters than `whoqa prepare` would give it; start Python with PYTHONHASHSEED=0",
-                            book_id)
-            try:
-                if identity is not None:
-                    atomic_write(folder / SOURCE_FILE, json.dumps({"text": str(Path(path).resolve()),
-                                                                   "made_by": identity}))
-                words = len(re.findall(r"\w+|[^\w\s]", body))  # about the parser's tokens
-                process_text(body, book_id, ws.books, engine,
-                             stages.stage("finding the characters", words, "word"))
-                if not read_characters(folder / f"{book_id}.book"):
-                    raise DataError(f"{path}: no person was found in it, so it has no characters to answer Who "
-                                    f"questions with; it was not added")
-            except BaseException:
-                shutil.rmtree(folder, ignore_errors=True)  # nothing half-made, and no book without characters
-                raise
-        timings["engine_s"] = round(time.perf_counter() - t0, 2)
-        t0 = time.perf_counter()
-        texts = load_texts(ws)
-        if book_id not in texts:
-            texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
-            atomic_write(ws.texts, json.dumps(texts, indent=1))
-        if read_state(ws) is not None:  # a workspace without word vectors (no network: `ask --rerank`) has none to
-            stages.stage("adding its characters to the word vectors")
-            fold_books(ws, [book_id])   # fold into; `whoqa prepare` makes them for the whole workspace later
-        timings["fold_in_s"] = round(time.perf_counter() - t0, 2)
+        new = not is_done(folder, book_id)
+        try:
+            _add_text(ws, path, body, book_id, engine, timings, t0, stages)
+        except BaseException:  # a later step failed (vectors, questions): no half-made book is left in books/
+            if new:
+                forget_derived(ws, book_id)
+            raise
     return book_id
+
+
+def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timings: dict, t0: float, stages) -> None:
+    """add_text's steps, under the workspace lock: the book made by the engine, folded in, then listed."""
+    folder = ws.books / book_id
+    if not is_done(folder, book_id):
+        identity = None
+        if engine is None:
+            stages.stage("loading the language parser")
+            engine, identity = recorded_engine(ws)
+        if not hash_seed_fixed():
+            log.warning("this Python hashes strings at random (PYTHONHASHSEED unset): book %s may get other "
+                        "characters than `whoqa prepare` would give it; start Python with PYTHONHASHSEED=0",
+                        book_id)
+        try:
+            if identity is not None:
+                atomic_write(folder / SOURCE_FILE, json.dumps({"text": str(Path(path).resolve()),
+                                                               "made_by": identity}))
+            words = len(re.findall(r"\w+|[^\w\s]", body))  # about the parser's tokens
+            process_text(body, book_id, ws.books, engine, stages.stage("finding the characters", words, "word"))
+            if not read_characters(folder / f"{book_id}.book"):
+                raise DataError(f"{path}: no person was found in it, so it has no characters to answer Who "
+                                f"questions with; it was not added")
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # nothing half-made, and no book without characters
+            raise
+    timings["engine_s"] = round(time.perf_counter() - t0, 2)
+    t0 = time.perf_counter()
+    if read_state(ws) is not None:  # a workspace without word vectors (no network: `ask --rerank`) has none to
+        stages.stage("adding its characters to the word vectors")
+        fold_books(ws, [book_id])   # fold into; `whoqa prepare` makes them for the whole workspace later
+    texts = load_texts(ws)
+    if book_id not in texts:  # (last: a book listed here is whole)
+        texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
+        atomic_write(ws.texts, json.dumps(texts, indent=1))
+    timings["fold_in_s"] = round(time.perf_counter() - t0, 2)
 
 
 def add_from_data(workspace: Path, data: Path, book_id: str) -> str:

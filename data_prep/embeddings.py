@@ -25,7 +25,7 @@ from whoqa.core.book import Book, atomic_write
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
 import hashlib
-from whoqa.core.artifacts import DamagedArtifact, problem
+from whoqa.core.artifacts import forget_checksum, load_binary, record_checksum
 
 log = logging.getLogger(__name__)
 CHAR_PREFIX = "CHAR_"
@@ -88,9 +88,13 @@ def _save(model, out: Path, state: dict) -> None:
         for tmp in [out / "word2vec.tmp", *out.glob("word2vec.tmp.*")]:
             tmp.unlink(missing_ok=True)
         raise
+    forget_checksum(out / "word2vec.model")
     os.replace(out / "word2vec.tmp", out / "word2vec.model")
+    arrays = []
     for extra in out.glob("word2vec.tmp.*"):  # gensim writes big arrays beside the file
-        os.replace(extra, out / extra.name.replace("word2vec.tmp", "word2vec.model"))
+        arrays.append(out / extra.name.replace("word2vec.tmp", "word2vec.model"))
+        os.replace(extra, arrays[-1])
+    record_checksum(out / "word2vec.model", *sorted(arrays))  # word2vec.model.sha256: `whoqa check` compares
     state["rows"] = len(model.wv)
     atomic_write(out / "vocab.json", json.dumps({w: i for i, w in enumerate(model.wv.index_to_key)}))
     atomic_write(out / "state.json", json.dumps(state, indent=1))
@@ -142,7 +146,7 @@ def fold_in(workspace: Path, corpus: dict[str, Path]) -> dict:
     if not new:
         return {"books": 0, "new_rows": 0, "rows": state["rows"], "lineage": state["lineage"], "mode": "current"}
     t0 = time.perf_counter()
-    model = Word2Vec.load(str(out / "word2vec.model"))
+    model = load_binary(out / "word2vec.model", lambda p: Word2Vec.load(str(p)), rebuild_vectors(workspace))
     sentences = [line for p in new.values() for line in LineSentence(str(p))]
     old = len(model.wv)
     model.build_vocab(sentences, update=True, trim_rule=_trim)
@@ -179,8 +183,10 @@ def load(workspace: Path):
     path = Workspace(workspace).word2vec
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
-    try:
-        return Word2Vec.load(str(path)).wv
-    except Exception as e:  # truncated or otherwise unreadable (pickle, numpy arrays beside it)
-        raise DamagedArtifact(path, problem(e), f"rebuild the vectors with `whoqa prepare --workspace {workspace} "
-                                                "--rebuild-vectors`, then retrain the models") from None
+    # truncated, empty or otherwise unreadable (pickle, numpy arrays beside it): DamagedArtifact naming it
+    return load_binary(path, lambda p: Word2Vec.load(str(p)).wv, rebuild_vectors(workspace))
+
+
+def rebuild_vectors(workspace: Path) -> str:
+    return (f"rebuild the vectors with `whoqa prepare --workspace {workspace} --rebuild-vectors` (with the --data "
+            f"`whoqa check` names), then retrain the models")

@@ -207,10 +207,22 @@ _C1 = re.compile("[\x80-\x9f]")
 
 
 def read_book(path: Path) -> tuple[str, str]:
-    """(text, encoding) of a book file: UTF-8, else Windows-1252; LF line ends, C1 control characters removed.
-    A file that is empty, binary, undecodable or mostly control characters raises DataError naming it."""
+    """(text, encoding) of a book file: UTF-16 with its byte-order mark, else UTF-8, else Windows-1252; LF line ends,
+    C1 control characters removed. A file that is empty, binary, undecodable or mostly control characters raises
+    DataError naming it."""
     path = Path(path)
     raw = path.read_bytes()
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (a Windows editor's "Unicode"): its NUL bytes are text
+        try:
+            raw = raw.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError:
+            raise DataError(f"{path} starts as UTF-16 text but does not decode as it: convert it to UTF-8") from None
+        text, _ = read_book_bytes(path, raw)
+        return text, "utf-16"
+    return read_book_bytes(path, raw)
+
+
+def read_book_bytes(path: Path, raw: bytes) -> tuple[str, str]:
     if not raw.strip():
         raise DataError(f"{path} is empty: give a book's text")
     if b"\x00" in raw[:65536]:

@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from whoqa.core.artifacts import read_cache, read_record
+from whoqa.core.artifacts import checksum_file, read_cache, read_record
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.jobs import default_jobs
 from whoqa.core.progress import bar as progress_bar
@@ -129,6 +129,55 @@ def record_engine(cfg: PrepareConfig, identity: dict) -> None:
     path = Workspace(cfg.workspace).engine_record
     if read_cache(path) != rec:  # none yet, another, or a damaged one: written again
         atomic_write(path, json.dumps(rec, indent=1))
+
+
+def record_data(cfg: PrepareConfig) -> None:
+    """Keep where this workspace's books come from (WS/data.json): the folder as an absolute path, the books chosen
+    (--book, accumulated over runs; None once a run took them all) and whether books-unlabeled/ was taken, so
+    `prepare` without --data, and the commands `whoqa check` prints, take the same books again, never another's."""
+    path = Workspace(cfg.workspace).data_record
+    old = read_cache(path, dict) or {}
+    data = str(Path(cfg.data).resolve())
+    books = None
+    if cfg.books and old.get("data") == data and isinstance(old.get("books"), list):
+        books = sorted({*old["books"], *cfg.books})
+    elif cfg.books and old.get("data") != data:
+        books = sorted(cfg.books)
+    rec = {"data": data, "books": books, "unlabeled": bool(cfg.unlabeled or old.get("unlabeled"))}
+    if old != rec:
+        atomic_write(path, json.dumps(rec, indent=1))
+
+
+def recorded_data(workspace: str | Path) -> dict | None:
+    """{"data", "books", "unlabeled"} as the workspace's `prepare` recorded them; for a workspace prepared before the
+    record, its last report's where that named an absolute folder (a relative one depended on where it ran); else
+    None."""
+    ws = Workspace(workspace)
+    rec = read_record(ws.data_record, f"delete it and run `whoqa prepare --workspace {workspace} --data DIR` (the "
+                                      f"folder its books came from)")
+    if rec and isinstance(rec.get("data"), str):
+        return {"data": rec["data"], "books": rec.get("books"), "unlabeled": rec.get("unlabeled", True)}
+    cfg = (read_cache(ws.prepare_report, dict) or {}).get("config") or {}
+    if isinstance(cfg.get("data"), str) and Path(cfg["data"]).is_absolute():
+        return {"data": cfg["data"], "books": cfg.get("books") or None, "unlabeled": cfg.get("unlabeled", True)}
+    return None
+
+
+def source_for(workspace: str | Path, data: str | Path | None, books: list[str], default: str) \
+        -> tuple[str, list[str]]:
+    """(data folder, books) `prepare` takes: --data (and --book) as given; else the folder (and the books chosen)
+    the workspace recorded; `default` only for a workspace that holds no book yet. A workspace of books whose folder
+    was never recorded is refused with one line, rather than given the default folder's other books."""
+    if data is not None:
+        return str(data), list(books)
+    rec = recorded_data(workspace)
+    if rec is not None:
+        return rec["data"], list(books) or list(rec.get("books") or [])
+    folder = Workspace(workspace).books
+    if folder.is_dir() and any(p.is_dir() for p in folder.iterdir()):
+        raise ValueError(f"workspace {workspace} holds books but no record of the folder they came from: pass "
+                         f"--data DIR (the NarrativeQA folder they were prepared from)")
+    return default, list(books)
 
 
 def recorded_engine(workspace: Path) -> tuple[object, dict | None]:
@@ -290,6 +339,8 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
     report = PrepareReport()
     identity = engine_identity(cfg)  # (fails here, before any engine loads, on a missing weights file)
     record_engine(cfg, identity)
+    if cfg.who_set:  # a whole `prepare` (not one book of another folder added by `ask --data` or `eval --data`)
+        record_data(cfg)
     ExecutorConfig(cfg.executor).check()  # (before any book is processed)
     todo = []
     for b in ids:
@@ -427,6 +478,7 @@ def forget_derived(workspace: Path, book_id: str) -> None:
             shutil.rmtree(p, ignore_errors=True)
         else:
             p.unlink(missing_ok=True)
+            checksum_file(p).unlink(missing_ok=True)
 
 
 def _collect(results, report: PrepareReport, bar) -> None:

@@ -37,6 +37,7 @@ from data_prep.who_set import is_who_question
 from whoqa.core.names import name_spans, named_characters, unknown_names
 from whoqa.core.progress import Stages
 from whoqa.core.workspace import Workspace
+from whoqa.retrieval.bm25f import NothingMatched, matches_question
 from whoqa.reader.config import LLMConfig, RerankConfig, llm_answer_options, model_name
 from whoqa.reader.grounding import GroundingConfig, ground
 from whoqa.retrieval.passages import PassageConfig
@@ -64,6 +65,14 @@ class ServiceConfig:
     evidence: int = 3  # evidence sentences
     passages: PassageConfig = field(default_factory=PassageConfig)  # retrieval for the LLM's passages
     grounding: GroundingConfig = field(default_factory=GroundingConfig)  # when an answer counts as found
+
+    def check(self) -> "ServiceConfig":
+        """A one-line ValueError for a setting no answer can have (before any book is prepared or model loaded)."""
+        if self.top < 1:
+            raise ValueError(f"--top {self.top}: show at least 1 character")
+        if self.evidence < 0:
+            raise ValueError(f"evidence {self.evidence}: at least 0 sentences")
+        return self
 
 
 @dataclass
@@ -189,13 +198,8 @@ def training_books(ws: Workspace) -> set[str]:
 
 def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig, forced: str = "auto") -> Route:
     """The route for a question (the one place it is decided), with its reason."""
-    who = is_who_question(question)
-    if forced not in ("auto", *ROUTES):
-        raise ValueError(f"unknown route {forced!r}: use auto, {', '.join(ROUTES)}")
+    who = check_route(question, forced)
     if forced != "auto":
-        if (forced in ("network", "features")) != who:
-            raise ValueError(f"--route {forced} answers {'Who' if forced in ('network', 'features') else 'other'} "
-                             f"questions; this one is {'a Who question' if who else 'not a Who question'}")
         return Route(forced, "as asked")
     if who:
         llm = installed_llm(cfg.llm)
@@ -238,12 +242,35 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
                      + unmet)
     if llm is None:
         raise FileNotFoundError("no reader for a question that is not about a character: train one (`whoqa reader "
-                                "train --final`) or install the local LLM (`bash install.sh`)")
+                                "train --final`) or " + ("answer with the local LLM (without --llm none)"
+                                                         if cfg.llm == "none" else
+                                                         "install the local LLM (`bash install.sh`)"))
     return Route("llm", f"{llm}, zero-shot, reading the book's passages ("
                         + (f"ROUGE-L {rouge} on the 200-question sample" if rouge is not None else "not measured here")
                         + ")"
                         + (f": the FiD reader {fid.name} did not beat it by cross-validation" if fid else
                            ": no trained FiD reader") + unmet)
+
+
+def check_route(question: str, forced: str) -> bool:
+    """Whether the question is a Who question; a one-line ValueError for a route that is unknown or does not answer
+    its kind of question."""
+    who = is_who_question(question)
+    if forced not in ("auto", *ROUTES):
+        raise ValueError(f"unknown route {forced!r}: use auto, {', '.join(ROUTES)}")
+    if forced != "auto" and (forced in ("network", "features")) != who:
+        raise ValueError(f"--route {forced} answers {'Who' if forced in ('network', 'features') else 'other'} "
+                         f"questions; this one is {'a Who question' if who else 'not a Who question'}")
+    return who
+
+
+def check_request(question: str, route: str, cfg: ServiceConfig) -> str:
+    """The question (stripped), route and settings checked before any work: `ask --text` prepares no book for a
+    question, route or --top that would be refused after. One-line ValueError."""
+    question = check_question(question)
+    check_route(question, route)
+    cfg.check()
+    return question
 
 
 def word_route(ws: Workspace, question: str, llm: str | None, seen: bool = True) -> Route | str | None:
@@ -424,8 +451,11 @@ class Service:
         return choose_route(self.home, book_id, question, self.cfg, forced)
 
     def answer(self, book_id: str, question: str, route: str = "auto", upto: str | None = None) -> Answer:
-        """The answer by the chosen route; with `upto` ("40%", "Chapter 12"), from the text before that point only."""
-        question = check_question(question)
+        """The answer by the chosen route; with `upto` ("40%", "Chapter 12"), from the text before that point only.
+        A question no sentence matches (by a content word or a named character) gets no answer from any route that
+        needs one: NothingMatched. (A non-Who question searched with MiniLM too reads its nearest passages, and its
+        answer stands only where they hold it: `_grounded`.)"""
+        question = check_request(question, route, self.cfg)
         t0 = time.perf_counter()
         with self.lock:
             try:
@@ -437,6 +467,10 @@ class Service:
                                          "(--route features or auto)")
                     chosen = Route("features", "the memory network reads the whole book, and only the text up to "
                                                f"{upto} may be read")
+                lexical = chosen.name in ("network", "features") or self.cfg.passages.fusion == "bm25f"
+                if lexical and not matches_question(opened[2], question, opened[1]):  # no answer from nothing
+                    raise NothingMatched(f"nothing in book {book_id} matches the question's words, so there is "
+                                         f"nothing to answer from: ask with words (or character names) the book uses")
                 self.stages.stage("answering")
                 if chosen.name == "reader":
                     ans = self._reader_answer(book_id, question, opened, chosen.model)

@@ -251,15 +251,21 @@ def char_token(char_id: int) -> str:
 
 
 def _rows(path: Path, columns: list[str]):
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        header = next(reader, None)
-        if header is None or header[:len(columns)] != columns:
-            raise BookFormatError(f"{path}: header {header} is not BookNLP's {columns}")
-        for n, row in enumerate(reader, start=2):
-            if len(row) < len(columns):
-                raise BookFormatError(f"{path}: line {n} has {len(row)} columns, expected {len(columns)}")
-            yield n, row
+    n = 1
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+            header = next(reader, None)
+            if header is None or header[:len(columns)] != columns:
+                raise BookFormatError(f"{path}: header {header} is not BookNLP's {columns}")
+            for n, row in enumerate(reader, start=2):
+                if len(row) < len(columns):
+                    raise BookFormatError(f"{path}: line {n} has {len(row)} columns, expected {len(columns)}")
+                yield n, row
+    except UnicodeDecodeError as e:  # bytes that are not UTF-8 (a damaged disk, an edit): the file named
+        raise BookFormatError(f"{path}: not valid UTF-8 after line {n} ({e.reason} at byte {e.start} of a block): "
+                              f"redo the book with `whoqa prepare --book {Path(path).stem}` after deleting its "
+                              f"folder {Path(path).parent}") from None
 
 
 def read_tokens(path: Path) -> list[Token]:
@@ -313,6 +319,7 @@ def atomic_write(path: Path, text: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     try:
+        os.fchmod(fd, file_mode())  # (mkstemp makes it 0600: an artifact is as readable as any file the user writes)
         with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8", newline="")) as f:
             f.write(text)
         os.replace(tmp, path)
@@ -320,6 +327,20 @@ def atomic_write(path: Path, text: str | bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def file_mode() -> int:
+    """The mode a new file gets under the process's umask (0644 under the usual 022)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # (no /proc: read it by setting it, and put it back at once)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def write_book_files(folder: Path, book_id: str, token_rows: list[list], entity_rows: list[list], book: dict) -> None:

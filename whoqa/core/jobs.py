@@ -1,4 +1,5 @@
-"""How many processes a stage uses by default: one per core (results never depend on it)."""
+"""How many processes a stage uses by default: one per core (results never depend on it); and whether the process
+that owns a piece of work is still alive (a job recorded as running by a server killed since is not)."""
 from __future__ import annotations
 
 import os
@@ -6,3 +7,29 @@ import os
 
 def default_jobs() -> int:
     return max(1, os.cpu_count() or 1)
+
+
+def process_identity(pid: int | None = None) -> str:
+    """A process's id and start time ("pid:start"), so a reused pid is not taken for the process that recorded it."""
+    pid = os.getpid() if pid is None else pid
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            start = f.read().rsplit(")", 1)[1].split()[19]  # field 22: start time in clock ticks since boot
+    except (OSError, IndexError):
+        start = "?"
+    return f"{pid}:{start}"
+
+
+def process_alive(identity: str | None) -> bool:
+    """Whether the process `process_identity` named is still running (False for no identity: a record written before
+    owners were kept, by a process long gone)."""
+    if not identity or ":" not in identity:
+        return False
+    pid, start = identity.split(":", 1)
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:  # alive, another user's
+        return start == "?" or process_identity(int(pid)) == identity
+    return start == "?" or process_identity(int(pid)) == identity

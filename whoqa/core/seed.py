@@ -35,8 +35,9 @@ def hash_seed_fixed() -> bool:
 
 
 def reexec_with_fixed_hash_seed(argv: list[str]) -> None:
-    """Start this program again with PYTHONHASHSEED fixed when it was not set (the command line's guard)."""
-    if os.environ.get("PYTHONHASHSEED", "random") == "random":
+    """Start this program again with PYTHONHASHSEED fixed to whoqa's when it is not (the command line's guard): unset,
+    random or another seed, a result never depends on it."""
+    if os.environ.get("PYTHONHASHSEED") != HASH_SEED:
         os.environ["PYTHONHASHSEED"] = HASH_SEED
         os.execv(sys.executable, [sys.executable, *argv])
 

@@ -12,6 +12,17 @@ _PathBase = type(Path())  # PosixPath or WindowsPath: pathlib is subclassed thro
 
 log = logging.getLogger(__name__)
 _held: dict[str, int] = {}  # workspace -> depth of nested `locked` in this process (flock is not re-entrant)
+_read_only: set[str] = set()  # workspaces this process only reads (`whoqa serve --read-only`)
+
+
+def serve_read_only(workspace: str | Path) -> None:
+    """Mark a workspace read-only for this process: its caches (a book's index, memory arrays, adapted rows, page
+    summaries) are then computed in memory or refused with one line, never written."""
+    _read_only.add(str(Path(workspace).resolve()))
+
+
+class ReadOnly(FileNotFoundError):
+    """Something a read-only workspace lacks and cannot be given here; the message says which command makes it."""
 
 
 class WorkspaceError(ValueError):
@@ -29,6 +40,7 @@ class Workspace(_PathBase):
     who/                 the Who set: characters.json, who_questions.json, report.json  data_prep.who_set
     questions.json       every question of a prepared book; summaries.json, texts.json  data_prep.who_set
     engine.json          the engine and coreference weights the books were made with    data_prep.prepare
+    data.json            the data folder the books came from (`prepare` without --data)  data_prep.prepare
     artificial/          artificial Who questions per book (<id>.jsonl.gz)               data_prep.artificial
     embeddings/          word2vec vectors, corpus and state.json (lineage, books)        data_prep.embeddings
     index/<ranker>/<id>  Lucene indexes                                                  whoqa.retrieval
@@ -41,6 +53,11 @@ class Workspace(_PathBase):
     eval-data/<name>/    another data folder prepared for `eval --data`                   whoqa.evaluation.unseen
     results/             results JSON and tables                                          whoqa.evaluation
     """
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this process serves the workspace read-only (`serve_read_only`): nothing may be written in it."""
+        return str(self.resolve()) in _read_only
 
     @property
     def books(self) -> Path:
@@ -81,6 +98,12 @@ class Workspace(_PathBase):
     def engine_record(self) -> Path:
         """The engine (and its coreference weights) `prepare` made the books with: what later books are made by."""
         return Path(self, "engine.json")
+
+    @property
+    def data_record(self) -> Path:
+        """The NarrativeQA folder `prepare` took the books from: what `prepare` without --data (and `check`'s repair
+        commands) use again, so no book of another folder is added."""
+        return Path(self, "data.json")
 
     @property
     def prepare_report(self) -> Path:

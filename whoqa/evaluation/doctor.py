@@ -8,17 +8,19 @@ The artifacts, their readers and repairs are listed in docs/architecture.md ("Da
 """
 from __future__ import annotations
 
+import shlex
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from whoqa.core.artifacts import problem, read_json
+from whoqa.core.artifacts import DamagedArtifact, load_binary, problem, read_cache, read_json, verify_checksum
 from whoqa.core.workspace import Workspace
 import numpy as np
 from data_prep.artificial import read_questions
 from whoqa.core.book import Book, is_done
 from data_prep.embeddings import load, read_state
+from data_prep.prepare import recorded_data
 from data_prep.who_set import load_who_set
 
 CACHE, DERIVED, MODEL, SOURCE = "cache", "derived", "model", "source"  # what a repair may do with each
@@ -43,18 +45,21 @@ def _json(path: Path) -> None:
 def check(workspace: str | Path) -> tuple[int, list[Finding]]:
     """(artifacts checked, findings) of a workspace."""
     import torch
+    from whoqa.reader.model import READER_FILE
     ws = Workspace(workspace)
     if not Path(workspace).is_dir():
         raise FileNotFoundError(f"workspace {workspace} not found")
     found: list[Finding] = []
     n = 0
-    prepare = f"`whoqa prepare --workspace {workspace}`"
+    prepare = prepare_command(workspace)
 
     def probe(path: Path, fn, repair: str, kind: str) -> None:
         nonlocal n
         n += 1
         try:
             fn(path)
+        except DamagedArtifact as e:  # its reader's own words (a file recorded with it named too)
+            found.append(Finding(str(path), e.problem + ("" if e.path == str(path) else f": {e.path}"), repair, kind))
         except Exception as e:
             found.append(Finding(str(path), problem(e), repair, kind))
 
@@ -62,22 +67,27 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
         return sorted(folder.glob(pattern)) if folder.is_dir() else []
 
     for folder in sorted(ws.books.iterdir()) if ws.books.is_dir() else []:
+        if folder.is_dir() and not is_done(folder, folder.name):  # cut short (a killed upload or prepare)
+            n += 1
+            found.append(Finding(str(folder), "a partial book: its processing stopped before its files were all "
+                                              "written", f"delete {shlex.quote(str(folder))}, then run "
+                                                         f"{book_command(workspace, folder)}", SOURCE))
         if folder.is_dir() and is_done(folder, folder.name):
-            probe(folder, lambda p: Book.load(p, p.name), f"delete {folder} and run `whoqa prepare --workspace "
-                                                          f"{workspace} --book {folder.name}` (or `ask --text` it)",
-                  SOURCE)
+            probe(folder, lambda p: Book.load(p, p.name), f"delete {shlex.quote(str(folder))} and run "
+                                                          f"{book_command(workspace, folder)}", SOURCE)
             for path, repair, kind in ((ws.page_summary(folder.name), "none needed: the page remakes it", CACHE),
                                        (ws.book_source(folder.name),
                                         f"delete it; {prepare} records the book's source again", DERIVED)):
                 if path.is_file():
                     probe(path, _json, repair, kind)
-    for f in [ws.questions, ws.summaries, ws.texts, ws.engine_record, ws.prepare_report, ws.who_report]:
+    for f in [ws.questions, ws.summaries, ws.texts, ws.engine_record, ws.data_record, ws.prepare_report,
+              ws.who_report]:
         if f.is_file():
             probe(f, _json, prepare, DERIVED)
     for f in files(ws.artificial, "*.jsonl.gz"):
         probe(f, read_questions, prepare + " (the book's artificial questions are made again)", DERIVED)
     if (ws.word2vec).is_file():
-        vectors = f"`whoqa prepare --workspace {workspace} --rebuild-vectors`, then retrain the models"
+        vectors = f"{prepare_command(workspace, '--rebuild-vectors')}, then retrain the models"
         probe(ws.embeddings_state, lambda p: read_state(workspace), vectors, SOURCE)
         probe(ws.vocab, _json, vectors, SOURCE)
         probe(ws.word2vec, lambda p: load(workspace), vectors, SOURCE)
@@ -87,7 +97,8 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
         for f in sorted(ranker_dir.glob("*.json")):
             probe(f, _json, f"`whoqa index --workspace {workspace} --ranker {ranker_dir.name}`", DERIVED)
     for f in sorted(ws.memdata.rglob("*.npz")) if ws.memdata.is_dir() else []:
-        probe(f, lambda p: dict(np.load(p)), "none needed: rebuilt from the book when next read", CACHE)
+        probe(f, lambda p: dict(load_binary(p, np.load, "")), "none needed: rebuilt from the book when next read",
+              CACHE)
     for folder in files(ws.index, "bm25f/*"):
         if folder.is_dir() and ".tmp" not in folder.name:
             n += 1
@@ -103,16 +114,45 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
         top = next((p for p in model.parents if p.parent == ws.models), model.parent)
         retrain = (f"retrain it: `whoqa {'pretrain' if top.name == 'pretrain' else 'train --final'} --workspace "
                    f"{workspace}` with the options in {top / 'config.json'}")
-        probe(model, lambda p: torch.load(p, map_location="cpu"), retrain, MODEL)
+        probe(model, lambda p: load_binary(p, lambda q: torch.load(q, map_location="cpu"), ""), retrain, MODEL)
         if (model.parent / "config.json").is_file() or model.parent == top:
             probe(model.parent / "config.json", _json, retrain, MODEL)
+    for record in sorted(ws.models.rglob(READER_FILE)) if ws.models.is_dir() else []:  # saved readers' files
+        probe(record, lambda p: verify_checksum(p, ""), f"delete {shlex.quote(str(record.parent))} and train it again "
+                                                        f"(`whoqa reader ...` with the options in {record})", MODEL)
     for f in files(ws.results, "*.json"):
         probe(f, _json, f"`whoqa eval --workspace {workspace}`", DERIVED)
     for f in sorted(ws.adapted.rglob("*.pt")) if ws.adapted.is_dir() else []:
-        probe(f, lambda p: torch.load(p, map_location="cpu"), "none needed: adapted again when next asked", CACHE)
+        probe(f, lambda p: load_binary(p, lambda q: torch.load(q, map_location="cpu"), ""),
+              "none needed: adapted again when next asked", CACHE)
     for f in files(Path(ws, "jobs"), "*.json"):
         probe(f, _json, "none needed: the upload's record is lost; upload the book again", CACHE)
     return n, found
+
+
+def prepare_command(workspace: str | Path, *extra: str) -> str:
+    """`whoqa prepare` for this workspace, exactly: the data folder its books came from and the books chosen
+    (WS/data.json), never the default folder, whose other books it would add; where none is recorded, DIR is left
+    for the user to name."""
+    try:
+        rec = recorded_data(workspace)
+    except DamagedArtifact:  # (listed as damaged by the check itself)
+        rec = None
+    words = ["whoqa", "prepare", "--workspace", str(workspace), "--data", rec["data"] if rec else "DIR"]
+    if rec and "--book" not in extra:
+        words += [w for b in rec.get("books") or [] for w in ("--book", b)]
+        words += [] if rec.get("unlabeled", True) else ["--no-unlabeled"]
+    line = f"`{shlex.join([*words, *extra])}`"
+    return line if rec else line + " (DIR: the NarrativeQA folder its books came from)"
+
+
+def book_command(workspace: str | Path, folder: Path) -> str:
+    """The command that makes one book again: `ask --text` of the file it was added from, else `prepare --book`."""
+    source = read_cache(Path(folder) / "source.json", dict) or {}
+    if isinstance(source.get("text"), str):
+        return f"`{shlex.join(['whoqa', 'ask', '--workspace', str(workspace), '--text', source['text']])} " \
+               f"QUESTION`"
+    return prepare_command(workspace, "--book", Path(folder).name)
 
 
 def repair(workspace: str | Path, findings: list[Finding]) -> tuple[Path | None, list[Finding]]:

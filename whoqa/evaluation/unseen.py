@@ -20,6 +20,7 @@ from whoqa.core.workspace import Workspace
 from whoqa.core.executor import ExecutorConfig
 from data_prep.prepare import PrepareConfig, prepare
 from data_prep.addbook import fold_books
+from whoqa.retrieval.bm25f import NothingMatched
 from whoqa.retrieval.contexts import build_contexts
 from data_prep.embeddings import read_state
 import json
@@ -92,10 +93,15 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     bar = progress_bar(total=len(todo), desc="served answers", unit="q", progress=progress)
     with cache.open("a") as out:
         for q in todo:
-            a = svc.answer(q["document_id"], q["question"])
-            row = {"question_id": q["question_id"], "route": a.route, "reason": a.reason, "model": a.model,
-                   "ranking": [c.id for c in a.characters], "probabilities": [c.probability for c in a.characters],
-                   "seconds": a.seconds}
+            try:
+                a = svc.answer(q["document_id"], q["question"])
+            except NothingMatched as e:  # refused, as `ask` refuses it: no answer, a miss at confidence 0
+                row = {"question_id": q["question_id"], "route": "refused", "refused": str(e), "reason": str(e),
+                       "model": "", "ranking": [], "probabilities": [], "seconds": 0.0}
+            else:
+                row = {"question_id": q["question_id"], "route": a.route, "reason": a.reason, "model": a.model,
+                       "ranking": [c.id for c in a.characters],
+                       "probabilities": [c.probability for c in a.characters], "seconds": a.seconds}
             out.write(json.dumps(row) + "\n")
             out.flush()
             done[q["question_id"]] = row
@@ -105,13 +111,15 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     ranked = [r["ranking"] for r in rows]
     names = {d: {c["id"]: c["name"] for c in cs} for d, cs in characters.items()}
     preds = [names[q["document_id"]].get(r[0], "") if r else "" for q, r in zip(usable, ranked)]
-    conf = np.array([r["probabilities"][0] if r["ranking"] and r["probabilities"][0] is not None else np.nan
-                     for r in rows])
+    conf = np.array([r["probabilities"][0] if r["ranking"] and r["probabilities"][0] is not None else
+                     0.0 if r.get("refused") else np.nan for r in rows])
     hit = np.array([bool(r["ranking"]) and r["ranking"][0] in q["answers"] for q, r in zip(usable, rows)])
     calibrated = bool(len(conf)) and not np.isnan(conf).any()
-    routes = sorted({r["route"] for r in rows})
-    res = {"system": "served:" + "+".join(routes), "route": routes, "reason": rows[0]["reason"] if rows else None,
-           "model": rows[0]["model"] if rows else None, "fit": fit.where, "trials": 1, "questions": len(usable),
+    answered = [r for r in rows if not r.get("refused")]
+    routes = sorted({r["route"] for r in answered})
+    res = {"system": "served:" + "+".join(routes), "route": routes,
+           "reason": answered[0]["reason"] if answered else None, "model": answered[0]["model"] if answered else None,
+           "refused": len(rows) - len(answered), "fit": fit.where, "trials": 1, "questions": len(usable),
            "skipped_no_candidates": len(questions) - len(usable), "answers_cache": str(cache),
            "seconds_per_question": round(float(np.mean([r["seconds"] for r in rows])), 3) if rows else 0.0,
            "ece": ece(conf, hit) if calibrated else None,

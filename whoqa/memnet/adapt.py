@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from whoqa.core.artifacts import DamagedArtifact, forget_checksum, load_binary, record_checksum
 from whoqa.core.seed import set_seed
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.config import AdaptConfig
@@ -110,11 +111,18 @@ def cached_adapt(model, model_dir: Path, workspace: Path, book_id: str, vocab, b
         where = Path(f"{Path(model_dir).name}-{hashlib.sha256(str(Path(model_dir).resolve()).encode()).hexdigest()[:8]}")
     path = ws.adapted / where / f"{book_id}.pt"
     if path.is_file():
-        saved = torch.load(path, map_location="cpu")
-        if saved.get("key") == key:
-            return saved["rows"], saved["vectors"], saved["stats"]
+        try:
+            saved = load_binary(path, lambda p: torch.load(p, map_location="cpu"), "adapted again")
+            if saved.get("key") == key:
+                return saved["rows"], saved["vectors"], saved["stats"]
+        except DamagedArtifact as e:  # a cache: adapted again
+            log.warning("%s: adapted again", e)
     rows, vectors, stats = adapt(model, workspace, book_id, vocab, books, cfg)
+    if ws.read_only:  # (served read-only: adapted again by the next process)
+        return rows, vectors, stats
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"key": key, "rows": rows, "vectors": vectors, "stats": stats}, path.with_suffix(".tmp"))
+    forget_checksum(path)
     path.with_suffix(".tmp").replace(path)
+    record_checksum(path)
     return rows, vectors, stats

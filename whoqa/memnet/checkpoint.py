@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from whoqa.core.artifacts import DamagedArtifact, forget_checksum, problem, record_checksum, verify_checksum
 from whoqa.core.book import atomic_write
 from whoqa.memnet.config import saved_config
 from whoqa.memnet.model import KVMemNet, MemNetConfig
@@ -37,7 +38,9 @@ def save_model(model: KVMemNet, folder: Path, config: dict, stats: dict, vocab, 
     if rows is not None and not model.embed.weight.requires_grad:  # frozen rows past the pretrained ones are word2vec's
         state["embed.weight"] = state["embed.weight"][:rows]  # (rows, d): loading takes the rest from the vectors
     torch.save(state, folder / "model.tmp")
+    forget_checksum(folder / "model.pt")
     os.replace(folder / "model.tmp", folder / "model.pt")
+    record_checksum(folder / "model.pt")  # (model.pt.sha256: `whoqa check` and `load_model` compare)
     extra = {"identity": prov["identity"], "inputs": prov["inputs"]} if prov else {}
     atomic_write(folder / "config.json", json.dumps({"config": config, "stats": stats, "vectors": vocab.record(),
                                                      "code": code_version(), **extra}, indent=1))
@@ -55,11 +58,13 @@ def load_model(folder: Path, vocab, hops: int | None = None, device=None) -> KVM
     if rec.get("lineage") and rec["lineage"] != vocab.lineage:
         raise StaleModel(f"model {folder} was trained on word vectors {rec['lineage']} but the workspace's were "
                          f"rebuilt ({vocab.lineage}): retrain it (`whoqa pretrain` / `whoqa train ...`)")
+    verify_checksum(path, retrain_command(path))
     try:
         state = torch.load(path, map_location="cpu")  # host memory first: the vectors are joined there, then moved
-    except Exception as e:
-        raise StaleModel(f"{path} cannot be read ({type(e).__name__}): retrain it") from e
-    w = state["embed.weight"]  # (trained rows, d)
+        w = state["embed.weight"]
+    except Exception as e:  # cut short or not a state dict: named, with the command that makes it again
+        raise DamagedArtifact(path, problem(e), retrain_command(path)) from None
+    # w: (trained rows, d)
     if w.shape[0] > vocab.matrix.shape[0] or w.shape[1] != vocab.matrix.shape[1]:
         raise StaleModel(f"model {folder} has {w.shape[0] - 1} word vectors of size {w.shape[1]}, the workspace "
                          f"{vocab.matrix.shape[0] - 1} of size {vocab.matrix.shape[1]}: retrain it")
@@ -71,6 +76,14 @@ def load_model(folder: Path, vocab, hops: int | None = None, device=None) -> KVM
     model.trained_rows = int(w.shape[0])
     model.eval()
     return model.to(device) if device is not None else model
+
+
+def retrain_command(path: Path) -> str:
+    """The command that makes a saved model (or one member of its ensemble) again, with the options it recorded."""
+    path = Path(path)
+    top = next((p for p in path.parents if p.parent.name == "models"), path.parent)
+    return (f"retrain it: `whoqa {'pretrain' if top.name == 'pretrain' else 'train --final'} --workspace "
+            f"{top.parent.parent}` with the options in {top / 'config.json'}")
 
 
 def member_folders(folder: Path) -> list[Path]:

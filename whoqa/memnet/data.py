@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from whoqa.core.artifacts import forget_checksum, load_binary, record_checksum
 from whoqa.core.book import Book
 from data_prep.embeddings import scoped
 from whoqa.core.names import name_spans
@@ -94,7 +95,7 @@ def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     cache = Workspace(workspace).memory_arrays(vocab.lineage, book_id)  # ids stay valid while the vectors grow
     if cache.is_file():
         try:
-            z = np.load(cache)
+            z = load_binary(cache, np.load, "rebuilt from the book")
             if "roles" in z:  # caches written before counts and roles were kept are rebuilt
                 return BookArrays(z["sentences"], z["values"], z["candidates"], z["char_ids"], z["counts"], z["roles"])
         except Exception as e:  # a damaged cache is rebuilt from the book
@@ -122,11 +123,15 @@ def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     if book_id not in vocab.books:  # not folded into the vectors yet: its characters have no rows, do not keep
         log.warning("book %s is not in the word vectors: run `whoqa prepare` to fold it in", book_id)
         return arrays
+    if Workspace(workspace).read_only:  # (served read-only: made again by the next process)
+        return arrays
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_name(f"{cache.stem}.tmp-{os.getpid()}.npz")  # per process: two commands may build it at once
     np.savez(tmp, sentences=arrays.sentences, values=arrays.values, candidates=arrays.candidates,
              char_ids=arrays.char_ids, counts=arrays.counts, roles=arrays.roles)
+    forget_checksum(cache)
     tmp.replace(cache)
+    record_checksum(cache)
     return arrays
 
 

@@ -45,7 +45,7 @@ import random
 from whoqa.core.metrics import text_metrics
 from whoqa.reader.data import bm25f_passages
 from whoqa.reader.render import shown
-from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
+from whoqa.retrieval.bm25f import NothingMatched, RetrievalConfig, question_windows
 from data_prep.who_set import load_questions
 
 log = logging.getLogger(__name__)
@@ -541,10 +541,6 @@ def llm_runs(workspace: Path) -> dict[str, dict[int, str]]:
             continue
         out[folder.name] = rows
     return out
-
-
-class NothingMatched(ValueError):
-    """No passage of the book matches the question: a reader would answer from nothing."""
 
 
 def answer_from_book(reader: "LLMReader", opened: tuple, question: str, pool: list[tuple[str, str, str]] = (),

