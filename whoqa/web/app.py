@@ -182,22 +182,32 @@ class Service:
         return out
 
     def characters(self, book_id: str) -> list[dict]:
+        """The book's cast (whoqa.ranker.cast): its people, each once (a person's name clusters merged), most
+        mentioned first, with how their mentions spread over the book's tenths."""
+        from whoqa.ranker.cast import cast_of
         book = self.book(book_id)
+        cast = cast_of(book)
         n = max(1, len(book.tokens))
-        tenths: dict[int, list[int]] = {c: [0] * 10 for c in book.characters}
+        tenths: dict[int, list[int]] = {r: [0] * 10 for r in cast.groups}
         for m in book.mentions:
-            if m.char_id in tenths:
-                tenths[m.char_id][min(9, 10 * m.start // n)] += 1
-        return [{"id": c.id, "name": c.name, "aliases": c.aliases, "gender": c.gender, "mentions": c.count,
-                 "per_tenth": tenths[c.id]}
-                for c in sorted(book.characters.values(), key=lambda c: -c.count)]
+            r = cast.of(m.char_id)
+            if r is not None:
+                tenths[r][min(9, 10 * m.start // n)] += 1
+        people = []
+        for r, members in cast.groups.items():
+            aliases = list(dict.fromkeys(a for c in members for a in book.characters[c].aliases))
+            people.append({"id": r, "name": cast.names[r], "aliases": aliases, "gender": book.characters[r].gender,
+                           "mentions": sum(book.characters[c].count for c in members), "per_tenth": tenths[r]})
+        return sorted(people, key=lambda c: -c["mentions"])
 
     def character(self, book_id: str, char_id: int, limit: int = 40) -> dict:
+        from whoqa.ranker.cast import cast_of
         book = self.book(book_id)
-        if char_id not in book.characters:
-            raise ApiError(404, f"book {book_id} has no character {char_id}")
-        c = next(x for x in self.characters(book_id) if x["id"] == char_id)
-        sids = sorted({book.tokens[m.start].sentence for m in book.mentions if m.char_id == char_id})
+        c = next((x for x in self.characters(book_id) if x["id"] == char_id), None)
+        if c is None:
+            raise ApiError(404, f"book {book_id} has no character {char_id} in its cast")
+        person = cast_of(book).of
+        sids = sorted({book.tokens[m.start].sentence for m in book.mentions if person(m.char_id) == char_id})
         return {**c, "sentences_with_mentions": len(sids),
                 "contexts": [{"sentence": s, "segments": sentence_segments(book, s)} for s in sids[:limit]]}
 
