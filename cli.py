@@ -770,11 +770,11 @@ def rerank(
     runtime: str = typer.Option(default(RerankConfig, "runtime"), help="What scores the names: auto (transformers, "
                                 "float32) or llama-cpp-python (llama.cpp built for this CPU; its own folder)."),
     cast: bool = typer.Option(default(RerankConfig, "cast"), help="--candidates features: the book's cast (people, a "
-                              "person's name clusters merged) as answer candidates; --no-cast: every character "
-                              "cluster (an ablation, kept as summary+nocast.json)."),
-    stage1: str = typer.Option(default(RerankConfig, "stage1"), help="--candidates features: only these features, "
-                               "comma-separated (book_share, context_mentions, named, role, role_with_args; an "
-                               "ablation, kept as summary+f-<names>.json); empty: all, what serves."),
+                              "person's name clusters merged) as answer candidates (--cast, kept as "
+                              "summary+cast.json), or every character cluster (what serves)."),
+    stage1: str = typer.Option(default(RerankConfig, "stage1"), help="--candidates features: its features, "
+                               "comma-separated (book_share, context_mentions, named, role, role_with_args), or all; "
+                               "others than the default are kept as summary+f-<names>.json."),
     max_eval_samples: Optional[int] = typer.Option(None, help="Debug: the first N questions."),
     executor: str = typer.Option(default(ExecutorConfig, "executor"), help="The LLM's name scores: local (this process) or ray "
                                  "(batches of questions as tasks on a Ray cluster; the same rows, resumable)."),

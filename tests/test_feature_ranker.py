@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from whoqa.core.calibration import ece
-from whoqa.ranker.features import FEATURE_VERSION, STAGE1, character_features
+from whoqa.ranker.features import FEATURE_VERSION, SERVED, STAGE1, character_features
 from whoqa.ranker.model import (LLM_FEATURES, FeatureRanker, fit, fit_ranker, select_llm_features, softmax,
                                 with_llm)
 
@@ -108,7 +108,7 @@ def test_the_llm_feature_forms_and_their_choice_by_cross_validation():
     for q in range(600):
         x = rng.normal(size=(8, len(STAGE1)))  # (C, 3)
         y = np.zeros(8, dtype=bool)
-        right = int(np.argsort(-(x @ np.array([1.0, 0.0, 0.0])))[rng.integers(0, 3)])  # in stage 1's top 3
+        right = int(np.argsort(-(x @ np.eye(len(STAGE1))[0]))[rng.integers(0, 3)])  # in stage 1's top 3
         y[right] = True
         llm = rng.normal(scale=1.0, size=8) - 60.0 * rng.random(8)  # gaps of tens of nats, mostly noise
         llm[right if rng.random() < 0.9 else (right + 1) % 8] = 5.0  # its first choice: right 90% of the time
@@ -141,7 +141,8 @@ def test_a_fit_made_with_other_features_is_refused_with_one_line(tmp_path):
     import json
     from whoqa.ranker.fits import fit_dir, save_fit, served_fit, shipped_fit
     shipped = shipped_fit()
-    assert shipped.ranker.features["stage1"] == list(STAGE1) and shipped.ranker.version == FEATURE_VERSION
+    assert shipped.ranker.features["stage1"] == list(SERVED) and shipped.ranker.version == FEATURE_VERSION
+    assert not shipped.ranker.cast  # measured best with the LLM: every cluster a candidate (docs/who-ranker.md)
     assert shipped.provenance["book_level_cv"]["p@1"] == 27.56 and shipped.provenance["command"]
     folder = fit_dir(tmp_path, "features+by-book", "m", 5, "features")
     folder.mkdir(parents=True)

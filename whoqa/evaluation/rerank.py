@@ -121,8 +121,9 @@ def book_fold_candidates(workspace: Path, folds: int, seed: int = SEED) -> list[
 
 
 def stage1_features(names: str) -> tuple[str, ...]:
-    """--stage1 as the registry's feature names in its order (all of them for ""); an unknown name is a ValueError."""
-    if not names:
+    """--stage1 as the registry's feature names in its order (all of them for "all"); an unknown name is a
+    ValueError."""
+    if names == "all":
         return STAGE1
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in wanted if n not in STAGE1]
@@ -133,12 +134,12 @@ def stage1_features(names: str) -> tuple[str, ...]:
 
 def measured_variant(cfg: RerankConfig) -> str:
     """What sets a feature-ranker measurement apart from the served one ("" for the served one): another fold seed,
-    the characters as candidates instead of the cast, or a subset of the features. Its summary is
+    other candidates (the cast) or other features than RerankConfig's. Its summary is
     summary+<variant>.json, never served."""
     parts = [] if cfg.fold_seed == SEED else [f"foldseed{cfg.fold_seed}"]
-    if cfg.candidates == "features" and not cfg.cast:
-        parts.append("nocast")
-    if cfg.candidates == "features" and stage1_features(cfg.stage1) != STAGE1:
+    if cfg.candidates == "features" and cfg.cast != RerankConfig.cast:
+        parts.append("cast" if cfg.cast else "nocast")
+    if cfg.candidates == "features" and stage1_features(cfg.stage1) != stage1_features(RerankConfig.stage1):
         parts.append("f-" + "-".join(stage1_features(cfg.stage1)))
     return "+".join(parts)
 
@@ -358,7 +359,7 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
             sub = [rows[i] for i in train[f]]
             form, _ = (kind, {}) if kind else chosen(sub)
             ranker = fit_ranker([r["x"] for r in sub], [r["y"] for r in sub], cfg.top_k, llm_of(sub),
-                                llm_features=form, stage1=stage1)
+                                llm_features=form, stage1=stage1, cast=cfg.cast)
             fitted[str(f)] = asdict(ranker)
             for r in (r for r in rows if r["fold"] == f):
                 top = ranker.first(r["x"])
@@ -385,7 +386,7 @@ def feature_run(workspace: Path, run: str | None, cfg: RerankConfig, progress: b
         v.pop("first", None)
     form, losses = chosen(rows)
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
-                        llm_features=form, stage1=stage1)
+                        llm_features=form, stage1=stage1, cast=cfg.cast)
     served.ece = result["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
     return {"questions": len(rows), "top_k": cfg.top_k, "llm_features": cfg.llm_features, **result,
             "book_frequency": ranking_metrics([r["frequency"] for r in rows], [r["answers"] for r in rows]),

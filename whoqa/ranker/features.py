@@ -4,9 +4,10 @@ BM25F contexts) and by serving (fresh ones, the same recipe: `whoqa.retrieval.bm
 The candidates are the book's cast (`whoqa.ranker.cast`: people only, a person's clusters merged, each counting its
 members' mentions), or, with `cast=False`, every character cluster as `prepare` made them (the ablation).
 
-Each feature is a name and a function of `Inputs` giving one number per character; a fit records the registry's
-names and FEATURE_VERSION, and a fit made with other features is refused (`whoqa.ranker.fits`). Adding a feature is
-one entry here (bump the version when a definition changes).
+Each feature is a name and a function of `Inputs` giving one number per character; a fit records the features it
+uses (all of the registry's or some), whether its candidates are the cast, and FEATURE_VERSION; a fit naming a
+feature the registry lacks, or made with another version, is refused (`whoqa.ranker.fits`). Adding a feature is one
+entry here (bump the version when a definition changes).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import numpy as np
 from whoqa.ranker.cast import cast_of
 from whoqa.ranker.syntax import question_frame, role_matches
 
-FEATURE_VERSION = 2  # 2: the cast as candidates; the question's syntax (role, role_with_args)
+FEATURE_VERSION = 1  # the definitions' version (features added since keep it: a fit names the ones it uses)
 CONTEXT_SENTENCES = 100  # the question's BM25F context, as the memory network reads it (MemNetConfig's memories)
 
 
@@ -45,8 +46,10 @@ FEATURES: dict[str, Callable[[Inputs], np.ndarray]] = {
     # the same, in a sentence that also holds another argument of the question (a character it names, a content word)
     "role_with_args": lambda i: np.log1p(i.roles[:, 1]),
 }
-STAGE1 = tuple(FEATURES)
-STAGE2 = STAGE1 + ("llm",)
+STAGE1 = tuple(FEATURES)  # every feature the registry computes; a fit uses these or some of them (its own list)
+SERVED = ("book_share", "context_mentions", "named")  # the served fit's, with every cluster a candidate: measured
+#   best with the LLM (docs/who-ranker.md#a-cast-of-people-and-the-questions-syntax-issue-51)
+STAGE2 = SERVED + ("llm",)
 
 
 def character_features(characters: list[dict], context: Counter, named: set[int],
@@ -77,6 +80,11 @@ def answer_ids(book, answers, cast: bool = True) -> list[int]:
         return sorted(answers)
     c = cast_of(book)
     return sorted({c.of(a) if c.of(a) is not None else a for a in answers})
+
+
+def columns(names) -> list[int]:
+    """The registry's columns of these feature names (a fit's own list)."""
+    return [STAGE1.index(n) for n in names]
 
 
 def book_features(book, context: list[int], named: set[int], question: str = "",

@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from whoqa.ranker.features import FEATURE_VERSION, STAGE1, STAGE2
+from whoqa.ranker.features import FEATURE_VERSION, SERVED, STAGE1, STAGE2
 
 CLIP = -10.0  # nats: below this the LLM's log-likelihood says only "not this name"
 
@@ -118,18 +118,20 @@ class FeatureRanker:
     questions: int = 0  # the questions it was fit on
     source: str = ""  # where it was fit
     ece: float | None = None  # expected calibration error of its cross-validated probabilities, where measured
-    features: dict = field(default_factory=lambda: {"stage1": list(STAGE1), "stage2": list(STAGE2)})
+    features: dict = field(default_factory=lambda: {"stage1": list(SERVED), "stage2": list(STAGE2)})
     llm_features: str = "log_softmax"  # how the LLM's scores enter stage 2 (LLM_FEATURES)
     version: int = FEATURE_VERSION  # of the feature registry the fit was made with
+    cast: bool = False  # its candidates: the book's cast (whoqa.ranker.cast), or every character cluster
 
     def check(self, where: str = "this fit") -> "FeatureRanker":
         """The fit itself if it was made with today's features; else a ValueError naming it and the fix (a changed
         feature set would otherwise fail later as a matrix of the wrong shape, or silently mean something else)."""
         check_llm_features(self.llm_features)
-        want = list(STAGE1)
-        if self.features.get("stage1") != want or self.version != FEATURE_VERSION or len(self.stage1) != len(want):
-            raise ValueError(f"{where} was made with features {self.features.get('stage1')} (version {self.version}); "
-                             f"whoqa builds {want} (version {FEATURE_VERSION}): fit it again with `whoqa rerank "
+        used = self.features.get("stage1")
+        if not isinstance(used, list) or not used or not set(used) <= set(STAGE1) or self.version != FEATURE_VERSION \
+                or len(self.stage1) != len(used):
+            raise ValueError(f"{where} was made with features {used} (version {self.version}); whoqa builds "
+                             f"{list(STAGE1)} (version {FEATURE_VERSION}): fit it again with `whoqa rerank "
                              f"--candidates features`")
         return self
 
@@ -159,7 +161,7 @@ class FeatureRanker:
 
 def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
                llm: Callable[[int, np.ndarray], list[float]] | None = None, source: str = "",
-               llm_features: str = "log_softmax", stage1: tuple[str, ...] = STAGE1) -> FeatureRanker:
+               llm_features: str = "log_softmax", stage1: tuple[str, ...] = STAGE1, cast: bool = False) -> FeatureRanker:
     """Both stages fit on these questions: stage 1 on all their characters; stage 2 on each question's stage-1 top
     k, with llm(i, top) giving the LLM's scores of question i's candidates `top` (indices into its characters)."""
     w1 = fit(x1, y1)
@@ -173,7 +175,7 @@ def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
     names = {"stage1": list(stage1),
              "stage2": list(stage1) + [f"llm:{llm_features}:{k}" for k in range(width - len(stage1))]}
     return FeatureRanker([float(v) for v in w1], [float(v) for v in w2], top_k, p_in, len(x1), source,
-                         features=names, llm_features=llm_features)
+                         features=names, llm_features=llm_features, cast=cast)
 
 
 def select_llm_features(x1: list[np.ndarray], y1: list[np.ndarray], groups: list[int], top_k: int,

@@ -10,7 +10,7 @@ import numpy as np
 
 from whoqa.core.names import NameSpan, named_characters
 from whoqa.core.seed import SEED
-from whoqa.ranker.features import CONTEXT_SENTENCES, book_features
+from whoqa.ranker.features import CONTEXT_SENTENCES, book_features, columns
 from whoqa.ranker.model import FeatureRanker, log_softmax
 from whoqa.reader.config import LLMConfig, RerankConfig
 from whoqa.reader.data import bm25f_passages
@@ -34,7 +34,9 @@ def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSp
     transformers runtime, or None for the first stage alone; `pool`: (question, answer, book) examples of other books
     for the prompt's few shots."""
     book, aliases, index = opened
-    ids, x = book_features(book, context_sentences(wins, CONTEXT_SENTENCES), named_characters(spans), question)  # (C, F)
+    ids, x = book_features(book, context_sentences(wins, CONTEXT_SENTENCES), named_characters(spans), question,
+                           ranker.cast)
+    x = x[:, columns(ranker.features["stage1"])]  # (C, F): the fit's own features
     llm = None
     if reader is not None:
         first = ranker.first(x)[:ranker.top_k]

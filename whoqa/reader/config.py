@@ -130,9 +130,10 @@ class RerankConfig:
     #                        quantised kernels: whoqa.reader.runtimes; its own LLM key and folder)
     llm_features: str = "select"  # how the LLM's scores enter the feature ranker (feature_ranker.LLM_FEATURES), or
     # "select": the form with the best likelihood in cross-validation on the training books, chosen per fold
-    cast: bool = True  # the feature ranker's candidates: the book's cast (people, a person's clusters merged), or
-    #                    every character cluster (--no-cast, the ablation)
-    stage1: str = ""  # the feature ranker's features, comma-separated (whoqa.ranker.features; "": all, what serves)
+    cast: bool = False  # the feature ranker's candidates: every character cluster (what serves: measured best with
+    #                     the LLM), or the book's cast (--cast: people, a person's clusters merged)
+    stage1: str = "book_share,context_mentions,named"  # its features, comma-separated (whoqa.ranker.features; "all":
+    #                     the registry's every one, the syntax features included)
     max_eval_samples: int | None = None  # debug: the first N questions
 
 

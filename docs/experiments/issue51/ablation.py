@@ -24,10 +24,10 @@ from whoqa.reader.config import RerankConfig
 
 OLD = "book_share,context_mentions,named"
 ARMS = {  # name -> (cast, stage-1 features): each arm's "candidates" row is its first stage, "combined" + the LLM
-    "+ cast + syntax (default)": (True, ""),
+    "+ cast + syntax": (True, "all"),
     "first stage (today's features) + 0.5B": (False, OLD),
     "+ cast": (True, OLD),
-    "+ syntax": (False, ""),
+    "+ syntax": (False, "all"),
 }
 SEEDS = (13, 14, 15)
 
@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="*", default=list(SEEDS))
     a = ap.parse_args()
     out = a.out / "ablation.jsonl"
-    done = {(r["arm"], r["seed"]) for r in map(json.loads, out.read_text().splitlines())} if out.is_file() else set()
+    done = {(r["arm"].replace(" (default)", ""), r["seed"]) for r in map(json.loads, out.read_text().splitlines())} if out.is_file() else set()
     for seed in a.seeds:
         for arm, (cast, stage1) in ARMS.items():
             if (arm, seed) in done:
@@ -47,7 +47,7 @@ def main() -> None:
             t = time.perf_counter()
             cfg = replace(RerankConfig(), candidates="features", fold_seed=seed, cast=cast, stage1=stage1)
             s = rerank(a.workspace, None, cfg, progress=True).record
-            row = {"arm": arm, "seed": seed, "cast": cast, "stage1": stage1 or "all",
+            row = {"arm": arm, "seed": seed, "cast": cast, "stage1": stage1,
                    "first_stage": {k: s["candidates"][k] for k in ("p@1", "p@5", "mrr")},
                    "with_llm": {k: s["combined"][k] for k in ("p@1", "p@5", "mrr")}, "ece": s["ece"],
                    "questions": s["questions"], "seconds": round(time.perf_counter() - t, 1),
