@@ -452,9 +452,9 @@ class Service:
 
     def answer(self, book_id: str, question: str, route: str = "auto", upto: str | None = None) -> Answer:
         """The answer by the chosen route; with `upto` ("40%", "Chapter 12"), from the text before that point only.
-        A question no sentence matches (by a content word or a named character) gets no answer from any route that
-        needs one: NothingMatched. (A non-Who question searched with MiniLM too reads its nearest passages, and its
-        answer stands only where they hold it: `_grounded`.)"""
+        A question no sentence matches (by a content word or a named character; before the cut with `upto`) gets no
+        answer from any route, before a model loads: NothingMatched. (An answer from passages that match stands only
+        where they hold it: `_grounded`.)"""
         question = check_request(question, route, self.cfg)
         t0 = time.perf_counter()
         with self.lock:
@@ -467,8 +467,7 @@ class Service:
                                          "(--route features or auto)")
                     chosen = Route("features", "the memory network reads the whole book, and only the text up to "
                                                f"{upto} may be read")
-                lexical = chosen.name in ("network", "features") or self.cfg.passages.fusion == "bm25f"
-                if lexical and not matches_question(opened[2], question, opened[1]):  # no answer from nothing
+                if not matches_question(opened[2], question, opened[1]):  # no answer from nothing, by any route
                     raise NothingMatched(f"nothing in book {book_id} matches the question's words, so there is "
                                          f"nothing to answer from: ask with words (or character names) the book uses")
                 self.stages.stage("answering")

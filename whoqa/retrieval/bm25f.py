@@ -203,7 +203,11 @@ class CutIndex:
 
     def search(self, words: str, chars: str, k: int) -> list[tuple[int, float]]:
         wider = min(self.total, -(-k * self.total // max(self.cut, 1)))
-        return [(s, x) for s, x in self.index.search(words, chars, max(k, wider)) if s < self.cut][:k]
+        hits = self.index.search(words, chars, max(k, wider))
+        kept = [(s, x) for s, x in hits if s < self.cut]
+        if len(kept) < k and len(hits) >= max(k, wider):  # the cut dropped more than its share: every hit, then
+            kept = [(s, x) for s, x in self.index.search(words, chars, self.total) if s < self.cut]
+        return kept[:k]
 
 
 def _sentence_ids(reader) -> list[int]:
