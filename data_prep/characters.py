@@ -260,17 +260,5 @@ def name_gender(names: Counter) -> tuple[str | None, float]:
     return ("male" if he > she else "female"), p
 
 
-def title_gender(names: Counter) -> str | None:
-    """The gender a character's titles say, where they all agree ("Lady Agatha", "Mr. Hall"); None with no gendered
-    title or a mix. Pronouns nearby often belong to someone else, a title never does."""
-    he = sum(c for n, c in names.items() if n.split() and n.split()[0].lower() in MALE_TITLES)
-    she = sum(c for n, c in names.items() if n.split() and n.split()[0].lower() in FEMALE_TITLES)
-    if he and not she:
-        return "male"
-    if she and not he:
-        return "female"
-    return None
-
-
 def salience(count: int) -> float:
     return math.log1p(count)

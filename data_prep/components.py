@@ -68,8 +68,7 @@ def _coreferee(engine, docs, parsed, mentions: str = "coreferee"):
 
 
 ENGINES: dict[str, EngineEntry] = {
-    "spacy": EngineEntry(_spacy, "the offline engine: spaCy's parse, name clusters, the pronoun resolver",
-                         version="2"),  # 2: a gendered title outweighs the pronouns near the name
+    "spacy": EngineEntry(_spacy, "the offline engine: spaCy's parse, name clusters, the pronoun resolver"),
     "booknlp": EngineEntry(_booknlp, "the real BookNLP (its own Python: --booknlp-python, --booknlp-models)"),
 }
 

@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from whoqa.core.book import Token, span_head
-from data_prep.characters import NameMention, cluster_names, find_name_mentions, name_gender, title_gender
+from data_prep.characters import NameMention, cluster_names, find_name_mentions, name_gender
 from data_prep.coref import FIRST, NARRATOR, SUBJECT_DEPS, VOCATIVE_DEPS, Resolved, Resolver, Weights, quote_ids
 from data_prep.parse import Parsed, load_nlp, parse_text, SPACY_MODEL
 from data_prep.coref import FEMALE, MALE
@@ -61,10 +61,8 @@ class SpacyEngine:
         for m in per:
             names_by_char[m.char][m.text] += 1
         genders = {c: name_gender(n)[0] for c, n in names_by_char.items()}
-        titled = {c for c, n in names_by_char.items() if title_gender(n)}
         for c, g in pronoun_gender(tokens, per, qids).items():
-            if c not in titled:  # a title is the book's own word for it ("Lady Agatha" stays a woman)
-                genders[c] = g  # the book's own he/she outweigh the name's prior (the Famous Five's George is a girl)
+            genders[c] = g  # the book's own he/she outweigh the name's prior (the Famous Five's George is a girl)
         counts = {c: sum(n.values()) for c, n in names_by_char.items()}
         named = [Resolved(m.start, m.end, m.char, "PROP",
                           tokens[span_head(tokens, m.start, m.end)].dep in SUBJECT_DEPS, qids[m.start] >= 0,

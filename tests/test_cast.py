@@ -65,11 +65,6 @@ def test_a_nickname_joins_the_one_titled_person_it_names():
     assert answer_ids(book, [3]) == [1] and answer_ids(book, [3], cast=False) == [3]
 
 
-def test_a_title_fixes_gender(book):
-    agatha = next(c for c in book.characters.values() if c.name == "Lady Agatha")
-    assert agatha.gender == "female"  # though "he" follows her name twice
-
-
 def test_the_question_frame_inverts_the_artificial_rules():
     f = question_frame("Who swears to kill Dorian if he wrongs his sister?")
     assert f.role == AGENT and {"swear", "kill"} <= f.verbs and "sister" in f.args and "dorian" not in f.args
