@@ -35,7 +35,7 @@ from whoqa.core.runs import RunName, digest
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.baselines import book_frequency
-from whoqa.ranker.features import CONTEXT_SENTENCES, STAGE1, answer_ids, book_features
+from whoqa.ranker.features import CONTEXT_SENTENCES, STAGE1, answer_ids, book_features, columns
 from whoqa.ranker.fits import fit_dir, save_fit
 from whoqa.ranker.model import (LLM_FEATURES, SELECT, check_llm_features, fit, fit_ranker, log_softmax,
                                 select_llm_features)
@@ -295,7 +295,6 @@ def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage
     """Per question of a run: its candidates' ids (the book's cast, or every character with `cast=False`), stage-1
     features (C, F) from its stored BM25F context (the recipe `ask` builds afresh, read by the same `book_features`;
     only the `stage1` ones, in the registry's order) and right answers (C,) bool."""
-    columns = [STAGE1.index(f) for f in stage1]
     chars, questions = load_who_set(ws)
     who = {q["question_id"]: q for q in questions}
     view = ContextView(ws, "bm25f", CONTEXT_SENTENCES)
@@ -309,7 +308,7 @@ def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage
         book = view.book(d)
         ids, x = book_features(book, view.sentences(d, c["question_id"]), named, q["question"], cast)
         answers = answer_ids(book, c["answers"], cast)
-        out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x[:, columns],
+        out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x[:, columns(stage1)],
                     "y": np.array([i in answers for i in ids]), "answers": answers,
                     "frequency": book_frequency(chars[d]), "book": d})
     return out

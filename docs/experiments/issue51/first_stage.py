@@ -22,7 +22,7 @@ from whoqa.core.calibration import ece
 from whoqa.core.metrics import paired_book_bootstrap, rank_of_first_correct
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.rerank import book_fold_candidates, question_features
-from whoqa.ranker.features import STAGE1
+from whoqa.ranker.features import STAGE1, columns
 from whoqa.ranker.model import fit, softmax
 
 OLD = ("book_share", "context_mentions", "named")
@@ -59,7 +59,7 @@ def main() -> None:
         fold_of = {c["question_id"]: c["fold"] for c in book_fold_candidates(ws, 10, seed)}
         for arm, (cast, feats) in ARMS.items():
             seeded = [{**r, "fold": fold_of[r["question_id"]]} for r in rows[cast]]
-            judged = judge(seeded, [STAGE1.index(f) for f in feats])
+            judged = judge(seeded, columns(feats))
             results[(arm, seed)] = judged
             ranks.append({"arm": arm, "seed": seed, "ranks": {str(j["question_id"]): [j["book"], j["rank"]]
                                                                for j in judged}})
