@@ -16,6 +16,20 @@ cd "$(dirname "$0")"
 # llama.cpp built for this CPU (a source package: about 6 minutes on 2 cores with gcc and cmake): the fastest runtime
 # measured, and one that scores names; where it cannot build, gpt4all and transformers serve as before
 .venv/bin/pip install -q -e '.[llama]' || echo "llama-cpp-python did not build (a C++ compiler and cmake are needed): --runtime llama-cpp-python is unavailable; gpt4all and transformers run the LLM"
+# A build whose CPU kernels the system does not grant (AMX under some hypervisors: the CPU lists it, the kernel does not
+# enable it) dies at its first prompt: whoqa's probe (a child process) says so, and it is built again without AMX, once
+# per machine (the wheel is kept in whoqa's cache); if that crashes too it is removed and transformers scores names.
+probe() { .venv/bin/python -c "import sys; from whoqa.reader.llm import joined_model; from whoqa.reader.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model('qwen2.5-coder-0.5b')) else 1)" 2>/dev/null; }
+if .venv/bin/python -c "import llama_cpp" 2>/dev/null && ! probe; then
+    version=$(.venv/bin/python -c "import llama_cpp; print(llama_cpp.__version__)")
+    wheels="${WHOQA_CACHE:-$HOME/.cache/whoqa}/wheels/llama-cpp-python-$version-noamx"
+    noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    echo "llama-cpp-python crashes here (its AMX kernels): building it without them (about 6 minutes, once)"
+    ls "$wheels"/*.whl > /dev/null 2>&1 || CMAKE_ARGS="-DCMAKE_C_FLAGS='$noamx' -DCMAKE_CXX_FLAGS='$noamx'" \
+        .venv/bin/pip wheel -q --no-deps --no-cache-dir -w "$wheels" "llama-cpp-python==$version" || true
+    .venv/bin/pip install -q --no-deps --force-reinstall "$wheels"/*.whl || true
+    probe || { .venv/bin/pip uninstall -q -y llama-cpp-python; echo "llama-cpp-python crashes on this machine: removed (transformers scores names; gpt4all generates)"; }
+fi
 # WordNet's data for METEOR's synonym stage (a download from GitHub: offline METEOR matches exact words and stems only)
 .venv/bin/python -m nltk.downloader -q wordnet > /dev/null 2>&1 || true
 .venv/bin/python -c "from whoqa.core.metrics import wordnet; wordnet() or print('WordNet not downloaded (offline?): METEOR matches exact words and stems only')"

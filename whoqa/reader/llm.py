@@ -210,7 +210,9 @@ def scoring_runtime(base: str, device=None) -> str:
     except Exception as e:  # a missing dependency, or its shared library failed to load
         log.warning("llama-cpp-python is installed but does not load (%s): transformers scores the names", e)
         return "transformers"
-    return "llama-cpp-python"
+    from whoqa.reader.runtimes import llama_cpp_works
+    folder, gguf = locate(base)
+    return "llama-cpp-python" if llama_cpp_works(Path(folder) / gguf) else "transformers"
 
 
 def model_fingerprint(base: str) -> str:

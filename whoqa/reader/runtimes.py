@@ -19,7 +19,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import json
 import logging
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -136,6 +140,10 @@ class LlamaCppPythonRuntime:
         except ImportError as e:
             raise RuntimeError(f"--runtime llama-cpp-python needs llama-cpp-python (pip install llama-cpp-python: it "
                                f"builds llama.cpp for this CPU, a few minutes with a C++ compiler and cmake): {e}") from None
+        if not llama_cpp_works(Path(path)):
+            raise RuntimeError(f"llama-cpp-python crashes here reading a prompt with {Path(path).name} (a build whose CPU "
+                               f"kernels this system does not enable, e.g. AMX in a virtual machine): rebuild it with "
+                               f"`bash install.sh`, or use --runtime transformers")
         threads = torch.get_num_threads()
         with contextlib.redirect_stderr(io.StringIO()):
             self.llama = llama_cpp.Llama(str(path), n_ctx=context + 64, n_batch=LLAMACPP_BATCH, n_threads=threads,
@@ -187,6 +195,47 @@ class LlamaCppPythonRuntime:
         t = time.perf_counter()
         self._greedy(ids, new_tokens, [], on_token=lambda: stamps.append(time.perf_counter()))
         return {"prefill_s": stamps[0] - t, "generate_tok_s": (len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9)}
+
+
+# Run in a child process: a crash there (SIGSEGV) is an answer, not the end of whoqa.
+_PROBE = """import sys, llama_cpp
+llama = llama_cpp.Llama(sys.argv[1], n_ctx=128, n_batch=64, n_threads=2, verbose=False)
+ids = llama.tokenize(b"Who wrote the letter that Holmes read to Watson in the morning?")
+llama.eval(ids)
+llama.eval([int(llama.scores[llama.n_tokens - 1].argmax())])
+"""
+
+
+def llama_cpp_works(gguf: Path) -> bool:
+    """Whether llama-cpp-python's build reads a prompt and a token with this GGUF model without crashing. A build for a
+    CPU whose kernels the system does not enable (AMX under some hypervisors: the CPU lists it, the kernel does not
+    grant it) dies with SIGSEGV at its first matrix product, which no Python code can catch; so a child process tries
+    it once per build and model file and the answer is kept beside the models (~2 s)."""
+    import llama_cpp
+    from whoqa.core.runs import digest
+    from whoqa.reader.llm import cache_dir
+    gguf = Path(gguf)
+    lib = Path(llama_cpp.__file__).parent / "lib"
+    build = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(lib.glob("*.so*"))]
+    key = digest([llama_cpp.__version__, build, str(gguf.resolve()), gguf.stat().st_size])
+    mark = cache_dir() / "llama-cpp-probe" / f"{key}.json"
+    try:
+        return json.loads(mark.read_text())["works"]
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        run = subprocess.run([sys.executable, "-c", _PROBE, str(gguf)], capture_output=True, timeout=300)
+        works, why = run.returncode == 0, f"exit code {run.returncode}"
+    except subprocess.TimeoutExpired:
+        works, why = False, "no answer in 300 s"
+    if not works:
+        log.warning("llama-cpp-python failed reading a prompt with %s (%s): it is not used", gguf.name, why)
+    with contextlib.suppress(OSError):
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        tmp = mark.with_name(f"{mark.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"works": works, "why": why, "llama_cpp": llama_cpp.__version__}))
+        tmp.replace(mark)
+    return works
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
