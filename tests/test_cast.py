@@ -87,3 +87,36 @@ def test_role_features_find_the_doer(book):
     assert set(ids) | {90} == set(ids_all) and x_all.shape == (len(ids_all), len(STAGE1))
     counts = Counter({r: sum(book.characters[m].count for m in ms) for r, ms in cast.groups.items()})
     assert np.allclose(np.exp(x[:, STAGE1.index("book_share")]) * sum(counts.values()), [counts[i] for i in ids])
+
+
+ROLES_STORY = (
+    "Silas Marner came from Raveloe. The weaver walked from Raveloe to the Stone-pits. \"Hekinah, I trow not,\" said "
+    "Dunstan Cass. Dunstan Cass stole the gold of Raveloe. \"I think, Eppie, that you have grown,\" said Silas Marner. "
+    "Silas Marner loved the child. They went to Raveloe at dawn.")
+
+
+def test_a_name_that_never_acts_owns_or_is_addressed_is_not_a_person(parsed):
+    """A person acts, is acted on, owns, is named or is addressed (", Eppie, that you have"); a name only ever written
+    after a preposition ("from Raveloe") or as an exclamation ("Hekinah, I trow") is none of these."""
+    book = parsed(ROLES_STORY)
+    b = _with_clusters(book, ["Raveloe", "Hekinah", "Eppie"])
+    cast = cast_of(b)
+    why = {b.characters[c].name: reason for c, reason in cast.dropped.items()}
+    never = "never a subject, object or owner (an exclamation, or a place after a preposition)"
+    assert why.get("Raveloe") == never and why.get("Hekinah") == never
+    assert "Eppie" in cast.names.values()  # addressed: a person, though she never acts here
+    assert {"Silas Marner", "Dunstan Cass"} <= set(cast.names.values())
+
+
+def test_a_predicted_name_lies_on_a_gold_person_as_litbank_spans_it():
+    """eval-cast's matching of a predicted name to LitBank's gold PER spans: equal; one inside the other ending on the
+    same token (the noun phrase around a name, or a title LitBank leaves out); or a name that begins an apposition."""
+    from whoqa.evaluation.cast import _gold_entity
+    people = {(10, 12): "holmes", (20, 20): "prospero", (30, 33): "mortimer", (40, 43): "friend"}
+    words = ["w"] * 50
+    words[32] = ","  # "James Mortimer , M.R.C.S."
+    assert _gold_entity((11, 12), people, words) == "holmes"  # "Holmes" in "the Mr. Holmes"
+    assert _gold_entity((19, 20), people, words) == "prospero"  # "Prince Prospero" around LitBank's "Prospero"
+    assert _gold_entity((30, 31), people, words) == "mortimer"  # an apposition follows the name
+    assert _gold_entity((40, 41), people, words) is None  # "Holmes 's friend": the name is not the person spanned
+    assert _gold_entity((25, 26), people, words) is None

@@ -19,13 +19,16 @@ from whoqa.core.book import Book, write_book_files
 from whoqa.ranker.cast import cast_of
 
 
-def _gold_entity(span: tuple[int, int], people: dict) -> str | None:
-    """The gold PER entity a predicted name span lies on (equal, or inside and ending on the same token: "Prospero" in
-    LitBank's "the Prince Prospero", a noun phrase)."""
+def _gold_entity(span: tuple[int, int], people: dict, words: list[str] | None = None) -> str | None:
+    """The gold PER entity a predicted name span lies on: equal; ending on the same token, one holding the other
+    (a noun phrase "the Mr. Holmes" around "Holmes", or a title LitBank left out: "Prince Prospero" around its
+    "Prospero"); or beginning it before a comma (an apposition: "James Mortimer" in "James Mortimer, M.R.C.S., of
+    Grimpen")."""
     if span in people:
         return people[span]
+    apposition = words is not None and span[1] + 1 < len(words) and words[span[1] + 1] == ","
     for (s, e), entity in people.items():
-        if e == span[1] and s <= span[0]:
+        if e == span[1] or apposition and s == span[0] and e > span[1]:
             return entity
     return None
 
@@ -34,10 +37,11 @@ def score_document(book: Book, gold: dict, people: dict) -> dict:
     """Counts for one document: predicted characters and cast members that are gold people (`people`: every gold
     PER mention -> entity), gold named people (`gold`: PER names and pronouns -> (entity, PROP|PRON)) found."""
     named = {ent for ent, prop in gold.values() if prop == "PROP"}
+    words = [t.word for t in book.tokens]
     entity_of: dict[int, Counter] = {}
     for m in book.mentions:
         if m.prop == "PROP":
-            entity_of.setdefault(m.char_id, Counter())[_gold_entity((m.start, m.end), people)] += 1
+            entity_of.setdefault(m.char_id, Counter())[_gold_entity((m.start, m.end), people, words)] += 1
     cast = cast_of(book)
 
     def is_person(ids: list[int]) -> bool:

@@ -32,6 +32,10 @@ ARTICLE_SHARE = 0.5  # a name after an article this often is a noun ("the Jew")
 PLACE_SHARE = 0.5  # a name that NER calls a place or organisation this often is one
 LOCATIVE_SHARE = 0.4  # a name after "in", "into", "near", ... this often is a place
 NAME_REFERENCES = 100  # a word Gutenberg's books refer to with he or she this often is a name ("Rose", "Will", "Grace")
+ROLES = {"nsubj", "nsubjpass", "dobj", "iobj", "dative", "poss", "appos", "attr", "agent", "oprd"}  # what a person
+# is in a sentence: one who acts, is acted on, owns, is named ("call me Ishmael") or named again; or one addressed
+# (", Watson,"). An exclamation ("Marry, I trow") or a place only ever written after a preposition or as a modifier is
+# none of these
 
 
 @dataclass
@@ -118,10 +122,20 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list) -> str | No
             return "a common word written with a capital"
     after_article = sum(1 for m in proper if m.start > 0 and book.tokens[m.start - 1].word.lower() in ARTICLES)
     titled = _plain(c.name.split()[0]) in {_plain(t) for t in TITLES}  # "the Reverend Archibald Jones"
+    first_name = any(sum(gender_table().get(w.lower(), (0.0, 0.0))) >= NAME_REFERENCES for w in words)
+    if proper and not (titled or first_name) and not any(_in_role(tokens, m) for m in proper):
+        return "never a subject, object or owner (an exclamation, or a place after a preposition)"
     if proper and after_article >= ARTICLE_SHARE * len(proper) and after_article >= 2 and not titled and not (
             len(words) == 1 and known):
         return "a noun with an article"
     return None
+
+
+def _in_role(tokens: list, m) -> bool:
+    """Whether a proper mention is one a person fills (ROLES), or is addressed: a noun phrase after a comma that
+    spaCy attaches as an adverbial modifier (", Watson, that you have")."""
+    dep = tokens[m.end].dep
+    return dep in ROLES or dep == "npadvmod" and m.start > 0 and tokens[m.start - 1].word == ","
 
 
 def _merged(book: Book, people: list[int]) -> dict[int, int]:
