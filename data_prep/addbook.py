@@ -12,7 +12,8 @@ from pathlib import Path
 
 from data_prep.narrativeqa import DataError
 from data_prep.who_set import load_texts
-from whoqa.core.book import atomic_write, is_done
+from whoqa.core.book import is_done
+from whoqa.core.files import atomic_write
 from whoqa.core.workspace import locked
 from whoqa.core.workspace import Workspace
 from data_prep.narrativeqa import read_book

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from whoqa.core.artifacts import read_json
-from whoqa.core.book import Book, atomic_write
+from whoqa.core.book import Book
+from whoqa.core.files import atomic_write
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
 import hashlib

@@ -14,7 +14,8 @@ from whoqa.core.artifacts import checksum_file, read_cache, read_record
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.jobs import default_jobs
 from whoqa.core.progress import bar as progress_bar
-from whoqa.core.book import atomic_write, is_done, write_book_files
+from whoqa.core.book import is_done, write_book_files
+from whoqa.core.files import atomic_write
 from whoqa.core.seed import fixed_hash_seed_env, hash_seed_fixed
 from whoqa.core.workspace import locked
 from data_prep import components

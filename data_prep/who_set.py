@@ -18,7 +18,8 @@ from data_prep.narrativeqa import DataError, NarrativeQA, Question
 from whoqa.core.artifacts import DamagedArtifact, read_json, read_record
 from whoqa.core.aliases import NO_ALIAS, NOT_CHARACTER, AliasIndex
 from whoqa.core.workspace import MissingStage
-from whoqa.core.book import Book, BookFormatError, atomic_write, is_done
+from whoqa.core.book import Book, BookFormatError, is_done
+from whoqa.core.files import atomic_write
 from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)

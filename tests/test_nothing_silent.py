@@ -408,7 +408,7 @@ def test_the_books_escape_sequences_never_reach_the_terminal(dd_ws, tmp_path):
 # --- 10. smaller things ------------------------------------------------------------------------------------------
 def test_artifacts_follow_the_umask(tmp_path):
     import os
-    from whoqa.core.book import atomic_write
+    from whoqa.core.files import atomic_write
     old = os.umask(0o022)
     try:
         atomic_write(tmp_path / "a.json", "{}")

@@ -13,13 +13,12 @@ import csv
 from bisect import bisect_left
 from collections import Counter
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from whoqa.core.artifacts import DamagedArtifact, read_json
+from whoqa.core.files import atomic_write
 
 TOKEN_COLUMNS = ["paragraph_ID", "sentence_ID", "token_ID_within_sentence", "token_ID_within_document", "word", "lemma",
                  "byte_onset", "byte_offset", "POS_tag", "fine_POS_tag", "dependency_relation", "syntactic_head_ID",
@@ -310,37 +309,6 @@ def read_characters(path: Path) -> dict[int, Character]:
         name = proper[0] if proper else ("NARRATOR" if cid == 0 else char_token(cid))
         chars[cid] = Character(cid, name, proper, int(c.get("count", 0)), gender)
     return chars
-
-
-def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write text (UTF-8) or bytes through a temporary file and rename, so a crash never leaves a half-written file
-    behind."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        os.fchmod(fd, file_mode())  # (mkstemp makes it 0600: an artifact is as readable as any file the user writes)
-        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8", newline="")) as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def file_mode() -> int:
-    """The mode a new file gets under the process's umask (0644 under the usual 022)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)  # (no /proc: read it by setting it, and put it back at once)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def write_book_files(folder: Path, book_id: str, token_rows: list[list], entity_rows: list[list], book: dict) -> None:

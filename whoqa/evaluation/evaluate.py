@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from whoqa.evaluation.baselines import book_frequency, context_frequency, random_ranking
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.jobs import default_jobs
 from whoqa.core.metrics import ranking_metrics, text_metrics
 from whoqa.core.runs import RUN_CONFIG, RUN_FILE, RUN_SUMMARY, read_run_file, reranks

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.runs import RUN_CONFIG, read_run_file
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.ensemble import read_fold_files

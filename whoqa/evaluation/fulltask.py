@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from data_prep.who_set import load_who_set
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.metrics import text_metrics
 from whoqa.core.runs import RUN_CONFIG, code_version, reranks
 from whoqa.core.workspace import Workspace

@@ -38,7 +38,7 @@ from whoqa.memnet.ensemble import ensemble_rankings
 from whoqa.memnet.train import calibration_for, load_books, predict
 from whoqa.core.numerics import intra_op_threads
 from whoqa.reader.model import READER_FILE
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from data_prep.who_set import load_questions
 from whoqa.evaluation.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
 from whoqa.reader.data import Batcher, build_examples

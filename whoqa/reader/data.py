@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from whoqa.core.artifacts import read_cache
-from whoqa.core.book import Book, atomic_write
+from whoqa.core.book import Book
+from whoqa.core.files import atomic_write
 from whoqa.core.folds import book_folds as by_book
 from whoqa.core.workspace import Workspace
 from whoqa.retrieval.bm25f import RetrievalConfig, question_windows

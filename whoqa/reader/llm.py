@@ -20,7 +20,7 @@ import logging
 import time
 from pathlib import Path
 
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.artifacts import read_json, read_rows
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.distributed import barrier, shard, world

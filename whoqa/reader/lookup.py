@@ -25,7 +25,8 @@ import torch
 
 from whoqa.core.progress import bar as progress_bar
 from data_prep.span_questions import span_questions
-from whoqa.core.book import Book, atomic_write
+from whoqa.core.book import Book
+from whoqa.core.files import atomic_write
 from whoqa.core.distributed import world
 from whoqa.core.runs import digest
 from whoqa.reader.data import Batcher, ReaderExample, detokenize

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.distributed import barrier, data_parallel, gather, global_mean_loss, shard, world
 from whoqa.core.metrics import text_metrics
 from whoqa.core.progress import bar as progress_bar

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from data_prep.who_set import load_summaries
 from whoqa.core.artifacts import read_cache
-from whoqa.core.book import Book, atomic_write
+from whoqa.core.book import Book
+from whoqa.core.files import atomic_write
 from whoqa.core.distributed import data_parallel, gather, global_mean_loss, process_device, shard, world
 from whoqa.core.folds import book_folds
 from whoqa.core.workspace import Workspace

@@ -19,7 +19,8 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from whoqa.core.book import Book, atomic_write, is_done
+from whoqa.core.book import Book, is_done
+from whoqa.core.files import atomic_write
 from whoqa.core.names import name_spans
 from whoqa.core.workspace import ReadOnly, Workspace
 from whoqa.retrieval.lucene import MissingPackage

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from data_prep.who_set import load_questions
 from whoqa.core.artifacts import DamagedArtifact, read_record
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.jobs import default_jobs
 from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences
 from whoqa.retrieval.report import IndexReport

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from whoqa.core.book import Book, atomic_write
+from whoqa.core.book import Book
+from whoqa.core.files import atomic_write
 from whoqa.core.names import name_spans
 from whoqa.retrieval.bm25f import RetrievalConfig, question_fields, question_windows, windows
 

@@ -34,7 +34,8 @@ from starlette.exceptions import HTTPException
 
 from data_prep.who_set import load_texts
 from whoqa.core.artifacts import DamagedArtifact, problem, read_cache, read_json
-from whoqa.core.book import Book, BookFormatError, atomic_write, is_done
+from whoqa.core.book import Book, BookFormatError, is_done
+from whoqa.core.files import atomic_write
 from whoqa.core.jobs import process_alive, process_identity
 from whoqa.core.workspace import ReadOnly, Workspace, locked, serve_read_only
 from whoqa.service import Service as Answers, ServiceConfig
