@@ -16,7 +16,7 @@ from whoqa.core.runs import RUN_CONFIG, read_run_file
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.ensemble import read_fold_files
 from whoqa.core.aliases import AliasIndex
-from data_prep.who_set import load_who_set
+from whoqa.core.store import load_who_set
 from whoqa.evaluation.evaluate import ContextView, ensemble_result
 from whoqa.memnet.data import question_tokens
 

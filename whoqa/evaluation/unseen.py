@@ -22,7 +22,7 @@ from data_prep.prepare import PrepareConfig, prepare
 from data_prep.addbook import fold_books
 from whoqa.retrieval.bm25f import NothingMatched
 from whoqa.retrieval.contexts import build_contexts
-from data_prep.embeddings import read_state
+from whoqa.core.store import load_questions, load_who_set, read_state
 import json
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
@@ -39,14 +39,12 @@ from whoqa.memnet.train import calibration_for, load_books, predict
 from whoqa.core.numerics import intra_op_threads
 from whoqa.reader.model import READER_FILE
 from whoqa.core.files import atomic_write
-from data_prep.who_set import load_questions
 from whoqa.evaluation.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
 from whoqa.reader.data import Batcher, build_examples
 from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.config import ReaderConfig
 from whoqa.reader.steps import decoder_start_id
 from whoqa.reader.train import predict as reader_predict
-from data_prep.who_set import load_who_set
 from whoqa.memnet.choose import choose_model as choose_memnet
 from whoqa.reader.choose import choose_model as choose_reader
 

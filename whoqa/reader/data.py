@@ -22,7 +22,7 @@ from whoqa.core.folds import book_folds as by_book
 from whoqa.core.workspace import Workspace
 from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
 from whoqa.core.progress import bar as progress_bar
-from data_prep.who_set import load_questions
+from whoqa.core.store import load_questions
 from whoqa.retrieval.contexts import load_contexts
 
 log = logging.getLogger(__name__)

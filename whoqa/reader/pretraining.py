@@ -18,7 +18,7 @@ from whoqa.core.distributed import barrier, data_parallel, global_mean_loss, wor
 from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.steps import Precision, optimizer, trainable
 from whoqa.core.workspace import Workspace
-from data_prep.who_set import load_questions
+from whoqa.core.store import load_questions
 
 
 def preread_dir(workspace: Path) -> Path:

@@ -11,7 +11,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
-from data_prep.who_set import load_questions
+from whoqa.core.store import load_questions
 from whoqa.core.artifacts import DamagedArtifact, read_record
 from whoqa.core.files import atomic_write
 from whoqa.core.jobs import default_jobs

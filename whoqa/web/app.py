@@ -32,7 +32,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from data_prep.who_set import load_texts
+from whoqa.core.store import load_texts
 from whoqa.core.artifacts import DamagedArtifact, problem, read_cache, read_json
 from whoqa.core.book import Book, BookFormatError, is_done
 from whoqa.core.files import atomic_write
@@ -40,11 +40,11 @@ from whoqa.core.jobs import process_alive, process_identity
 from whoqa.core.workspace import ReadOnly, Workspace, locked, serve_read_only
 from whoqa.service import Service as Answers, ServiceConfig
 from whoqa.core.book import read_characters
-from data_prep.addbook import read_book_text, text_book_id
-from data_prep.epub import EPUB_SUFFIXES, HTML_SUFFIXES
-from data_prep.narrativeqa import DataError, extract_body
-from data_prep.embeddings import read_state
-from data_prep.prepare import forget_derived
+from whoqa.core.text import read_book_text, text_book_id
+from whoqa.core.epub import EPUB_SUFFIXES, HTML_SUFFIXES
+from whoqa.core.text import DataError, extract_body
+from whoqa.core.store import read_state
+from whoqa.core.store import forget_derived
 from whoqa.retrieval.lucene import MissingPackage
 import ipaddress
 
