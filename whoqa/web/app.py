@@ -34,7 +34,7 @@ from starlette.exceptions import HTTPException
 
 from whoqa.core.store import load_texts
 from whoqa.core.artifacts import DamagedArtifact, problem, read_cache, read_json
-from whoqa.core.book import Book, BookFormatError, is_done
+from whoqa.core.book import Book, BookFormatError, is_done, token_summary
 from whoqa.core.files import atomic_write
 from whoqa.core.jobs import process_alive, process_identity
 from whoqa.core.workspace import ReadOnly, Workspace, locked, serve_read_only
@@ -140,19 +140,8 @@ class Service:
         saved = read_cache(path, dict)  # no cache yet, or a damaged one: made again below
         if saved and saved.get("stamp") == stamp and "summary" in saved:
             return saved["summary"]
-        words = sentences = 0
-        first: list[str] = []
         try:
-            with open(tokens, encoding="utf-8") as f:
-                next(f, None)  # header
-                for line in f:
-                    cols = line.split("\t")
-                    if len(cols) < 9:
-                        continue
-                    words += cols[8] != "PUNCT"
-                    sentences = max(sentences, int(cols[1]) + 1)
-                    if cols[1] == "0" and len(first) < 12:
-                        first.append(cols[4])
+            words, sentences, first = token_summary(tokens)
         except (UnicodeDecodeError, ValueError) as e:  # the book's own file is damaged: named, this book alone
             raise BookFormatError(f"{tokens}: {problem(e)}: redo the book with `whoqa prepare --book {book_id}` "
                                   f"after deleting its folder {tokens.parent}") from None
