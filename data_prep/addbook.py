@@ -95,6 +95,13 @@ def add_from_data(workspace: Path, data: Path, book_id: str) -> str:
     return book_id
 
 
+def prepare_folder(data: str, target: Path, jobs: int = 1, executor: str = "local", ray_address: str | None = None):
+    """Another NarrativeQA folder's books prepared into a workspace of their own (`eval --data`), with their Who set
+    and artificial questions but no word vectors (`fold_books` folds them into the evaluating workspace's)."""
+    return prepare(PrepareConfig(data, str(target), jobs=jobs, unlabeled=False, artificial=True, embeddings=False,
+                                 executor=executor, ray_address=ray_address), progress=False)
+
+
 def fold_books(workspace: Path, book_ids: list[str], books_ws: Path | None = None) -> dict:
     """Artificial questions and corpus of processed books (under books_ws, default the workspace), folded into the
     workspace's word vectors."""

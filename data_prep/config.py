@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from data_prep.components import ENGINES, RESOLVERS
+from whoqa.core.executor import EXECUTORS
 from whoqa.core.jobs import default_jobs
+from whoqa.core.registry import positive, require
 
 
 @dataclass
@@ -25,3 +28,10 @@ class PrepareConfig:
     rebuild_vectors: bool = False  # train the vectors from scratch (else new books are folded in); stales models
     executor: str = "local"  # local (a process pool of `jobs`) | ray (a Ray cluster: whoqa.core.executor)
     ray_address: str | None = None  # with executor ray: auto, HOST:PORT (None: $RAY_ADDRESS, else auto)
+
+    def __post_init__(self):
+        ENGINES.check(self.engine)
+        RESOLVERS.check(self.resolver)
+        EXECUTORS.check(self.executor)
+        positive(self, "jobs")
+        require(self, "max_books", self.max_books is None or self.max_books >= 0, "0 or more")

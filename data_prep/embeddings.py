@@ -20,6 +20,7 @@ import numpy as np
 
 from whoqa.core import store
 from whoqa.core.book import Book
+from whoqa.core.registry import positive, require
 from whoqa.core.seed import SEED
 from whoqa.core.store import CHAR_PREFIX, read_state, save_vectors, scoped
 from whoqa.core.workspace import Workspace
@@ -36,6 +37,10 @@ class EmbeddingConfig:
     sg: int = 0  # CBOW (gensim's default); 1 for skip-gram
     workers: int = 1  # seeded and bit-for-bit repeatable; 2 is ~1.5x faster but threads race (vectors differ by up to ~2)
     seed: int = SEED
+
+    def __post_init__(self):
+        positive(self, "vector_size", "window", "min_count", "epochs", "workers")
+        require(self, "sg", self.sg in (0, 1), "0 (CBOW) or 1 (skip-gram)")
 
 
 def corpus_lines(book: Book) -> list[str]:

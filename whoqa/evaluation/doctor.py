@@ -122,7 +122,7 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
     for f in sorted(ws.adapted.rglob("*.pt")) if ws.adapted.is_dir() else []:
         probe(f, lambda p: load_binary(p, lambda q: torch.load(q, map_location="cpu"), ""),
               "none needed: adapted again when next asked", CACHE)
-    for f in files(Path(ws, "jobs"), "*.json"):
+    for f in files(ws.jobs, "*.json"):
         probe(f, _json, "none needed: the upload's record is lost; upload the book again", CACHE)
     return n, found
 
@@ -160,7 +160,7 @@ def repair(workspace: str | Path, findings: list[Finding]) -> tuple[Path | None,
     movable = [f for f in findings if f.movable]
     if not movable:
         return None, left
-    dest = Path(ws, "quarantine", time.strftime("%Y%m%d-%H%M%S"))
+    dest = Path(ws.quarantine, time.strftime("%Y%m%d-%H%M%S"))
     for f in movable:
         p = Path(f.path)
         if not p.exists():

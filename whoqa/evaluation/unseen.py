@@ -18,8 +18,7 @@ from whoqa.core.artifacts import read_rows
 from whoqa.core.metrics import ranking_metrics, text_metrics
 from whoqa.core.workspace import Workspace
 from whoqa.core.executor import ExecutorConfig
-from data_prep.prepare import PrepareConfig, prepare
-from data_prep.addbook import fold_books
+from data_prep.addbook import fold_books, prepare_folder
 from whoqa.retrieval.bm25f import NothingMatched
 from whoqa.retrieval.contexts import build_contexts
 from whoqa.core.store import load_questions, load_who_set, read_state
@@ -56,8 +55,7 @@ def prepare_other(workspace: Path, data: str, jobs: int = 1, executor: str = "lo
     """Prepare, index and fold in another folder's books (on a Ray cluster with executor "ray"); returns its
     workspace."""
     target = Workspace(workspace).eval_data / Path(data).resolve().name
-    rep = prepare(PrepareConfig(data, str(target), jobs=jobs, unlabeled=False, artificial=True, embeddings=False,
-                                executor=executor, ray_address=ray_address), progress=False)
+    rep = prepare_folder(data, target, jobs, executor, ray_address)
     if rep.failed:
         log.warning("%d book(s) of %s failed to prepare and are left out", len(rep.failed), data)
     build_contexts(target, "bm25f", jobs, progress=False, executor=ExecutorConfig(executor, ray_address).check())
@@ -80,7 +78,7 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     runtime = svc.scoring_runtime(base) if base else None  # the service's own choice (transformers' keys stay)
     key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__]
                  + ([runtime] if runtime not in (None, "transformers") else []))[:16]
-    cache = Workspace(target) / "served" / f"{key}.jsonl"
+    cache = Workspace(target).served / f"{key}.jsonl"
     cache.parent.mkdir(parents=True, exist_ok=True)
     done = {}
     for row in read_rows(cache):  # a line cut by an interruption is left out: answered again

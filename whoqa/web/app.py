@@ -105,8 +105,8 @@ class Service:
         if cfg.read_only:
             serve_read_only(cfg.workspace)
         self.ws = Workspace(cfg.workspace)
-        self.jobs_dir = Path(self.ws, "jobs")
-        self.uploads = Path(self.ws, "uploads")
+        self.jobs_dir = self.ws.jobs
+        self.uploads = self.ws.uploads
         self.answers = Answers(self.ws, ServiceConfig(device=cfg.device, llm=cfg.llm))
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whoqa-upload")
         self.owner = process_identity()  # recorded with each job this server processes
