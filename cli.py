@@ -618,7 +618,7 @@ def _history(path: Path):
 
 def _title(svc, book_id: str) -> str:
     """A book's first line (its title, for a book added from a file), else its id's start."""
-    from data_prep.who_set import load_texts
+    from whoqa.core.store import load_texts
     try:
         line = (load_texts(svc.ws).get(book_id) or {}).get("first_line")
     except ValueError:  # a damaged record (DamagedArtifact): the id will do

@@ -3,7 +3,8 @@
 Each character mention becomes one token scoped by its book (`CHAR_3@09333c7d604b`: character 3 of one book is not
 character 3 of another), so every character gets a vector of its own. Words are lowercased.
 Artifacts under WS/embeddings/: corpus/<id>.txt (one sentence per line), word2vec.model, vocab.json (token -> row of
-the vectors, the vocabulary the memory network uses), config.json and state.json (the vectors' lineage and books).
+the vectors, the vocabulary the memory network uses), config.json and state.json (the vectors' lineage and books),
+all written and read through whoqa.core.store.
 
 The vectors grow: the first `prepare` trains them, later books are folded in (new rows appended, old rows locked), so
 a workspace can take new books after models were trained on it.

@@ -1,4 +1,5 @@
-"""NarrativeQA folder I/O: the official csv files by their column names, and a book's story text.
+"""NarrativeQA folder I/O: the official csv files by their column names, and a book's story text (decoded and cut
+out of its file by whoqa.core.text).
 
 Layout (what `whoqa download` builds and ../shared/data holds):
     DIR/narrativeqa/documents.csv, qaps.csv, summaries.csv   (or the csv files directly in DIR)
@@ -12,8 +13,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from whoqa.core.text import (CONTROL_SHARE, DataError, extract_body, file_sha1, read_book,  # noqa: F401
-                              read_book_bytes, read_text)
+from whoqa.core.text import DataError, extract_body, file_sha1, read_book, read_text
 
 log = logging.getLogger(__name__)
 

@@ -4,6 +4,8 @@ Written in the bookqa-who schema under WS/who/:
     characters.json      {document_id: [{id, name, aliases, count, gender}]}
     who_questions.json   [{question_id, document_id, question, answer1, answer2, answers: [character ids]}]
     report.json          what was kept, and why each other question was dropped, per book
+written and read through whoqa.core.store (`write_who_set`, `load_who_set`), as are WS/questions.json and
+WS/summaries.json.
 """
 from __future__ import annotations
 
