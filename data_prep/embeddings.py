@@ -64,12 +64,13 @@ def train(workspace: Path, cfg: EmbeddingConfig | None = None, book_ids: list[st
     every memory network trained on the old vectors is stale (`stale_models` names them)."""
     from gensim.models import Word2Vec
     cfg = cfg or EmbeddingConfig()
-    out = Workspace(workspace).embeddings
-    files = sorted((out / "corpus").glob("*.txt"))
+    ws = Workspace(workspace)
+    out = ws.embeddings
+    files = sorted(ws.corpus.glob("*.txt"))
     if book_ids is not None:
         files = [f for f in files if f.stem in set(book_ids)]
     if not files:
-        raise FileNotFoundError(f"no corpus under {out / 'corpus'}: run `whoqa prepare --workspace {workspace}` first")
+        raise FileNotFoundError(f"no corpus under {ws.corpus}: run `whoqa prepare --workspace {workspace}` first")
     joined = out / "corpus.all.txt"
     with open(joined, "w", encoding="utf-8") as w:
         for f in files:
