@@ -618,7 +618,7 @@ def _history(path: Path):
 
 def _title(svc, book_id: str) -> str:
     """A book's first line (its title, for a book added from a file), else its id's start."""
-    from data_prep.who_set import load_texts
+    from whoqa.core.store import load_texts
     try:
         line = (load_texts(svc.ws).get(book_id) or {}).get("first_line")
     except ValueError:  # a damaged record (DamagedArtifact): the id will do
@@ -629,7 +629,7 @@ def _title(svc, book_id: str) -> str:
 def show_answer(ans, out: Optional[Path], as_json: bool, text: Optional[Path], verbose: bool = False) -> None:
     """An Answer for a person: one block on stdout (the answer, how sure, why, the passages that show it); warnings on
     stderr; the internals (route and reason, calibration, the LLM's share) on stderr with --verbose; and as JSON."""
-    from whoqa.core.book import atomic_write
+    from whoqa.core.files import atomic_write
     doc = ans.to_json()
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -4,51 +4,24 @@ and `whoqa eval --data`; every step is skipped when already done, so later quest
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import re
-from pathlib import Path
-
-from data_prep.narrativeqa import DataError
-from data_prep.who_set import load_texts
-from whoqa.core.book import atomic_write, is_done
-from whoqa.core.workspace import locked
-from whoqa.core.workspace import Workspace
-from data_prep.narrativeqa import read_book
 import shutil
 import time
-from data_prep.narrativeqa import extract_body
-from data_prep.prepare import SOURCE_FILE, process_text, recorded_engine
-from whoqa.core.book import read_characters
-from whoqa.core.seed import hash_seed_fixed
-from data_prep.embeddings import read_state
-from data_prep.prepare import PrepareConfig, prepare
-from data_prep.prepare import derive, forget_derived
+from pathlib import Path
+
 from data_prep.embeddings import fold_in
+from data_prep.derive import derive
+from data_prep.engines import recorded_engine
+from data_prep.prepare import PrepareConfig, prepare
+from data_prep.workers import process_text
+from whoqa.core.book import is_done, read_characters
+from whoqa.core.seed import hash_seed_fixed
+from whoqa.core.store import forget_derived, load_texts, read_state, write_source, write_texts
+from whoqa.core.text import DataError, extract_body, read_book_text, text_book_id
+from whoqa.core.workspace import Workspace, locked
 
 log = logging.getLogger(__name__)
-
-
-def read_book_text(path: Path) -> str:
-    """A book file's text: plain text, EPUB (spine order, chapter titles kept) or HTML, by its suffix; refuses
-    (DataError, naming it) what is missing, a folder, empty, binary, undecodable, DRM-protected or damaged."""
-    from data_prep.epub import EPUB_SUFFIXES, HTML_SUFFIXES, read_epub, read_html
-    if Path(path).is_dir():
-        raise DataError(f"{path} is a folder, not a file: pass a book file (plain text, EPUB or HTML)")
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"{path} not found: give a book file (plain text, EPUB or HTML)")
-    suffix = Path(path).suffix.lower()
-    if suffix in EPUB_SUFFIXES:
-        return read_epub(path)
-    if suffix in HTML_SUFFIXES:
-        return read_html(path)
-    return read_book(path)[0]
-
-
-def text_book_id(body: str) -> str:
-    """A book id derived from its text (40 hex digits, like NarrativeQA's): the same text is the same book."""
-    return hashlib.sha1(body.encode("utf-8")).hexdigest()
 
 
 def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = None, stages=None) -> str:
@@ -93,8 +66,7 @@ def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timing
                         book_id)
         try:
             if identity is not None:
-                atomic_write(folder / SOURCE_FILE, json.dumps({"text": str(Path(path).resolve()),
-                                                               "made_by": identity}))
+                write_source(folder, {"text": str(Path(path).resolve()), "made_by": identity})
             words = len(re.findall(r"\w+|[^\w\s]", body))  # about the parser's tokens
             process_text(body, book_id, ws.books, engine, stages.stage("finding the characters", words, "word"))
             if not read_characters(folder / f"{book_id}.book"):
@@ -111,7 +83,7 @@ def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timing
     texts = load_texts(ws)
     if book_id not in texts:  # (last: a book listed here is whole)
         texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
-        atomic_write(ws.texts, json.dumps(texts, indent=1))
+        write_texts(ws, texts)
     timings["fold_in_s"] = round(time.perf_counter() - t0, 2)
 
 
@@ -121,6 +93,13 @@ def add_from_data(workspace: Path, data: Path, book_id: str) -> str:
     if rep.failed:
         raise ValueError(f"book {book_id} of {data} could not be prepared: {rep.failed[book_id].splitlines()[0]}")
     return book_id
+
+
+def prepare_folder(data: str, target: Path, jobs: int = 1, executor: str = "local", ray_address: str | None = None):
+    """Another NarrativeQA folder's books prepared into a workspace of their own (`eval --data`), with their Who set
+    and artificial questions but no word vectors (`fold_books` folds them into the evaluating workspace's)."""
+    return prepare(PrepareConfig(data, str(target), jobs=jobs, unlabeled=False, artificial=True, embeddings=False,
+                                 executor=executor, ray_address=ray_address), progress=False)
 
 
 def fold_books(workspace: Path, book_ids: list[str], books_ws: Path | None = None) -> dict:
@@ -133,4 +112,4 @@ def fold_books(workspace: Path, book_ids: list[str], books_ws: Path | None = Non
         if rep.get("failed"):
             b, err = next(iter(rep["failed"].items()))
             raise ValueError(f"book {b}: artificial questions or corpus failed: {err}")
-        return fold_in(ws, {b: src / "embeddings" / "corpus" / f"{b}.txt" for b in book_ids})
+        return fold_in(ws, {b: Workspace(src).corpus_file(b) for b in book_ids})

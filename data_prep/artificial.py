@@ -16,9 +16,6 @@ Per book, WS/artificial/<id>.jsonl.gz holds one JSON object per question:
 """
 from __future__ import annotations
 
-import gzip
-import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +24,7 @@ from whoqa.core.book import Book, Token, char_token, span_head
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
 from data_prep.coref import quote_ids
-from whoqa.core.artifacts import DamagedArtifact, forget_checksum, problem, record_checksum, verify_checksum
+from whoqa.core.store import read_artificial
 import random
 
 INDEFINITE = {"a", "an", "another", "some", "any", "one", "each", "every", "either"}
@@ -252,35 +249,6 @@ def generate(book: Book) -> tuple[list[dict], Counter]:
     return qs, g.stats
 
 
-def write_questions(path: Path, questions: list[dict]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    text = "".join(json.dumps(q, separators=(",", ":")) + "\n" for q in questions)
-    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
-        f.write(text.encode("utf-8"))  # no time or name in the header: the same questions are the same bytes
-    forget_checksum(path)
-    os.replace(tmp, path)
-    record_checksum(path)  # <id>.jsonl.gz.sha256: `whoqa check` and `read_questions` compare
-
-
-def read_questions(path: Path) -> list[dict]:
-    """A book's artificial questions; a truncated or unreadable file is DamagedArtifact (one line naming it and the
-    command that makes it again)."""
-    repair = (f"delete it and run `whoqa prepare --workspace {Path(path).parent.parent}` (its book's questions are "
-              f"made again)")
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"{path} is missing: {repair}")
-    verify_checksum(path, repair)  # (an empty file too: a written one, even of no questions, has a gzip header)
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            rows = [json.loads(line) for line in f]
-    except Exception as e:  # cut short or flipped bytes: BadGzipFile, EOFError, zlib.error, a cut JSON line
-        raise DamagedArtifact(path, problem(e), repair) from None
-    if not all(isinstance(r, dict) for r in rows):
-        raise DamagedArtifact(path, "a line is not a question object", repair)
-    return rows
-
-
 def sample(workspace: Path, n: int = 50, seed: int = SEED) -> list[str]:
     """n random artificial questions, each with its answer's name and source sentence."""
     folder = Workspace(workspace).artificial
@@ -288,7 +256,7 @@ def sample(workspace: Path, n: int = 50, seed: int = SEED) -> list[str]:
     if not files:
         raise FileNotFoundError(f"no artificial questions in {folder}: run `whoqa prepare --workspace {workspace}`")
     rng = random.Random(seed)
-    pool = [(f.name[:-len(".jsonl.gz")], q) for f in files for q in read_questions(f)]
+    pool = [(f.name[:-len(".jsonl.gz")], q) for f in files for q in read_artificial(f)]
     lines = []
     books: dict[str, Book] = {}
     for bid, q in rng.sample(pool, min(n, len(pool))):

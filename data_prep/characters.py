@@ -16,6 +16,7 @@ from importlib import resources
 from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
 from whoqa.core.book import Token
 from data_prep.parse import Entity
+from whoqa.core.lexicon import gender_table
 import warnings
 
 _ROMAN = re.compile(r"[IVXLC]+\.?")
@@ -174,36 +175,6 @@ def _name_coref():
         from booknlp.english.name_coref import NameCoref
     with resources.as_file(resources.files("booknlp.english") / "data" / "aliases.txt") as p:
         return NameCoref(str(p))
-
-
-@lru_cache(maxsize=1)
-def gender_table() -> dict[str, tuple[float, float]]:
-    """name (lowercase) -> (he/him/his, she/her) reference counts from BookNLP's Gutenberg table."""
-    table = {}
-    with resources.as_file(resources.files("booknlp.english") / "data" / "gutenberg_prop_gender_terms.txt") as p:
-        with open(p, encoding="utf-8") as f:
-            next(f)
-            for line in f:
-                c = line.rstrip("\n").split("\t")
-                if len(c) >= 4 and c[1] == "prop":
-                    try:
-                        table[c[0]] = (float(c[2]), float(c[3]))
-                    except ValueError:
-                        pass
-    return table
-
-
-@lru_cache(maxsize=1)
-def nicknames() -> dict[str, set[str]]:
-    """name (lowercase) -> the names BookNLP's alias table gives it ("harry" -> {"henry", "harold", ...})."""
-    table: dict[str, set[str]] = {}
-    with resources.as_file(resources.files("booknlp.english") / "data" / "aliases.txt") as p:
-        with open(p, encoding="utf-8") as f:
-            for line in f:
-                names = {w.lower() for w in line.split() if w}
-                for n in names:
-                    table.setdefault(n, set()).update(names - {n})
-    return table
 
 
 def clean_word(word: str) -> str:

@@ -17,6 +17,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
+from whoqa.core.registry import Registry
+
 
 @dataclass(frozen=True)
 class EngineEntry:
@@ -67,31 +69,27 @@ def _coreferee(engine, docs, parsed, mentions: str = "coreferee"):
     return Lazy("data_prep.coref_peer", "cross_validated_predictions")(engine, docs, parsed, mentions=mentions)
 
 
-ENGINES: dict[str, EngineEntry] = {
+ENGINES: Registry = Registry("engine", {
     "spacy": EngineEntry(_spacy, "the offline engine: spaCy's parse, name clusters, the pronoun resolver"),
     "booknlp": EngineEntry(_booknlp, "the real BookNLP (its own Python: --booknlp-python, --booknlp-models)"),
-}
+})
 
-RESOLVERS: dict[str, ResolverEntry] = {
+RESOLVERS: Registry = Registry("resolver", {
     "rules": ResolverEntry(Lazy("data_prep.coref", "Resolver"),
                            "hand-set weights (or --coref-weights FILE), the engine's default"),
     "learned": ResolverEntry(None, "weights learned on LitBank, 5-fold cross-validated by document", _learned),
     "coreferee": ResolverEntry(None, "the peer (Hudson), trained on the same folds; whoqa[coref]", _coreferee),
-}
+})
 DEFAULT_RESOLVER = "rules"
 
 
 def engine(name: str) -> EngineEntry:
-    if name not in ENGINES:
-        raise ValueError(f"unknown engine {name!r}: use one of {', '.join(ENGINES)}")
-    return ENGINES[name]
+    return ENGINES.entry(name)
 
 
 def resolver(name: str, for_prepare: bool = False) -> ResolverEntry:
     """The entry of a resolver name; one that only `eval-coref` can run is refused for `prepare`."""
-    if name not in RESOLVERS:
-        raise ValueError(f"unknown resolver {name!r}: use one of {', '.join(RESOLVERS)}")
-    entry = RESOLVERS[name]
+    entry = RESOLVERS.entry(name)
     if for_prepare and entry.make is None:
         raise ValueError(f"resolver {name!r} is for `whoqa eval-coref` only (trained per fold there); `prepare` "
                          f"takes {', '.join(n for n, e in RESOLVERS.items() if e.make is not None)}")

@@ -3,16 +3,15 @@
 Each character mention becomes one token scoped by its book (`CHAR_3@09333c7d604b`: character 3 of one book is not
 character 3 of another), so every character gets a vector of its own. Words are lowercased.
 Artifacts under WS/embeddings/: corpus/<id>.txt (one sentence per line), word2vec.model, vocab.json (token -> row of
-the vectors, the vocabulary the memory network uses), config.json and state.json (the vectors' lineage and books).
+the vectors, the vocabulary the memory network uses), config.json and state.json (the vectors' lineage and books),
+all written and read through whoqa.core.store.
 
 The vectors grow: the first `prepare` trains them, later books are folded in (new rows appended, old rows locked), so
 a workspace can take new books after models were trained on it.
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
 import time
 import uuid
 from dataclasses import asdict, dataclass
@@ -20,15 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from whoqa.core.artifacts import read_json
-from whoqa.core.book import Book, atomic_write
-from whoqa.core.workspace import Workspace
+from whoqa.core import store
+from whoqa.core.book import Book
+from whoqa.core.registry import positive, require
 from whoqa.core.seed import SEED
-import hashlib
-from whoqa.core.artifacts import forget_checksum, load_binary, record_checksum
+from whoqa.core.store import CHAR_PREFIX, read_state, save_vectors, scoped
+from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
-CHAR_PREFIX = "CHAR_"
 
 
 @dataclass
@@ -41,12 +39,9 @@ class EmbeddingConfig:
     workers: int = 1  # seeded and bit-for-bit repeatable; 2 is ~1.5x faster but threads race (vectors differ by up to ~2)
     seed: int = SEED
 
-
-def scoped(token: str, book_id: str) -> str:
-    """A book-local CHAR_3 -> the corpus-wide CHAR_3@<book id prefix>; other tokens are lowercased."""
-    if token.startswith(CHAR_PREFIX):
-        return f"{token}@{book_id[:12]}"
-    return token.lower()
+    def __post_init__(self):
+        positive(self, "vector_size", "window", "min_count", "epochs", "workers")
+        require(self, "sg", self.sg in (0, 1), "0 (CBOW) or 1 (skip-gram)")
 
 
 def corpus_lines(book: Book) -> list[str]:
@@ -55,7 +50,7 @@ def corpus_lines(book: Book) -> list[str]:
 
 def write_corpus(book: Book, folder: Path) -> int:
     lines = corpus_lines(book)
-    atomic_write(Path(folder) / f"{book.id}.txt", "\n".join(lines) + "\n")
+    store.write_corpus(folder, book.id, lines)
     return len(lines)
 
 
@@ -64,53 +59,18 @@ def _trim(word, count, min_count):
     return RULE_KEEP if word.startswith(CHAR_PREFIX) else RULE_DEFAULT
 
 
-def read_state(workspace: Path) -> dict | None:
-    """WS/embeddings/state.json: {"lineage", "rows", "books", "history"}; None before the first training.
-    lineage names one from-scratch training: rows made by it (and the rows folded in since) keep their place."""
-    path = Workspace(workspace).embeddings_state
-    repair = (f"the word vectors' record is lost: run `whoqa prepare --workspace {workspace} --rebuild-vectors`, then "
-              f"retrain the models")
-    if path.is_file():
-        return read_json(path, repair, dict)
-    if (Workspace(workspace).word2vec).is_file():  # vectors made before state.json existed
-        vocab = (Workspace(workspace).vocab).read_bytes()
-        corpus = sorted(p.stem for p in (Workspace(workspace).corpus).glob("*.txt"))
-        rows = len(read_json(Workspace(workspace).vocab, repair, dict))
-        return {"lineage": "legacy-" + hashlib.sha256(vocab).hexdigest()[:12], "rows": rows,
-                "books": corpus, "history": []}
-    return None
-
-
-def _save(model, out: Path, state: dict) -> None:
-    try:
-        model.save(str(out / "word2vec.tmp"))
-    except BaseException:  # a full disk or an interruption: no half-written vectors are left behind
-        for tmp in [out / "word2vec.tmp", *out.glob("word2vec.tmp.*")]:
-            tmp.unlink(missing_ok=True)
-        raise
-    forget_checksum(out / "word2vec.model")
-    os.replace(out / "word2vec.tmp", out / "word2vec.model")
-    arrays = []
-    for extra in out.glob("word2vec.tmp.*"):  # gensim writes big arrays beside the file
-        arrays.append(out / extra.name.replace("word2vec.tmp", "word2vec.model"))
-        os.replace(extra, arrays[-1])
-    record_checksum(out / "word2vec.model", *sorted(arrays))  # word2vec.model.sha256: `whoqa check` compares
-    state["rows"] = len(model.wv)
-    atomic_write(out / "vocab.json", json.dumps({w: i for i, w in enumerate(model.wv.index_to_key)}))
-    atomic_write(out / "state.json", json.dumps(state, indent=1))
-
-
 def train(workspace: Path, cfg: EmbeddingConfig | None = None, book_ids: list[str] | None = None) -> dict:
     """Train word2vec from scratch on WS/embeddings/corpus/*.txt (all of them, or book_ids): a new lineage, so
     every memory network trained on the old vectors is stale (`stale_models` names them)."""
     from gensim.models import Word2Vec
     cfg = cfg or EmbeddingConfig()
-    out = Workspace(workspace).embeddings
-    files = sorted((out / "corpus").glob("*.txt"))
+    ws = Workspace(workspace)
+    out = ws.embeddings
+    files = sorted(ws.corpus.glob("*.txt"))
     if book_ids is not None:
         files = [f for f in files if f.stem in set(book_ids)]
     if not files:
-        raise FileNotFoundError(f"no corpus under {out / 'corpus'}: run `whoqa prepare --workspace {workspace}` first")
+        raise FileNotFoundError(f"no corpus under {ws.corpus}: run `whoqa prepare --workspace {workspace}` first")
     joined = out / "corpus.all.txt"
     with open(joined, "w", encoding="utf-8") as w:
         for f in files:
@@ -126,8 +86,8 @@ def train(workspace: Path, cfg: EmbeddingConfig | None = None, book_ids: list[st
              "train_seconds": round(seconds, 1)}
     state = {"lineage": uuid.uuid4().hex[:12], "books": [f.stem for f in files],
              "history": [{"trained": len(files), "rows": len(model.wv)}]}
-    _save(model, out, state)
-    atomic_write(out / "config.json", json.dumps({"config": asdict(cfg), "stats": stats}, indent=1))
+    save_vectors(model, workspace, state)
+    store.write_vectors_config(workspace, asdict(cfg), stats)
     return {**stats, "lineage": state["lineage"], "mode": "trained"}
 
 
@@ -136,7 +96,6 @@ def fold_in(workspace: Path, corpus: dict[str, Path]) -> dict:
     pass min_count in them) are appended as new rows and trained on the books' text with every existing row locked
     (gensim's per-row lock factor 0), so a model trained on the old rows stays valid; it extends its embedding matrix
     with the new rows when it loads. corpus: book id -> its corpus file. One worker and a fixed seed: repeatable."""
-    from gensim.models import Word2Vec
     from gensim.models.word2vec import LineSentence
     out = Workspace(workspace).embeddings
     state = read_state(workspace)
@@ -146,7 +105,7 @@ def fold_in(workspace: Path, corpus: dict[str, Path]) -> dict:
     if not new:
         return {"books": 0, "new_rows": 0, "rows": state["rows"], "lineage": state["lineage"], "mode": "current"}
     t0 = time.perf_counter()
-    model = load_binary(out / "word2vec.model", lambda p: Word2Vec.load(str(p)), rebuild_vectors(workspace))
+    model = store.load_word2vec(workspace)
     sentences = [line for p in new.values() for line in LineSentence(str(p))]
     old = len(model.wv)
     model.build_vocab(sentences, update=True, trim_rule=_trim)
@@ -163,7 +122,7 @@ def fold_in(workspace: Path, corpus: dict[str, Path]) -> dict:
     model.wv.vectors_lockf = np.ones(1, dtype=np.float32)
     state["books"] += list(new)
     state["history"].append({"folded_in": list(new), "new_rows": len(model.wv) - old, "rows": len(model.wv)})
-    _save(model, out, state)
+    save_vectors(model, workspace, state)
     return {"books": len(new), "new_rows": len(model.wv) - old, "rows": len(model.wv), "lineage": state["lineage"],
             "mode": "folded in", "seconds": round(time.perf_counter() - t0, 2)}
 
@@ -175,18 +134,3 @@ def update(workspace: Path, rebuild: bool = False, cfg: EmbeddingConfig | None =
     if rebuild or read_state(workspace) is None:
         return train(workspace, cfg)
     return fold_in(workspace, corpus)
-
-
-def load(workspace: Path):
-    """The trained KeyedVectors."""
-    from gensim.models import Word2Vec
-    path = Workspace(workspace).word2vec
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: run `whoqa prepare --workspace {workspace}` first")
-    # truncated, empty or otherwise unreadable (pickle, numpy arrays beside it): DamagedArtifact naming it
-    return load_binary(path, lambda p: Word2Vec.load(str(p)).wv, rebuild_vectors(workspace))
-
-
-def rebuild_vectors(workspace: Path) -> str:
-    return (f"rebuild the vectors with `whoqa prepare --workspace {workspace} --rebuild-vectors` (with the --data "
-            f"`whoqa check` names), then retrain the models")

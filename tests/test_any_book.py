@@ -76,15 +76,15 @@ def test_workspace_grows_and_the_model_still_answers(ws):
     before = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, q, "--route", "network"])
     assert before.exit_code == 0, before.output
     wv_before = json.loads((ws / "embeddings" / "vocab.json").read_text())
-    from data_prep.embeddings import load
-    vectors_before = load(ws).vectors.copy()
+    from whoqa.core.store import load_vectors
+    vectors_before = load_vectors(ws).vectors.copy()
     r = run(app, ["prepare", "--data", str(data), "--workspace", str(ws), "--book", SHORT_BOOKS[0], "--jobs", "1"])
     assert r.exit_code == 0, r.output
     assert "folded in" in r.output
     vocab = json.loads((ws / "embeddings" / "vocab.json").read_text())
     assert len(vocab) > len(wv_before) and all(vocab[w] == i for w, i in wv_before.items())
     assert any(w.endswith("@" + SHORT_BOOKS[0][:12]) for w in vocab)  # the new book's characters have rows
-    assert np.array_equal(load(ws).vectors[:len(vectors_before)], vectors_before)  # existing rows never move
+    assert np.array_equal(load_vectors(ws).vectors[:len(vectors_before)], vectors_before)  # existing rows never move
     after = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, q, "--route", "network"])
     assert after.exit_code == 0, after.output
     assert _ranking(after.output) == _ranking(before.output)  # same answer, same probabilities
@@ -163,8 +163,8 @@ def test_ask_a_gutenberg_file_and_a_folder_book(ws, shared_data, tmp_path):
     shutil.copy(shared_data / "books" / f"{SHORT_BOOKS[0]}.txt", copy)  # header and licence included
     r = run(app, ["ask", "--workspace", str(ws), "--text", str(copy), "Who is the naughty kitten?", "--llm", "none"])
     assert r.exit_code == 0, r.output
-    from data_prep.narrativeqa import extract_body, read_text
-    from data_prep.addbook import text_book_id
+    from data_prep.narrativeqa import read_text
+    from whoqa.core.text import extract_body, text_book_id
     body = extract_body(read_text(copy))
     assert "Project Gutenberg" not in body[:300] and (ws / "books" / text_book_id(body)).is_dir()
     r = run(app, ["ask", "--workspace", str(ws), "--data", str(data), "--book", SHORT_BOOKS[1],

@@ -1,7 +1,8 @@
 """Artificial questions on real spaCy parses of sentences written for each rule."""
 import pytest
 
-from data_prep.artificial import SKIP_ANSWER_IN_QUESTION, SKIP_NO_CONTENT, generate, read_questions, sample
+from data_prep.artificial import SKIP_ANSWER_IN_QUESTION, SKIP_NO_CONTENT, generate, sample
+from whoqa.core.store import read_artificial
 
 INTRO = "Young Mr. Marriat met Miss Hermione Granger and Mr. Holmes at the station.\n\n"
 
@@ -94,7 +95,7 @@ def test_files_and_sample(mini_data, tmp_path):
     from tests.conftest import DYING_DETECTIVE
     ws = tmp_path / "ws"
     rep = prepare(PrepareConfig(str(mini_data), str(ws), books=[DYING_DETECTIVE], embeddings=False), progress=False)
-    qs = read_questions(ws / "artificial" / f"{DYING_DETECTIVE}.jsonl.gz")
+    qs = read_artificial(ws / "artificial" / f"{DYING_DETECTIVE}.jsonl.gz")
     assert len(qs) == rep.artificial["totals"]["questions"] > 100
     q = qs[0]
     assert q["q"][0] == "who" and q["q"][-1] == "?" and q["c"] == [max(0, q["s"] - 19), q["s"]]

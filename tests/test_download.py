@@ -51,7 +51,7 @@ def test_download_builds_layout_resumes_and_checks_sizes(mirror, tmp_path):
 
 
 def test_unreachable_source_is_a_clear_error(tmp_path):
-    from data_prep.narrativeqa import DataError
+    from whoqa.core.text import DataError
     with pytest.raises(DataError, match="could not fetch"):
         download(DownloadConfig(str(tmp_path / "x"), csv_base_url="http://127.0.0.1:9", retries=0, timeout=2))
 

@@ -3,7 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from data_prep.embeddings import EmbeddingConfig, corpus_lines, load, scoped, train, write_corpus
+from data_prep.embeddings import EmbeddingConfig, corpus_lines, train, write_corpus
+from whoqa.core.store import load_vectors, scoped
 from whoqa.core.book import Book, write_book_files
 
 
@@ -37,7 +38,7 @@ def test_characters_are_book_scoped_words(tmp_path):
     vocab = json.loads((ws / "embeddings" / "vocab.json").read_text())
     assert f"CHAR_1@{'a' * 12}" in vocab and f"CHAR_1@{'b' * 12}" in vocab
     assert stats["characters"] == 2 and stats["books"] == 2
-    wv = load(ws)
+    wv = load_vectors(ws)
     assert wv.vector_size == 8 and not np.allclose(wv[f"CHAR_1@{'a' * 12}"], wv[f"CHAR_1@{'b' * 12}"])
     saved = json.loads((ws / "embeddings" / "config.json").read_text())
     assert saved["config"]["vector_size"] == 8
@@ -66,5 +67,5 @@ def test_seeded_word2vec_is_repeatable(tmp_path):
         (corpus / "x.txt").write_text("the cat sat on the mat near CHAR_1@xxxxxxxxxxxx\n" * 200
                                       + "a dog ran past the cat and CHAR_2@xxxxxxxxxxxx\n" * 200)
         train(tmp_path / str(k), EmbeddingConfig(vector_size=16, min_count=1, epochs=3))  # default workers
-        vectors.append(load(tmp_path / str(k)).vectors.copy())
+        vectors.append(load_vectors(tmp_path / str(k)).vectors.copy())
     assert np.array_equal(vectors[0], vectors[1])

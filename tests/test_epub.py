@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from data_prep.epub import read_epub, read_html
-from data_prep.narrativeqa import DataError
+from whoqa.core.epub import read_epub, read_html
+from whoqa.core.text import DataError
 from tests.test_any_book import _ranking
 
 run = CliRunner().invoke

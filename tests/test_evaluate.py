@@ -126,7 +126,7 @@ def test_failure_report_says_why_a_question_was_missed(mini_data, dd_ws):
     character the question names, with the answer (Culverton Smith) in the context, and shows it as an example."""
     import json
     from data_prep.prepare import PrepareConfig, prepare
-    from data_prep.who_set import load_who_set
+    from whoqa.core.store import load_who_set
     from tests.conftest import DYING_DETECTIVE, write_qaps
     from whoqa.evaluation.failures import failure_report
     from whoqa.retrieval.contexts import build_contexts

@@ -37,7 +37,7 @@ def test_evaluate_one_document(engine, shared_data):
 def test_malformed_ann_is_a_clear_error(tmp_path):
     import pytest
     from data_prep.litbank import load_litbank
-    from data_prep.narrativeqa import DataError
+    from whoqa.core.text import DataError
     (tmp_path / "x.txt").write_text("Anna sold her house .\n")
     (tmp_path / "x.ann").write_text("MENTION\tT1\t0\tzero\t0\t0\tAnna\tPER\tPROP\n")
     with pytest.raises(DataError, match="x.ann line 1 is malformed"):

@@ -1,6 +1,7 @@
 import pytest
 
-from data_prep.narrativeqa import DataError, NarrativeQA, extract_body, read_csv, read_text
+from data_prep.narrativeqa import NarrativeQA, read_csv, read_text
+from whoqa.core.text import DataError, extract_body
 
 GUTENBERG = ("The Project Gutenberg EBook of X\r\n\r\n*** START OF THIS PROJECT GUTENBERG EBOOK X ***\r\n\r\n"
              "Produced by Some Volunteer\r\nand friends\r\n\r\nCHAPTER I\r\n\r\nEmma walked home.\r\n\r\n"

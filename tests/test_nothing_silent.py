@@ -102,19 +102,19 @@ def _flip(path: Path, at: float = 0.5) -> None:
 
 
 def test_compressed_questions_carry_a_checksum_check_verifies(dd_ws):
-    from data_prep.artificial import read_questions
+    from whoqa.core.store import read_artificial
     from whoqa.core.artifacts import DamagedArtifact, checksum_file
     path = dd_ws / "artificial" / f"{DYING_DETECTIVE}.jsonl.gz"
-    assert checksum_file(path).is_file() and read_questions(path)
+    assert checksum_file(path).is_file() and read_artificial(path)
     assert run(app, ["check", "--workspace", str(dd_ws)]).exit_code == 0
     _flip(path)
     r = run(app, ["check", "--workspace", str(dd_ws)])
     assert r.exit_code == 1 and f"damaged: {path}" in r.output and "sha256" in r.output, r.output
     with pytest.raises(DamagedArtifact, match="sha256"):
-        read_questions(path)
+        read_artificial(path)
     checksum_file(path).unlink()  # written before checksums were kept: the loader's own failure, still one line
     with pytest.raises(DamagedArtifact, match=path.name):
-        read_questions(path)
+        read_artificial(path)
 
 
 def test_a_changed_ensemble_member_is_named_by_check_and_by_ask(trained, tmp_path):  # noqa: F811
@@ -408,7 +408,7 @@ def test_the_books_escape_sequences_never_reach_the_terminal(dd_ws, tmp_path):
 # --- 10. smaller things ------------------------------------------------------------------------------------------
 def test_artifacts_follow_the_umask(tmp_path):
     import os
-    from whoqa.core.book import atomic_write
+    from whoqa.core.files import atomic_write
     old = os.umask(0o022)
     try:
         atomic_write(tmp_path / "a.json", "{}")

@@ -102,8 +102,8 @@ def test_coref_weights_change_the_pronouns_and_a_book_made_otherwise_is_redone(m
     from dataclasses import asdict
 
     from data_prep.coref import Weights
-    from data_prep.narrativeqa import DataError
-    from data_prep.prepare import SOURCE_FILE
+    from whoqa.core.text import DataError
+    from whoqa.core.store import SOURCE_FILE
 
     book_id = SHORT_BOOKS[1]
     ws = tmp_path / "ws"
@@ -160,7 +160,7 @@ def _hash_randomization():
 
 
 def test_forgetting_a_book_removes_what_every_stage_derived_from_it_and_nothing_else(tmp_path):
-    from data_prep.prepare import forget_derived
+    from whoqa.core.store import forget_derived
     from whoqa.core.workspace import Workspace
     ws = Workspace(tmp_path / "ws")
     made = {}

@@ -88,10 +88,10 @@ def test_pretraining_is_done_once_per_identity(mini_data, dd_ws):
     assert r.exit_code == 0 and "already done" not in r.output and model.stat().st_mtime_ns != made
     assert json.loads((ws / "models" / "pretrain" / "config.json").read_text())["config"]["hops"] == 1
     made = model.stat().st_mtime_ns
-    from data_prep.artificial import read_questions, write_questions
+    from whoqa.core.store import read_artificial, write_artificial
     for f in (ws / "artificial").glob("*.jsonl.gz"):  # other questions, written by their writer (its checksum too):
-        rows = read_questions(f)                       # redone
-        write_questions(f, rows[: len(rows) // 2])
+        rows = read_artificial(f)                       # redone
+        write_artificial(f, rows[: len(rows) // 2])
     r = run(app, cmd + ["--hops", "1"])
     assert r.exit_code == 0 and "already done" not in r.output and model.stat().st_mtime_ns != made
 

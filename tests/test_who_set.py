@@ -1,6 +1,7 @@
 import json
 
-from data_prep.who_set import DROP_NO_ALIAS, DROP_NOT_CHARACTER, AliasIndex, is_who_question
+from data_prep.who_set import DROP_NO_ALIAS, DROP_NOT_CHARACTER, AliasIndex
+from whoqa.core.lexicon import is_who_question
 from whoqa.core.book import Character
 
 

@@ -33,7 +33,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from data_prep.who_set import is_who_question
+from whoqa.core.lexicon import is_who_question
 from whoqa.core.names import name_spans, named_characters, unknown_names
 from whoqa.core.progress import Stages
 from whoqa.core.workspace import Workspace
@@ -165,7 +165,7 @@ def network_for(ws: Workspace, wanted: str | None = None):
         return None, []
     books = saved_config(ws.models / choice.name).get("stats", {}).get("trained_books")
     if books is None:  # models saved before the record: the books with Who questions
-        from data_prep.who_set import load_who_set
+        from whoqa.core.store import load_who_set
         try:
             books = sorted({q["document_id"] for q in load_who_set(ws)[1]})
         except (FileNotFoundError, ValueError):
@@ -189,7 +189,7 @@ def features_p1(ws: Workspace, run: str | None, llm: str | None) -> tuple[float,
 
 def training_books(ws: Workspace) -> set[str]:
     """The books of the workspace's questions (WS/questions.json): those its readers trained and were measured on."""
-    from data_prep.who_set import load_questions
+    from whoqa.core.store import load_questions
     try:
         return set(load_questions(ws))
     except FileNotFoundError:
@@ -435,7 +435,7 @@ class Service:
         key = "who" if who else "all"
         if key not in self._pools:
             if who:
-                from data_prep.who_set import load_who_set
+                from whoqa.core.store import load_who_set
                 try:
                     self._pools[key] = [(q["question"], q["answer1"], q["document_id"])
                                         for q in load_who_set(self.home)[1]]

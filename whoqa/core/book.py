@@ -13,13 +13,12 @@ import csv
 from bisect import bisect_left
 from collections import Counter
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from whoqa.core.artifacts import DamagedArtifact, read_json
+from whoqa.core.files import atomic_write
 
 TOKEN_COLUMNS = ["paragraph_ID", "sentence_ID", "token_ID_within_sentence", "token_ID_within_document", "word", "lemma",
                  "byte_onset", "byte_offset", "POS_tag", "fine_POS_tag", "dependency_relation", "syntactic_head_ID",
@@ -250,7 +249,9 @@ def char_token(char_id: int) -> str:
     return f"CHAR_{char_id}"
 
 
-def _rows(path: Path, columns: list[str]):
+def _rows(path: Path, columns: list[str], strict: bool = True):
+    """(line number, row) of a BookNLP table, its columns checked against its header. strict=False (a quick look,
+    e.g. the page's summary): a short row is skipped and bytes that are not UTF-8 raise UnicodeDecodeError itself."""
     n = 1
     try:
         with open(path, encoding="utf-8", newline="") as f:
@@ -260,25 +261,53 @@ def _rows(path: Path, columns: list[str]):
                 raise BookFormatError(f"{path}: header {header} is not BookNLP's {columns}")
             for n, row in enumerate(reader, start=2):
                 if len(row) < len(columns):
+                    if not strict:
+                        continue
                     raise BookFormatError(f"{path}: line {n} has {len(row)} columns, expected {len(columns)}")
                 yield n, row
     except UnicodeDecodeError as e:  # bytes that are not UTF-8 (a damaged disk, an edit): the file named
+        if not strict:
+            raise
         raise BookFormatError(f"{path}: not valid UTF-8 after line {n} ({e.reason} at byte {e.start} of a block): "
                               f"redo the book with `whoqa prepare --book {Path(path).stem}` after deleting its "
                               f"folder {Path(path).parent}") from None
 
 
+_T = {name: i for i, name in enumerate(TOKEN_COLUMNS)}  # a .tokens column's place, by its header name
+_TOKEN_FIELDS = tuple(_T[c] for c in ("paragraph_ID", "sentence_ID", "token_ID_within_document", "word", "lemma",
+                                      "byte_onset", "byte_offset", "POS_tag", "fine_POS_tag", "dependency_relation",
+                                      "syntactic_head_ID"))  # Token's fields in order
+
+
 def read_tokens(path: Path) -> list[Token]:
+    """A book's tokens: the one reader of a .tokens file (its columns by header name), with `token_summary`."""
     tokens = []
+    par, sen, idx, word, lemma, on, off, pos, tag, dep, head = _TOKEN_FIELDS
     for n, r in _rows(path, TOKEN_COLUMNS):
         try:
-            t = Token(int(r[0]), int(r[1]), int(r[3]), r[4], r[5], int(r[6]), int(r[7]), r[8], r[9], r[10], int(r[11]))
+            t = Token(int(r[par]), int(r[sen]), int(r[idx]), r[word], r[lemma], int(r[on]), int(r[off]), r[pos], r[tag],
+                      r[dep], int(r[head]))
         except ValueError as e:
             raise BookFormatError(f"{path}: line {n}: {e}") from None
         if t.index != len(tokens):
             raise BookFormatError(f"{path}: line {n}: token id {t.index}, expected {len(tokens)}")
         tokens.append(t)
     return tokens
+
+
+def token_summary(path: Path, first_words: int = 12) -> tuple[int, int, list[str]]:
+    """(words, sentences, the first sentence's first words) of a .tokens file, read without making the book (the
+    web page's summary): words are the tokens that are not punctuation. A short row is skipped; bytes that are not
+    UTF-8 raise UnicodeDecodeError, a bad sentence id ValueError (the caller names the book)."""
+    words = sentences = 0
+    first: list[str] = []
+    sentence, word, pos = _T["sentence_ID"], _T["word"], _T["POS_tag"]
+    for _, cols in _rows(path, TOKEN_COLUMNS, strict=False):
+        words += cols[pos] != "PUNCT"
+        sentences = max(sentences, int(cols[sentence]) + 1)
+        if cols[sentence] == "0" and len(first) < first_words:
+            first.append(cols[word])
+    return words, sentences, first
 
 
 def read_entities(path: Path, n_tokens: int | None = None) -> list[Mention]:
@@ -310,37 +339,6 @@ def read_characters(path: Path) -> dict[int, Character]:
         name = proper[0] if proper else ("NARRATOR" if cid == 0 else char_token(cid))
         chars[cid] = Character(cid, name, proper, int(c.get("count", 0)), gender)
     return chars
-
-
-def atomic_write(path: Path, text: str | bytes) -> None:
-    """Write text (UTF-8) or bytes through a temporary file and rename, so a crash never leaves a half-written file
-    behind."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        os.fchmod(fd, file_mode())  # (mkstemp makes it 0600: an artifact is as readable as any file the user writes)
-        with (os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8", newline="")) as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def file_mode() -> int:
-    """The mode a new file gets under the process's umask (0644 under the usual 022)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)  # (no /proc: read it by setting it, and put it back at once)
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def write_book_files(folder: Path, book_id: str, token_rows: list[list], entity_rows: list[list], book: dict) -> None:

@@ -12,7 +12,9 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-EXECUTORS = ("local", "ray")
+from whoqa.core.registry import Registry
+
+EXECUTORS = Registry("executor", ("local", "ray"))
 
 
 @dataclass
@@ -23,9 +25,14 @@ class ExecutorConfig:
     task_memory_mb: int = 2000  # memory a task declares: spaCy and a long book's parse
     retries: int = 2  # a task whose node or worker died is run again this many times
 
+    def __post_init__(self):
+        EXECUTORS.check(self.executor)
+        if self.task_cpus <= 0 or self.task_memory_mb <= 0 or self.retries < 0:
+            raise ValueError(f"an executor's task needs CPUs and memory above 0 and retries of 0 or more, not "
+                             f"{self.task_cpus}, {self.task_memory_mb} MB, {self.retries}")
+
     def check(self) -> "ExecutorConfig":
-        if self.executor not in EXECUTORS:
-            raise ValueError(f"unknown executor {self.executor!r}: use {' or '.join(EXECUTORS)}")
+        EXECUTORS.check(self.executor)  # (a field set after it was made)
         return self
 
 

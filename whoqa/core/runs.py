@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from whoqa.core.artifacts import read_cache, read_record
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 
 log = logging.getLogger(__name__)
 RUN_FILE = "run.json"  # a run folder's provenance (written by `claim`)

@@ -52,6 +52,11 @@ class Workspace(_PathBase):
     reader/              reader examples, state cache, runs (and their archive)           whoqa.reader
     eval-data/<name>/    another data folder prepared for `eval --data`                   whoqa.evaluation.unseen
     results/             results JSON and tables                                          whoqa.evaluation
+    served/              served answers of `eval --data` (in an eval-data/<name>/ folder)  whoqa.evaluation.unseen
+    jobs/, uploads/      the web page's upload jobs and the files uploaded               whoqa.web.app
+    quarantine/<time>/   damaged artifacts `whoqa check --repair` moved aside            whoqa.evaluation.doctor
+
+    Each artifact's reader and writer is in whoqa.core.store (or with the stage that caches it: docs/architecture.md).
     """
 
     @property
@@ -176,6 +181,28 @@ class Workspace(_PathBase):
     @property
     def results(self) -> Path:
         return Path(self, "results")
+
+    @property
+    def served(self) -> Path:
+        """The served answers of `eval --data` (this workspace being an eval-data/<name>/ folder)."""
+        return Path(self, "served")
+
+    @property
+    def jobs(self) -> Path:
+        """The web page's upload jobs (<id>.json)."""
+        return Path(self, "jobs")
+
+    @property
+    def uploads(self) -> Path:
+        return Path(self, "uploads")
+
+    @property
+    def quarantine(self) -> Path:
+        """Where `whoqa check --repair` moves damaged artifacts (a folder per repair)."""
+        return Path(self, "quarantine")
+
+    def reader_examples(self, context: str) -> Path:
+        return Path(self, "reader", "examples", f"{context}.json")
 
     @property
     def lock(self) -> Path:

@@ -8,11 +8,10 @@ from pathlib import Path
 
 from whoqa.core.book import Book
 from whoqa.core.workspace import Workspace
-from data_prep.artificial import read_questions
+from whoqa.core.store import load_questions, read_artificial
 from whoqa.retrieval.bert_ranker import CrossEncoder, RankerConfig, base_model_path
 from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, matches_question, question_fields
 from whoqa.core.aliases import AliasIndex
-from data_prep.who_set import load_questions
 from data_prep.addbook import add_text
 from whoqa.service import Service, ServiceConfig
 import resource
@@ -52,7 +51,7 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
         texts = []
         art = ws.artificial_questions(book_id)
         if art.is_file():
-            texts = [q["t"] for q in read_questions(art)][:queries]
+            texts = [q["t"] for q in read_artificial(art)][:queries]
         texts = texts or ["Who went to the house?"] * queries
         aliases = AliasIndex(book.characters)
         idx.search(*question_fields(texts[0], aliases), 1000)  # warm the JVM

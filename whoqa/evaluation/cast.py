@@ -13,8 +13,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from data_prep.engine_spacy import SpacyEngine
-from data_prep.litbank import load_litbank, parse_docs
+from data_prep.litbank import processed_docs
 from whoqa.core.book import Book, write_book_files
 from whoqa.ranker.cast import cast_of
 
@@ -62,12 +61,10 @@ def score_document(book: Book, gold: dict, people: dict) -> dict:
 
 def evaluate_cast(folder: Path, max_docs: int | None = None, progress: bool = True) -> dict:
     """Precision and recall of the characters and of the cast over LitBank's documents (micro-averaged)."""
-    docs = load_litbank(folder, max_docs)
-    engine = SpacyEngine()
+    docs, outputs = processed_docs(folder, max_docs, progress)
     per_doc = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for doc, parsed in zip(docs, parse_docs(engine, docs, progress)):
-            out = engine.process_parsed(parsed)
+        for doc, out in outputs:
             d = Path(tmp) / doc.name
             d.mkdir()
             write_book_files(d, "doc", out.token_rows, out.entity_rows, out.book)

@@ -17,11 +17,8 @@ from pathlib import Path
 from whoqa.core.artifacts import DamagedArtifact, load_binary, problem, read_cache, read_json, verify_checksum
 from whoqa.core.workspace import Workspace
 import numpy as np
-from data_prep.artificial import read_questions
+from whoqa.core.store import load_vectors, load_who_set, read_artificial, read_state, recorded_data
 from whoqa.core.book import Book, is_done
-from data_prep.embeddings import load, read_state
-from data_prep.prepare import recorded_data
-from data_prep.who_set import load_who_set
 
 CACHE, DERIVED, MODEL, SOURCE = "cache", "derived", "model", "source"  # what a repair may do with each
 
@@ -85,12 +82,12 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
         if f.is_file():
             probe(f, _json, prepare, DERIVED)
     for f in files(ws.artificial, "*.jsonl.gz"):
-        probe(f, read_questions, prepare + " (the book's artificial questions are made again)", DERIVED)
+        probe(f, read_artificial, prepare + " (the book's artificial questions are made again)", DERIVED)
     if (ws.word2vec).is_file():
         vectors = f"{prepare_command(workspace, '--rebuild-vectors')}, then retrain the models"
         probe(ws.embeddings_state, lambda p: read_state(workspace), vectors, SOURCE)
         probe(ws.vocab, _json, vectors, SOURCE)
-        probe(ws.word2vec, lambda p: load(workspace), vectors, SOURCE)
+        probe(ws.word2vec, lambda p: load_vectors(workspace), vectors, SOURCE)
     if ws.who.is_dir():
         probe(ws.who, lambda p: load_who_set(workspace), prepare, SOURCE)
     for ranker_dir in sorted(ws.contexts.iterdir()) if ws.contexts.is_dir() else []:
@@ -125,7 +122,7 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
     for f in sorted(ws.adapted.rglob("*.pt")) if ws.adapted.is_dir() else []:
         probe(f, lambda p: load_binary(p, lambda q: torch.load(q, map_location="cpu"), ""),
               "none needed: adapted again when next asked", CACHE)
-    for f in files(Path(ws, "jobs"), "*.json"):
+    for f in files(ws.jobs, "*.json"):
         probe(f, _json, "none needed: the upload's record is lost; upload the book again", CACHE)
     return n, found
 
@@ -163,7 +160,7 @@ def repair(workspace: str | Path, findings: list[Finding]) -> tuple[Path | None,
     movable = [f for f in findings if f.movable]
     if not movable:
         return None, left
-    dest = Path(ws, "quarantine", time.strftime("%Y%m%d-%H%M%S"))
+    dest = Path(ws.quarantine, time.strftime("%Y%m%d-%H%M%S"))
     for f in movable:
         p = Path(f.path)
         if not p.exists():

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Callable
 
 from whoqa.evaluation.baselines import book_frequency, context_frequency, random_ranking
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.jobs import default_jobs
 from whoqa.core.metrics import ranking_metrics, text_metrics
 from whoqa.core.runs import RUN_CONFIG, RUN_FILE, RUN_SUMMARY, read_run_file, reranks
-from data_prep.who_set import fingerprint, load_who_set
+from whoqa.core.store import fingerprint, load_who_set
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
 from whoqa.memnet.ensemble import read_fold_files
@@ -276,7 +276,7 @@ class ContextView:
         return [m.char_id for s in self.sentences(book_id, question_id) for m in book.sentence_mentions(s)]
 
     def coverage(self, who_questions: list[dict]) -> dict:
-        from data_prep.who_set import load_questions
+        from whoqa.core.store import load_questions
         hit = sum(1 for q in who_questions if set(q["answers"]) & set(self.mentions(q["document_id"], q["question_id"])))
         scores = []
         for book_id, qs in load_questions(self.ws).items():

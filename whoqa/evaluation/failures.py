@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.runs import RUN_CONFIG, read_run_file
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.ensemble import read_fold_files
 from whoqa.core.aliases import AliasIndex
-from data_prep.who_set import load_who_set
+from whoqa.core.store import load_who_set
 from whoqa.evaluation.evaluate import ContextView, ensemble_result
 from whoqa.memnet.data import question_tokens
 

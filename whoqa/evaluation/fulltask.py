@@ -16,8 +16,8 @@ import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from data_prep.who_set import load_who_set
-from whoqa.core.book import atomic_write
+from whoqa.core.store import load_questions, load_who_set
+from whoqa.core.files import atomic_write
 from whoqa.core.metrics import text_metrics
 from whoqa.core.runs import RUN_CONFIG, code_version, reranks
 from whoqa.core.workspace import Workspace
@@ -26,7 +26,6 @@ from whoqa.memnet.ensemble import read_fold_files
 from whoqa.ranker.fits import read_summary, workspace_fits
 from whoqa.reader.train import current_folds
 from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
-from data_prep.who_set import load_questions
 from whoqa.reader.llm import llm_runs, read_llm_summary
 from whoqa.reader.train import read_run
 from whoqa.memnet.choose import choose_run as choose_memnet

@@ -28,7 +28,7 @@ import numpy as np
 from whoqa.core.artifacts import read_rows
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.calibration import ece, ece_if_calibrated, probabilities, reliability
-from data_prep.who_set import load_who_set
+from whoqa.core.store import load_who_set
 from whoqa.core.metrics import book_bootstrap, rank_of_first_correct, ranking_metrics
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import RunName, digest

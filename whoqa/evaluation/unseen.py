@@ -18,11 +18,10 @@ from whoqa.core.artifacts import read_rows
 from whoqa.core.metrics import ranking_metrics, text_metrics
 from whoqa.core.workspace import Workspace
 from whoqa.core.executor import ExecutorConfig
-from data_prep.prepare import PrepareConfig, prepare
-from data_prep.addbook import fold_books
+from data_prep.addbook import fold_books, prepare_folder
 from whoqa.retrieval.bm25f import NothingMatched
 from whoqa.retrieval.contexts import build_contexts
-from data_prep.embeddings import read_state
+from whoqa.core.store import load_questions, load_who_set, read_state
 import json
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
@@ -38,15 +37,13 @@ from whoqa.memnet.ensemble import ensemble_rankings
 from whoqa.memnet.train import calibration_for, load_books, predict
 from whoqa.core.numerics import intra_op_threads
 from whoqa.reader.model import READER_FILE
-from whoqa.core.book import atomic_write
-from data_prep.who_set import load_questions
+from whoqa.core.files import atomic_write
 from whoqa.evaluation.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
 from whoqa.reader.data import Batcher, build_examples
 from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.config import ReaderConfig
 from whoqa.reader.steps import decoder_start_id
 from whoqa.reader.train import predict as reader_predict
-from data_prep.who_set import load_who_set
 from whoqa.memnet.choose import choose_model as choose_memnet
 from whoqa.reader.choose import choose_model as choose_reader
 
@@ -58,8 +55,7 @@ def prepare_other(workspace: Path, data: str, jobs: int = 1, executor: str = "lo
     """Prepare, index and fold in another folder's books (on a Ray cluster with executor "ray"); returns its
     workspace."""
     target = Workspace(workspace).eval_data / Path(data).resolve().name
-    rep = prepare(PrepareConfig(data, str(target), jobs=jobs, unlabeled=False, artificial=True, embeddings=False,
-                                executor=executor, ray_address=ray_address), progress=False)
+    rep = prepare_folder(data, target, jobs, executor, ray_address)
     if rep.failed:
         log.warning("%d book(s) of %s failed to prepare and are left out", len(rep.failed), data)
     build_contexts(target, "bm25f", jobs, progress=False, executor=ExecutorConfig(executor, ray_address).check())
@@ -82,7 +78,7 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     runtime = svc.scoring_runtime(base) if base else None  # the service's own choice (transformers' keys stay)
     key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__]
                  + ([runtime] if runtime not in (None, "transformers") else []))[:16]
-    cache = Workspace(target) / "served" / f"{key}.jsonl"
+    cache = Workspace(target).served / f"{key}.jsonl"
     cache.parent.mkdir(parents=True, exist_ok=True)
     done = {}
     for row in read_rows(cache):  # a line cut by an interruption is left out: answered again

@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.memnet.config import PretrainConfig, TrainConfig
 from whoqa.memnet.train import cross_validate, pretrain
 from whoqa.core.workspace import Workspace

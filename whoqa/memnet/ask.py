@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from data_prep.addbook import fold_books
-from data_prep.who_set import load_who_set
+from whoqa.core.store import load_who_set
 from whoqa.core.book import is_done
 from whoqa.core.device import resolve_device
 from whoqa.core.names import name_spans, unknown_names

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from whoqa.core.artifacts import DamagedArtifact, forget_checksum, problem, record_checksum, verify_checksum
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.memnet.config import saved_config
 from whoqa.memnet.model import KVMemNet, MemNetConfig
 from whoqa.core.runs import code_version

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from whoqa.core.artifacts import read_record
+from whoqa.core.registry import positive, require
 from whoqa.core.runs import RunName
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
@@ -28,6 +29,10 @@ class PretrainConfig:
     max_train_samples: int | None = None  # debug knob
     name: str = "pretrain"  # output folder under WS/models/
     exclude: list[str] | None = None  # books whose artificial questions are left out (book-level CV's held-out fold)
+
+    def __post_init__(self):
+        positive(self, "epochs", "lr", "batch_size", "memories", "hops", "salience_lr", "threads", "max_train_samples")
+        require(self, "fraction", 0 < self.fraction <= 1, "above 0 and at most 1")
 
 
 @dataclass
@@ -59,6 +64,13 @@ class TrainConfig:
     max_train_samples: int | None = None  # debug knob
     runs_dir: str | None = None  # where fold files go (default WS/runs/<name>)
 
+    def __post_init__(self):
+        positive(self, "trials", "epochs", "lr", "decay", "decay_every", "batch_size", "memories", "hops", "salience_lr",
+                 "threads", "max_train_samples")
+        require(self, "folds", self.folds >= 2, "at least 2")
+        if self.char_vectors not in ("pretrained", "word2vec"):
+            raise ValueError(f"unknown --char-vectors {self.char_vectors!r}: use pretrained or word2vec")
+
 
 @dataclass
 class AdaptConfig:
@@ -68,6 +80,9 @@ class AdaptConfig:
     memories: int = 20  # as pretraining: the 20 sentences up to the source sentence
     max_questions: int = 4000  # a book's artificial questions used (a seeded sample when it has more)
     seed: int = SEED
+
+    def __post_init__(self):
+        positive(self, "epochs", "lr", "batch_size", "memories", "max_questions")
 
 
 # Fields added after runs were recorded, at the value that does what those runs did: a record without them is read

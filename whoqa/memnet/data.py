@@ -16,17 +16,14 @@ import torch
 
 from whoqa.core.artifacts import forget_checksum, load_binary, record_checksum
 from whoqa.core.book import Book
-from data_prep.embeddings import scoped
+from whoqa.core.store import load_vectors, load_who_set, read_artificial, read_state, scoped
 from whoqa.core.names import name_spans
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
-from data_prep.embeddings import load, read_state
 from whoqa.core.book import POSSESSIVE_TAGS, span_head
 from dataclasses import fields
-from data_prep.artificial import read_questions
 from whoqa.core.aliases import AliasIndex
 from whoqa.retrieval.contexts import load_contexts, question_context
-from data_prep.who_set import load_who_set
 
 log = logging.getLogger(__name__)
 MAX_SENTENCE = 60  # tokens kept per key sentence
@@ -37,7 +34,7 @@ class Vocab:
     """Token -> row of the embedding matrix; row 0 is padding, unknown tokens are dropped."""
 
     def __init__(self, workspace: Path):
-        wv = load(workspace)
+        wv = load_vectors(workspace)
         self.index = {w: i + 1 for i, w in enumerate(wv.index_to_key)}
         self.matrix = torch.cat([torch.zeros(1, wv.vector_size), torch.from_numpy(wv.vectors.copy())])  # (V+1, d)
         state = read_state(workspace)
@@ -230,7 +227,7 @@ def artificial_examples(workspace: Path, book_ids: list[str], vocab: Vocab, book
         path = Workspace(workspace).artificial_questions(b)
         if not path.is_file() or b not in books:
             continue
-        for q in read_questions(path):
+        for q in read_artificial(path):
             if fraction < 1.0 and rng.random() >= fraction:
                 continue
             if q["a"] not in set(books[b].char_ids.tolist()):

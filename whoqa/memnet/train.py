@@ -14,9 +14,8 @@ from pathlib import Path
 
 import torch
 
-from data_prep.embeddings import read_state
-from data_prep.who_set import fingerprint, load_who_set
-from whoqa.core.book import atomic_write
+from whoqa.core.store import fingerprint, load_who_set, read_state
+from whoqa.core.files import atomic_write
 from whoqa.core.choice import same_recipe
 from whoqa.core.device import resolve_device
 from whoqa.core.folds import index_folds, who_book_folds

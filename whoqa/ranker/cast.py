@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from data_prep.characters import gender_table, nicknames
+from whoqa.core.lexicon import gender_table, nicknames
 from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
 from whoqa.core.book import Book, char_token
 

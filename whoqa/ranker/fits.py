@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from whoqa.core.artifacts import read_cache, read_json
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.runs import RUN_SUMMARY, RunName, feature_fits, rerank_name
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.model import FeatureRanker

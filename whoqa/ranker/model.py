@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from whoqa.core.registry import check_name
 from whoqa.ranker.features import FEATURE_VERSION, SERVED, STAGE1, STAGE2
 
 CLIP = -10.0  # nats: below this the LLM's log-likelihood says only "not this name"
@@ -51,10 +52,7 @@ L2 = 0.01  # a ridge on the weights: keeps a fold with a separable feature finit
 
 def check_llm_features(kind: str, name: str = "LLM feature", select: bool = False) -> str:
     """`kind` if it is one of LLM_FEATURES (or SELECT, where choosing is allowed); else a ValueError naming `name`."""
-    if kind in LLM_FEATURES or select and kind == SELECT:
-        return kind
-    raise ValueError(f"unknown {name} {kind!r}: use one of {', '.join(LLM_FEATURES)}" + (f" or {SELECT}" if select
-                                                                                            else ""))
+    return check_name(name, kind, LLM_FEATURES, (SELECT,) if select else ())
 
 
 def with_llm(x: np.ndarray, llm: list[float], kind: str = "log_softmax") -> np.ndarray:

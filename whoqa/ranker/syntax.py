@@ -38,7 +38,7 @@ class Frame:
 
 @lru_cache(maxsize=1)
 def _nlp():
-    from data_prep.parse import load_nlp
+    from whoqa.core.lexicon import load_nlp
     return load_nlp()
 
 

@@ -15,13 +15,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from whoqa.core.registry import check_name
 from whoqa.core.artifacts import read_cache
-from whoqa.core.book import Book, atomic_write
+from whoqa.core.book import Book
+from whoqa.core.files import atomic_write
 from whoqa.core.folds import book_folds as by_book
 from whoqa.core.workspace import Workspace
 from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
 from whoqa.core.progress import bar as progress_bar
-from data_prep.who_set import load_questions
+from whoqa.core.store import load_questions
 from whoqa.retrieval.contexts import load_contexts
 
 log = logging.getLogger(__name__)
@@ -64,14 +66,13 @@ def bm25f_passages(book: Book, aliases, index, question: str, top_k: int, starts
 
 
 def examples_path(workspace: Path, context: str) -> Path:
-    return Workspace(workspace).reader / "examples" / f"{context}.json"
+    return Workspace(workspace).reader_examples(context)
 
 
 def build_examples(workspace: Path, context: str, top_k: int = 10, progress: bool = True) -> list[ReaderExample]:
     """Every question of WS/questions.json with its top-k passages; written once to WS/reader/examples/ (the file is
     reused while it holds at least top_k passages per question). Books whose contexts are missing are skipped."""
-    if context not in CONTEXTS:
-        raise ValueError(f"unknown reader context {context!r}: use one of {CONTEXTS}")
+    check_name("reader context", context, CONTEXTS)
     ws = Workspace(workspace)
     path = examples_path(ws, context)
     data = read_cache(path, dict)  # a cache: missing, damaged or too short, it is made again below

@@ -20,7 +20,7 @@ import logging
 import time
 from pathlib import Path
 
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.artifacts import read_json, read_rows
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.distributed import barrier, shard, world
@@ -46,7 +46,7 @@ from whoqa.core.metrics import text_metrics
 from whoqa.reader.data import bm25f_passages
 from whoqa.reader.render import shown
 from whoqa.retrieval.bm25f import NothingMatched, RetrievalConfig, question_windows
-from data_prep.who_set import load_questions
+from whoqa.core.store import load_questions
 
 log = logging.getLogger(__name__)
 

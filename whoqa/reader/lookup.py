@@ -25,7 +25,8 @@ import torch
 
 from whoqa.core.progress import bar as progress_bar
 from data_prep.span_questions import span_questions
-from whoqa.core.book import Book, atomic_write
+from whoqa.core.book import Book
+from whoqa.core.files import atomic_write
 from whoqa.core.distributed import world
 from whoqa.core.runs import digest
 from whoqa.reader.data import Batcher, ReaderExample, detokenize
@@ -38,7 +39,7 @@ from whoqa.reader.steps import decoder_start_id, input_reliance
 from whoqa.core.seed import set_seed
 from whoqa.core.workspace import Workspace
 from whoqa.core.book import read_characters
-from data_prep.artificial import read_questions
+from whoqa.core.store import read_artificial
 from whoqa.core.metrics import exact_match
 
 log = logging.getLogger(__name__)
@@ -153,7 +154,7 @@ def lookup_examples(workspace: Path, cfg: LookupConfig, tokenizer, progress: boo
     rows_of: dict[str, list[dict]] = {}
     for b in books:
         try:
-            rows_of[b] = read_questions(ws.artificial_questions(b))
+            rows_of[b] = read_artificial(ws.artificial_questions(b))
         except Exception as err:  # one broken file is skipped, not fatal
             log.warning("answer lookup skips %s: %s", b, err)
             counts["broken_books"] += 1

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.runs import digest
 from whoqa.core.seed import set_seed
 from whoqa.reader.config import PrereadConfig

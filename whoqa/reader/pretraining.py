@@ -13,12 +13,12 @@ import torch
 
 from whoqa.core.artifacts import read_cache
 from whoqa.core.progress import bar as progress_bar
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.distributed import barrier, data_parallel, global_mean_loss, world
 from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.steps import Precision, optimizer, trainable
 from whoqa.core.workspace import Workspace
-from data_prep.who_set import load_questions
+from whoqa.core.store import load_questions
 
 
 def preread_dir(workspace: Path) -> Path:

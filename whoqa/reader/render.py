@@ -17,8 +17,9 @@ Registry: RENDERINGS (name -> function); a config names one (`LLMConfig.renderin
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Iterable
 
+from whoqa.core.registry import Registry
 from whoqa.core.book import POSSESSIVE_TAGS, Book, Mention
 from whoqa.reader.data import detokenize, window_text
 from whoqa.core.workspace import Workspace
@@ -89,12 +90,11 @@ def replace(book: Book, first: int, last: int, candidates: set[int] | None = Non
     return detokenize(_window_words(book, first, last, "replace", candidates))
 
 
-RENDERINGS: dict[str, Callable[..., str]] = {"raw": raw, "annotate": annotate, "replace": replace}
+RENDERINGS: Registry = Registry("passage rendering", {"raw": raw, "annotate": annotate, "replace": replace})
 
 
 def check_rendering(name: str) -> None:
-    if name not in RENDERINGS:
-        raise ValueError(f"unknown passage rendering {name!r}: use one of {', '.join(RENDERINGS)}")
+    RENDERINGS.check(name)
 
 
 def render(book: Book, spans: Iterable[tuple[int, int]], rendering: str = "raw",
@@ -119,7 +119,7 @@ def characters(book: Book, spans: Iterable[tuple[int, int]], candidates: Iterabl
     return [shown_name(book, c) for c in sorted(count, key=lambda c: (-count[c], c))]
 
 
-MARKS = ("all", "candidates")
+MARKS = Registry("marks", ("all", "candidates"))
 
 
 def shown(book: Book, spans: list[tuple[int, int]], rendering: str = "raw", marks: str = "all",
@@ -127,8 +127,7 @@ def shown(book: Book, spans: list[tuple[int, int]], rendering: str = "raw", mark
     """(passages, the prompt's character list) for windows of a book as a config asks: `rendering` (RENDERINGS),
     `marks` all characters' mentions or only the candidates', and the list of the characters they mention (empty
     unless `character_list`)."""
-    if marks not in MARKS:
-        raise ValueError(f"unknown marks {marks!r}: use one of {', '.join(MARKS)}")
+    MARKS.check(marks)
     only = list(candidates) if marks == "candidates" and candidates is not None else None
     return render(book, spans, rendering, only), (characters(book, spans, only) if character_list else [])
 

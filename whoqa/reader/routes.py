@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from whoqa.core.artifacts import read_cache
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.folds import book_folds
 from whoqa.core.metrics import normalize_text, paired_book_bootstrap, rouge_l
 from whoqa.core.seed import SEED

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from whoqa.core.registry import Registry
 from whoqa.core.device import LLAMACPP_DEVICE, as_device, mixed_precision
 
 log = logging.getLogger(__name__)
@@ -243,13 +244,12 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
     return x - m - np.log(np.exp(x - m).sum())
 
 
-RUNTIMES = {"transformers": TransformersRuntime, "llamacpp": LlamaCppRuntime,
-            "llama-cpp-python": LlamaCppPythonRuntime}
+RUNTIMES = Registry("runtime", {"transformers": TransformersRuntime, "llamacpp": LlamaCppRuntime,
+                               "llama-cpp-python": LlamaCppPythonRuntime}, also=("auto",))
 
 
 def check_runtime(name: str) -> None:
-    if name != "auto" and name not in RUNTIMES:
-        raise ValueError(f"unknown runtime {name!r}: use auto, {', '.join(RUNTIMES)}")
+    RUNTIMES.check(name)
 
 
 def llamacpp_generate(llama, text: str, max_tokens: int, stop_at_newline: bool = False, on_token=None,

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from whoqa.core.book import atomic_write
+from whoqa.core.registry import check_name
+from whoqa.core.files import atomic_write
 from whoqa.core.distributed import barrier, data_parallel, gather, global_mean_loss, shard, world
 from whoqa.core.metrics import text_metrics
 from whoqa.core.progress import bar as progress_bar
@@ -136,8 +137,7 @@ def cross_validate(workspace: Path, cfg: ReaderConfig, progress: bool = True, de
     """Book-level k-fold: fold k's books are answered by a reader trained on the other folds' books. Each finished
     fold is a file (WS/reader/runs/<name>/fold<k>.json), so an interrupted run resumes at the next fold. device:
     where the reader runs (a --device value; not part of the run's identity)."""
-    if cfg.context not in CONTEXTS:
-        raise ValueError(f"unknown reader context {cfg.context!r}: use one of {CONTEXTS}")
+    check_name("reader context", cfg.context, CONTEXTS)
     ws = Workspace(workspace)
     name = run_name(cfg)
     run_dir = ws.reader_runs / name

@@ -20,9 +20,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from data_prep.who_set import load_summaries
+from whoqa.core.store import load_summaries
 from whoqa.core.artifacts import read_cache
-from whoqa.core.book import Book, atomic_write
+from whoqa.core.book import Book
+from whoqa.core.files import atomic_write
 from whoqa.core.distributed import data_parallel, gather, global_mean_loss, process_device, shard, world
 from whoqa.core.folds import book_folds
 from whoqa.core.workspace import Workspace
@@ -204,7 +205,7 @@ def build_bert_contexts(ws: Path, todo: dict[str, list[dict]], rcfg: RetrievalCo
     from whoqa.core.device import as_device
     device = as_device(device)
     w = world()  # under torchrun every process ranks; the first one writes
-    from data_prep.who_set import load_questions
+    from whoqa.core.store import load_questions
     ws, cfg = Workspace(ws), cfg or RankerConfig()
     torch.manual_seed(cfg.seed)
     all_q = load_questions(ws)

@@ -19,8 +19,10 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from whoqa.core.book import Book, atomic_write, is_done
+from whoqa.core.book import Book, is_done
+from whoqa.core.files import atomic_write
 from whoqa.core.names import name_spans
+from whoqa.core.registry import positive, require
 from whoqa.core.workspace import ReadOnly, Workspace
 from whoqa.retrieval.lucene import MissingPackage
 
@@ -37,6 +39,13 @@ class RetrievalConfig:
     context_sentences: int = 150  # stored per question; the models read the first 100 (the paper's top 20 windows)
     # by default, and the context-size ablation up to 150
     pool: int = 1000  # sentences fetched from the index to build windows from
+
+    def __post_init__(self):
+        require(self, "k1", self.k1 >= 0, "0 or more")
+        require(self, "b", 0 <= self.b <= 1, "between 0 and 1")
+        require(self, "words_weight", self.words_weight >= 1, "at least 1 (Lucene's CombinedFieldQuery)")
+        require(self, "characters_weight", self.characters_weight >= 1, "at least 1 (Lucene's CombinedFieldQuery)")
+        positive(self, "window", "context_sentences", "pool")
 
 
 def sentence_fields(book: Book, sid: int) -> tuple[str, str]:

@@ -11,9 +11,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from pathlib import Path
 
-from data_prep.who_set import load_questions
+from whoqa.core.registry import check_name
+from whoqa.core.store import load_questions
 from whoqa.core.artifacts import DamagedArtifact, read_record
-from whoqa.core.book import atomic_write
+from whoqa.core.files import atomic_write
 from whoqa.core.jobs import default_jobs
 from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences
 from whoqa.retrieval.report import IndexReport
@@ -108,8 +109,7 @@ def build_contexts(workspace: Path, ranker: str = "bm25f", jobs: int | None = No
                    progress: bool = True, ranker_cfg=None, device: str = "auto", executor=None) -> IndexReport:
     """Contexts of every question of every prepared book for one ranker; books already done are skipped.
     `executor` (whoqa.core.executor.ExecutorConfig): on a Ray cluster instead of this machine's processes (BM25F)."""
-    if ranker not in RANKERS + (ORACLE,):
-        raise ValueError(f"unknown ranker {ranker!r}: use one of {RANKERS + (ORACLE,)}")
+    check_name("ranker", ranker, RANKERS + (ORACLE,))
     ws = Workspace(workspace)
     cfg = cfg or RetrievalConfig()
     by_book = load_questions(ws)

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from whoqa.core.book import Book, atomic_write
+from whoqa.core.book import Book
+from whoqa.core.files import atomic_write
 from whoqa.core.names import name_spans
+from whoqa.core.registry import positive
 from whoqa.retrieval.bm25f import RetrievalConfig, question_fields, question_windows, windows
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,15 @@ class PassageConfig:
     #                      246 non-Who questions of 10 shared books (docs/experiments/issue52/recall.json)
     rrf_k: int = 60  # reciprocal rank fusion's constant (Cormack et al. 2009): score = sum 1 / (k + rank)
     dense_pool: int = 1000  # sentences the dense ranking contributes
+
+    def __post_init__(self):
+        self.check()
+        positive(self, "rrf_k", "dense_pool")
+
+    def check(self) -> None:
+        if self.query not in QUERIES or self.fusion not in FUSIONS:
+            raise ValueError(f"unknown passage retrieval {self.query!r}/{self.fusion!r}: use query in {QUERIES}, "
+                             f"fusion in {FUSIONS}")
 
 
 def content_words(text: str) -> str:
@@ -155,9 +166,7 @@ def passage_windows(opened: tuple, question: str, cfg: PassageConfig | None = No
     """A non-Who question's windows ([[first, last, score], ...], rank order, as `question_windows`) in an opened
     book ((Book, AliasIndex, BM25FIndex)); `dense`: the book's DenseIndex where cfg.fusion needs one."""
     cfg, rcfg = cfg or PassageConfig(), rcfg or RetrievalConfig()
-    if cfg.query not in QUERIES or cfg.fusion not in FUSIONS:
-        raise ValueError(f"unknown passage retrieval {cfg.query!r}/{cfg.fusion!r}: use query in {QUERIES}, fusion in "
-                         f"{FUSIONS}")
+    cfg.check()  # (a field set after it was made)
     book, aliases, index = opened
     spans = spans if spans is not None else name_spans(question, aliases)
     if cfg.fusion == "bm25f" and cfg.query == "question":

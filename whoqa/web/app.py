@@ -32,18 +32,19 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from data_prep.who_set import load_texts
+from whoqa.core.store import load_texts
 from whoqa.core.artifacts import DamagedArtifact, problem, read_cache, read_json
-from whoqa.core.book import Book, BookFormatError, atomic_write, is_done
+from whoqa.core.book import Book, BookFormatError, is_done, token_summary
+from whoqa.core.files import atomic_write
 from whoqa.core.jobs import process_alive, process_identity
 from whoqa.core.workspace import ReadOnly, Workspace, locked, serve_read_only
 from whoqa.service import Service as Answers, ServiceConfig
 from whoqa.core.book import read_characters
-from data_prep.addbook import read_book_text, text_book_id
-from data_prep.epub import EPUB_SUFFIXES, HTML_SUFFIXES
-from data_prep.narrativeqa import DataError, extract_body
-from data_prep.embeddings import read_state
-from data_prep.prepare import forget_derived
+from whoqa.core.text import read_book_text, text_book_id
+from whoqa.core.epub import EPUB_SUFFIXES, HTML_SUFFIXES
+from whoqa.core.text import DataError, extract_body
+from whoqa.core.store import read_state
+from whoqa.core.store import forget_derived
 from whoqa.retrieval.lucene import MissingPackage
 import ipaddress
 
@@ -104,8 +105,8 @@ class Service:
         if cfg.read_only:
             serve_read_only(cfg.workspace)
         self.ws = Workspace(cfg.workspace)
-        self.jobs_dir = Path(self.ws, "jobs")
-        self.uploads = Path(self.ws, "uploads")
+        self.jobs_dir = self.ws.jobs
+        self.uploads = self.ws.uploads
         self.answers = Answers(self.ws, ServiceConfig(device=cfg.device, llm=cfg.llm))
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whoqa-upload")
         self.owner = process_identity()  # recorded with each job this server processes
@@ -139,19 +140,8 @@ class Service:
         saved = read_cache(path, dict)  # no cache yet, or a damaged one: made again below
         if saved and saved.get("stamp") == stamp and "summary" in saved:
             return saved["summary"]
-        words = sentences = 0
-        first: list[str] = []
         try:
-            with open(tokens, encoding="utf-8") as f:
-                next(f, None)  # header
-                for line in f:
-                    cols = line.split("\t")
-                    if len(cols) < 9:
-                        continue
-                    words += cols[8] != "PUNCT"
-                    sentences = max(sentences, int(cols[1]) + 1)
-                    if cols[1] == "0" and len(first) < 12:
-                        first.append(cols[4])
+            words, sentences, first = token_summary(tokens)
         except (UnicodeDecodeError, ValueError) as e:  # the book's own file is damaged: named, this book alone
             raise BookFormatError(f"{tokens}: {problem(e)}: redo the book with `whoqa prepare --book {book_id}` "
                                   f"after deleting its folder {tokens.parent}") from None

@@ -21,7 +21,8 @@ import json
 import time
 from pathlib import Path
 
-from data_prep.who_set import is_who_question, load_questions
+from whoqa.core.lexicon import is_who_question
+from whoqa.core.store import load_questions
 from whoqa.core.metrics import normalize_text, rouge_l
 from whoqa.core.workspace import Workspace
 from whoqa.reader.grounding import GroundingConfig

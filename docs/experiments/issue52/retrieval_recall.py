@@ -19,7 +19,8 @@ import json
 import time
 from pathlib import Path
 
-from data_prep.who_set import is_who_question, load_questions
+from whoqa.core.lexicon import is_who_question
+from whoqa.core.store import load_questions
 from whoqa.core.metrics import best_span_rouge_l, paired_book_bootstrap
 from whoqa.core.workspace import Workspace
 from whoqa.reader.data import window_text

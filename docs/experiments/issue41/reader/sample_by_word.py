@@ -6,7 +6,7 @@ from whoqa.core.workspace import Workspace
 from whoqa.evaluation.fulltask import reader_runs
 from whoqa.reader.llm import read_predictions
 from whoqa.reader.routes import per_question_rouge, question_word
-from data_prep.who_set import load_questions, load_who_set
+from whoqa.core.store import load_questions, load_who_set
 ws = Workspace("ws41")
 qs = [q for b, l in load_questions(ws).items() for q in l]
 refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in qs}

@@ -13,7 +13,7 @@ import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 
-from data_prep.narrativeqa import DataError
+from whoqa.core.errors import DataError
 
 EPUB_SUFFIXES = (".epub",)
 HTML_SUFFIXES = (".html", ".htm", ".xhtml")

@@ -1,0 +1,134 @@
+"""A book file's text: decoded (UTF-16 with its mark, UTF-8, Windows-1252), a Project Gutenberg header and licence
+cut off, EPUB and HTML read by `whoqa.core.epub`; and the book id a text gets. Every way a book comes in (a
+NarrativeQA folder, `ask --text`, an upload) reads it here; what it cannot read is a DataError naming the file."""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from pathlib import Path
+
+from whoqa.core.errors import DataError
+
+log = logging.getLogger(__name__)
+
+
+def file_sha1(path: Path) -> str:
+    return hashlib.sha1(Path(path).read_bytes()).hexdigest()
+
+
+CONTROL_SHARE = 0.01  # more C0/C1 control characters than this share (tabs, line and page ends aside): not a text
+_C1 = re.compile("[\x80-\x9f]")
+
+
+def read_book(path: Path) -> tuple[str, str]:
+    """(text, encoding) of a book file: UTF-16 with its byte-order mark, else UTF-8, else Windows-1252; LF line ends,
+    C1 control characters removed. A file that is empty, binary, undecodable or mostly control characters raises
+    DataError naming it."""
+    path = Path(path)
+    raw = path.read_bytes()
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (a Windows editor's "Unicode"): its NUL bytes are text
+        try:
+            raw = raw.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError:
+            raise DataError(f"{path} starts as UTF-16 text but does not decode as it: convert it to UTF-8") from None
+        text, _ = read_book_bytes(path, raw)
+        return text, "utf-16"
+    return read_book_bytes(path, raw)
+
+
+def read_book_bytes(path: Path, raw: bytes) -> tuple[str, str]:
+    if not raw.strip():
+        raise DataError(f"{path} is empty: give a book's text")
+    if b"\x00" in raw[:65536]:
+        raise DataError(f"{path} looks binary (NUL bytes): give a plain-text book (UTF-8)")
+    for enc in ("utf-8-sig", "cp1252"):
+        try:
+            text = raw.decode(enc)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise DataError(f"{path} is neither UTF-8 nor Windows-1252 text: convert it to UTF-8")
+    bad = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\t\n\r\f") or 0x7F <= ord(ch) < 0xA0)
+    if bad > CONTROL_SHARE * len(text):
+        raise DataError(f"{path} is mostly not text ({bad:,} control characters in {len(text):,}): give a plain-text "
+                        f"book (UTF-8)")
+    return _C1.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n")), enc.replace("-sig", "")
+
+
+def read_text(path: Path) -> str:
+    """Decode a text file: UTF-8 (with or without BOM), else Windows-1252, else Latin-1; LF line ends."""
+    raw = Path(path).read_bytes()
+    for enc in ("utf-8-sig", "cp1252"):
+        try:
+            text = raw.decode(enc)
+            break
+        except UnicodeDecodeError:
+            log.warning("%s is not valid %s; trying the next encoding", path, enc)
+    else:
+        text = raw.decode("latin-1")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+_START = re.compile(r"^\*{3}\s*START OF[^\n]*?PROJECT GUTENBERG[^*]*\*{3}[^\n]*$", re.I | re.M)
+_END = re.compile(r"^(\*{3}\s*END OF[^\n]*PROJECT GUTENBERG|End of (the )?Project Gutenberg|End of this Project Gutenberg)",
+                  re.I | re.M)
+_MARKER_TAIL = re.compile(r"\A\s*[^\n]*\*{3}[ \t]*\n")
+_CREDITS = re.compile(r"^\s*(Produced by|E-text prepared by|Transcribed from|This etext was prepared)[^\n]*(\n[^\n]+)*\n\s*\n",
+                      re.I)
+
+
+def _loose(phrase: str) -> re.Pattern | None:
+    """A regex for NarrativeQA's tokenised start/end phrase ("http : //x") that tolerates any spacing."""
+    toks = phrase.split()
+    if not toks:
+        return None
+    return re.compile(r"\s*".join(re.escape(t) for t in toks))
+
+
+def extract_body(text: str, story_start: str = "", story_end: str = "") -> str:
+    """Cut a story out of its file.
+
+    NarrativeQA's story_start/story_end phrases mark the span it used; for Gutenberg files that span still holds
+    the producer credits and the licence, so within it we also cut at Gutenberg's START/END markers and drop a
+    leading credits paragraph. Files with neither give the whole text back.
+    """
+    start, end = 0, len(text)
+    if (p := _loose(story_start)) and (m := p.search(text)):
+        start = m.start()
+    if (p := _loose(story_end)):
+        last = None
+        for last in p.finditer(text, start):
+            pass
+        if last is not None:
+            end = last.end()
+    body = text[start:end]
+    if m := _START.search(body):
+        body = body[m.end():]
+    if m := _END.search(body):
+        body = body[:m.start()]
+    body = _MARKER_TAIL.sub("", body, count=1)  # story_start fell inside a two-line START marker
+    body = _CREDITS.sub("", body, count=1)
+    return body.strip("\n ") + "\n"
+
+
+def read_book_text(path: Path) -> str:
+    """A book file's text: plain text, EPUB (spine order, chapter titles kept) or HTML, by its suffix; refuses
+    (DataError, naming it) what is missing, a folder, empty, binary, undecodable, DRM-protected or damaged."""
+    from whoqa.core.epub import EPUB_SUFFIXES, HTML_SUFFIXES, read_epub, read_html
+    if Path(path).is_dir():
+        raise DataError(f"{path} is a folder, not a file: pass a book file (plain text, EPUB or HTML)")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path} not found: give a book file (plain text, EPUB or HTML)")
+    suffix = Path(path).suffix.lower()
+    if suffix in EPUB_SUFFIXES:
+        return read_epub(path)
+    if suffix in HTML_SUFFIXES:
+        return read_html(path)
+    return read_book(path)[0]
+
+
+def text_book_id(body: str) -> str:
+    """A book id derived from its text (40 hex digits, like NarrativeQA's): the same text is the same book."""
+    return hashlib.sha1(body.encode("utf-8")).hexdigest()
