@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -19,17 +18,18 @@ from whoqa.core.artifacts import DamagedArtifact, read_json, read_record
 from whoqa.core.aliases import NO_ALIAS, NOT_CHARACTER, AliasIndex
 from whoqa.core.workspace import MissingStage
 from whoqa.core.book import Book, BookFormatError, atomic_write, is_done
+from whoqa.core.questions import question_kind
 from whoqa.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-_WHO = re.compile(r"^\W*(who|whom|whose)\b|^\W*which\s+(character|person|man|woman|boy|girl)s?\b", re.I)
 DROP_NOT_WHO, DROP_NOT_CHARACTER, DROP_NO_ALIAS, DROP_NO_BOOK = (
     "not a Who question", NOT_CHARACTER, NO_ALIAS, "book not prepared")
 
 
 def is_who_question(q: str) -> bool:
-    return bool(_WHO.search(q))
+    """Whether the question asks for a person (whoqa.core.questions.question_kind)."""
+    return question_kind(q).who
 
 
 def build_who_set(data: NarrativeQA, workspace: Path) -> dict:

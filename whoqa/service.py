@@ -33,7 +33,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from data_prep.who_set import is_who_question
+from whoqa.core.questions import question_kind
 from whoqa.core.names import name_spans, named_characters, unknown_names
 from whoqa.core.progress import Stages
 from whoqa.core.workspace import Workspace
@@ -255,7 +255,7 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg: ServiceConfig,
 def check_route(question: str, forced: str) -> bool:
     """Whether the question is a Who question; a one-line ValueError for a route that is unknown or does not answer
     its kind of question."""
-    who = is_who_question(question)
+    who = question_kind(question).who
     if forced not in ("auto", *ROUTES):
         raise ValueError(f"unknown route {forced!r}: use auto, {', '.join(ROUTES)}")
     if forced != "auto" and (forced in ("network", "features")) != who:

@@ -31,7 +31,8 @@ from whoqa.reader.llm import llm_runs, read_llm_summary
 from whoqa.reader.train import read_run
 from whoqa.memnet.choose import choose_run as choose_memnet
 from whoqa.reader.choose import choose_run as choose_reader
-from whoqa.reader.routes import RouteConfig, gain, question_word, route_by_word, write_routes
+from whoqa.core.questions import question_kind
+from whoqa.reader.routes import RouteConfig, gain, route_by_word, write_routes
 
 log = logging.getLogger(__name__)
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
@@ -143,7 +144,7 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         return None
     questions = [q for qs in load_questions(ws).values() for q in qs]
     refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
-    kinds = {q["question_id"]: question_word(q["question"]) for q in questions}
+    kinds = {q["question_id"]: question_kind(q["question"]).word for q in questions}
     who_ids = {q["question_id"] for q in load_who_set(ws)[1]} if (ws.who_questions).is_file() else set()
     rows = {}
     for name, preds in runs.items():

@@ -271,15 +271,6 @@ def who_data(ws: Workspace, cfg: TrainConfig, progress: bool):
     return vocab, books, examples, skipped
 
 
-def pretrain_folds(workspace: Path, cfg: TrainConfig, which: list[int] | None = None, progress: bool = False) -> list:
-    """Book-level CV's per-fold pretrainings ahead of time (e.g. several at once in separate processes): the
-    pretraining without each fold's books, for the folds in `which` (all by default). Returns their folders."""
-    ws = Workspace(workspace)
-    vocab, books, examples, _ = who_data(ws, cfg, progress)
-    groups = book_groups(examples, cfg.folds)
-    return [pretrain_without(ws, cfg, groups[k], progress) for k in (which if which is not None else range(len(groups)))]
-
-
 def run_inputs(workspace: Path, cfg: TrainConfig, vocab: Vocab) -> dict:
     """What a memory-network run starts from: the Who set, the vectors, the contexts' config, the pretrained model."""
     ws = Workspace(workspace)

@@ -16,10 +16,10 @@ from pathlib import Path
 from whoqa.core.artifacts import read_cache
 from whoqa.core.book import atomic_write
 from whoqa.core.folds import book_folds
+from whoqa.core.questions import question_kind
 from whoqa.core.metrics import normalize_text, paired_book_bootstrap, rouge_l
 from whoqa.core.seed import SEED
 
-QUESTION_WORDS = ("what", "who", "why", "how", "where", "when", "which")
 PASSAGELESS = ("none",)  # contexts of readers that read no passage of the book asked about
 
 
@@ -32,9 +32,8 @@ def reads_the_book(context: str | None) -> bool:
 
 
 def question_word(question: str) -> str:
-    """The question's wh-word (the first one among its first three words), else "other"."""
-    words = question.lower().replace("'s", " ").split()[:3]
-    return next((w for w in words if w in QUESTION_WORDS), "other")
+    """The question's wh-word, else "other" (whoqa.core.questions.question_kind)."""
+    return question_kind(question).word
 
 
 @dataclass
