@@ -61,7 +61,8 @@ def test_too_few_questions_keep_the_default_and_only_shared_questions_are_routed
 
 
 def test_the_served_reader_is_the_words_choice_only_where_routing_gained_out_of_fold(tmp_path):
-    from whoqa.reader.routes import served_reader, write_routes
+    from whoqa.reader.routes import write_routes
+    from whoqa.routing import served_reader
     assert served_reader(tmp_path, "What is it?") is None  # no record: the service's other rules decide
     refs, kinds, books, readers = corpus(12, {"what": "a", "why": "b", "where": "b"})
     r = route_by_word(readers, refs, kinds, books, RouteConfig(folds=4, min_questions=2))

@@ -43,7 +43,9 @@ from whoqa.evaluation.fulltask import who_names
 from whoqa.memnet.ensemble import cross_fitted, items, read_fold_files
 from whoqa.reader.config import LLMConfig, RerankConfig, model_name, passage_variant, prompt_variant, runtime_variant
 from whoqa.reader.data import build_examples
-from whoqa.reader.llm import LLMReader, few_shots, model_fingerprint
+from whoqa.reader.llm import LLMReader
+from whoqa.reader.models import model_fingerprint
+from whoqa.reader.prompt import who_pool
 from whoqa.reader.remote import on_cluster
 from whoqa.reader.render import WorkspacePassages, check_rendering
 from whoqa.retrieval.contexts import load_contexts
@@ -187,7 +189,7 @@ class NameScores:
         names = who_names(ws)
         who = {q["question_id"]: q for q in load_who_set(ws)[1]}
         examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
-        pool = [(q["question"], q["answer1"], q["document_id"]) for q in who.values()]
+        pool = who_pool(ws)  # the shots `ask` draws for the same question (whoqa.reader.prompt)
         plain = not passage_variant(cfg.rendering, cfg.marks, cfg.character_list)
         rendered = WorkspacePassages(ws, "bm25f")
         items = []  # what one LLM call reads: (qid, candidates, question, passages, names, shots, starts, order, list)
@@ -199,7 +201,7 @@ class NameScores:
                 passages, _, listed = rendered.of(d, qid, cfg.passages, cfg.rendering, cfg.marks, cfg.character_list,
                                                   cs)
             items.append((qid, cs, q["question"], passages, [names[d][c] for c in cs],
-                          few_shots(pool, d, cfg.shots, SEED * 1_000_003 + qid), e.starts if e else None,
+                          pool.shots(d, q["question"], cfg.shots, SEED, qid), e.starts if e else None,
                           LLMConfig.order, listed))
         reader = {"base": cfg.base, "prompt_tokens": cfg.prompt_tokens, "scores": True, "runtime": cfg.runtime}
         if self.executor.executor == "ray":

@@ -12,7 +12,7 @@ runtime is swapped (RUNTIMES, chosen by name or by what the caller needs).
 "auto" with `scores` (names need probabilities) takes transformers; otherwise llama.cpp (gpt4all) for a GGUF file it
 loads, else transformers. A run takes llama-cpp-python only by name (`--runtime llama-cpp-python`: its scores differ
 from transformers' float32 ones in the last digits, so it has its own run name and LLM key); the service scores names
-with it where it is installed (`whoqa.reader.llm.scoring_runtime`) and names it in each answer.
+with it where it is installed (`scoring_runtime`) and names it in each answer.
 """
 from __future__ import annotations
 
@@ -213,7 +213,7 @@ def llama_cpp_works(gguf: Path) -> bool:
     it once per build and model file and the answer is kept beside the models (~2 s)."""
     import llama_cpp
     from whoqa.core.runs import digest
-    from whoqa.reader.llm import cache_dir
+    from whoqa.reader.models import cache_dir
     gguf = Path(gguf)
     lib = Path(llama_cpp.__file__).parent / "lib"
     build = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(lib.glob("*.so*"))]
@@ -250,6 +250,46 @@ RUNTIMES = {"transformers": TransformersRuntime, "llamacpp": LlamaCppRuntime,
 def check_runtime(name: str) -> None:
     if name != "auto" and name not in RUNTIMES:
         raise ValueError(f"unknown runtime {name!r}: use auto, {', '.join(RUNTIMES)}")
+
+
+def choose_runtime(requested: str, gguf: bool, scores: bool = False) -> str:
+    """The one choice of runtime for a model to load (LLMReader): a runtime named is taken; "auto" takes gpt4all's
+    llama.cpp for a GGUF file when answering (LLMReader falls back to transformers where it cannot load the file),
+    transformers otherwise (names need token probabilities). What serves name scores chooses first with
+    `served_runtime`."""
+    check_runtime(requested)
+    if scores and requested == "llamacpp":
+        raise ValueError("scoring names needs the transformers or llama-cpp-python runtime: llama.cpp (gpt4all) "
+                         "gives no token probabilities")
+    if requested != "auto":
+        return requested
+    return "llamacpp" if gguf and not scores else "transformers"
+
+
+def served_runtime(base: str, device=None, scores: bool = False, requested: str = "auto") -> str:
+    """The runtime the service asks LLMReader for: for name scores `scoring_runtime`'s (llama-cpp-python where it
+    works on the CPU), for answers the one the route's options name (LLMConfig.runtime; "auto" resolved by
+    `choose_runtime` when the model loads)."""
+    return scoring_runtime(base, device) if scores else requested
+
+
+def scoring_runtime(base: str, device=None) -> str:
+    """The runtime that scores names where whoqa serves (`ask`, the page, `eval --data`): llama-cpp-python for a GGUF
+    model on the CPU where it is installed (its scores gave the same book-level cross-validation as transformers'
+    float32 ones, question by question, in a third of the memory and without de-quantising: docs/benchmarks.md),
+    else transformers (a GPU, a model folder, or no llama-cpp-python)."""
+    import importlib.util
+    from whoqa.core.device import on_cpu
+    from whoqa.reader.models import locate
+    if not (on_cpu(device) and locate(base)[1]) or importlib.util.find_spec("llama_cpp") is None:
+        return "transformers"
+    try:
+        import llama_cpp  # noqa: F401  (installed and loadable: a broken install falls back, and says so)
+    except Exception as e:  # a missing dependency, or its shared library failed to load
+        log.warning("llama-cpp-python is installed but does not load (%s): transformers scores the names", e)
+        return "transformers"
+    folder, gguf = locate(base)
+    return "llama-cpp-python" if llama_cpp_works(Path(folder) / gguf) else "transformers"
 
 
 def llamacpp_generate(llama, text: str, max_tokens: int, stop_at_newline: bool = False, on_token=None,
