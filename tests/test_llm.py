@@ -104,8 +104,8 @@ def test_passages_in_book_order_and_examples_from_other_books_only(tiny_llm_path
 def test_the_character_list_follows_the_passages_and_a_rendering_is_its_own_run(tiny_llm_path):
     """The characters the passages mention are listed after them; a rendered-passage re-ranking has its own LLM key
     (scores of raw passages are never reused for it) and its own folder, raw keeping the key it always had."""
-    from whoqa.evaluation.rerank import llm_key, rerank_dir
-    from whoqa.reader.config import RerankConfig
+    from whoqa.ranker.config import RerankConfig
+    from whoqa.ranker.scores import llm_key, rerank_dir
     r = LLMReader(tiny_llm_path, "cpu", prompt_tokens=150, max_new_tokens=8)
     text = r.tokenizer.decode(r.prompt("who opens the door?", ["she [jeeves] opens the door"],
                                        characters=["jeeves", "bertie"])[0]).replace(" ", "")  # (MiniLM's spacing)

@@ -197,8 +197,8 @@ def test_the_prompt_served_is_the_prompt_measured(ws, tiny_llm_path, tmp_path, m
     """For a question of the workspace, the name-score prompt `whoqa rerank` measured (the shipped fit's kind of
     measurement: few shots drawn per question) and the one `ask` serves are the same tokens, shots included; the
     answers' shots are drawn from the questions in the order an LLM run reads them."""
-    from whoqa.evaluation.rerank import NameScores
-    from whoqa.reader.config import RerankConfig
+    from whoqa.ranker.config import RerankConfig
+    from whoqa.ranker.scores import NameScores
     from whoqa.reader.data import build_examples
     from whoqa.reader.llm import LLMReader
     from whoqa.reader.prompt import question_pool

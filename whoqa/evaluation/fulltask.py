@@ -24,6 +24,7 @@ from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LookupConfig
 from whoqa.memnet.ensemble import read_fold_files
 from whoqa.ranker.fits import read_summary, workspace_fits
+from whoqa.ranker.scores import who_names
 from whoqa.reader.train import current_folds
 from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
 from data_prep.who_set import load_questions
@@ -33,7 +34,7 @@ from whoqa.memnet.choose import choose_run as choose_memnet
 from whoqa.reader.choose import choose_run as choose_reader
 from whoqa.core.questions import question_kind
 from whoqa.reader.routes import RouteConfig, write_routes
-from whoqa.routing import by_word_serves, word_routes
+from whoqa.service.routing import by_word_serves, word_routes
 
 log = logging.getLogger(__name__)
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
@@ -99,12 +100,6 @@ def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
             if p["ranking"]:
                 out[p["question_id"]] = names[p["book"]].get(p["ranking"][0], "")
     return out
-
-
-def who_names(ws: Workspace) -> dict[str, dict[int, str]]:
-    """book -> character id -> canonical name, from the Who set."""
-    chars, _ = load_who_set(ws)
-    return {d: {c["id"]: c["name"] for c in cs} for d, cs in chars.items()}
 
 
 def reranked_answers(workspace: Path, run: str) -> dict[str, dict[int, str]]:
@@ -194,7 +189,7 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
                     reader_choice.why, WORD_WHY.format(n=len(by_word.scores), default=by_word.default), why]}
                 rows[f"routed by question word: {name} + readers"] = _row(by_routed, refs, who_ids, by_routing, kinds)
                 routed_rows[f"routed by question word: {name} + readers"] = by_routed
-                if by_word_serves(by_word.paired):  # what the service serves (whoqa.routing's one rule)
+                if by_word_serves(by_word.paired):  # what the service serves (whoqa.service.routing's one rule)
                     readers.update(by_word.by)
                     routed, routing = by_routed, by_routing
         atomic_write(ws.results / "full_task_predictions.json", json.dumps(

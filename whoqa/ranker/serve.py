@@ -12,7 +12,8 @@ from whoqa.core.names import NameSpan, named_characters
 from whoqa.core.seed import SEED
 from whoqa.ranker.features import CONTEXT_SENTENCES, book_features, columns
 from whoqa.ranker.model import FeatureRanker, log_softmax
-from whoqa.reader.config import LLMConfig, RerankConfig
+from whoqa.ranker.config import RerankConfig
+from whoqa.reader.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
 from whoqa.reader.prompt import ShotPool
 from whoqa.retrieval.bm25f import context_sentences

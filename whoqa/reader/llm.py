@@ -9,7 +9,7 @@ chat template when it has one (each family's format: SmolLM2's ChatML, Gemma's t
 model's context.
 
 The model's files are whoqa.reader.models, where it runs whoqa.reader.runtimes, and the runs over a workspace's
-questions whoqa.reader.llm_runs (their names are still importable from here).
+questions whoqa.reader.llm_runs.
 """
 from __future__ import annotations
 
@@ -28,15 +28,6 @@ from whoqa.reader.shorten import shortener
 from whoqa.retrieval.bm25f import NothingMatched, RetrievalConfig, question_windows  # noqa: F401
 
 log = logging.getLogger(__name__)
-_RUNS = ("answer_all", "llm_runs", "read_llm_summary", "read_predictions", "run_dir", "sample_questions")
-
-
-def __getattr__(name: str):
-    """The batch runs' names, from whoqa.reader.llm_runs (imported when first asked: it imports this module)."""
-    if name in _RUNS:
-        from whoqa.reader import llm_runs
-        return getattr(llm_runs, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class LLMReader:

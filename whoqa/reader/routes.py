@@ -6,7 +6,7 @@ the question alone, an LLM reading the passages writes out "why" and "how" answe
 leaves that on the table. The choice is nested: the reader that answers a book's questions of a kind is chosen on
 the other book folds' questions of that kind only, so the routed score is what a new book would get; the choice
 made on every book is what serves (`served`), where it gained out of fold (the rule and the service's table:
-whoqa.routing).
+whoqa.service.routing).
 """
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def gain(paired: dict) -> float:
     return paired.get("difference", {}).get("rouge_l", {}).get("mean", 0.0)
 
 
-ROUTES_FILE = "reader_routes.json"  # under WS/results/: what `whoqa eval` chose on every book (whoqa.routing reads it)
+ROUTES_FILE = "reader_routes.json"  # under WS/results/: what `whoqa eval` chose on every book (whoqa.service.routing reads it)
 
 
 def write_routes(results: Path, routes: WordRoutes | None, readers: dict[str, dict], provenance: dict) -> None:

@@ -212,6 +212,7 @@ def llama_cpp_works(gguf: Path) -> bool:
     grant it) dies with SIGSEGV at its first matrix product, which no Python code can catch; so a child process tries
     it once per build and model file and the answer is kept beside the models (~2 s)."""
     import llama_cpp
+    from whoqa.core.artifacts import read_cache
     from whoqa.core.runs import digest
     from whoqa.reader.models import cache_dir
     gguf = Path(gguf)
@@ -219,10 +220,9 @@ def llama_cpp_works(gguf: Path) -> bool:
     build = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(lib.glob("*.so*"))]
     key = digest([llama_cpp.__version__, build, str(gguf.resolve()), gguf.stat().st_size])
     mark = cache_dir() / "llama-cpp-probe" / f"{key}.json"
-    try:
-        return json.loads(mark.read_text())["works"]
-    except (OSError, ValueError, KeyError):
-        pass
+    known = read_cache(mark, dict)  # a probe's answer kept (missing or damaged: probed again)
+    if known is not None and isinstance(known.get("works"), bool):
+        return known["works"]
     try:
         run = subprocess.run([sys.executable, "-c", _PROBE, str(gguf)], capture_output=True, timeout=300)
         works, why = run.returncode == 0, f"exit code {run.returncode}"

@@ -4,7 +4,7 @@ all call this.
     intake(text | data + id | id) -> book id     made by the engine and weights the workspace's `prepare` recorded
     answer(book, question, route) -> Answer      one JSON schema (Answer.to_json) for the CLI, the API and eval
 
-The route is chosen in one place, the routing table (whoqa.routing: read once per Service, again when the workspace's
+The route is chosen in one place, the routing table (whoqa.service.routing: read once per Service, again when the workspace's
 measurements change), from what the workspace measured:
 - a Who question about a book the served memory network trained on: the network, when its cross-validated P@1 on
   those books beats the feature ranker's on the same questions (its own measurement there, or its book-level figure:
@@ -27,7 +27,7 @@ machine). The package: schema (settings, the Answer), intake (books), answers (S
 """
 from __future__ import annotations
 
-from whoqa.routing import (ANSWERABLE, MEASURED_LLMS, READ_SECONDS, ROUTES, Route, RoutingTable,  # noqa: F401
+from whoqa.service.routing import (ANSWERABLE, MEASURED_LLMS, READ_SECONDS, ROUTES, Route, RoutingTable,  # noqa: F401
                            check_route, choose_route, features_p1, installed_llm, network_for, training_books)
 from whoqa.reader.models import llm_installed  # noqa: F401
 from whoqa.service.answers import Service  # noqa: F401

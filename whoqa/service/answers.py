@@ -11,11 +11,12 @@ from pathlib import Path
 from whoqa.core.names import name_spans, named_characters, unknown_names
 from whoqa.core.progress import Stages
 from whoqa.core.workspace import Workspace
-from whoqa.reader.config import LLMConfig, RerankConfig, llm_answer_options, model_name
+from whoqa.ranker.config import RerankConfig
+from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
 from whoqa.reader.grounding import ground
 from whoqa.reader.prompt import ShotPool
 from whoqa.retrieval.bm25f import NothingMatched, matches_question
-from whoqa.routing import Route, RoutingTable, measured_rouge, state_key
+from whoqa.service.routing import Route, RoutingTable, measured_rouge, state_key
 from whoqa.service.evidence import evidence_for, who_reasons
 from whoqa.service.intake import KEEP_BOOKS, BookIntake
 from whoqa.service.schema import Answer, Evidence, Ranked, ServiceConfig, check_request

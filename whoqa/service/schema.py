@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 from whoqa.reader.grounding import GroundingConfig
 from whoqa.retrieval.passages import PassageConfig
-from whoqa.routing import check_route
+from whoqa.service.routing import check_route
 
 
 @dataclass

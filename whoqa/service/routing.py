@@ -24,7 +24,8 @@ from pathlib import Path
 from whoqa.core.artifacts import read_cache
 from whoqa.core.questions import question_kind
 from whoqa.core.workspace import Workspace
-from whoqa.reader.config import LLMConfig, RerankConfig, model_name
+from whoqa.ranker.config import RerankConfig
+from whoqa.reader.config import LLMConfig, model_name
 from whoqa.reader.routes import ROUTES_FILE, WordRoutes, gain, reads_the_book, route_by_word
 
 ROUTES = ("network", "features", "reader", "llm")
