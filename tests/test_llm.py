@@ -298,7 +298,7 @@ def test_a_llama_cpp_build_that_crashes_is_found_in_a_child_and_not_used(tmp_pat
     hypervisors), which Python cannot catch: the probe's child process takes the crash, the answer is kept per build
     and model, names are scored by transformers, and asking for the runtime by name is one line."""
     import signal
-    from whoqa.reader import llm as L, runtimes as R
+    from whoqa.reader import llama_cpp_python as R, llm as L
     monkeypatch.setenv("WHOQA_CACHE", str(tmp_path))
     monkeypatch.setattr(R, "_PROBE", f"import os; os.kill(os.getpid(), {int(signal.SIGSEGV)})")
     folder, name = L.locate("smollm2-135m")
