@@ -9,8 +9,8 @@ LLM: the log-likelihood of each character's name as the answer after the passage
 
 with the one weight w fit, for the questions of fold f, on the other folds' questions only (the mean reciprocal rank
 of the right character among the k; the smallest of equal weights). A by-book run makes this the new-book measure:
-neither the network nor w ever saw the judged book. The LLM's scores are kept per question and name (WS/runs/<run>/rerank@<model>+k<k>.../scores.jsonl)
-and resumable.
+neither the network nor w ever saw the judged book. The LLM's scores are kept per question and name
+(WS/runs/<run>/rerank@<model>+k<k>.../scores.jsonl) and resumable.
 
 `--candidates features` judges the feature ranker on the same folds instead (its training: whoqa.ranker.train): its
 first stage picks the k names, the LLM's scores are its second stage's fourth feature; the fit it saves is what
