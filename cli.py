@@ -27,7 +27,8 @@ from whoqa.core.progress import Stages
 from whoqa.core.seed import SEED, reexec_with_fixed_hash_seed
 from whoqa.evaluation.evaluate import EvalConfig
 from whoqa.memnet.config import PretrainConfig, TrainConfig
-from whoqa.reader.config import LLMConfig, LookupConfig, PrereadConfig, ReaderConfig, RerankConfig
+from whoqa.ranker.config import RerankConfig
+from whoqa.reader.config import LLMConfig, LookupConfig, PrereadConfig, ReaderConfig
 from whoqa.retrieval.bert_ranker import RankerConfig
 from whoqa.retrieval.bm25f import RetrievalConfig
 from whoqa.service import ServiceConfig
@@ -450,7 +451,7 @@ def reader_llm(
 ):
     """A local language model answers every question zero-shot from its passages -> WS/reader/llm/<name>/
     (resumable per question); no book is trained on, so no folds."""
-    from whoqa.reader.llm import answer_all
+    from whoqa.reader.llm_runs import answer_all
     lcfg = LLMConfig(base=reader_base, context=context, top_k=top_k, prompt_tokens=prompt_tokens, half=half, seed=seed,
                      max_eval_samples=max_eval_samples, shots=shots, order=passage_order, runtime=runtime,
                      sample=sample, rendering=rendering, character_list=character_list, shorten=shorten)

@@ -104,8 +104,8 @@ def test_passages_in_book_order_and_examples_from_other_books_only(tiny_llm_path
 def test_the_character_list_follows_the_passages_and_a_rendering_is_its_own_run(tiny_llm_path):
     """The characters the passages mention are listed after them; a rendered-passage re-ranking has its own LLM key
     (scores of raw passages are never reused for it) and its own folder, raw keeping the key it always had."""
-    from whoqa.evaluation.rerank import llm_key, rerank_dir
-    from whoqa.reader.config import RerankConfig
+    from whoqa.ranker.config import RerankConfig
+    from whoqa.ranker.scores import llm_key, rerank_dir
     r = LLMReader(tiny_llm_path, "cpu", prompt_tokens=150, max_new_tokens=8)
     text = r.tokenizer.decode(r.prompt("who opens the door?", ["she [jeeves] opens the door"],
                                        characters=["jeeves", "bertie"])[0]).replace(" ", "")  # (MiniLM's spacing)
@@ -298,7 +298,7 @@ def test_a_llama_cpp_build_that_crashes_is_found_in_a_child_and_not_used(tmp_pat
     hypervisors), which Python cannot catch: the probe's child process takes the crash, the answer is kept per build
     and model, names are scored by transformers, and asking for the runtime by name is one line."""
     import signal
-    from whoqa.reader import llm as L, runtimes as R
+    from whoqa.reader import llama_cpp_python as R, llm as L
     monkeypatch.setenv("WHOQA_CACHE", str(tmp_path))
     monkeypatch.setattr(R, "_PROBE", f"import os; os.kill(os.getpid(), {int(signal.SIGSEGV)})")
     folder, name = L.locate("smollm2-135m")

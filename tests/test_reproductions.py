@@ -31,7 +31,7 @@ def test_smoke_reproduction_checks(shared_data, tmp_path):
         assert pretrained["stats"]["books"] == 3 - len(books)  # pretrained on the other books' artificial questions
     assert len(folds) == 2 and not set.intersection(*folds.values())
     # the feature ranker without a network run draws the same questions into the same book folds
-    from whoqa.evaluation.rerank import book_fold_candidates
+    from whoqa.ranker.train import book_fold_candidates
     own = {c["question_id"]: (c["fold"], sorted(c["answers"])) for c in book_fold_candidates(ws, 2)}
     assert own == questions
 

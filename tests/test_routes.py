@@ -61,7 +61,8 @@ def test_too_few_questions_keep_the_default_and_only_shared_questions_are_routed
 
 
 def test_the_served_reader_is_the_words_choice_only_where_routing_gained_out_of_fold(tmp_path):
-    from whoqa.reader.routes import served_reader, write_routes
+    from whoqa.reader.routes import write_routes
+    from whoqa.service.routing import served_reader
     assert served_reader(tmp_path, "What is it?") is None  # no record: the service's other rules decide
     refs, kinds, books, readers = corpus(12, {"what": "a", "why": "b", "where": "b"})
     r = route_by_word(readers, refs, kinds, books, RouteConfig(folds=4, min_questions=2))
@@ -79,3 +80,28 @@ def test_the_served_reader_is_the_words_choice_only_where_routing_gained_out_of_
     assert served_reader(tmp_path, "What is it?")[0] == "b"  # no measured gain: the default, never a crash
     write_routes(tmp_path, None, record, {})  # fewer than two readers now: no stale choice serves
     assert served_reader(tmp_path, "What is it?") is None
+
+
+def test_a_service_reads_its_routing_table_once_until_the_measurements_change(tmp_path, monkeypatch):
+    """The routing state (the word routes `whoqa eval` wrote, the installed LLM, the models' scores) is read once per
+    Service and again only when a file it comes from changes; the full task's replay and the table share one rule."""
+    import os
+    from whoqa.reader.routes import write_routes
+    from whoqa.service import Service, ServiceConfig
+    from whoqa.service import routing
+    calls = []
+    monkeypatch.setattr(routing, "installed_llm", lambda wanted=None: calls.append(wanted) or None)
+    svc = Service(tmp_path, ServiceConfig())
+    table = svc.routes()
+    assert table.llm is None and table.llm is None and svc.routes() is table and calls == [None]
+    assert table.words() is None and svc.routes() is table
+    refs, kinds, books, readers = corpus(12, {"what": "a", "why": "b", "where": "b"})
+    r = route_by_word(readers, refs, kinds, books, RouteConfig(folds=4, min_questions=2))
+    (tmp_path / "results").mkdir()
+    write_routes(tmp_path / "results", r, {"a": {"kind": "llm", "model": "m"}, "b": {"kind": "fid"}}, {})
+    again = svc.routes()
+    assert again is not table and again.words()["served"] == r.served and svc.routes() is again
+    path = tmp_path / "results" / "reader_routes.json"
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))  # rewritten: read again
+    assert svc.routes() is not again
+    assert routing.by_word_serves(r.paired) == (r.paired["difference"]["rouge_l"]["mean"] > 0)

@@ -191,3 +191,36 @@ def test_ask_shows_no_answer_the_passages_do_not_hold(ws, tiny_llm_path):
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0 and "did not find the answer in the book" in r.output
     assert doc["withheld"] not in r.stdout.splitlines()[0] and doc["grounds"][0]["text"] in r.output
+
+
+def test_the_prompt_served_is_the_prompt_measured(ws, tiny_llm_path, tmp_path, monkeypatch):
+    """For a question of the workspace, the name-score prompt `whoqa rerank` measured (the shipped fit's kind of
+    measurement: few shots drawn per question) and the one `ask` serves are the same tokens, shots included; the
+    answers' shots are drawn from the questions in the order an LLM run reads them."""
+    from whoqa.ranker.config import RerankConfig
+    from whoqa.ranker.scores import NameScores
+    from whoqa.reader.data import build_examples
+    from whoqa.reader.llm import LLMReader
+    from whoqa.reader.prompt import question_pool
+    assert [(e.question, e.answers[0], e.document_id) for e in build_examples(ws, "bm25f", 5, False)] == \
+        question_pool(ws).rows  # every book indexed: the LLM runs' pool, in their order
+    path = ws.who_questions  # other books' Who questions, for the shots (never the asked book's)
+    questions = json.loads(path.read_text())
+    path.write_text(json.dumps(questions + [
+        {"question_id": 90000 + i, "document_id": f"other{i % 3}", "question": f"Who rang bell {i}?",
+         "answer1": f"Ringer {i}", "answer2": f"Ringer {i}", "answers": []} for i in range(12)]))
+    seen = []
+    real = LLMReader.name_scores
+
+    def capture(self, question, passages, names, shots=(), starts=None, order="rank", characters=()):
+        seen.append((question, self.prompt(question, passages, shots, starts, order, characters)[0], list(shots)))
+        return real(self, question, passages, names, shots, starts, order, characters)
+    monkeypatch.setattr(LLMReader, "name_scores", capture)
+    q = next(q for q in questions if q["document_id"] == DYING_DETECTIVE)
+    chars = json.loads(ws.who_characters.read_text())[DYING_DETECTIVE]
+    NameScores(ws, tmp_path, RerankConfig(base=tiny_llm_path), progress=False, device="cpu").ensure(
+        {q["question_id"]: [c["id"] for c in chars[:3]]})
+    Service(ws, ServiceConfig(llm=tiny_llm_path, device="cpu")).answer(DYING_DETECTIVE, q["question"], "features")
+    (_, measured, measured_shots), (_, served, served_shots) = seen
+    assert len(measured_shots) == RerankConfig.shots and measured_shots == served_shots
+    assert measured == served  # token for token

@@ -2,15 +2,16 @@
 names (gender counts, nicknames) and the spaCy pipeline."""
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from importlib import resources
 
-_WHO = re.compile(r"^\W*(who|whom|whose)\b|^\W*which\s+(character|person|man|woman|boy|girl)s?\b", re.I)
+from whoqa.core.questions import question_kind
+
 
 
 def is_who_question(q: str) -> bool:
-    return bool(_WHO.search(q))
+    """Whether the question asks for a person (whoqa.core.questions.question_kind: one reading for every layer)."""
+    return question_kind(q).who
 
 
 @lru_cache(maxsize=1)

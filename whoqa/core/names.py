@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 CAP_SPAN = re.compile(  # a capitalised name-like span: "Mr. Sherlock Holmes's", "Comte de Gormas"
     r"[A-Z][\w\-]*(?:'s)?(?:\s+(?:[A-Z][\w\-]*(?:'s)?|de|van|von|of|the)\b)*")
-QUESTION_WORDS = {"who", "whom", "whose", "which", "what", "where", "when", "why", "how", "did", "does", "is", "was"}
+NOT_NAMES = {  # question words a capitalised span may open with: never a name the book lacks
+    "who", "whom", "whose", "which", "what", "where", "when", "why", "how", "did", "does", "is", "was"}
 
 
 @dataclass(frozen=True)
@@ -34,5 +35,5 @@ def named_characters(spans: list[NameSpan]) -> set[int]:
 
 def unknown_names(spans: list[NameSpan]) -> list[str]:
     """The spans that look like names but name no character (question words and "I" aside)."""
-    return [s.text for s in spans if not s.ids and s.text.split()[0].lower() not in QUESTION_WORDS
+    return [s.text for s in spans if not s.ids and s.text.split()[0].lower() not in NOT_NAMES
             and s.text != "I"]

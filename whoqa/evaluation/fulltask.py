@@ -24,13 +24,16 @@ from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LookupConfig
 from whoqa.memnet.ensemble import read_fold_files
 from whoqa.ranker.fits import read_summary, workspace_fits
+from whoqa.ranker.scores import who_names
 from whoqa.reader.train import current_folds
 from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
-from whoqa.reader.llm import llm_runs, read_llm_summary
+from whoqa.reader.llm_runs import llm_runs, read_llm_summary
 from whoqa.reader.train import read_run
 from whoqa.memnet.choose import choose_run as choose_memnet
 from whoqa.reader.choose import choose_run as choose_reader
-from whoqa.reader.routes import RouteConfig, gain, question_word, route_by_word, write_routes
+from whoqa.core.questions import question_kind
+from whoqa.reader.routes import RouteConfig, write_routes
+from whoqa.service.routing import by_word_serves, word_routes
 
 log = logging.getLogger(__name__)
 MOU_TEST_ROUGE_L = {"BART, no context": 16.83, "BM25 + BART": 24.47, "best (ranker + FiD + preread)": 29.21,
@@ -98,12 +101,6 @@ def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
     return out
 
 
-def who_names(ws: Workspace) -> dict[str, dict[int, str]]:
-    """book -> character id -> canonical name, from the Who set."""
-    chars, _ = load_who_set(ws)
-    return {d: {c["id"]: c["name"] for c in cs} for d, cs in chars.items()}
-
-
 def reranked_answers(workspace: Path, run: str) -> dict[str, dict[int, str]]:
     """For each LLM re-ranking of a memory-network run (`whoqa rerank`, the network's candidates or the feature
     ranker's, which judges on the run's folds): its name -> question id -> the name of the combined top character."""
@@ -142,7 +139,7 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         return None
     questions = [q for qs in load_questions(ws).values() for q in qs]
     refs = {q["question_id"]: [q["answer1"], q["answer2"]] for q in questions}
-    kinds = {q["question_id"]: question_word(q["question"]) for q in questions}
+    kinds = {q["question_id"]: question_kind(q["question"]).word for q in questions}
     who_ids = {q["question_id"] for q in load_who_set(ws)[1]} if (ws.who_questions).is_file() else set()
     rows = {}
     for name, preds in runs.items():
@@ -191,7 +188,7 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
                     reader_choice.why, WORD_WHY.format(n=len(by_word.scores), default=by_word.default), why]}
                 rows[f"routed by question word: {name} + readers"] = _row(by_routed, refs, who_ids, by_routing, kinds)
                 routed_rows[f"routed by question word: {name} + readers"] = by_routed
-                if gain(by_word.paired) > 0:  # what the service serves: by word only where it gained out of fold
+                if by_word_serves(by_word.paired):  # what the service serves (whoqa.service.routing's one rule)
                     readers.update(by_word.by)
                     routed, routing = by_routed, by_routing
         atomic_write(ws.results / "full_task_predictions.json", json.dumps(
@@ -230,18 +227,6 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
 
 WORD_WHY = ("other questions: per question word, the reader with the best ROUGE-L on the other book folds' "
             "questions (nested, {n} words; default {default})")
-
-
-def word_routes(runs: dict[str, dict[int, str]], routable: dict[str, float], refs: dict[int, list[str]],
-                who_ids: set[int], kinds: dict[int, str], questions: list[dict]):
-    """The questions outside the Who set routed by question word among the routable readers (None with fewer than
-    two)."""
-    names = sorted(routable)
-    if len(names) < 2:
-        return None
-    books = {q["question_id"]: q["document_id"] for q in questions}
-    return route_by_word({n: runs[n] for n in names}, {q: r for q, r in refs.items() if q not in who_ids}, kinds,
-                         books)
 
 
 def reader_record(row: dict) -> dict:
@@ -314,7 +299,8 @@ def format_full_task(out: dict) -> str:
         lines.append(f"routed by question word: each word's reader chosen on the other book folds' questions; against "
                      f"{words['default']} alone on the {sum(words['answered_by'].values())} questions outside the Who "
                      f"set {d['mean']:+.2f} ROUGE-L (95% over books {d['ci95'][0]:+.2f} to {d['ci95'][1]:+.2f}): "
-                     + ("served" if d["mean"] > 0 else "not served (the single best reader is)"))
+                     + ("served" if by_word_serves(words["paired_vs_default"]) else
+                        "not served (the single best reader is)"))
     for n, sample in out.get("samples", {}).items():
         lines.append(f"\nA fixed sample of {sample['questions']} questions (`reader llm --sample {n}`; the "
                      f"rows above on the same questions first)")

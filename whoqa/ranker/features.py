@@ -24,6 +24,12 @@ FEATURE_VERSION = 1  # the definitions' version (features added since keep it: a
 CONTEXT_SENTENCES = 100  # the question's BM25F context, as the memory network reads it (MemNetConfig's memories)
 
 
+def book_frequency(characters) -> list[int]:
+    """Characters (records with id and count) by mention count in the book, most frequent first (ties by id): the
+    baseline, and the order the ranker's judging compares with."""
+    return [c["id"] for c in sorted(characters, key=lambda c: (-c["count"], c["id"]))]
+
+
 @dataclass
 class Inputs:
     """What the features read, per character of the book (C of them, in the book's order)."""

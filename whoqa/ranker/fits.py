@@ -5,7 +5,7 @@ features (`FeatureRanker.check`)."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from whoqa.core.artifacts import read_cache, read_json
@@ -82,6 +82,3 @@ def served_fit(workspace: Path, model: str) -> ServedFit:
                                                      "cv": {**cv, "ece": s.get("ece")},
                                                      "book_frequency": s.get("book_frequency")}, run)
 
-
-def as_record(ranker: FeatureRanker) -> dict:
-    return asdict(ranker)

@@ -12,9 +12,10 @@ from whoqa.core.names import NameSpan, named_characters
 from whoqa.core.seed import SEED
 from whoqa.ranker.features import CONTEXT_SENTENCES, book_features, columns
 from whoqa.ranker.model import FeatureRanker, log_softmax
-from whoqa.reader.config import LLMConfig, RerankConfig
+from whoqa.ranker.config import RerankConfig
+from whoqa.reader.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
-from whoqa.reader.llm import few_shots
+from whoqa.reader.prompt import ShotPool
 from whoqa.retrieval.bm25f import context_sentences
 
 
@@ -28,11 +29,11 @@ class Ranked:
 
 
 def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSpan], wins: list[list],
-         reader=None, pool: list[tuple[str, str, str]] = ()) -> Ranked:
+         reader=None, pool: ShotPool | list = ()) -> Ranked:
     """The book's characters ranked for the question. `opened`: (Book, AliasIndex, BM25FIndex); `wins`: the
     question's BM25F windows (`question_windows`: its context, and the LLM's passages); `reader`: an LLMReader on the
-    transformers runtime, or None for the first stage alone; `pool`: (question, answer, book) examples of other books
-    for the prompt's few shots."""
+    transformers runtime, or None for the first stage alone; `pool`: the questions the prompt's few shots are drawn
+    from (whoqa.reader.prompt.who_pool: the question's own shots where it is one of them, as re-ranking drew)."""
     book, aliases, index = opened
     ids, x = book_features(book, context_sentences(wins, CONTEXT_SENTENCES), named_characters(spans), question,
                            ranker.cast)
@@ -42,7 +43,7 @@ def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSp
         first = ranker.first(x)[:ranker.top_k]
         names = [book.characters[ids[j]].name for j in first]
         passages, starts = bm25f_passages(book, aliases, index, question, RerankConfig.passages, True, wins)
-        shots = few_shots(list(pool), book.id, RerankConfig.shots, SEED)
+        shots = ShotPool.of(pool).shots(book.id, question, RerankConfig.shots, SEED)  # the shots re-ranking measured
         llm = reader.name_scores(question, passages, names, shots, starts, LLMConfig.order)  # (k,)
         share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))
     order, probs = ranker.probabilities(x, llm)

@@ -112,31 +112,6 @@ def llm_answer_options(run_config: dict) -> dict:
     return {k: v for k, v in run_config.items() if k in keep}
 
 
-@dataclass
-class RerankConfig:
-    """A local LLM re-ranking the memory network's Who candidates (whoqa.evaluation.rerank)."""
-    base: str = LLMConfig.base  # the LLM; it runs on transformers, which gives token probabilities
-    top_k: int = 5  # the candidates the LLM scores
-    candidates: str = "network"  # whose top k: the memory network's (its run's calibrated ensemble) or book-frequency's
-    passages: int = LLMConfig.top_k  # BM25F passages offered (as many as fit the prompt budget, in book order)
-    prompt_tokens: int = LLMConfig.prompt_tokens
-    shots: int = LLMConfig.shots  # Who questions of other books with their answers, before the question
-    folds: int = 10  # the feature ranker without a network run: book folds of its own (the paper's 10)
-    fold_seed: int = SEED  # which books go together in those folds (other seeds: the figures' spread over folds)
-    rendering: str = "raw"  # how the passages show the engine's coreference (whoqa.reader.render.RENDERINGS)
-    marks: str = "all"  # whose mentions a rendering marks: all characters' or only the candidates'
-    character_list: bool = False  # list the characters the passages mention in the prompt
-    runtime: str = "auto"  # what scores the names: auto (transformers, float32) or llama-cpp-python (llama.cpp's
-    #                        quantised kernels: whoqa.reader.runtimes; its own LLM key and folder)
-    llm_features: str = "select"  # how the LLM's scores enter the feature ranker (feature_ranker.LLM_FEATURES), or
-    # "select": the form with the best likelihood in cross-validation on the training books, chosen per fold
-    cast: bool = False  # the feature ranker's candidates: every character cluster (what serves: measured best with
-    #                     the LLM), or the book's cast (--cast: people, a person's clusters merged)
-    stage1: str = "book_share,context_mentions,named"  # its features, comma-separated (whoqa.ranker.features; "all":
-    #                     the registry's every one, the syntax features included)
-    max_eval_samples: int | None = None  # debug: the first N questions
-
-
 def model_name(base: str) -> str:
     """A --reader-base as a short name for run folders: its last path part, without .gguf."""
     from pathlib import Path
@@ -162,16 +137,6 @@ def runtime_variant(runtime: str) -> str:
     """A runtime as a run-name suffix: "" for those every earlier run used (so those keep their names), else
     +<runtime>."""
     return "" if runtime in UNNAMED_RUNTIMES else f"+{runtime}"
-
-
-def prompt_variant(passages: int, prompt_tokens: int, shots: int) -> str:
-    """A re-ranking prompt's size as a run-name suffix, "" at the defaults (+passages3, +tokens640, +shots0): a fit
-    made on other prompts is its own folder, so it never replaces the fit `ask` serves (which scores with the
-    defaults)."""
-    d = RerankConfig()
-    return "".join(f"+{tag}{v}" for tag, v, default in (("passages", passages, d.passages),
-                                                        ("tokens", prompt_tokens, d.prompt_tokens),
-                                                        ("shots", shots, d.shots)) if v != default)
 
 
 def passage_variant(rendering: str = "raw", marks: str = "all", character_list: bool = False) -> str:

@@ -5,7 +5,8 @@ Readers differ by kind of question: the trained bert2bert guesses NarrativeQA's 
 the question alone, an LLM reading the passages writes out "why" and "how" answers. One reader for every question
 leaves that on the table. The choice is nested: the reader that answers a book's questions of a kind is chosen on
 the other book folds' questions of that kind only, so the routed score is what a new book would get; the choice
-made on every book is what serves (`served`).
+made on every book is what serves (`served`), where it gained out of fold (the rule and the service's table:
+whoqa.service.routing).
 """
 from __future__ import annotations
 
@@ -13,13 +14,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from whoqa.core.artifacts import read_cache
 from whoqa.core.files import atomic_write
 from whoqa.core.folds import book_folds
+from whoqa.core.questions import question_kind
 from whoqa.core.metrics import normalize_text, paired_book_bootstrap, rouge_l
 from whoqa.core.seed import SEED
 
-QUESTION_WORDS = ("what", "who", "why", "how", "where", "when", "which")
 PASSAGELESS = ("none",)  # contexts of readers that read no passage of the book asked about
 
 
@@ -32,9 +32,8 @@ def reads_the_book(context: str | None) -> bool:
 
 
 def question_word(question: str) -> str:
-    """The question's wh-word (the first one among its first three words), else "other"."""
-    words = question.lower().replace("'s", " ").split()[:3]
-    return next((w for w in words if w in QUESTION_WORDS), "other")
+    """The question's wh-word, else "other" (whoqa.core.questions.question_kind)."""
+    return question_kind(question).word
 
 
 @dataclass
@@ -107,7 +106,7 @@ def gain(paired: dict) -> float:
     return paired.get("difference", {}).get("rouge_l", {}).get("mean", 0.0)
 
 
-ROUTES_FILE = "reader_routes.json"  # under WS/results/: what `whoqa eval` chose on every book, read by the service
+ROUTES_FILE = "reader_routes.json"  # under WS/results/: what `whoqa eval` chose on every book (whoqa.service.routing reads it)
 
 
 def write_routes(results: Path, routes: WordRoutes | None, readers: dict[str, dict], provenance: dict) -> None:
@@ -120,27 +119,3 @@ def write_routes(results: Path, routes: WordRoutes | None, readers: dict[str, di
     atomic_write(path, json.dumps({"served": routes.served, "default": routes.default, "rouge_l": routes.overall,
                                    "rouge_l_by_word": routes.scores, "readers": readers,
                                    "paired_vs_default": routes.paired, **provenance}, indent=1))
-
-
-def served_reader(results: Path, question: str) -> tuple[str, dict, str] | None:
-    """(the reader `whoqa eval` chose for this question, its record, why in one line): the one its question word
-    chose where routing by word beat the best single reader out of fold, else that reader; None without a record."""
-    record = read_cache(Path(results) / ROUTES_FILE, dict)
-    if not record or not isinstance(record.get("served"), dict) or not record.get("default"):
-        return None  # missing, damaged or of another shape: the service's other rules decide (`whoqa eval` remakes it)
-    word = question_word(question)
-    routed = gain(record.get("paired_vs_default") or {})
-    default, readers = record["default"], record.get("readers") or {}
-    if routed <= 0:
-        why = (f"{default}, the best reader over this workspace's questions (ROUGE-L "
-               f"{record.get('rouge_l', {}).get(default, float('nan')):.2f}); routing by question word gained "
-               f"{routed:+.2f} out of fold (`whoqa eval`)")
-        return default, readers.get(default, {}), why
-    name = record["served"].get(word, default)
-    scores = (record.get("rouge_l_by_word") or {}).get(word, {})
-    others = sorted(((s, r) for r, s in scores.items() if r != name), reverse=True)
-    why = (f"{word!r} questions go to {name}: ROUGE-L {scores[name]:.2f} on this workspace's {word!r} questions"
-           + (f" vs {others[0][1]}'s {others[0][0]:.2f}" if others else "")
-           + f" (chosen by book folds: {routed:+.2f} over the best single reader, `whoqa eval`)"
-           if name in scores else f"{name}, the best reader over every question (`whoqa eval`)")
-    return name, readers.get(name, {}), why

@@ -107,14 +107,14 @@ class NothingMatched(ValueError):
 
 # Words every question has that say nothing of the book (Lucene's English stopwords are dropped by its analyzer
 # already; these are not among them): a sentence matching only "who" or "did" is no evidence for an answer.
-QUESTION_WORDS = frozenset("who whom whose what which where when why how do does did done has have had he she him "
+QUESTION_STOPWORDS = frozenset("who whom whose what which where when why how do does did done has have had he she him "
                            "his her hers they them their i me my you your we us our one ones".split())
 
 
 def matches_question(index: "BM25FIndex", question: str, aliases, spans: list | None = None) -> bool:
     """Whether any sentence of the book matches a content word (or a named character) of the question."""
     words, chars = question_fields(question, aliases, spans)
-    content = " ".join(w for w in re.findall(r"[^\W_]+", words) if w.lower() not in QUESTION_WORDS)
+    content = " ".join(w for w in re.findall(r"[^\W_]+", words) if w.lower() not in QUESTION_STOPWORDS)
     return bool(index.search(content, chars, 1))
 
 

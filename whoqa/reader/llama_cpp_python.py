@@ -1,0 +1,139 @@
+"""llama.cpp through llama-cpp-python (runtime "llama-cpp-python"): built from source on the user's machine, any
+architecture today's llama.cpp knows, its logits, so it generates and scores names from the GGUF file; a build that
+crashes on this system is found by a probe in a child process and not used (whoqa.reader.runtimes has the interface
+and the choice)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from whoqa.reader.gpt4all_runtime import LLAMACPP_BATCH
+
+log = logging.getLogger(__name__)
+
+
+class LlamaCppPythonRuntime:
+    """llama.cpp through llama-cpp-python: greedy answers and name scores from the last position's logits. Each call
+    reads its prompt afresh (llama.cpp's batched and one-token kernels round differently, so reusing another call's
+    cache would make a score depend on what was asked before); within a call the KV cache is kept, so each name
+    continues the prompt read once and costs only its own tokens, one at a time."""
+    name = "llama-cpp-python"
+    scores = True
+
+    def __init__(self, path: Path, context: int):
+        try:
+            import llama_cpp
+        except ImportError as e:
+            raise RuntimeError(f"--runtime llama-cpp-python needs llama-cpp-python (pip install llama-cpp-python: it "
+                               f"builds llama.cpp for this CPU, a few minutes with a C++ compiler and cmake): {e}") from None
+        if not llama_cpp_works(Path(path)):
+            raise RuntimeError(f"llama-cpp-python crashes here reading a prompt with {Path(path).name} (a build whose CPU "
+                               f"kernels this system does not enable, e.g. AMX in a virtual machine): rebuild it with "
+                               f"`bash install.sh`, or use --runtime transformers")
+        threads = torch.get_num_threads()
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.llama = llama_cpp.Llama(str(path), n_ctx=context + 64, n_batch=LLAMACPP_BATCH, n_threads=threads,
+                                         n_threads_batch=threads, logits_all=False, verbose=False)
+        self._logits_of = llama_cpp.llama_get_logits
+        self.window, self.ends = context, [self.llama.token_eos()]
+        self.vocab = self.llama.n_vocab()
+
+    def _read(self, ids: list[int], fresh: bool = False) -> np.ndarray:
+        """The next token's logits after `ids` (V,): all of `ids` read (fresh), or only what the cache does not hold
+        yet."""
+        held = [] if fresh else self.llama.input_ids[:self.llama.n_tokens].tolist()
+        keep = 0
+        while keep < min(len(held), len(ids) - 1) and held[keep] == ids[keep]:
+            keep += 1
+        self.llama.n_tokens = keep  # eval drops the cache past this point
+        self.llama.eval(ids[keep:])
+        return np.ctypeslib.as_array(self._logits_of(self.llama.ctx), shape=(self.vocab,)).astype(np.float64)
+
+    def _greedy(self, ids: list[int], new_tokens: int, stop: list[int], on_token=None) -> list[int]:
+        logits, out = self._read(ids, fresh=True), []
+        for _ in range(new_tokens):
+            token = int(np.argmax(logits))
+            if on_token is not None:
+                on_token()
+            if token in stop:
+                break
+            out.append(token)
+            if len(out) < new_tokens:
+                logits = self._read(ids + out)
+        return out
+
+    def generate(self, ids: list[int], max_new_tokens: int, stop: list[int], pad: int, tokenizer) -> str:
+        return tokenizer.decode(self._greedy(ids, max_new_tokens, stop), skip_special_tokens=True)
+
+    def score_names(self, ids: list[int], names: list[list[int]]) -> list[float]:
+        """Each name's log-likelihood after the prompt (its tokens' log-probabilities summed)."""
+        first = _log_softmax(self._read(ids, fresh=True))  # (V,)
+        scores = []
+        for toks in names:
+            lp = float(first[toks[0]])
+            for i in range(1, len(toks)):
+                lp += float(_log_softmax(self._read(ids + toks[:i]))[toks[i]])
+            scores.append(lp)
+        return scores
+
+    def timings(self, ids: list[int], new_tokens: int, pad: int, tokenizer) -> dict:
+        stamps = []
+        t = time.perf_counter()
+        self._greedy(ids, new_tokens, [], on_token=lambda: stamps.append(time.perf_counter()))
+        return {"prefill_s": stamps[0] - t, "generate_tok_s": (len(stamps) - 1) / max(stamps[-1] - stamps[0], 1e-9)}
+
+
+# Run in a child process: a crash there (SIGSEGV) is an answer, not the end of whoqa.
+_PROBE = """import sys, llama_cpp
+llama = llama_cpp.Llama(sys.argv[1], n_ctx=128, n_batch=64, n_threads=2, verbose=False)
+ids = llama.tokenize(b"Who wrote the letter that Holmes read to Watson in the morning?")
+llama.eval(ids)
+llama.eval([int(llama.scores[llama.n_tokens - 1].argmax())])
+"""
+
+
+def llama_cpp_works(gguf: Path) -> bool:
+    """Whether llama-cpp-python's build reads a prompt and a token with this GGUF model without crashing. A build for a
+    CPU whose kernels the system does not enable (AMX under some hypervisors: the CPU lists it, the kernel does not
+    grant it) dies with SIGSEGV at its first matrix product, which no Python code can catch; so a child process tries
+    it once per build and model file and the answer is kept beside the models (~2 s)."""
+    import llama_cpp
+    from whoqa.core.artifacts import read_cache
+    from whoqa.core.runs import digest
+    from whoqa.reader.models import cache_dir
+    gguf = Path(gguf)
+    lib = Path(llama_cpp.__file__).parent / "lib"
+    build = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(lib.glob("*.so*"))]
+    key = digest([llama_cpp.__version__, build, str(gguf.resolve()), gguf.stat().st_size])
+    mark = cache_dir() / "llama-cpp-probe" / f"{key}.json"
+    known = read_cache(mark, dict)  # a probe's answer kept (missing or damaged: probed again)
+    if known is not None and isinstance(known.get("works"), bool):
+        return known["works"]
+    try:
+        run = subprocess.run([sys.executable, "-c", _PROBE, str(gguf)], capture_output=True, timeout=300)
+        works, why = run.returncode == 0, f"exit code {run.returncode}"
+    except subprocess.TimeoutExpired:
+        works, why = False, "no answer in 300 s"
+    if not works:
+        log.warning("llama-cpp-python failed reading a prompt with %s (%s): it is not used", gguf.name, why)
+    with contextlib.suppress(OSError):
+        mark.parent.mkdir(parents=True, exist_ok=True)
+        tmp = mark.with_name(f"{mark.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"works": works, "why": why, "llama_cpp": llama_cpp.__version__}))
+        tmp.replace(mark)
+    return works
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    m = x.max()
+    return x - m - np.log(np.exp(x - m).sum())

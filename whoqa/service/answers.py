@@ -1,0 +1,258 @@
+"""The service: a workspace's books and models, loaded once per process, and `answer`, the one path to an answer
+(the route from the routing table, the answer from the route's model, grounded or with its evidence)."""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import replace
+from pathlib import Path
+
+from whoqa.core.names import name_spans, named_characters, unknown_names
+from whoqa.core.progress import Stages
+from whoqa.core.workspace import Workspace
+from whoqa.ranker.config import RerankConfig
+from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
+from whoqa.reader.grounding import ground
+from whoqa.reader.prompt import ShotPool
+from whoqa.retrieval.bm25f import NothingMatched, matches_question
+from whoqa.service.routing import Route, RoutingTable, measured_rouge, state_key
+from whoqa.service.evidence import evidence_for, who_reasons
+from whoqa.service.intake import KEEP_BOOKS, BookIntake
+from whoqa.service.schema import Answer, Evidence, Ranked, ServiceConfig, check_request
+
+
+class Service(BookIntake):
+    """A workspace's books and models, loaded once per process; `answer` is the one path to an answer."""
+
+    def __init__(self, workspace: str | Path, cfg: ServiceConfig | None = None, fits_from: str | Path | None = None):
+        """fits_from: the workspace whose feature-ranker fit and questions serve (default: this one; `eval --data`
+        serves another folder's books with the training workspace's fit, as `ask` would)."""
+        self.ws = Workspace(workspace)
+        self.cfg = cfg or ServiceConfig()
+        self.home = Workspace(fits_from or workspace)
+        self.lock = threading.RLock()  # the models and the open books, one caller at a time
+        self._opened: OrderedDict[str, tuple] = OrderedDict()
+        self._network = None
+        self._readers: dict[str | None, object] = {}
+        self._llms: dict[tuple[str, str], object] = {}
+        self._fits: dict[str, object] = {}
+        self._pools: dict[str, ShotPool] = {}
+        self._routes: RoutingTable | None = None
+        self._cuts: dict[tuple[str, int], tuple] = {}
+        self.stages = Stages()  # silent; the CLI shows them on a terminal (Stages(on=True))
+        self._dense: OrderedDict[tuple[str, int], object] = OrderedDict()
+
+    # --- models ------------------------------------------------------------------------------------------------
+    def network(self):
+        from whoqa.memnet.ask import Asker
+        if self._network is None:
+            self.stages.stage("loading the memory network")
+            self._network = Asker(self.ws, self.cfg.model, device=self.cfg.device)
+        return self._network
+
+    def llm(self, base: str, scores: bool, cfg: LLMConfig | None = None):
+        """A local LLM, loaded once per (model, use, prompt): for name scores the runtime `scoring_runtime` picks (one
+        that gives token probabilities), for answers the one LLMConfig chooses (whoqa.reader.runtimes), with cfg's
+        prompt budget, answer length and prompt form."""
+        from whoqa.reader.llm import LLMReader
+        from whoqa.reader.runtimes import served_runtime
+        cfg = LLMConfig(prompt_tokens=RerankConfig.prompt_tokens) if scores else cfg or LLMConfig()
+        key = (base, scores, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half)
+        if key not in self._llms:
+            self.stages.stage(f"loading the language model ({model_name(base)})")
+            self._llms[key] = LLMReader(base, self.cfg.device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat,
+                                        cfg.half, served_runtime(base, self.cfg.device, scores, cfg.runtime),
+                                        scores=scores)
+            self.stages.stage("answering")
+        return self._llms[key]
+
+    def scoring_runtime(self, base: str) -> str:
+        """The runtime this service scores names with for an LLM (whoqa.reader.runtimes.served_runtime)."""
+        from whoqa.reader.runtimes import served_runtime
+        return served_runtime(base, self.cfg.device, scores=True)
+
+    def fit(self, llm: str | None):
+        from whoqa.ranker.fits import served_fit, shipped_fit
+        key = llm or ""
+        if key not in self._fits:
+            self._fits[key] = served_fit(self.home, model_name(llm)) if llm else shipped_fit()
+        return self._fits[key]
+
+    def pool(self, who: bool) -> ShotPool:
+        """The few shots' questions (whoqa.reader.prompt): the workspace's Who questions for name scores, all its
+        questions for answers; a question of the workspace gets the shots it was measured with."""
+        from whoqa.reader.prompt import question_pool, who_pool
+        key = "who" if who else "all"
+        if key not in self._pools:
+            self._pools[key] = who_pool(self.home) if who else question_pool(self.home)
+        return self._pools[key]
+
+    def routes(self) -> RoutingTable:
+        """The routing table of the workspace whose measurements serve, read again when its files change."""
+        key = state_key(self.home)
+        if self._routes is None or self._routes.key != key:
+            self._routes = RoutingTable.load(self.home, self.cfg)
+        return self._routes
+
+    # --- answers -----------------------------------------------------------------------------------------------
+    def route(self, book_id: str, question: str, forced: str = "auto") -> Route:
+        """The route, by the measurements of the workspace whose models serve (`fits_from`'s, for `eval --data`)."""
+        return self.routes().route(book_id, question, forced)
+
+    def answer(self, book_id: str, question: str, route: str = "auto", upto: str | None = None) -> Answer:
+        """The answer by the chosen route; with `upto` ("40%", "Chapter 12"), from the text before that point only.
+        A question no sentence matches (by a content word or a named character; before the cut with `upto`) gets no
+        answer from any route, before a model loads: NothingMatched. (An answer from passages that match stands only
+        where they hold it: `_grounded`.)"""
+        question = check_request(question, route, self.cfg)
+        t0 = time.perf_counter()
+        with self.lock:
+            try:
+                chosen = self.route(book_id, question, route)
+                opened, cut = self.upto(book_id, upto)
+                if cut and chosen.name == "network":  # its memory arrays hold the whole book
+                    if route == "network":
+                        raise ValueError("--route network reads the whole book: with --upto, use the feature ranker "
+                                         "(--route features or auto)")
+                    chosen = Route("features", "the memory network reads the whole book, and only the text up to "
+                                               f"{upto} may be read")
+                if not matches_question(opened[2], question, opened[1]):  # no answer from nothing, by any route
+                    raise NothingMatched(f"nothing in book {book_id} matches the question's words, so there is "
+                                         f"nothing to answer from: ask with words (or character names) the book uses")
+                self.stages.stage("answering")
+                if chosen.name == "reader":
+                    ans = self._reader_answer(book_id, question, opened, chosen.model)
+                elif chosen.name == "llm":
+                    ans = self._llm_answer(book_id, question, opened, chosen.options)
+                else:
+                    ans = {"network": self._network_answer,
+                           "features": self._features_answer}[chosen.name](book_id, question, opened)
+            finally:
+                self.stages.done()
+        ans.route, ans.reason, ans.upto = chosen.name, chosen.reason, cut
+        ans.seconds = round(time.perf_counter() - t0, 4)
+        return ans
+
+    def _passage_windows(self, opened: tuple, question: str) -> list[list]:
+        """A non-Who question's windows by ServiceConfig.passages (whoqa.retrieval.passages): its content words and
+        characters, fused with the book's MiniLM sentence vectors where so configured (encoded once per book)."""
+        from whoqa.retrieval.passages import DenseIndex, passage_windows
+        book = opened[0]
+        dense = None
+        if self.cfg.passages.fusion != "bm25f":
+            key = (book.id, len(book.sentences))  # a book cut by --upto has an index of its own prefix
+            if key not in self._dense:
+                if len(self._dense) >= KEEP_BOOKS:
+                    self._dense.popitem(last=False)
+                self._dense[key] = DenseIndex(book, self.ws.book_vectors(book.id), self._device())
+            dense = self._dense[key]
+        return passage_windows(opened, question, self.cfg.passages, dense)
+
+    def _device(self) -> str | None:
+        return None if self.cfg.device == "auto" else self.cfg.device
+
+    def _grounded(self, ans: Answer, book, wins: list[list], text: str | None) -> Answer:
+        """The answer with the sentences it rests on; withheld (found False) where no passage sentence holds it."""
+        g = self.cfg.grounding
+        best, grounds = ground(book, wins, text, g, ans.question)
+        ans.support, ans.found = round(best, 3), bool(text) and best >= g.threshold
+        ans.grounds = [Evidence(x.sentence, x.text, x.marks, support=round(x.support, 3)) for x in grounds]
+        if not ans.found:
+            ans.answer, ans.withheld = None, text
+        return ans
+
+    def _windows(self, opened: tuple, question: str, spans=None) -> list[list]:
+        """The question's BM25F windows, searched once: the recipe of the stored contexts training read."""
+        from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
+        book, aliases, index = opened
+        return question_windows(index, question, aliases, len(book.sentences), RetrievalConfig(), spans)
+
+    def _who(self, book_id: str, question: str, opened: tuple) -> tuple:
+        """(the question's name spans, its windows, its context sentences, warnings)."""
+        from whoqa.retrieval.bm25f import context_sentences
+        book, aliases, _ = opened
+        if not book.characters:
+            raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
+        spans = name_spans(question, aliases)
+        warnings = [f"the question names {n!r}, who is not a character of this book" for n in unknown_names(spans)]
+        wins = self._windows(opened, question, spans)
+        return spans, wins, context_sentences(wins, len(book.sentences)), warnings
+
+    def _network_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
+        from whoqa.ranker.features import CONTEXT_SENTENCES
+        spans, _, context, _ = self._who(book_id, question, opened)
+        net = self.network()
+        got = net.ask(book_id, question, self.cfg.top, self.cfg.evidence, opened, spans, context)
+        book = opened[0]
+        chars = [Ranked(i, n, p) for i, (n, p) in zip(got.character_ids, got.characters)]
+        attention = [Evidence(s, text, [], w) for (w, text), s in zip(got.evidence, got.evidence_sentences)]
+        if net.calibration is None:
+            got.warnings.append("no cross-validated run of this model's recipe measured its calibration, so no "
+                                "probability is shown: run `whoqa train --folds 10` with the same options")
+        evidence = evidence_for(book, context[:CONTEXT_SENTENCES], chars, question, self.cfg.evidence)
+        return Answer(question, book_id, "who", "network", "", f"memory network {net.model_name} "
+                      f"({len(net.members)} member(s))", chars, evidence=evidence,
+                      attention=attention, calibration=got.calibration, warnings=got.warnings,
+                      why=["a model trained on questions about this workspace's books chose it"]
+                      + who_reasons(book, context[:CONTEXT_SENTENCES], chars, named_characters(spans)))
+
+    def _features_answer(self, book_id: str, question: str, opened: tuple) -> Answer:
+        from whoqa.ranker.features import CONTEXT_SENTENCES
+        from whoqa.ranker.serve import rank
+        spans, wins, context, warnings = self._who(book_id, question, opened)
+        llm = self.routes().llm
+        fit = self.fit(llm)
+        reader = self.llm(llm, scores=True) if llm else None
+        got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True))
+        book = opened[0]
+        chars = [Ranked(i, book.characters[i].name, p, s)
+                 for i, p, s in list(zip(got.ids, got.probabilities, got.llm))[:self.cfg.top]]
+        r = fit.ranker
+        model = (f"feature ranker + {llm} ({reader.runtime}) reading the passages for its top {r.top_k}" if llm else
+                 "feature ranker, first stage (no local LLM)")
+        calibration = {"by": "maximum likelihood on other books' questions", "fit": fit.where,
+                       "fit_of": f"run {fit.measured_on}" if fit.measured_on else "the 41 shared books (shipped)",
+                       "questions": r.questions, "ece": r.ece, "provenance": fit.provenance,
+                       "stage": "both" if got.read else "first"}
+        return Answer(question, book_id, "who", "features", "", model, chars,
+                      evidence=evidence_for(book, context[:CONTEXT_SENTENCES], chars, question, self.cfg.evidence),
+                      calibration=calibration, warnings=warnings,
+                      why=who_reasons(book, context[:CONTEXT_SENTENCES], chars, named_characters(spans)))
+
+    def _reader_answer(self, book_id: str, question: str, opened: tuple, model: str | None = None) -> Answer:
+        from whoqa.reader.ask import ReaderAsker
+        model = model or self.cfg.reader_model
+        if model not in self._readers:
+            self.stages.stage("loading the reader")
+            self._readers[model] = ReaderAsker(self.ws, model, device=self.cfg.device)
+        reader = self._readers[model]
+        got = reader.ask(book_id, question, opened)
+        # what it read (the stored contexts' recipe it trained on); a reader of no passage: the book's best passages
+        wins = (self._windows(opened, question)[:len(got.passages)] if reader.passages else
+                self._passage_windows(opened, question)[:LLMConfig.top_k])
+        why = [f"a reader trained on other books' questions wrote it after reading the book's {len(got.passages)} "
+               f"passage{'s' * (len(got.passages) != 1)} closest to your question"]
+        return self._grounded(Answer(question, book_id, "reader", "reader", "", f"FiD reader {reader.model_name}",
+                                     answer=got.answer, passages=got.passages, why=why), opened[0], wins, got.answer)
+
+    def _llm_answer(self, book_id: str, question: str, opened: tuple, options: dict | None = None) -> Answer:
+        """The installed LLM's answer, with the options of the LLM run the route measured (else LLMConfig's)."""
+        from whoqa.reader.llm import answer_from_book
+        llm = self.routes().llm
+        if llm is None:
+            raise FileNotFoundError("no local LLM installed: `bash install.sh` installs one")
+        options = llm_answer_options(options or {})  # a record of another version: only the fields known here
+        cfg = replace(LLMConfig(), **options)
+        wins = self._passage_windows(opened, question)
+        text, passages = answer_from_book(self.llm(llm, scores=False, cfg=cfg), opened, question,
+                                          self.pool(who=False), cfg, wins)
+        shown = "" if cfg == LLMConfig() else " (" + ", ".join(
+            f"{k} {v}" for k, v in sorted(options.items()) if getattr(LLMConfig, k) != v) + ")"
+        rouge = measured_rouge(llm)
+        why = ([f"a small language model ({model_name(llm)}) wrote it after reading the book's {len(passages)} "
+                f"passage{'s' * (len(passages) != 1)} closest to your question"]
+               + ([f"treat it as a rough guess: on test questions its answers share about {rouge:.0f}% of "
+                   f"their wording with people's answers"] if rouge is not None else []))
+        return self._grounded(Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot{shown}", answer=text,
+                                     passages=passages, why=why), opened[0], wins[:len(passages)], text)

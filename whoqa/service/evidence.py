@@ -1,0 +1,66 @@
+"""Why a Who answer: the context sentences that mention its top character (by name or a resolved pronoun, marked),
+those sharing the most of the question's words first, and the facts the feature ranker weighed, in a reader's
+words."""
+from __future__ import annotations
+
+import re
+
+from whoqa.service.schema import Evidence, Ranked
+
+WORD = re.compile(r"[a-z]+")
+STOP = {"who", "whom", "whose", "what", "the", "a", "an", "of", "to", "in", "on", "at", "is", "was", "does", "did",
+        "do", "and", "or", "his", "her", "their", "he", "she", "they", "it", "for", "with", "by", "from", "that", "be"}
+
+
+def evidence_for(book, context: list[int], chars: list[Ranked], question: str, n: int) -> list[Evidence]:
+    """The context sentences that mention the top character (by name or a resolved pronoun), those sharing the
+    most of the question's words first (ties: the context's order), its mentions marked."""
+    if not chars:
+        return []
+    best = chars[0].id
+    asked = set(WORD.findall(question.lower())) - STOP
+    found = []
+    for rank_, s in enumerate(dict.fromkeys(context)):
+        marks, text = sentence_marks(book, s, best)
+        if marks:
+            found.append((-len(asked & set(WORD.findall(text.lower()))), rank_, Evidence(s, text, marks)))
+    return [e for *_, e in sorted(found, key=lambda x: x[:2])[:n]]
+
+
+def who_reasons(book, context: list[int], chars: list[Ranked], named: set[int]) -> list[str]:
+    """Why the top character, in a reader's words: the facts the feature ranker weighs (mentions near the question's
+    words, its share of the book, the question naming it, the language model's pick), each as one clause."""
+    if not chars:
+        return []
+    top = chars[0]
+    near = sum(m.char_id == top.id for s in dict.fromkeys(context) for m in book.sentence_mentions(s))
+    share = book.characters[top.id].count / max(1, sum(c.count for c in book.characters.values()))
+    close = len(set(context))
+    out = [f"{top.name} is mentioned {near} time{'s' * (near != 1)} in the {close} sentence{'s' * (close != 1)} "
+           f"closest to your question" if close else "no sentence read shares a word with your question, so "
+           "it goes by how often each character appears",
+           f"{top.name} makes {share:.0%} of the mentions of people in the text read"]
+    read = [c for c in chars if c.llm is not None]
+    if read:
+        pick = max(read, key=lambda c: c.llm)
+        out.append(f"a language model that read those passages also picked {top.name}" if pick.id == top.id else
+                   f"a language model that read those passages picked {pick.name}" + (
+                       f", but the question names {pick.name}, and a question rarely asks about the one it names"
+                       if pick.id in named else ""))
+    passed = [c.name for c in chars[1:] if c.id in named]
+    if passed and not read:
+        out.append(f"the question names {', '.join(passed)}, and a question rarely asks about the one it names")
+    return out
+
+
+def sentence_marks(book, sid: int, char: int) -> tuple[list[tuple[int, int]], str]:
+    """(offsets of `char`'s mentions, its cast's merged clusters' included, the sentence's text as the book spaces
+    it: Book.sentence_text)."""
+    from whoqa.ranker.cast import cast_of
+    first, _ = book.sentences[sid]
+    text, starts = book.sentence_text(sid)
+    person = cast_of(book).of
+    marks = [(starts[m.start - first], starts[m.end - first] + len(book.tokens[m.end].word))
+             for m in book.sentence_mentions(sid) if m.char_id == char or person(m.char_id) == char]
+    return marks, text
+

@@ -1,0 +1,99 @@
+"""What the service takes and gives: its settings, the Answer schema (one JSON for the CLI, the API and eval), and
+the checks a request passes before any book is prepared or model loaded."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from whoqa.reader.grounding import GroundingConfig
+from whoqa.retrieval.passages import PassageConfig
+from whoqa.service.routing import check_route
+
+
+@dataclass
+class ServiceConfig:
+    device: str = "auto"  # where the models run: auto | cpu | cuda[:N]
+    llm: str | None = None  # the local LLM that reads (Who name scores, other answers); None: the best installed;
+    #                         "none": no LLM (Who questions by the feature ranker's first stage)
+    model: str | None = None  # memory network under WS/models (None: the best cross-validated)
+    reader_model: str | None = None  # FiD reader under WS/models/reader (None: the best cross-validated)
+    top: int = 5  # characters in a Who answer
+    evidence: int = 3  # evidence sentences
+    passages: PassageConfig = field(default_factory=PassageConfig)  # retrieval for the LLM's passages
+    grounding: GroundingConfig = field(default_factory=GroundingConfig)  # when an answer counts as found
+
+    def check(self) -> "ServiceConfig":
+        """A one-line ValueError for a setting no answer can have (before any book is prepared or model loaded)."""
+        if self.top < 1:
+            raise ValueError(f"--top {self.top}: show at least 1 character")
+        if self.evidence < 0:
+            raise ValueError(f"evidence {self.evidence}: at least 0 sentences")
+        return self
+
+
+@dataclass
+class Ranked:
+    id: int
+    name: str
+    probability: float | None  # calibrated; None where no calibration holds for this book
+    llm: float | None = None  # the LLM's own share among the names it read (feature ranker)
+
+
+@dataclass
+class Evidence:
+    sentence: int  # the book's sentence id
+    text: str
+    marks: list[tuple[int, int]]  # character offsets in text of the top answer's mentions
+    attention: float | None = None  # the network's attention (attention list only)
+    support: float | None = None  # grounds: the answer's best-span ROUGE-L in this sentence (0..1)
+
+
+@dataclass
+class Answer:
+    question: str
+    book: str
+    kind: str  # who | reader
+    route: str
+    reason: str
+    model: str  # what answered
+    characters: list[Ranked] = field(default_factory=list)  # Who: best first
+    answer: str | None = None  # other questions: the reader's text, where the passages hold it (else None)
+    found: bool | None = None  # other questions: whether a passage sentence holds the answer (GroundingConfig)
+    support: float | None = None  # other questions: the answer's best ROUGE-L against a passage sentence (0..1)
+    withheld: str | None = None  # the reader's text where no passage holds it: never shown as the answer
+    grounds: list[Evidence] = field(default_factory=list)  # the sentences the answer rests on (not found: the best
+    #                                                        passages'), the words it shares with them marked
+    passages: list[str] = field(default_factory=list)  # what the reader read
+    evidence: list[Evidence] = field(default_factory=list)  # sentences mentioning the top character
+    attention: list[Evidence] = field(default_factory=list)  # the network's most attended sentences
+    calibration: dict | None = None  # where the probabilities' scale comes from
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    why: list[str] = field(default_factory=list)  # why this answer, in a reader's words (the facts it weighed)
+    upto: dict | None = None  # the text read, where the question asked for no spoilers: {"spec", "sentences", "of"}
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def check_request(question: str, route: str, cfg: ServiceConfig) -> str:
+    """The question (stripped), route and settings checked before any work: `ask --text` prepares no book for a
+    question, route or --top that would be refused after. One-line ValueError."""
+    question = check_question(question)
+    check_route(question, route)
+    cfg.check()
+    return question
+
+
+def check_question(question: str) -> str:
+    """The question stripped; an empty one, one too long or one that is not valid text is a one-line ValueError."""
+    question = (question or "").strip()
+    if not question:
+        raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
+    if len(question) > 500:
+        raise ValueError("the question is longer than 500 characters: ask one question")
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("the question holds a character that is not valid text (a lone surrogate): type it "
+                         "again") from None
+    return question
