@@ -1,12 +1,13 @@
 """The one renderer of an answer (whoqa.service.Answer) for people: as text for a terminal (`whoqa ask`, `whoqa
-chat`) and as the JSON the web page draws (`whoqa serve`: Answer.to_json with each sentence's segments, so the page
-highlights and links every mention). The page's HTML is drawn by page.html from that JSON alone (it uses only the
-API); the words people read on the terminal are all here.
+chat`), as the web page's JSON (`whoqa serve`: Answer.to_json with each sentence's segments, so the page highlights
+and links every mention) and as the HTML the page shows (as_html, which the page asks for with "html": true). The
+words people read about an answer, on the terminal or the page, are all here.
 
 Also what makes a book's text safe to show (`shown`: control characters and bidirectional overrides escaped) and a
 sentence as segments for highlighting (`sentence_segments`)."""
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass
@@ -157,3 +158,72 @@ def sentence_segments(book: Book, sid: int) -> list[dict]:
         else:
             out += [{"text": space, "char": None}, {"text": t.word, "char": char}]
     return out
+
+
+def as_html(doc: dict, book_id: str) -> str:
+    """The page's answer block (for_page's document as HTML): the ranked characters with their probability bars and
+    the evidence, each mention highlighted and linked to its character, or the reader's answer with the sentences it
+    rests on; the route and its reason, warnings, the --upto cut. Everything from the book is escaped."""
+    cal = doc.get("calibration") or {}
+    how = (f"probabilities at a temperature fit on held-out folds (ECE {cal['ece']:.3f})"
+           if cal.get("temperature") is not None else
+           f"probabilities by {esc(cal['by'])}" + (f" (cross-validated ECE {cal['ece']:.3f})"
+                                                   if cal.get("ece") is not None else "") if cal.get("by") else "")
+    route = (f'<p class="muted" id="route">Answered by <b>{esc(doc["model"])}</b> (route <b>{esc(doc["route"])}</b>): '
+             f'{esc(doc["reason"])}{"; " + how if how else ""}</p>')
+    up = doc.get("upto")
+    warn = "".join(f'<p class="warn">{esc(w)}</p>' for w in doc.get("warnings") or []) + (
+        f'<p class="muted" id="upto-note">From the book up to {esc(up["spec"])}: its first {up["sentences"]:,} of '
+        f'{up["of"]:,} sentences.</p>' if up else "")
+    reasons = f'<p id="why">Why: {esc("; ".join(doc["why"]))}.</p>' if doc.get("why") else ""
+    if doc["kind"] == "reader":  # the answer with the sentences it rests on, or that it was not found
+        grounds = "".join(f'<li>{html_marked(g["text"], g.get("marks"))}' + (
+            f' <span class="muted">(support {g["support"]:.2f})</span>' if g.get("support") is not None else "")
+            + "</li>" for g in doc.get("grounds") or [])
+        head = ('<p id="reader-answer" class="warn">whoqa did not find the answer in the book.</p><h4>The best '
+                'passages it found</h4>' if doc.get("found") is False else
+                f'<p id="reader-answer"><b>{esc(doc["answer"])}</b></p>{reasons}<h4>Where the book says so</h4>')
+        return (warn + head + f'<ul id="grounds">{grounds or NO_PASSAGE}</ul>{route}'
+                + "<details><summary>The passages it read</summary>"
+                + "".join(f'<p class="muted">{esc(p)}</p>' for p in doc["passages"]) + "</details>")
+    chars = doc["characters"]
+    rows = "".join(f'<tr><td><a href="#/book/{book_id}/char/{c["id"]}">{esc(c["name"])}</a></td><td>' + (
+        "" if c["probability"] is None else f'<span class="bar" style="width:{int(200 * c["probability"] + 0.5)}px">'
+                                            f'</span> {100 * c["probability"]:.1f}%') + "</td></tr>" for c in chars)
+    hits = {c["id"] for c in chars[:1]}
+    evidence = "".join(f"<li>{html_segments(e['segments'], book_id, hits)}</li>" for e in doc["evidence"])
+    attention = "".join(f"<li>{html_segments(e['segments'], book_id, hits)} <span class=\"muted\">(attention "
+                        f"{e['attention']:.2f})</span></li>" for e in doc.get("attention") or [])
+    uncalibrated = not chars or chars[0]["probability"] is None
+    return (warn + f'<table id="ranking">{rows}</table>{reasons}{route}'
+            + ('<p class="warn">No calibrated probabilities for this model yet.</p>'
+               if uncalibrated and not doc.get("warnings") else "")
+            + f"<h4>Evidence: where the question's context mentions {esc(chars[0]['name']) if chars else 'the answer'}"
+            + f'</h4><ul id="evidence">{evidence or NO_EVIDENCE}</ul>'
+            + (f"<details><summary>The network's attention (the sentences it attended to most)</summary>"
+               f'<ul id="attention">{attention}</ul></details>' if attention else ""))
+
+
+NO_PASSAGE = '<li class="muted">no passage</li>'
+NO_EVIDENCE = '<li class="muted">none of the context\'s sentences mentions it</li>'
+
+
+def esc(text) -> str:
+    """Text escaped for HTML (as the page's esc)."""
+    return html.escape(str(text), quote=True)
+
+
+def html_marked(text: str, marks) -> str:
+    """text with the [start, end) ranges in marks highlighted."""
+    out, last = "", 0
+    for a, b in marks or []:
+        out += esc(text[last:a]) + f'<mark class="m">{esc(text[a:b])}</mark>'
+        last = b
+    return out + esc(text[last:])
+
+
+def html_segments(segments: list[dict], book_id: str, hits: set) -> str:
+    """A sentence's segments with each mention highlighted (the answer's as a hit) and linked to its character."""
+    return "".join(esc(s["text"]) if s["char"] is None else
+                   f'<mark class="m{" hit" if s["char"] in hits else ""}" data-char="{s["char"]}"><a href="#/book/'
+                   f'{book_id}/char/{s["char"]}">{esc(s["text"])}</a></mark>' for s in segments)

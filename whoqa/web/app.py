@@ -8,7 +8,8 @@ The page (page.html, one file, no build step) uses only the API, which mirrors t
     GET  /api/books/{id}                 one book, with its cast
     GET  /api/books/{id}/characters      the cast: names, aliases, gender, mentions, mentions per tenth of the book
     GET  /api/books/{id}/characters/{c}  one character's mentions in context
-    POST /api/books/{id}/ask             {"question", "route"?, "upto"?} -> `whoqa ask`'s Answer JSON (whoqa.service)
+    POST /api/books/{id}/ask             {"question", "route"?, "upto"?, "html"?} -> `whoqa ask`'s Answer JSON
+                                         (whoqa.service; with "html": true, also drawn as the page shows it)
 
 No model logic lives here: answers and uploads go through `whoqa.service` (its models load once, on first use, behind
 one lock), one worker thread processes uploads in turn, holding the workspace lock like every other writer. Book ids
@@ -47,6 +48,7 @@ class Question(BaseModel):
     question: str
     route: str = "auto"  # as `whoqa ask --route`
     upto: str | None = None  # as `whoqa ask --upto`: "40%" or "Chapter 12", no spoilers after it
+    html: bool = False  # the page's: the answer also drawn as HTML ("html", whoqa.answer_view.as_html)
 
 
 def create_app(cfg: ServeConfig) -> FastAPI:
@@ -154,7 +156,7 @@ def create_app(cfg: ServeConfig) -> FastAPI:
 
     @app.post("/api/books/{book_id}/ask")
     def ask(book_id: str, q: Question) -> dict:
-        return service.ask(book_id, q.question, q.route, q.upto)
+        return service.ask(book_id, q.question, q.route, q.upto, q.html)
 
     return app
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from data_prep.who_set import load_texts
-from whoqa.answer_view import for_page, sentence_segments
+from whoqa.answer_view import as_html, for_page, sentence_segments
 from whoqa.core.artifacts import problem, read_cache
 from whoqa.core.book import Book, BookFormatError, atomic_write, is_done, read_characters
 from whoqa.core.jobs import process_identity
@@ -137,8 +137,10 @@ class Service(Uploads):
                 "contexts": [{"sentence": s, "segments": sentence_segments(book, s)} for s in sids[:limit]]}
 
     # --- answers -----------------------------------------------------------------------------------------------
-    def ask(self, book_id: str, question: str, route: str = "auto", upto: str | None = None) -> dict:
+    def ask(self, book_id: str, question: str, route: str = "auto", upto: str | None = None,
+            html: bool = False) -> dict:
         """`whoqa ask`'s answer (whoqa.service: the same route, the same JSON), each evidence sentence with its
-        text segments for highlighting (whoqa.answer_view.for_page)."""
+        text segments for highlighting (whoqa.answer_view.for_page); with html, also drawn as the page shows it."""
         ans = self.answers.answer(self.book_id(book_id), question, route, upto or None)
-        return for_page(ans, self.book(book_id))
+        doc = for_page(ans, self.book(book_id))
+        return {**doc, "html": as_html(doc, book_id)} if html else doc
