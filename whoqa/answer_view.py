@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import click
+import typer
 
 from whoqa.core.book import Book
 
@@ -32,7 +32,7 @@ def marked(text: str, marks: list) -> str:
     `shown`, so its escape sequences never act."""
     out, last = "", 0
     for a, b in marks:
-        out += shown(text[last:a]) + click.style(shown(text[a:b]), bold=True, underline=True)
+        out += shown(text[last:a]) + typer.style(shown(text[a:b]), bold=True, underline=True)
         last = b
     return out + shown(text[last:])
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional
 
-import click
 import typer
 
 from whoqa.cli.util import DEFAULT_DATA, DEVICE_HELP, echo_json, fail, option, stage
@@ -94,6 +93,7 @@ def failures(
 
 @app.command()
 def reproduce(
+    ctx: typer.Context,
     name: str = typer.Argument(..., help="A reproduction of whoqa/evaluation/reproductions/: smoke, main, who or reader."),
     data: Path = typer.Option(DEFAULT_DATA, help="The shared data (or a NarrativeQA folder with the same books)."),
     workspace: Optional[Path] = typer.Option(None, help="Workspace (default: ws-<name>)."),
@@ -108,7 +108,7 @@ def reproduce(
         for args in rp.commands(spec, str(data), ws):
             typer.echo("whoqa " + " ".join(args))
         return
-    command = click.get_current_context().find_root().command  # the whole `whoqa`, each step one of its commands
+    command = ctx.find_root().command  # the whole `whoqa`: each step is one of its commands
 
     def invoke(args):
         try:  # without standalone mode, click returns a stage's exit code (typer.Exit) instead of raising it
