@@ -1,4 +1,5 @@
-"""The package's layers point one way: core <- data_prep <- retrieval <- memnet | reader <- ranker <- service <- evaluation <- web <- cli.
+"""The package's layers point one way: core <- data_prep <- retrieval <- memnet | reader <- ranker <- service <-
+answer_view <- evaluation <- web <- whoqa.cli <- cli.
 
 Every import is read from the source (function-level ones included, since they hide cycles from Python) and checked:
 a module imports only from its own layer or below, the two readers of questions (memnet, reader) never import each
@@ -9,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = [("whoqa.core",), ("data_prep",), ("whoqa.retrieval",), ("whoqa.memnet", "whoqa.reader"), ("whoqa.ranker",),
-          ("whoqa.service",), ("whoqa.evaluation",), ("whoqa.web",), ("cli",)]
+          ("whoqa.service",), ("whoqa.answer_view",), ("whoqa.evaluation",), ("whoqa.web",), ("whoqa.cli",), ("cli",)]
 
 
 def layer(module: str) -> tuple[int, str] | None:

@@ -141,10 +141,12 @@ def test_full_task_rows_and_routing(ws):
     assert r.exit_code == 0, r.output
     full = json.loads((ws / "results" / "full_task.json").read_text())
     assert {"fid[none]", "fid[bm25f]", "fid[bm25f]+preread", "fid[bm25f]+lookup", "fid[oracle]"} <= set(full["rows"])
-    assert "--lookup" in full["rows"]["fid[bm25f]+lookup"]["command"]
-    assert "--lookup --copy" in full["rows"]["fid[bm25f]+lookup+copy"]["command"]
-    assert full["rows"]["fid[bm25f]+lookup+copy"]["command"].startswith(
-        "whoqa reader lookup --copy --spans 0.5 --questions 12 && whoqa reader train --context bm25f --lookup --copy")
+    row = full["rows"]["fid[bm25f]+lookup"]  # each row points at its run, with the config it ran and its lookup's
+    assert row["config"]["lookup"] and not row["config"]["copy"] and row["run"] == str(ws / "reader" / "runs" /
+                                                                                       "fid[bm25f]+lookup")
+    row = full["rows"]["fid[bm25f]+lookup+copy"]
+    assert row["config"]["context"] == "bm25f" and row["config"]["lookup"] and row["config"]["copy"]
+    assert row["lookup"]["copy"] and row["lookup"]["spans"] == 0.5 and row["lookup"]["questions"] == 12
     routed = full["routing"]  # the reader with the best ROUGE-L over its own folds, never the oracle
     best = max(sorted(n for n in full["rows"] if not n.startswith(("routed", "fid[oracle]"))),
                key=lambda n: full["rows"][n]["metrics"]["rouge_l"])
@@ -191,9 +193,10 @@ def test_a_local_language_model_answers_zero_shot_beside_the_fid_rows(ws, tiny_l
     full = json.loads((ws / "results" / "full_task.json").read_text())
     rows = full["rows"]
     row = rows[name]
-    assert "--top-k 2" in rows[f"{name}+k2"]["command"] and f"{name}+sample4" not in rows  # a sample is not the task
+    assert rows[f"{name}+k2"]["config"]["top_k"] == 2 and f"{name}+sample4" not in rows  # a sample is not the task
+    assert rows[f"{name}+k2"]["run"] == str(ws / "reader" / "llm" / f"{name}+k2")
     sample = full["samples"]["4"]  # its own table: its run beside every full row on the same 4 questions
-    assert sample["questions"] == 4 and "--sample 4" in sample["rows"][f"{name}+sample4"]["command"]
+    assert sample["questions"] == 4 and sample["rows"][f"{name}+sample4"]["config"]["sample"] == 4
     assert sample["rows"][name]["metrics"]["n"] == 4 and "A fixed sample of 4 questions" in r.output
     assert row["zero_shot"] and row["metrics"]["n"] == len(ROWS)
     assert row["by_question_word"]["who"]["n"] == 3 and row["seconds_per_question"] > 0

@@ -74,6 +74,12 @@ def test_a_who_question_is_answered_with_highlighted_evidence(served):
     text = "".join(s["text"] for s in a["evidence"][0]["segments"])
     assert len(text) > 10 and "  " not in text
     assert all(s["text"] == s["text"].strip() for e in a["evidence"] for s in e["segments"] if s["char"] is not None)
+    assert "html" not in a  # the API's answer is `ask --json`'s; the page asks for it drawn too (whoqa.answer_view)
+    page = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": "Who poisons Holmes with a box?",
+                                                             "route": "network", "html": True}).json()
+    best = a["characters"][0]
+    assert f'href="#/book/{DYING_DETECTIVE}/char/{best["id"]}"' in page["html"] and 'id="evidence"' in page["html"]
+    assert f'<mark class="m hit" data-char="{best["id"]}">' in page["html"] and 'id="route"' in page["html"]
 
 
 def test_the_page_answers_by_the_route_ask_chooses(served, tiny_llm_path):

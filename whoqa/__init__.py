@@ -6,6 +6,8 @@
     whoqa.retrieval   BM25F (Lucene), the BERT ranker, the contexts every model reads
     whoqa.memnet      the key-value memory network (Who questions)   | whoqa.reader  the FiD reader (all questions)
     whoqa.evaluation  tables, unseen books, the routed full task, benchmarks, reproductions
-    cli.py            `whoqa`, a thin mirror of the Python API
+    whoqa.answer_view an answer drawn for people: text for the terminal, JSON for the page
+    whoqa.web         `whoqa serve`: the page and its JSON API
+    whoqa.cli, cli.py `whoqa`, a thin mirror of the Python API (one module per command group)
 """
 from whoqa.core import numerics  # noqa: E402,F401  (before torch or NumPy load: the same numbers on every machine)

@@ -21,7 +21,6 @@ from whoqa.core.files import atomic_write
 from whoqa.core.metrics import text_metrics
 from whoqa.core.runs import RUN_CONFIG, code_version, reranks
 from whoqa.core.workspace import Workspace
-from whoqa.reader.config import LookupConfig
 from whoqa.memnet.ensemble import read_fold_files
 from whoqa.ranker.fits import read_summary, workspace_fits
 from whoqa.ranker.scores import who_names
@@ -53,38 +52,6 @@ def reader_runs(workspace: Path) -> dict[str, dict[int, str]]:
             continue
         out[run.name] = {p["question_id"]: p["prediction"] for d in done for p in d["predictions"]}
     return out
-
-
-def reader_command(cfg: dict, lookup: dict | None = None) -> str:
-    """The `whoqa reader train` command of a run's config, after the answer-lookup pretraining it started from (if any)."""
-    parts = []
-    if lookup:
-        parts.append("whoqa reader lookup" + (" --copy" if lookup.get("copy") else "")
-                     + (f" --spans {lookup['spans']}" if lookup.get("spans") else "")
-                     + (f" --questions {lookup['questions']}" if lookup.get("questions", LookupConfig.questions) != LookupConfig.questions
-                        else "") + (" --bf16" if lookup.get("bf16") else "") + " &&")
-    parts.append(f"whoqa reader train --context {cfg['context']}")
-    parts += [f"--{flag.replace('_', '-')}" for flag in ("preread", "lookup", "copy", "question_passage",
-                                                           "train_encoder", "bf16") if cfg.get(flag)]
-    if cfg.get("no_repeat_ngram"):
-        parts.append(f"--no-repeat-ngram {cfg['no_repeat_ngram']}")
-    for key, flag in (("folds", "--folds"), ("epochs", "--epochs"), ("top_k", "--top-k"), ("num_beams", "--beams"),
-                      ("seed", "--seed"), ("base", "--reader-base"), ("max_train_samples", "--max-train-samples"),
-                      ("max_eval_samples", "--max-eval-samples")):
-        if cfg.get(key) is not None:
-            parts.append(f"{flag} {cfg[key]}")
-    return " ".join(parts)
-
-
-def llm_command(cfg: dict) -> str:
-    """The `whoqa reader llm` command of an LLM run's config."""
-    parts = [f"whoqa reader llm --reader-base {cfg['base']} --context {cfg['context']}"]
-    for key, flag in (("top_k", "--top-k"), ("prompt_tokens", "--prompt-tokens"), ("shots", "--shots"),
-                      ("order", "--passage-order"), ("runtime", "--runtime"), ("sample", "--sample"),
-                      ("max_eval_samples", "--max-eval-samples")):
-        if cfg.get(key) is not None and cfg.get(key) != getattr(LLMConfig, key):
-            parts.append(f"{flag} {cfg[key]}")
-    return " ".join(parts + (["--half"] if cfg.get("half") else []))
 
 
 def memnet_answers(workspace: Path, run: str) -> dict[int, str]:
@@ -146,13 +113,13 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         cfg, fold0, summary = read_run(ws.reader_runs / name)
         lookup = fold0.get("lookup") if cfg.get("lookup") and fold0 else None
         speed = (summary or {}).get("generate_seconds_per_question")
-        rows[name] = _row(preds, refs, who_ids, {"command": reader_command(cfg, lookup), "config": cfg,
+        rows[name] = _row(preds, refs, who_ids, {"run": str(ws.reader_runs / name), "config": cfg,
                                                  "lookup": lookup, "seconds_per_question": speed}, kinds)
     sampled: dict[int, dict] = {}  # N -> the runs on the fixed sample of N questions (--sample N)
     for name, preds in llms.items():  # zero-shot: no book was trained on, so no folds are needed
         summary = read_llm_summary(ws.llm_runs / name)
         cfg = summary["provenance"]["config"]
-        row = _row(preds, refs, who_ids, {"command": llm_command(cfg), "config": cfg, "zero_shot": True,
+        row = _row(preds, refs, who_ids, {"run": str(ws.llm_runs / name), "config": cfg, "zero_shot": True,
                                           "seconds_per_question": summary["seconds_per_question"]}, kinds)
         if cfg.get("sample"):
             sampled.setdefault(len(preds), {})[name] = (row, set(preds))

@@ -38,7 +38,7 @@ from whoqa.memnet.train import calibration_for, load_books, predict
 from whoqa.core.numerics import intra_op_threads
 from whoqa.reader.model import READER_FILE
 from whoqa.core.files import atomic_write
-from whoqa.evaluation.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task, reader_command
+from whoqa.evaluation.fulltask import MOU_TEST_ROUGE_L, _row, format_full_task
 from whoqa.reader.data import Batcher, build_examples
 from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.config import ReaderConfig
@@ -235,8 +235,7 @@ def full_task_results(workspace: Path, target: Path, who: dict, progress: bool =
         preds = dict(zip([e.question_id for e in examples], reader_predict(reader, batcher, examples, cfg, None, progress)))
         name = f"final:{folder.parent.name}"
         answers[name] = preds
-        rows[name] = _row(preds, refs, who_ids, {"command": reader_command(asdict(cfg)) + " --final",
-                                                 "config": asdict(cfg)})
+        rows[name] = _row(preds, refs, who_ids, {"model": str(folder), "config": asdict(cfg)})
     routing = None
     memnets = {n: r for n, r in who.items() if n.startswith("final:memnet")}
     if rows and memnets:  # chosen as `ask` chooses: by the training workspace's cross-validated runs, not these books

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import torch
 
-from data_prep.addbook import fold_books
 from whoqa.core.store import load_who_set
 from whoqa.core.book import is_done
 from whoqa.core.device import resolve_device
@@ -40,9 +39,12 @@ class Answer:
 class Asker:
     """Loads the word vectors and a trained memory network once; then answers questions about any book."""
 
-    def __init__(self, workspace: str | Path, model: str | None = None, adapt: bool = False, device: str = "auto"):
+    def __init__(self, workspace: str | Path, model: str | None = None, adapt: bool = False, device: str = "auto",
+                 fold=None):
         """model: a folder of WS/models/; by default the trained model whose cross-validated run has the best P@1
-        (`self.choice` says which and why). device: auto | cpu | cuda[:N]."""
+        (`self.choice` says which and why). device: auto | cpu | cuda[:N]. fold(ws, book_ids): the stage that folds
+        books prepared without word vectors into them (data_prep.addbook.fold_books: the service passes it)."""
+        self.fold = fold
         self.device = resolve_device(device)
         self.ws = Workspace(workspace)
         self.choice = choose_model(self.ws, model)
@@ -71,7 +73,10 @@ class Asker:
         """The book's (Book, AliasIndex, BM25FIndex) (`opened`, when the caller has them) with its memory arrays."""
         if book_id not in self._books:
             if is_done(self.ws.books / book_id, book_id) and book_id not in self.vocab.books:
-                fold_books(self.ws, [book_id])  # prepared without vectors (e.g. --no-embeddings): fold it in now
+                if self.fold is None:
+                    raise ValueError(f"book {book_id} has no word vectors (prepared with --no-embeddings): ask through "
+                                     f"whoqa.service, which folds it in, or run `whoqa prepare --book {book_id}`")
+                self.fold(self.ws, [book_id])  # prepared without vectors (e.g. --no-embeddings): fold it in now
                 self._load()
             book, aliases, index = opened or open_book(self.ws, book_id, self.rcfg)
             arrays = book_arrays(self.ws, book_id, self.vocab)

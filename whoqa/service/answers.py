@@ -46,9 +46,11 @@ class Service(BookIntake):
     # --- models ------------------------------------------------------------------------------------------------
     def network(self):
         from whoqa.memnet.ask import Asker
+        from whoqa.service.intake import book_stages
         if self._network is None:
             self.stages.stage("loading the memory network")
-            self._network = Asker(self.ws, self.cfg.model, device=self.cfg.device)
+            self._network = Asker(self.ws, self.cfg.model, device=self.cfg.device,
+                                  fold=lambda ws, ids: book_stages().fold_books(ws, ids))
         return self._network
 
     def llm(self, base: str, scores: bool, cfg: LLMConfig | None = None):

@@ -7,20 +7,26 @@ from pathlib import Path
 KEEP_BOOKS = 4  # books kept open (a workspace may hold hundreds)
 
 
+def book_stages():
+    """data_prep's intake of a book (the stages the service runs: preparing a book, folding it into the word vectors),
+    imported when first needed."""
+    from data_prep import addbook
+    return addbook
+
+
 class BookIntake:
     """The books half of whoqa.service.Service (its ws, lock, stages, _opened and _cuts)."""
 
     def intake(self, text: str | Path | None = None, data: str | Path | None = None, book: str | None = None) -> str:
         """The id of the book asked about: a plain-text file (prepared the first time), a NarrativeQA folder's book
         (prepared the first time) or a prepared book's id."""
-        from data_prep.addbook import add_from_data, add_text
         if (text is None) == (book is None):
             raise ValueError("name the book: --book ID (prepared, or with --data DIR) or --text FILE")
         with self.lock:
             if text is not None:
-                book_id = add_text(self.ws, Path(text), stages=self.stages)
+                book_id = book_stages().add_text(self.ws, Path(text), stages=self.stages)
             elif data is not None:
-                book_id = add_from_data(self.ws, Path(data), book)
+                book_id = book_stages().add_from_data(self.ws, Path(data), book)
             else:
                 book_id = book
             self._opened.pop(book_id, None)  # (re)made: read afresh

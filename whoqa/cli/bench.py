@@ -1,0 +1,94 @@
+"""`whoqa bench`: benchmarks that print figures (JSON), one command per stage timed (docs/benchmarks.md)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from whoqa.cli.util import DEFAULT_DATA, echo_json, option, stage
+from whoqa.ranker.config import RerankConfig
+from whoqa.reader.config import LLMConfig
+
+app = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures (JSON): one command per stage timed. "
+                  "Tables and how they were made: docs/benchmarks.md.")
+WS_OPTION = typer.Option(Path("ws"), help="A workspace with prepared books.")
+
+
+@app.command("prepare")
+def bench_prepare(
+    data: Path = typer.Option(DEFAULT_DATA, help="NarrativeQA-layout folder."),
+    books: int = typer.Option(4, help="How many books (the shortest ones after --min-words)."),
+    min_words: int = typer.Option(20000, help="Skip books shorter than this."),
+    repeats: int = typer.Option(1, help="Runs per measurement (the median is reported)."),
+):
+    """The book engine: words/s in one process and with --jobs 2, peak RSS."""
+    from data_prep.bench import run
+    echo_json(run(str(data), books, min_words, repeats))
+
+
+@app.command("index")
+def bench_index(workspace: Path = WS_OPTION):
+    """Context selection: index build time, BM25F query latency p50/p95 and q/s, BERT ranking time per question."""
+    from whoqa.evaluation.bench import run
+    echo_json(stage(run, str(workspace)))
+
+
+@app.command("ask")
+def bench_ask(workspace: Path = WS_OPTION,
+              route: str = typer.Option("auto", help="The route to time (auto: what `ask` chooses).")):
+    """`ask` latency on the workspace's questions."""
+    from whoqa.evaluation.bench import run_ask
+    echo_json(stage(run_ask, str(workspace), route=route))
+
+
+@app.command("new-book")
+def bench_new_book(
+    text: Path = typer.Option(..., help="A plain-text book the workspace has not seen."),
+    workspace: Path = WS_OPTION,
+    route: str = typer.Option("auto", help="The route to time (auto: what `ask` chooses)."),
+    llm: Optional[str] = typer.Option(None, help="The local LLM that reads (default: the best installed)."),
+):
+    """Time to the first answer about a new book: processed, the models loaded, then answered."""
+    from whoqa.evaluation.bench import run_new_book
+    echo_json(stage(run_new_book, str(workspace), str(text), route, llm))
+
+
+@app.command("reader")
+def bench_reader(workspace: Path = WS_OPTION):
+    """The FiD reader: training examples/s, generation latency per question, peak memory."""
+    from whoqa.core.distributed import world
+    from whoqa.evaluation.bench import run_reader
+    out = stage(run_reader, str(workspace))
+    if world().main:
+        echo_json(out)
+
+
+@app.command("processes")
+def bench_processes(workspace: Path = WS_OPTION):
+    """Reader training and answering in the processes torchrun started (`torchrun --nproc_per_node N`)."""
+    from whoqa.core.distributed import world
+    from whoqa.evaluation.bench import run_processes
+    out = stage(run_processes, str(workspace))
+    if world().main:
+        echo_json(out)
+
+
+@app.command("llm")
+def bench_llm(
+    workspace: Path = WS_OPTION,
+    reader_base: str = option(RerankConfig, "base", help="The model (folder, hub id, .gguf file or a packaged model)."),
+    runtime: str = option(LLMConfig, "runtime", help="auto, transformers, llamacpp or llama-cpp-python."),
+):
+    """A local LLM: load time, prompt and generation tokens/s, memory."""
+    from whoqa.evaluation.bench import run_llm
+    echo_json(stage(run_llm, str(workspace), reader_base, runtime))
+
+
+@app.command("serve")
+def bench_serve(workspace: Path = WS_OPTION,
+                text: Optional[Path] = typer.Option(None, help="Also upload this text and time it to the first "
+                                                               "answer.")):
+    """The web app: ask latency with 1 and 8 clients, memory; with --text, upload to first answer."""
+    from whoqa.web.bench import run_serve
+    echo_json(stage(run_serve, str(workspace), text=str(text) if text else None))

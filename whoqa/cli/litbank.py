@@ -1,0 +1,71 @@
+"""`whoqa eval-coref`, `eval-cast` and `train-coref`: the engine's characters, pronouns and cast against LitBank's
+gold (data_prep.components, whoqa.evaluation.cast, data_prep.coref_learn)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from data_prep.components import DEFAULT_RESOLVER, RESOLVERS
+from whoqa.cli.util import DEFAULT_DATA, fail, stage
+
+app = typer.Typer()
+
+
+@app.command("eval-coref")
+def eval_coref(
+    litbank: Path = typer.Option(Path(DEFAULT_DATA) / "litbank", help="LitBank coref folder (<name>.txt + .ann)."),
+    max_docs: Optional[int] = typer.Option(None, help="Debug: only the first N documents."),
+    out: Optional[Path] = typer.Option(None, help="Also write the JSON here."),
+    resolver: str = typer.Option(DEFAULT_RESOLVER, help="; ".join(f"{n}: {e.about}" for n, e in RESOLVERS.items())
+                                 + "."),
+    mentions: str = typer.Option("coreferee", help="--resolver coreferee: coreferee (spaCy's PERSON entities and "
+                                                   "pronouns in its chains), engine-names (the engine's names and "
+                                                   "characters, each pronoun by coreferee) or engine-names+rules "
+                                                   "(the rules deciding the pronouns coreferee links to no name)."),
+):
+    """Score the offline engine's characters and pronouns against LitBank's gold coreference (PER, names + pronouns)."""
+    from data_prep import coref_peer
+    from data_prep.components import evaluate_resolver
+    if mentions not in coref_peer.MENTIONS:
+        fail(f"unknown --mentions {mentions!r}: use {', '.join(coref_peer.MENTIONS)}")
+    res = stage(evaluate_resolver, litbank, resolver, max_docs=max_docs, mentions=mentions)
+    text = json.dumps(res, indent=1)
+    typer.echo(text)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+
+
+@app.command("eval-cast")
+def eval_cast(
+    litbank: Path = typer.Option(Path(DEFAULT_DATA) / "litbank", help="LitBank coref folder (<name>.txt + .ann)."),
+    max_docs: Optional[int] = typer.Option(None, help="Debug: only the first N documents."),
+    out: Optional[Path] = typer.Option(None, help="Also write the JSON here."),
+):
+    """Score a book's cast (the people among its characters, merged) against LitBank's gold named people: precision
+    and recall, beside those of the characters before the cast."""
+    from whoqa.evaluation.cast import evaluate_cast
+    res = stage(evaluate_cast, litbank, max_docs)
+    text = json.dumps(res, indent=1)
+    typer.echo(text)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+
+
+@app.command("train-coref")
+def train_coref(
+    litbank: Path = typer.Option(Path(DEFAULT_DATA) / "litbank", help="LitBank coref folder (<name>.txt + .ann)."),
+    out: Path = typer.Option(Path("coref_weights.json"), help="Where to write the learned weights (the package's "
+                                                              "own: data_prep/resources/coref_weights.json)."),
+    max_docs: Optional[int] = typer.Option(None, help="Debug: only the first N documents."),
+):
+    """Learn the pronoun resolver's weights from LitBank-format gold coreference (a mention-ranking model over the
+    engine's features); `whoqa eval-coref --resolver learned` measures them cross-validated by document."""
+    from data_prep.coref_learn import train
+    rec = stage(train, litbank, out, max_docs)
+    typer.echo(f"learned from {rec['pronouns']} pronouns of {rec['documents']} documents (loss {rec['loss_first']} -> "
+               f"{rec['loss_last']}) -> {out}")

@@ -1,0 +1,129 @@
+"""Uploads as jobs: a book file checked as `ask` checks it, then processed by one worker thread in turn (holding the
+workspace lock like every other writer); each job's state kept in WS/jobs/, so it survives a page reload, and a job a
+server left behind when it stopped is marked failed by the next one."""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from pathlib import Path
+
+from whoqa.core.text import read_book_text, text_book_id
+from whoqa.core.store import read_state
+from whoqa.core.epub import EPUB_SUFFIXES, HTML_SUFFIXES
+from whoqa.core.errors import DataError
+from whoqa.core.text import extract_body
+from whoqa.core.store import forget_derived
+from whoqa.core.artifacts import DamagedArtifact, read_cache, read_json
+from whoqa.core.book import is_done
+from whoqa.core.files import atomic_write
+from whoqa.core.jobs import process_alive
+from whoqa.core.workspace import locked
+from whoqa.web.errors import ApiError
+from whoqa.web.guard import size
+
+log = logging.getLogger(__name__)
+BOOK_ID = re.compile(r"^[0-9a-f]{40}$")
+JOB_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+class Uploads:
+    """The upload half of the web service (whoqa.web.books.Service): needs its cfg, ws, jobs_dir, uploads, answers,
+    worker and owner."""
+
+    def upload(self, name: str, data: bytes) -> dict:
+        """Check an uploaded book file (text, EPUB, HTML, by its name's suffix) as `ask` does; a new book becomes a background job, a known one is reused."""
+        if self.cfg.read_only:
+            raise ApiError(403, "this workspace is served read-only (whoqa serve --read-only): uploads are off")
+        if len(data) > self.cfg.max_upload_mb * 1e6:
+            raise ApiError(413, f"{name} is {size(len(data))}: the limit is {size(self.cfg.max_upload_mb * 1e6)} "
+                                f"(whoqa serve --max-upload-mb)")
+        self.uploads.mkdir(parents=True, exist_ok=True)
+        suffix = Path(name).suffix.lower()
+        suffix = suffix if suffix in EPUB_SUFFIXES + HTML_SUFFIXES else ".txt"  # read as `ask` reads such a file
+        tmp = self.uploads / f"{uuid.uuid4().hex}{suffix}"
+        tmp.write_bytes(data)
+        try:
+            body = extract_body(read_book_text(tmp))
+            if not body.strip():
+                raise DataError(f"{name} holds no story text once a Project Gutenberg header and licence are removed")
+        except (DataError, ValueError, UnicodeError) as e:
+            tmp.unlink(missing_ok=True)
+            raise ApiError(400, str(e).replace(str(tmp), name)) from None
+        book_id = text_book_id(body)
+        path = self.uploads / f"{book_id}{suffix}"
+        tmp.replace(path)
+        job = {"id": uuid.uuid4().hex, "book": book_id, "file": name, "state": "queued", "created": time.time()}
+        if is_done(self.ws.books / book_id, book_id) and self._folded(book_id):
+            job.update(state="done", reused=True, finished=time.time())
+            self._save_job(job)
+            return job
+        self._save_job(job)
+        self.worker.submit(self._process, job, path)
+        return job
+
+    def _folded(self, book_id: str) -> bool:
+        state = read_state(self.ws)
+        return state is None or book_id in state.get("books", [])
+
+    def recover(self) -> list[dict]:
+        """Jobs left queued or running by a server that is gone (kill -9, a crash, a reboot) are marked failed, so
+        none waits forever; the partial books they leave are removed by the upload worker, under the workspace lock
+        (a command adding books meanwhile is waited for). Returns the jobs marked."""
+        lost = []
+        for path in sorted(self.jobs_dir.glob("*.json")) if self.jobs_dir.is_dir() else []:
+            job = read_cache(path, dict)
+            if not job or job.get("state") not in ("queued", "running") or process_alive(job.get("owner")):
+                continue
+            job.update(state="failed", error="the server stopped while this upload was being processed: upload the "
+                                             "book again", finished=time.time())
+            self._save_job(job)
+            log.warning("upload %s (job %s) was cut short by the server stopping: marked failed", job.get("file"),
+                        job.get("id"))
+            lost.append(job)
+        if lost:
+            self.worker.submit(self._clean_partial, [j.get("book") for j in lost])
+        return lost
+
+    def _clean_partial(self, books: list) -> None:
+        with locked(self.ws):
+            for b in books:
+                if isinstance(b, str) and BOOK_ID.match(b):
+                    if (self.ws.books / b).exists() and not is_done(self.ws.books / b, b):
+                        forget_derived(self.ws, b)
+                    (self.uploads / f"{b}.txt").unlink(missing_ok=True)
+
+    def _process(self, job: dict, path: Path) -> None:
+        existed = (self.ws.books / job["book"]).exists()
+        job.update(state="running", started=time.time())
+        self._save_job(job)
+        try:
+            self.answers.intake(text=path)
+            job.update(state="done", finished=time.time())
+        except Exception as e:  # the upload fails alone, and leaves no half-made book behind
+            log.warning("upload %s failed: %s", job["file"], e)
+            if not existed and not is_done(self.ws.books / job["book"], job["book"]):
+                with locked(self.ws):
+                    forget_derived(self.ws, job["book"])
+            job.update(state="failed", error=(str(e).splitlines()[0] if str(e) else type(e).__name__)
+                       .replace(str(path), job["file"]), finished=time.time())
+        self._save_job(job)
+
+    def _save_job(self, job: dict) -> None:
+        if job.get("state") in ("queued", "running"):
+            job["owner"] = self.owner  # (a job whose owner is gone is marked failed when a server starts)
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.jobs_dir / f"{job['id']}.json", json.dumps(job))
+
+    def job(self, job_id: str) -> dict:
+        if not JOB_ID.match(job_id or ""):
+            raise ApiError(400, f"{job_id!r} is not a job id")
+        path = self.jobs_dir / f"{job_id}.json"
+        if not path.is_file():
+            raise ApiError(404, f"no job {job_id}")
+        try:
+            return read_json(path, "upload the book again", dict)
+        except DamagedArtifact:  # a crash while it was written: the job is lost, not the server
+            raise ApiError(410, f"job {job_id}'s record {path} is damaged: upload the book again") from None
