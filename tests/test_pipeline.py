@@ -54,7 +54,7 @@ def test_ask_without_a_model_says_what_to_run(tmp_path, dd_ws):
     for where none is trained, says what to run."""
     r = CliRunner().invoke(app, ["ask", "--workspace", str(tmp_path), "--book", "x", "Who?", "--llm", "none"])
     assert r.exit_code == 2 and "not prepared" in r.output and "whoqa prepare" in r.output
-    r = CliRunner().invoke(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "Who?", "--route",
+    r = CliRunner().invoke(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "Who is ill?", "--route",
                                  "network"])
     assert r.exit_code == 2 and "no trained model" in r.output and "whoqa train --final" in r.output
     r = CliRunner().invoke(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "Who is ill?", "--llm",
