@@ -129,7 +129,7 @@ def test_a_full_or_read_only_disk_is_one_line_and_leaves_no_temporary_file(dd_ws
     import os
     from typer.testing import CliRunner
     from cli import app
-    from whoqa.core import book as book_mod
+    from whoqa.core import files as book_mod  # (where atomic_write lives: its os and tempfile are patched)
     story = tmp_path / "story.txt"
     story.write_text("Anna met Tom at the mill. Tom told Anna of the storm, and Anna warned the miller John.\n" * 4)
     real = os.fdopen
