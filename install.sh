@@ -24,9 +24,10 @@ if .venv/bin/python -c "import llama_cpp" 2>/dev/null && ! probe; then
     version=$(.venv/bin/python -c "import llama_cpp; print(llama_cpp.__version__)")
     wheels="${WHOQA_CACHE:-$HOME/.cache/whoqa}/wheels/llama-cpp-python-$version-noamx"
     noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-    echo "llama-cpp-python crashes here (its AMX kernels): building it without them (about 6 minutes, once)"
-    ls "$wheels"/*.whl > /dev/null 2>&1 || CMAKE_ARGS="-DCMAKE_C_FLAGS='$noamx' -DCMAKE_CXX_FLAGS='$noamx'" \
-        .venv/bin/pip wheel -q --no-deps --no-cache-dir -w "$wheels" "llama-cpp-python==$version" || true
+    echo "llama-cpp-python crashes here (its AMX kernels): installing a build without them"
+    ls "$wheels"/*.whl > /dev/null 2>&1 || { echo "building it (about 6 minutes, once: kept in $wheels)"
+        CMAKE_ARGS="-DCMAKE_C_FLAGS='$noamx' -DCMAKE_CXX_FLAGS='$noamx'" \
+        .venv/bin/pip wheel -q --no-deps --no-cache-dir -w "$wheels" "llama-cpp-python==$version" || true; }
     .venv/bin/pip install -q --no-deps --force-reinstall "$wheels"/*.whl || true
     probe || { .venv/bin/pip uninstall -q -y llama-cpp-python; echo "llama-cpp-python crashes on this machine: removed (transformers scores names; gpt4all generates)"; }
 fi

@@ -93,6 +93,11 @@ class _Usage:
         return cls(capital, lower, place)
 
 
+def _known_name(word: str) -> bool:
+    """Whether Gutenberg's books refer to this word with he or she often enough that it is a name (NAME_REFERENCES)."""
+    return sum(gender_table().get(word.lower(), (0.0, 0.0))) >= NAME_REFERENCES
+
+
 def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list) -> str | None:
     """Why character `cid` is not a person, or None when it is one."""
     c = book.characters[cid]
@@ -106,7 +111,7 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list) -> str | No
     if _titled(c.aliases):
         return None  # "Lady Agatha", "Mr. Hall": a title is given to people
     head = words[-1]
-    known = sum(gender_table().get(head.lower(), (0.0, 0.0))) >= NAME_REFERENCES
+    known = _known_name(head)
     if usage.place[head] >= PLACE_SHARE * max(usage.place[head] + usage.capital[head], 1) and usage.place[head] >= 2:
         return "a place or organisation"
     if len(words) > 1 and words[-1].lower() in PLACE_HEADS:
@@ -122,7 +127,7 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list) -> str | No
             return "a common word written with a capital"
     after_article = sum(1 for m in proper if m.start > 0 and book.tokens[m.start - 1].word.lower() in ARTICLES)
     titled = _plain(c.name.split()[0]) in {_plain(t) for t in TITLES}  # "the Reverend Archibald Jones"
-    first_name = any(sum(gender_table().get(w.lower(), (0.0, 0.0))) >= NAME_REFERENCES for w in words)
+    first_name = any(_known_name(w) for w in words)
     if proper and not (titled or first_name) and not any(_in_role(tokens, m) for m in proper):
         return "never a subject, object or owner (an exclamation, or a place after a preposition)"
     if proper and after_article >= ARTICLE_SHARE * len(proper) and after_article >= 2 and not titled and not (
