@@ -8,7 +8,6 @@ import contextlib
 import io
 import json
 import logging
-import os
 import subprocess
 import sys
 import time
@@ -109,6 +108,7 @@ def llama_cpp_works(gguf: Path) -> bool:
     it once per build and model file and the answer is kept beside the models (~2 s)."""
     import llama_cpp
     from whoqa.core.artifacts import read_cache
+    from whoqa.core.files import atomic_write
     from whoqa.core.runs import digest
     from whoqa.reader.models import cache_dir
     gguf = Path(gguf)
@@ -126,11 +126,8 @@ def llama_cpp_works(gguf: Path) -> bool:
         works, why = False, "no answer in 300 s"
     if not works:
         log.warning("llama-cpp-python failed reading a prompt with %s (%s): it is not used", gguf.name, why)
-    with contextlib.suppress(OSError):
-        mark.parent.mkdir(parents=True, exist_ok=True)
-        tmp = mark.with_name(f"{mark.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"works": works, "why": why, "llama_cpp": llama_cpp.__version__}))
-        tmp.replace(mark)
+    with contextlib.suppress(OSError):  # (a cache that cannot be written: probed again next time)
+        atomic_write(mark, json.dumps({"works": works, "why": why, "llama_cpp": llama_cpp.__version__}))
     return works
 
 
