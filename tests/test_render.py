@@ -58,3 +58,11 @@ def test_unknown_names_are_refused_and_variants_name_runs():
     assert set(RENDERINGS) == {"raw", "annotate", "replace"}
     assert variant() == ""
     assert variant("annotate", "candidates", True) == "+annotate+marks-candidates+list"
+
+
+def test_a_name_is_listed_once_with_the_probability_of_its_clusters():
+    from whoqa.service.schema import Ranked, one_per_name
+    got = one_per_name([Ranked(4, "Holmes", 0.17, 0.5), Ranked(9, "Watson", 0.15, 0.3), Ranked(7, "holmes", 0.13, 0.2),
+                        Ranked(2, "Mary", 0.1, None), Ranked(3, "Hudson", 0.05, None)], 3)
+    assert [(r.id, r.name) for r in got] == [(4, "Holmes"), (9, "Watson"), (2, "Mary")]
+    assert round(got[0].probability, 6) == 0.30 and round(got[0].llm, 6) == 0.7

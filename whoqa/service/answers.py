@@ -19,7 +19,7 @@ from whoqa.retrieval.bm25f import NothingMatched, matches_question
 from whoqa.service.routing import Route, RoutingTable, measured_rouge, state_key
 from whoqa.service.evidence import evidence_for, who_reasons
 from whoqa.service.intake import KEEP_BOOKS, BookIntake
-from whoqa.service.schema import Answer, Evidence, Ranked, ServiceConfig, check_request
+from whoqa.service.schema import Answer, Evidence, Ranked, ServiceConfig, check_request, one_per_name
 
 
 class Service(BookIntake):
@@ -208,8 +208,8 @@ class Service(BookIntake):
         reader = self.llm(llm, scores=True) if llm else None
         got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True))
         book = opened[0]
-        chars = [Ranked(i, book.characters[i].name, p, s)
-                 for i, p, s in list(zip(got.ids, got.probabilities, got.llm))[:self.cfg.top]]
+        chars = one_per_name([Ranked(i, book.characters[i].name, p, s)
+                              for i, p, s in zip(got.ids, got.probabilities, got.llm)], self.cfg.top)
         r = fit.ranker
         model = (f"feature ranker + {llm} ({reader.runtime}) reading the passages for its top {r.top_k}" if llm else
                  "feature ranker, first stage (no local LLM)")

@@ -38,6 +38,26 @@ class Ranked:
     llm: float | None = None  # the LLM's own share among the names it read (feature ranker)
 
 
+def one_per_name(ranked: list[Ranked], top: int) -> list[Ranked]:
+    """The first `top` of a ranking with no name twice: a character listed under a name already shown (two clusters
+    of one person, e.g. the same detective found twice) adds its probability and LLM share to the first one."""
+    out: dict[str, Ranked] = {}
+    for r in ranked:
+        key = r.name.lower()
+        if key not in out:
+            out[key] = Ranked(r.id, r.name, r.probability, r.llm)
+            continue
+        first = out[key]
+        if first.probability is not None and r.probability is not None:
+            first.probability += r.probability
+        if r.llm is not None:
+            first.llm = (first.llm or 0.0) + r.llm
+    folded = list(out.values())
+    if all(r.probability is not None for r in folded):
+        folded.sort(key=lambda r: -r.probability)  # (stable: a name that gained keeps its place among equals)
+    return folded[:top]
+
+
 @dataclass
 class Evidence:
     sentence: int  # the book's sentence id

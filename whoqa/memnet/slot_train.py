@@ -1,0 +1,248 @@
+"""The anonymous-slot network's training: pretraining on the artificial Who questions of a workspace's books (a
+held-out book's left out), fine-tuning on real Who questions, and book-level cross-validation, where every question
+is answered by models that never saw its book, its artificial questions included."""
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from whoqa.core.aliases import AliasIndex
+from whoqa.core.book import Book
+from whoqa.core.files import atomic_write
+from whoqa.core.folds import who_book_folds
+from whoqa.core.metrics import ranking_metrics
+from whoqa.core.progress import bar as progress_bar
+from whoqa.core.seed import SEED, set_seed
+from whoqa.core.store import load_vectors, load_who_set, read_artificial
+from whoqa.core.workspace import Workspace
+from whoqa.memnet.data import question_tokens
+from whoqa.memnet.model import nll
+from whoqa.memnet.slots import (SlotBook, SlotConfig, SlotExample, SlotMemNet, WordVocab, collate, slot_book,
+                                split_question)
+from whoqa.retrieval.contexts import load_contexts, question_context
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SlotPretrainConfig:
+    epochs: int = 1
+    fraction: float = 1.0  # share of the artificial questions used
+    lr: float = 1e-3
+    batch_size: int = 64
+    memories: int = 20  # the 20 sentences up to the source sentence (the paper's pretraining)
+    hops: int = 3
+    slots: int = 128
+    seed: int = SEED
+
+
+@dataclass
+class SlotTuneConfig:
+    epochs: int = 30
+    lr: float = 1e-3
+    decay: float = 0.9
+    decay_every: int = 2
+    batch_size: int = 32
+    memories: int = 100  # the question's BM25F context (top 20 windows of 5)
+    trials: int = 3
+    seed: int = SEED
+
+
+def load_books(workspace: Path, book_ids: list[str], vocab: WordVocab, progress: bool = True) -> dict[str, SlotBook]:
+    """The books' slot arrays (a book that cannot be read is left out, with its reason logged)."""
+    ws, out = Workspace(workspace), {}
+    for b in progress_bar(book_ids, desc="books", unit="book", progress=progress):
+        try:
+            out[b] = slot_book(Book.load(ws.books / b, b), vocab).with_word_sums(vocab.matrix)
+        except Exception as e:
+            log.error("book %s left out: %s", b, e)
+    return out
+
+
+def artificial_examples(workspace: Path, books: dict[str, SlotBook], vocab: WordVocab, fraction: float,
+                        seed: int) -> list[SlotExample]:
+    """The artificial Who questions of these books (a seeded `fraction` of them)."""
+    rng, out = np.random.default_rng(seed), []
+    for b in sorted(books):
+        path = Workspace(workspace).artificial_questions(b)
+        if not path.is_file():
+            continue
+        for q in read_artificial(path):
+            if (fraction < 1.0 and rng.random() >= fraction) or books[b].local(q["a"]) is None:
+                continue
+            out.append(artificial_example(b, q, books[b], vocab))
+    return out
+
+
+def artificial_example(book_id: str, q: dict, book: SlotBook, vocab: WordVocab) -> SlotExample:
+    """One artificial question (a row of `data_prep.artificial.generate`): its memories the sentences up to its
+    source sentence, nearest first."""
+    words, named = split_question(q["q"], book, vocab)
+    lo, hi = q["c"]
+    return SlotExample(book_id, words, named, list(range(hi, lo - 1, -1)), [q["a"]], f"{book_id}:{q['s']}")
+
+
+def who_examples(workspace: Path, books: dict[str, SlotBook], vocab: WordVocab, memories: int,
+                 ranker: str = "bm25f") -> list[SlotExample]:
+    """The real Who questions whose book has contexts and whose answer is one of its characters."""
+    ws = Workspace(workspace)
+    characters, questions = load_who_set(ws)
+    out, aliases, contexts = [], {}, {}
+    for q in questions:
+        b = q["document_id"]
+        if b not in contexts:
+            contexts[b] = load_contexts(ws, ranker, b)
+            aliases[b] = AliasIndex.from_records(characters.get(b, []))
+        if contexts[b] is None or b not in books or not any(books[b].local(a) is not None for a in q["answers"]):
+            continue
+        words, named = split_question(question_tokens(q["question"], b, aliases[b]), books[b], vocab)
+        out.append(SlotExample(b, words, named, question_context(contexts[b], q["question_id"], memories),
+                               [int(a) for a in q["answers"]], int(q["question_id"])))
+    return out
+
+
+def book_batches(examples: list[SlotExample], batch_size: int, rng: random.Random) -> list[list[SlotExample]]:
+    """Batches of one book each (shuffled within the book, then the batches shuffled): a batch's output layer is
+    its book's characters alone, not padded to the largest cast among 64 books."""
+    by_book: dict[str, list[SlotExample]] = {}
+    for e in examples:
+        by_book.setdefault(e.book, []).append(e)
+    batches = []
+    for b in sorted(by_book):
+        rows = by_book[b][:]
+        rng.shuffle(rows)
+        batches += [rows[i:i + batch_size] for i in range(0, len(rows), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def fit(model: SlotMemNet, examples: list[SlotExample], books: dict[str, SlotBook], memories: int, epochs: int,
+        lr: float, batch_size: int, seed: int, decay: float = 1.0, decay_every: int = 1,
+        progress: bool = False, one_book: bool = False) -> list[float]:
+    """Adam on the NLL of the right characters, slots drawn afresh for every example of every epoch; batches of one
+    book each with `one_book` (`book_batches`: pretraining's many books), else of any books."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=lr)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=decay_every, gamma=decay)
+    shuffle, rng = random.Random(seed), np.random.default_rng(seed)
+    device, history = model.C.weight.device, []
+    model.train()
+    for epoch in range(epochs):
+        total = 0.0
+        if one_book:
+            batches = book_batches(examples, batch_size, shuffle)
+        else:
+            order = list(range(len(examples)))
+            shuffle.shuffle(order)
+            batches = [[examples[j] for j in order[i:i + batch_size]] for i in range(0, len(order), batch_size)]
+        for batch in progress_bar(batches, desc=f"epoch {epoch + 1}", unit="batch", progress=progress):
+            b = collate(batch, books, memories, model.cfg.slots, rng).to(device)
+            loss = nll(model(b), b.correct)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"loss is {float(loss)} at epoch {epoch + 1}: lower the learning rate")
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(batch)
+        sched.step()
+        history.append(total / max(len(examples), 1))
+    model.eval()
+    return history
+
+
+@torch.no_grad()
+def predict(model: SlotMemNet, examples: list[SlotExample], books: dict[str, SlotBook], memories: int,
+            batch_size: int = 64) -> list[dict[int, float]]:
+    """Each question's log-probability per character id of its book (slots in order of first mention)."""
+    model.eval()
+    out = []
+    for i in range(0, len(examples), batch_size):
+        batch = examples[i:i + batch_size]
+        b = collate(batch, books, memories, model.cfg.slots).to(model.C.weight.device)
+        logp = torch.log_softmax(model(b), -1).cpu()  # (B, C)
+        for row in range(len(batch)):
+            keep = b.cand_chars[row].cpu() >= 0
+            out.append(dict(zip(b.cand_chars[row].cpu()[keep].tolist(), logp[row][keep].tolist())))
+    return out
+
+
+def save(model: SlotMemNet, folder: Path, vocab: WordVocab, record: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / "words.json", json.dumps(vocab.words))
+    tmp = folder / "model.pt.tmp"
+    torch.save(model.state_dict(), tmp)
+    tmp.replace(folder / "model.pt")
+    atomic_write(folder / "config.json", json.dumps({"slot": asdict(model.cfg), **record}, indent=1))
+
+
+def load(folder: Path, device: str = "cpu") -> tuple[SlotMemNet, WordVocab]:
+    record = json.loads((folder / "config.json").read_text())
+    state = torch.load(folder / "model.pt", map_location=device, weights_only=True)
+    vocab = WordVocab(json.loads((folder / "words.json").read_text()), state["words.weight"].cpu())
+    model = SlotMemNet(vocab.matrix, SlotConfig(**record["slot"])).to(device)
+    model.load_state_dict(state)
+    return model, vocab
+
+
+def pretrain(workspace: Path, out: Path, cfg: SlotPretrainConfig, exclude: set[str] = frozenset(),
+             progress: bool = True) -> dict:
+    """Pretrain on the artificial questions of the workspace's books but `exclude` -> out/ (model, its words)."""
+    ws = Workspace(workspace)
+    set_seed(cfg.seed)
+    vocab = WordVocab.from_keyed_vectors(load_vectors(ws))
+    ids = sorted(p.name[:-len(".jsonl.gz")] for p in ws.artificial.glob("*.jsonl.gz"))
+    ids = [b for b in ids if b not in exclude and (ws.books / b).is_dir()]
+    books = load_books(ws, ids, vocab, progress)
+    examples = artificial_examples(ws, books, vocab, cfg.fraction, cfg.seed)
+    model = SlotMemNet(vocab.matrix, SlotConfig(hops=cfg.hops, slots=cfg.slots))
+    t0 = time.perf_counter()
+    losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed,
+                 progress=progress, one_book=True)
+    seconds = time.perf_counter() - t0
+    record = {"pretrain": asdict(cfg), "books": sorted(books), "questions": len(examples), "losses": losses,
+              "seconds": round(seconds, 1), "excluded": sorted(exclude)}
+    save(model, out, vocab, record)
+    return record
+
+
+def book_cv(workspace: Path, pretrained: Path | None, cfg: SlotTuneConfig, folds: int = 10, fold_seed: int = SEED,
+            progress: bool = True, out: Path | None = None) -> dict:
+    """Book-level CV on the workspace's Who questions: per book fold, `cfg.trials` models fine-tuned (from
+    `pretrained`, or from scratch with its words) on the other folds' questions; each held-out question's
+    log-probabilities averaged over the trials. Returns {question_id: {"book", "answers", "logp": {char: lp}}} and
+    the metrics."""
+    base, vocab = load(pretrained)
+    ws = Workspace(workspace)
+    characters, _ = load_who_set(ws)
+    books = load_books(ws, sorted(characters), vocab, progress)
+    examples = who_examples(ws, books, vocab, cfg.memories)
+    groups = who_book_folds({e.book for e in examples}, folds, fold_seed)
+    result = {}
+    for k, group in enumerate(progress_bar(groups, desc="book folds", unit="fold", progress=progress)):
+        test = [e for e in examples if e.book in set(group)]
+        train = [e for e in examples if e.book not in set(group)]
+        summed: list[dict[int, float]] = [{} for _ in test]
+        for t in range(cfg.trials):
+            seed = cfg.seed + 1000 * t + k
+            set_seed(seed)
+            model, _ = load(pretrained)
+            fit(model, train, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed, cfg.decay,
+                cfg.decay_every)
+            for acc, lp in zip(summed, predict(model, test, books, cfg.memories)):
+                for c, v in lp.items():
+                    acc[c] = acc.get(c, 0.0) + v / cfg.trials
+        for e, lp in zip(test, summed):
+            result[str(e.qid)] = {"book": e.book, "fold": k, "answers": e.answers, "logp": lp}
+    rankings = [sorted(r["logp"], key=lambda c: -r["logp"][c]) for r in result.values()]
+    metrics = ranking_metrics(rankings, [r["answers"] for r in result.values()])
+    if out is not None:
+        atomic_write(out, json.dumps({"config": asdict(cfg), "pretrained": str(pretrained), "folds": folds,
+                                      "fold_seed": fold_seed, "metrics": metrics, "questions": result}))
+    return {"metrics": metrics, "questions": result}
