@@ -95,3 +95,41 @@ def test_slots_are_drawn_anew_and_other_characters_share_one(two_books):
     mentioned = {int(c) - 1 for c in arrays.chars[e.context[:1]].ravel() if c > 0} | set(e.named)
     for i, s in enumerate(b.cand_slot[0].tolist()):
         assert (s == 9) == (i not in mentioned)  # OTHER = slots + 1 for every character the question never meets
+
+
+def test_whoqa_slots_trains_the_network_ask_scores_any_book_with(mini_data, dd_ws, parsed):
+    """`whoqa slots pretrain` and `train --final` on a prepared workspace; the ensemble scores a book it never saw
+    (a text written here) through the SlotScorer the service uses."""
+    from typer.testing import CliRunner
+
+    from cli import app
+    from data_prep.prepare import PrepareConfig, prepare
+    from tests.conftest import DYING_DETECTIVE, write_qaps
+    from whoqa.core.aliases import AliasIndex
+    from whoqa.core.names import name_spans
+    from whoqa.memnet.slot_ask import SlotScorer
+    from whoqa.retrieval.contexts import build_contexts
+    write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes send Watson to fetch?", "Culverton Smith",
+                            "Mr. Culverton Smith")])
+    prepare(PrepareConfig(str(mini_data), str(dd_ws), books=[DYING_DETECTIVE]), progress=False)
+    build_contexts(dd_ws, "bm25f", progress=False)
+    run = CliRunner().invoke
+    got = run(app, ["slots", "pretrain", "--workspace", str(dd_ws), "--no-exclude-who", "--fraction", "0.5"])
+    assert got.exit_code == 0, got.output
+    assert "pretrained on" in got.output and (dd_ws / "models" / "slots-pretrain" / "model.pt").is_file()
+    got = run(app, ["slots", "train", "--workspace", str(dd_ws), "--final", "--epochs", "2", "--trials", "2"])
+    assert got.exit_code == 0, got.output
+    scorer = SlotScorer(dd_ws / "models" / "slots")
+    assert len(scorer.models) == 2
+    book = parsed(story(["Edith Vane", "Felix Wold", "Gemma Yates", "Hector Zorn"], 2))
+    question = "Who did Edith Vane thank?"
+    scores = scorer.scores(book, question, name_spans(question, AliasIndex(book.characters)),
+                           list(range(len(book.sentences))))
+    assert set(scores) == set(book.characters)
+    alone = [st.predict(m, [st.SlotExample(book.id, *st.split_question(
+        ["who", "did", f"CHAR_{c}", "thank", "?"], scorer._arrays(book), scorer.vocab), list(range(len(
+            book.sentences))), [])], {book.id: scorer._arrays(book)}, 100)[0] for m in scorer.models
+        for c in [next(i for i, ch in book.characters.items() if ch.name.startswith("Edith"))]]
+    for c, v in scores.items():  # the members' mean log-probability
+        assert abs(v - (alone[0][c] + alone[1][c]) / 2) < 1e-5
+    assert (dd_ws / "models" / "slots" / "model.pt.sha256").is_file()  # `whoqa check` verifies it

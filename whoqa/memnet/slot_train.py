@@ -14,10 +14,12 @@ import numpy as np
 import torch
 
 from whoqa.core.aliases import AliasIndex
+from whoqa.core.artifacts import forget_checksum, load_binary, read_json, record_checksum
 from whoqa.core.book import Book
 from whoqa.core.files import atomic_write
 from whoqa.core.folds import who_book_folds
 from whoqa.core.metrics import ranking_metrics
+from whoqa.core.numerics import intra_op_threads
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.seed import SEED, set_seed
 from whoqa.core.store import load_vectors, load_who_set, read_artificial
@@ -41,6 +43,8 @@ class SlotPretrainConfig:
     hops: int = 3
     slots: int = 128
     seed: int = SEED
+    threads: int = 1  # torch intra-op threads: results depend on them (whoqa.core.numerics); more threads than
+    # free cores slow these small products ten-fold
 
 
 @dataclass
@@ -53,6 +57,7 @@ class SlotTuneConfig:
     memories: int = 100  # the question's BM25F context (top 20 windows of 5)
     trials: int = 3
     seed: int = SEED
+    threads: int = 1
 
 
 def load_books(workspace: Path, book_ids: list[str], vocab: WordVocab, progress: bool = True) -> dict[str, SlotBook]:
@@ -173,27 +178,53 @@ def predict(model: SlotMemNet, examples: list[SlotExample], books: dict[str, Slo
     return out
 
 
-def save(model: SlotMemNet, folder: Path, vocab: WordVocab, record: dict) -> None:
+def save(models: list[SlotMemNet], folder: Path, vocab: WordVocab, record: dict) -> None:
+    """folder/model.pt (the first model, its word vectors with it), members/trial<t>.pt (the others' own weights),
+    words.json and config.json (the record, written last: a folder without it is not a model)."""
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").unlink(missing_ok=True)
     atomic_write(folder / "words.json", json.dumps(vocab.words))
-    tmp = folder / "model.pt.tmp"
-    torch.save(model.state_dict(), tmp)
-    tmp.replace(folder / "model.pt")
-    atomic_write(folder / "config.json", json.dumps({"slot": asdict(model.cfg), **record}, indent=1))
+    for t, model in enumerate(models):
+        state = model.state_dict()
+        path = folder / "model.pt" if t == 0 else folder / "members" / f"trial{t}.pt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(state if t == 0 else {k: v for k, v in state.items() if k != "words.weight"},
+                   path.with_suffix(".tmp"))
+        forget_checksum(path)
+        path.with_suffix(".tmp").replace(path)
+        record_checksum(path)  # (`whoqa check` verifies it, `load` names the file when it fails)
+    atomic_write(folder / "config.json", json.dumps({"slot": asdict(models[0].cfg), "members": len(models), **record},
+                                                   indent=1))
 
 
-def load(folder: Path, device: str = "cpu") -> tuple[SlotMemNet, WordVocab]:
-    record = json.loads((folder / "config.json").read_text())
-    state = torch.load(folder / "model.pt", map_location=device, weights_only=True)
-    vocab = WordVocab(json.loads((folder / "words.json").read_text()), state["words.weight"].cpu())
-    model = SlotMemNet(vocab.matrix, SlotConfig(**record["slot"])).to(device)
-    model.load_state_dict(state)
-    return model, vocab
+def load(folder: Path, device: str = "cpu") -> tuple[list[SlotMemNet], WordVocab]:
+    """The models of a folder `save` wrote (one, or an ensemble's members) and their word vocabulary."""
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder} holds no slot network: make it with `whoqa slots pretrain` or `whoqa slots "
+                                f"train --final`")
+    repair = f"make it again (`whoqa slots pretrain` or `whoqa slots train --final`), or move {folder} aside"
+    record = read_json(folder / "config.json", repair, dict)
+    first = load_binary(folder / "model.pt", lambda p: torch.load(p, map_location=device, weights_only=True), repair)
+    vocab = WordVocab(read_json(folder / "words.json", repair, list), first["words.weight"].cpu())
+    models = []
+    for t in range(record.get("members", 1)):
+        state = first if t == 0 else {**load_binary(folder / "members" / f"trial{t}.pt", lambda p: torch.load(
+            p, map_location=device, weights_only=True), repair), "words.weight": first["words.weight"]}
+        model = SlotMemNet(vocab.matrix, SlotConfig(**record["slot"])).to(device)
+        model.load_state_dict(state)
+        models.append(model.eval())
+    return models, vocab
 
 
 def pretrain(workspace: Path, out: Path, cfg: SlotPretrainConfig, exclude: set[str] = frozenset(),
              progress: bool = True) -> dict:
     """Pretrain on the artificial questions of the workspace's books but `exclude` -> out/ (model, its words)."""
+    with intra_op_threads(cfg.threads):
+        return _pretrain(workspace, out, cfg, exclude, progress)
+
+
+def _pretrain(workspace: Path, out: Path, cfg: SlotPretrainConfig, exclude: set[str], progress: bool) -> dict:
     ws = Workspace(workspace)
     set_seed(cfg.seed)
     vocab = WordVocab.from_keyed_vectors(load_vectors(ws))
@@ -208,17 +239,23 @@ def pretrain(workspace: Path, out: Path, cfg: SlotPretrainConfig, exclude: set[s
     seconds = time.perf_counter() - t0
     record = {"pretrain": asdict(cfg), "books": sorted(books), "questions": len(examples), "losses": losses,
               "seconds": round(seconds, 1), "excluded": sorted(exclude)}
-    save(model, out, vocab, record)
+    save([model], out, vocab, record)
     return record
 
 
 def book_cv(workspace: Path, pretrained: Path | None, cfg: SlotTuneConfig, folds: int = 10, fold_seed: int = SEED,
             progress: bool = True, out: Path | None = None) -> dict:
+    with intra_op_threads(cfg.threads):
+        return _book_cv(workspace, pretrained, cfg, folds, fold_seed, progress, out)
+
+
+def _book_cv(workspace: Path, pretrained: Path, cfg: SlotTuneConfig, folds: int, fold_seed: int, progress: bool,
+             out: Path | None) -> dict:
     """Book-level CV on the workspace's Who questions: per book fold, `cfg.trials` models fine-tuned (from
     `pretrained`, or from scratch with its words) on the other folds' questions; each held-out question's
     log-probabilities averaged over the trials. Returns {question_id: {"book", "answers", "logp": {char: lp}}} and
     the metrics."""
-    base, vocab = load(pretrained)
+    _, vocab = load(pretrained)
     ws = Workspace(workspace)
     characters, _ = load_who_set(ws)
     books = load_books(ws, sorted(characters), vocab, progress)
@@ -232,7 +269,7 @@ def book_cv(workspace: Path, pretrained: Path | None, cfg: SlotTuneConfig, folds
         for t in range(cfg.trials):
             seed = cfg.seed + 1000 * t + k
             set_seed(seed)
-            model, _ = load(pretrained)
+            model = load(pretrained)[0][0]
             fit(model, train, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed, cfg.decay,
                 cfg.decay_every)
             for acc, lp in zip(summed, predict(model, test, books, cfg.memories)):
@@ -246,3 +283,56 @@ def book_cv(workspace: Path, pretrained: Path | None, cfg: SlotTuneConfig, folds
         atomic_write(out, json.dumps({"config": asdict(cfg), "pretrained": str(pretrained), "folds": folds,
                                       "fold_seed": fold_seed, "metrics": metrics, "questions": result}))
     return {"metrics": metrics, "questions": result}
+
+
+def final(workspace: Path, pretrained: Path, out: Path, cfg: SlotTuneConfig, progress: bool = True) -> dict:
+    """`cfg.trials` models fine-tuned from `pretrained` on every usable Who question of the workspace (seeded as
+    cross-validation's trials) -> out/: the ensemble `whoqa ask` scores with."""
+    with intra_op_threads(cfg.threads):
+        _, vocab = load(pretrained)
+        ws = Workspace(workspace)
+        characters, _ = load_who_set(ws)
+        books = load_books(ws, sorted(characters), vocab, progress)
+        examples = who_examples(ws, books, vocab, cfg.memories)
+        if not examples:
+            raise ValueError(f"{ws} has no usable Who question: run `whoqa prepare` and `whoqa index` first")
+        models, losses = [], []
+        for t in progress_bar(range(cfg.trials), desc="slot network, final", unit="model", progress=progress):
+            seed = cfg.seed + 1000 * t
+            set_seed(seed)
+            model = load(pretrained)[0][0]
+            losses.append(fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed,
+                              cfg.decay, cfg.decay_every)[-1])
+            models.append(model)
+        record = {"tune": asdict(cfg), "pretrained": str(pretrained), "questions": len(examples),
+                  "books": sorted(books), "final_losses": losses}
+        save(models, out, vocab, record)
+        return record
+
+
+def ensemble_logp(models: list[SlotMemNet], examples: list[SlotExample], books: dict[str, SlotBook],
+                  memories: int) -> list[dict[int, float]]:
+    """Each question's log-probabilities averaged over an ensemble's members (as cross-validation averages trials)."""
+    runs = [predict(m, examples, books, memories) for m in models]
+    return [{c: sum(r[i][c] for r in runs) / len(runs) for c in runs[0][i]} for i in range(len(examples))]
+
+
+PRETRAINED, FINAL = "slots-pretrain", "slots"  # folders under WS/models/
+
+
+def cv_file(workspace: Path, folds: int = 10, fold_seed: int = SEED) -> Path:
+    """Where `whoqa slots train` keeps a book-level CV's held-out scores: WS/runs/slots+by-book[+foldseed<S>]/cv.json
+    (read by the feature ranker's `network` feature, `whoqa rerank --stage1 ...,network`)."""
+    name = "slots+by-book" + (f"+folds{folds}" if folds != 10 else "") + (f"+foldseed{fold_seed}" if fold_seed != SEED
+                                                                         else "")
+    return Workspace(workspace).runs / name / "cv.json"
+
+
+def held_out_scores(workspace: Path, folds: int, fold_seed: int) -> dict[str, dict]:
+    """question id -> the slot network's held-out log-probabilities, from the book-level CV with these folds."""
+    path = cv_file(workspace, folds, fold_seed)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: the network feature needs `whoqa slots train --workspace "
+                                f"{workspace} --folds {folds} --fold-seed {fold_seed}` first")
+    data = read_json(path, f"run `whoqa slots train --workspace {workspace}` again", dict)
+    return {q: r["logp"] for q, r in data["questions"].items()}

@@ -27,7 +27,7 @@ from torch import nn
 
 from whoqa.core.book import Book
 from whoqa.memnet.data import MAX_SENTENCE, MAX_VALUES, ROLES, mention_role
-from whoqa.memnet.model import NEG, masked_mean
+from whoqa.memnet.model import NEG
 
 SLOTS = 128  # anonymous slots per question (characters beyond them share OTHER)
 SLOT_FEATURES = ("book_share", "context", "named", "agent", "patient", "male", "female")
@@ -261,16 +261,21 @@ class SlotMemNet(nn.Module):
         keep = torch.ones(self.slots.shape[0], 1, device=self.slots.device)
         keep[0] = 0  # row 0 is padding: nothing
         table = (self.slots.unsqueeze(0) + self.project(b.slot_feats)) * keep  # (B, S+2, d)
-        gather = lambda s: torch.gather(table, 1, s.flatten(1).unsqueeze(-1).expand(-1, -1, table.shape[-1])  # noqa
-                                        ).view(*s.shape, -1)  # (B, ..., d)
+        # slots are picked by one-hot products, not indexing: index backward is a sort-based scatter under
+        # torch's deterministic algorithms (set_seed), 25x slower here
+        S2 = table.shape[1]
+        hot = torch.nn.functional.one_hot(b.values, S2).to(table.dtype)  # (B, M, Lv, S2)
+        named = torch.nn.functional.one_hot(b.named, S2).to(table.dtype).sum(1)  # (B, S2)
         qw, qn = b.words > 0, b.named > 0
-        q = (self.words(b.words).sum(1) + gather(b.named).sum(1)) / (qw.sum(1) + qn.sum(1)).clamp(min=1
-                                                                                              ).unsqueeze(-1)  # (B, d)
-        vals = gather(b.values)  # (B, M, Lv, d)
-        keys = (b.word_sums + torch.einsum("bml,bmld->bmd", b.mult, vals)) / b.length.clamp(min=1).unsqueeze(-1)
+        q = (self.words(b.words).sum(1) + torch.einsum("bs,bsd->bd", named, table)) / (
+            qw.sum(1) + qn.sum(1)).clamp(min=1).unsqueeze(-1)  # (B, d)
+        in_key = torch.einsum("bml,bmls->bms", b.mult, hot)  # (B, M, S2) each slot's tokens in each key
+        keys = (b.word_sums + torch.bmm(in_key, table)) / b.length.clamp(min=1).unsqueeze(-1)  # (B, M, d)
         real, has = b.length > 0, (b.values > 0).any(-1)  # (B, M)
+        n_vals = (b.values > 0).sum(-1, keepdim=True).clamp(min=1)  # (B, M, 1)
         any_mem = real.any(-1, keepdim=True)
-        plain = masked_mean(vals, b.values > 0)  # (B, M, d)
+        plain = torch.bmm(hot.sum(2) / n_vals, table)  # (B, M, d) plain mean of each memory's characters
+        role_hot = torch.nn.functional.one_hot(b.roles, len(ROLES) + 1).to(table.dtype)  # (B, M, Lv, R+1)
         attn = []
         for R in self.R:
             q = R(q)
@@ -278,13 +283,14 @@ class SlotMemNet(nn.Module):
             attn.append(a)
             if self.cfg.roles:
                 g = 1 + torch.tanh(self.role_gate(q))  # (B, R+1)
-                w = torch.gather(g, 1, b.roles.flatten(1)).view_as(b.roles) * (b.values > 0)  # (B, M, Lv)
-                v = torch.einsum("bml,bmld->bmd", w, vals) / (b.values > 0).sum(-1, keepdim=True).clamp(min=1)
+                w = torch.einsum("bmlr,br->bml", role_hot, g) * (b.values > 0)  # (B, M, Lv)
+                v = torch.bmm(torch.einsum("bml,bmls->bms", w, hot) / n_vals, table)  # (B, M, d)
             else:
                 v = plain
             v = torch.where(has.unsqueeze(-1), v, self.value_pad.expand_as(v))  # (B, M, d)
             q = q + torch.einsum("bm,bmd->bd", a, v)
-        cand = self.slots[b.cand_slot] + self.project(b.cand_feats)  # (B, C, d)
+        cand = torch.nn.functional.one_hot(b.cand_slot, S2).to(table.dtype) @ self.slots + self.project(
+            b.cand_feats)  # (B, C, d)
         attention = torch.stack(attn, 1)  # (B, hops, M)
         attended = torch.einsum("bm,bmc->bc", attention.mean(1), b.mentions.float())  # (B, C)
         extra = torch.cat([b.cand_feats, attended.unsqueeze(-1)], -1) @ self.output_w  # (B, C)

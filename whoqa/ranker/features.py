@@ -38,6 +38,7 @@ class Inputs:
     named: np.ndarray  # (C,) bool: the question names the character
     roles: np.ndarray  # (C, 2): its mentions in the context playing the question's role for its verb, and of those
     #                    the ones in a sentence holding another of the question's arguments (whoqa.ranker.syntax)
+    network: np.ndarray  # (C,) the anonymous-slot memory network's log-probability (whoqa.memnet.slots; 0: none)
 
 
 FEATURES: dict[str, Callable[[Inputs], np.ndarray]] = {
@@ -51,6 +52,8 @@ FEATURES: dict[str, Callable[[Inputs], np.ndarray]] = {
     "role": lambda i: np.log1p(i.roles[:, 0]),
     # the same, in a sentence that also holds another argument of the question (a character it names, a content word)
     "role_with_args": lambda i: np.log1p(i.roles[:, 1]),
+    # the memory network over anonymous slots: how likely it finds the character the answer, having read the context
+    "network": lambda i: i.network,
 }
 STAGE1 = tuple(FEATURES)  # every feature the registry computes; a fit uses these or some of them (its own list)
 SERVED = ("book_share", "context_mentions", "named")  # the served fit's, with every cluster a candidate: measured
@@ -59,15 +62,19 @@ STAGE2 = SERVED + ("llm",)
 
 
 def character_features(characters: list[dict], context: Counter, named: set[int],
-                       roles: dict[int, list[int]] | None = None) -> tuple[list[int], np.ndarray]:
+                       roles: dict[int, list[int]] | None = None,
+                       network: dict[int, float] | None = None) -> tuple[list[int], np.ndarray]:
     """(ids, (C, F) stage-1 features) of candidates given as records with an id and a count (the book's order), the
-    question's context mentions (id -> count), the candidates the question names and their role matches (id ->
-    [matches, matches beside another argument])."""
+    question's context mentions (id -> count), the candidates the question names, their role matches (id ->
+    [matches, matches beside another argument]) and the network's log-probabilities (id -> value; a candidate it
+    did not score gets the lowest it gave)."""
     ids = [c["id"] for c in characters]
-    roles = roles or {}
+    roles, network = roles or {}, network or {}
+    low = min(network.values(), default=0.0)
     inputs = Inputs(np.array([c["count"] for c in characters], dtype=float),
                     np.array([context[i] for i in ids], dtype=float), np.array([i in named for i in ids]),
-                    np.array([roles.get(i, [0, 0]) for i in ids], dtype=float).reshape(-1, 2))
+                    np.array([roles.get(i, [0, 0]) for i in ids], dtype=float).reshape(-1, 2),
+                    np.array([network.get(i, low) for i in ids], dtype=float))
     x = np.column_stack([f(inputs) for f in FEATURES.values()]) if ids else np.zeros((0, len(FEATURES)))
     return ids, x.reshape(-1, len(FEATURES))  # (C, F)
 
@@ -93,14 +100,18 @@ def columns(names) -> list[int]:
     return [STAGE1.index(n) for n in names]
 
 
-def book_features(book, context: list[int], named: set[int], question: str = "",
-                  cast: bool = True) -> tuple[list[int], np.ndarray]:
+def book_features(book, context: list[int], named: set[int], question: str = "", cast: bool = True,
+                  network: dict[int, float] | None = None) -> tuple[list[int], np.ndarray]:
     """(ids, (C, F) features) of a book's answer candidates for a question whose context holds these sentence ids
-    (best first; the first CONTEXT_SENTENCES are read) and which names these characters."""
+    (best first; the first CONTEXT_SENTENCES are read) and which names these characters; `network`: the slot
+    network's log-probability per character id (a person's: its clusters' summed)."""
     groups = candidates(book, cast)
     rep = {m: r for r, ms in groups.items() for m in ms}
     sentences = context[:CONTEXT_SENTENCES]
     mentions = Counter(rep[m.char_id] for s in sentences for m in book.sentence_mentions(s) if m.char_id in rep)
     roles = role_matches(book, sentences, question_frame(question), named, rep.get) if question else {}
     records = [{"id": r, "count": sum(book.characters[m].count for m in ms)} for r, ms in groups.items()]
-    return character_features(records, mentions, {rep[n] for n in named if n in rep}, roles)
+    if network:
+        scored = {r: [network[m] for m in ms if m in network] for r, ms in groups.items()}
+        network = {r: float(np.logaddexp.reduce(v)) for r, v in scored.items() if v}
+    return character_features(records, mentions, {rep[n] for n in named if n in rep}, roles, network)

@@ -29,14 +29,21 @@ class Ranked:
 
 
 def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSpan], wins: list[list],
-         reader=None, pool: ShotPool | list = ()) -> Ranked:
+         reader=None, pool: ShotPool | list = (), network=None) -> Ranked:
     """The book's characters ranked for the question. `opened`: (Book, AliasIndex, BM25FIndex); `wins`: the
     question's BM25F windows (`question_windows`: its context, and the LLM's passages); `reader`: an LLMReader on the
     transformers runtime, or None for the first stage alone; `pool`: the questions the prompt's few shots are drawn
-    from (whoqa.reader.prompt.who_pool: the question's own shots where it is one of them, as re-ranking drew)."""
+    from (whoqa.reader.prompt.who_pool: the question's own shots where it is one of them, as re-ranking drew);
+    `network`: a `whoqa.memnet.slot_ask.SlotScorer`, required by a fit that uses the network feature."""
     book, aliases, index = opened
-    ids, x = book_features(book, context_sentences(wins, CONTEXT_SENTENCES), named_characters(spans), question,
-                           ranker.cast)
+    context = context_sentences(wins, CONTEXT_SENTENCES)
+    scores = None
+    if "network" in ranker.features["stage1"]:
+        if network is None:
+            raise FileNotFoundError("this feature ranker reads the slot network's scores: train it with `whoqa slots "
+                                    "train --final`")
+        scores = network.scores(book, question, spans, context)
+    ids, x = book_features(book, context, named_characters(spans), question, ranker.cast, scores)
     x = x[:, columns(ranker.features["stage1"])]  # (C, F): the fit's own features
     llm = None
     if reader is not None:

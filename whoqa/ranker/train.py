@@ -73,10 +73,12 @@ def measured_variant(cfg: RerankConfig) -> str:
     return "+".join(parts)
 
 
-def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage1: tuple[str, ...] = STAGE1) -> list[dict]:
+def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage1: tuple[str, ...] = STAGE1,
+                      network: dict[str, dict] | None = None) -> list[dict]:
     """Per question of a run: its candidates' ids (the book's cast, or every character with `cast=False`), stage-1
     features (C, F) from its stored BM25F context (the recipe `ask` builds afresh, read by the same `book_features`;
-    only the `stage1` ones, in the registry's order) and right answers (C,) bool."""
+    only the `stage1` ones, in the registry's order) and right answers (C,) bool. `network`: question id -> the slot
+    network's held-out log-probabilities {character id: value} (book-level CV), for its feature."""
     chars, questions = load_who_set(ws)
     who = {q["question_id"]: q for q in questions}
     books: dict = {}  # book id -> (Book, its BM25F contexts, its AliasIndex)
@@ -90,7 +92,8 @@ def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage
         book, contexts, index = books[d]
         named = named_characters(name_spans(q["question"], index))
         context = question_context(contexts, c["question_id"], CONTEXT_SENTENCES)
-        ids, x = book_features(book, context, named, q["question"], cast)
+        scored = (network or {}).get(str(c["question_id"])) or {}
+        ids, x = book_features(book, context, named, q["question"], cast, {int(k): v for k, v in scored.items()})
         answers = answer_ids(book, c["answers"], cast)
         out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x[:, columns(stage1)],
                     "y": np.array([i in answers for i in ids]), "answers": answers,
@@ -105,7 +108,11 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
     questions, the LLM scoring every name some fold's first stage puts in a question's top k."""
     ws = Workspace(workspace)
     stage1 = stage1_features(cfg.stage1)
-    rows = question_features(ws, cands[:cfg.max_eval_samples], cfg.cast, stage1)
+    network = None
+    if "network" in stage1:  # the slot network's held-out scores on the same book folds
+        from whoqa.memnet.slot_train import held_out_scores
+        network = held_out_scores(ws, cfg.folds, cfg.fold_seed)
+    rows = question_features(ws, cands[:cfg.max_eval_samples], cfg.cast, stage1, network)
     folds = sorted({r["fold"] for r in rows})
     xs, ys = [r["x"] for r in rows], [r["y"] for r in rows]
     train = {f: [i for i, r in enumerate(rows) if r["fold"] != f] for f in folds}

@@ -34,6 +34,7 @@ class Service(BookIntake):
         self.lock = threading.RLock()  # the models and the open books, one caller at a time
         self._opened: OrderedDict[str, tuple] = OrderedDict()
         self._network = None
+        self._slots = None
         self._readers: dict[str | None, object] = {}
         self._llms: dict[tuple[str, str], object] = {}
         self._fits: dict[str, object] = {}
@@ -52,6 +53,18 @@ class Service(BookIntake):
             self._network = Asker(self.ws, self.cfg.model, device=self.cfg.device,
                                   fold=lambda ws, ids: book_stages().fold_books(ws, ids))
         return self._network
+
+    def slot_scorer(self, fit):
+        """The slot network (WS/models/slots of the workspace whose fit serves), loaded once; None where the fit does
+        not read it."""
+        if "network" not in fit.ranker.features["stage1"]:
+            return None
+        if self._slots is None:
+            from whoqa.memnet.slot_ask import SlotScorer
+            from whoqa.memnet.slot_train import FINAL
+            self.stages.stage("loading the memory network")
+            self._slots = SlotScorer(self.home.models / FINAL, "cpu" if self.cfg.device == "auto" else self.cfg.device)
+        return self._slots
 
     def llm(self, base: str, scores: bool, cfg: LLMConfig | None = None):
         """A local LLM, loaded once per (model, use, prompt): for name scores the runtime `scoring_runtime` picks (one
@@ -206,7 +219,7 @@ class Service(BookIntake):
         llm = self.routes().llm
         fit = self.fit(llm)
         reader = self.llm(llm, scores=True) if llm else None
-        got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True))
+        got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True), self.slot_scorer(fit))
         book = opened[0]
         chars = one_per_name([Ranked(i, book.characters[i].name, p, s)
                               for i, p, s in zip(got.ids, got.probabilities, got.llm)], self.cfg.top)
