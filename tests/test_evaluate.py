@@ -3,6 +3,7 @@ import json
 import pytest
 
 from whoqa.evaluation.baselines import book_frequency, context_frequency, random_ranking
+from tests.conftest import DYING_DETECTIVE
 from whoqa.core.workspace import MissingStage
 from whoqa.evaluation.evaluate import EvalConfig, evaluate
 
@@ -153,3 +154,121 @@ def test_failure_report_says_why_a_question_was_missed(mini_data, dd_ws):
     assert (dd_ws / "results" / "failures-memnet[bm25f].txt").is_file()
     with pytest.raises(ValueError, match="without probabilities"):  # no probabilities recorded: no average to explain
         failure_report(dd_ws, "ensemble:memnet[bm25f]")
+
+
+OTHER_ROWS = [(DYING_DETECTIVE, "Who pretends to be dying?", "Sherlock Holmes", "Holmes"),
+              (DYING_DETECTIVE, "What did Smith send to Holmes?", "a small ivory box", "an ivory box"),
+              (DYING_DETECTIVE, "Why does Holmes refuse food and water?", "to look ill", "to appear to be dying"),
+              (DYING_DETECTIVE, "Where does Culverton Smith live?", "Lower Burke Street", "in Lower Burke Street"),
+              (DYING_DETECTIVE, "What xylophones the quagga?", "nothing", "none")]  # no word of it in the book
+
+
+def _other_records(ws):
+    """The per-question records of the non-Who answers `eval --data` wrote, by question id."""
+    files = sorted((ws / "eval-data" / "data" / "served").glob("other-*.jsonl"))
+    assert len(files) == 1, files
+    return {r["question_id"]: r for r in map(json.loads, files[0].read_text().splitlines())}
+
+
+def test_eval_data_judges_the_non_who_questions_as_ask_serves_them(mini_data, tmp_path, tiny_llm_path, monkeypatch):
+    """`eval --data` with Who and other questions: the Who rows as before, and a row for the others answered by the
+    service as `ask` answers them (here the tiny LLM reading the passages), with ROUGE-L / METEOR / BLEU-1 over every
+    question and over the answered ones and the share answered; per question, the route, answer (or "not found",
+    the withheld text apart) are what `Service.answer` gives for the same question, and one matching nothing is
+    refused. A second run, only the other questions (--kinds other), reuses those answers: nothing is asked again."""
+    from tests.conftest import write_qaps
+    from whoqa.evaluation.unseen import served_service
+    from whoqa.service import Service
+    write_qaps(mini_data, OTHER_ROWS)
+    ws = tmp_path / "ws"
+    cfg = EvalConfig(str(ws), data=str(mini_data), random_trials=2, llm=tiny_llm_path, device="cpu", jobs=1)
+    res = evaluate(cfg)
+    assert res["meta"]["questions"] == 1 and "served:features" in res["results"]  # the Who set: its one question
+    assert not any(n.startswith("served-other") for n in res["results"])
+    row = res["other"]["served-other:llm"]
+    assert row["questions"] == 4 and row["books"] == 1 and row["refused"] == 1
+    assert row["answered"] + row["not_found"] + row["refused"] == 4
+    assert row["answer_coverage"] == pytest.approx(100 * row["answered"] / 4)
+    assert {"rouge_l", "meteor", "bleu_1"} <= set(row["text"]) and row["text"]["n"] == 4
+    assert row["text_answered"]["n"] == row["answered"]
+    saved = json.loads((ws / "results" / "served-other:llm@data.json").read_text())
+    assert saved["answer_coverage"] == row["answer_coverage"] and saved["config"]["kinds"] == "who,other"
+    table = (ws / "results" / "table@data.txt").read_text()
+    assert "Non-Who questions, served as `ask` serves them: 4 questions" in table and "METEOR" in table
+    assert table.startswith("Who set: 1 questions")
+    records = _other_records(ws)
+    target = ws / "eval-data" / "data"
+    qs = {q["question_id"]: q for q in json.loads((target / "questions.json").read_text())}
+    assert set(records) == {i for i, q in qs.items() if not q["question"].startswith("Who")}
+    served = Service(target, served_service(ws, target, tiny_llm_path, "cpu").cfg, fits_from=ws)  # as `ask` would
+    for qid, r in records.items():
+        q = qs[qid]
+        assert r["book"] == q["document_id"] and r["word"] in ("what", "why", "where")
+        if "quagga" in q["question"]:
+            assert r["route"] == "refused" and r["answer"] is None and not r["found"]
+            continue
+        a = served.answer(q["document_id"], q["question"])
+        assert (r["route"], r["reason"], r["model"]) == (a.route, a.reason, a.model) and a.route == "llm"
+        assert (r["answer"], r["found"], r["support"], r["withheld"]) == (a.answer, a.found, a.support, a.withheld)
+        assert row["answers"][str(qid)] == (a.answer if a.found else None)
+    monkeypatch.setattr(Service, "answer", lambda *a, **k: pytest.fail("asked again: the answers were not reused"))
+    again = evaluate(EvalConfig(str(ws), data=str(mini_data), llm=tiny_llm_path, device="cpu", jobs=1, kinds="other"))
+    assert again["results"] == {} and again["table"].startswith("Who set: not judged (--kinds other)")
+    assert again["other"]["served-other:llm"]["text"] == row["text"] and _other_records(ws) == records
+
+
+def test_the_scores_of_non_who_answers_count_not_found_and_refused_as_unanswered():
+    """Coverage is the share found; the metrics over every question score an unanswered one as an empty answer, those
+    over the answered ones leave it out."""
+    from whoqa.core.metrics import text_metrics
+    from whoqa.evaluation.unseen import format_other, other_scores
+    rows = [{"route": "llm", "found": True, "answer": "an ivory box"},
+            {"route": "llm", "found": False, "answer": None, "withheld": "a small ivory box"},  # not shown: unanswered
+            {"route": "refused", "found": False, "answer": None}]
+    refs = [["a small ivory box", "an ivory box"], ["a small ivory box", "x"], ["y", "z"]]
+    got = other_scores(rows, refs)
+    assert (got["questions"], got["answered"], got["not_found"], got["refused"]) == (3, 1, 1, 1)
+    assert got["answer_coverage"] == pytest.approx(100 / 3) and got["routes"] == {"llm": 2, "refused": 1}
+    assert got["text"] == text_metrics(["an ivory box", "", ""], refs)
+    assert got["text_answered"] == text_metrics(["an ivory box"], refs[:1]) and got["text_answered"]["rouge_l"] == 100
+    line = format_other({"served-other:llm": {**got, "books": 1}}).splitlines()[-1]
+    assert line.split()[:2] == ["served-other:llm", "33.3%"] and line.split()[-3] == "100.00"
+
+
+def test_kinds_are_checked_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match="give who, other or who,other"):
+        evaluate(EvalConfig(str(tmp_path), data=str(tmp_path / "nowhere"), kinds="who,what"))
+    with pytest.raises(ValueError, match="give --data DIR"):
+        evaluate(EvalConfig(str(tmp_path), kinds="other"))
+    assert EvalConfig(str(tmp_path), data="d").judged() == {"who", "other"}
+
+
+def test_eval_data_serves_the_training_workspaces_reader_of_passages(mini_data, tmp_path, tiny_reader_path):
+    """The training workspace's final FiD readers, fid[none] (the question alone) measured best: a book of --data
+    (one it never trained on) gets fid[bm25f], the reader of its passages that the route names, loaded from the
+    training workspace (the books' own workspace holds no model), never fid[none]."""
+    from tests.conftest import write_qaps
+    from whoqa.reader.model import FiDReader
+    ws = tmp_path / "ws"
+    base = FiDReader.load(tiny_reader_path, "cpu")
+    for name, context, score in (("fid[none]", "none", 40.0), ("fid[bm25f]", "bm25f", 20.0)):
+        base.save(ws / "models" / "reader" / name / "final", {"config": {"context": context, "answer_tokens": 8,
+                                                                         "max_new_tokens": 4, "num_beams": 1}})
+        (ws / "reader" / "runs" / name).mkdir(parents=True)
+        (ws / "reader" / "runs" / name / "summary.json").write_text(json.dumps({"metrics": {"rouge_l": score}}))
+    write_qaps(mini_data, OTHER_ROWS[1:3])
+    res = evaluate(EvalConfig(str(ws), data=str(mini_data), llm="none", device="cpu", jobs=1, kinds="other"))
+    row = res["other"]["served-other:reader"]
+    assert row["questions"] == 2 and row["model"] == "FiD reader fid[bm25f]" and "fid[bm25f]" in row["reason"]
+    assert all(r["route"] == "reader" and r["model"] == "FiD reader fid[bm25f]" for r in _other_records(ws).values())
+
+
+def test_non_who_questions_no_reader_can_serve_are_reported_not_judged(dd_ws, tmp_path):
+    """No LLM (--llm none) and no trained reader: `ask` refuses every non-Who question with one line, and the row
+    says so instead of scoring them."""
+    from whoqa.evaluation.unseen import format_other, served_other_results
+    q = {"question_id": 7, "document_id": DYING_DETECTIVE, "question": "What is in the box?", "answer1": "a box",
+         "answer2": "box"}
+    got = served_other_results(tmp_path / "home", dd_ws, [q], llm="none", device="cpu", progress=False)
+    assert set(got) == {"served-other"} and "no reader for a question" in got["served-other"]["unavailable"]
+    assert format_other(got).startswith("Non-Who questions: 1, not judged: no reader")

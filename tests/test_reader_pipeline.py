@@ -359,7 +359,7 @@ def test_ask_serves_the_final_reader(ws, tiny_reader_path, tiny_llm_path):
     assert (r.name, r.model) == ("reader", "fid[bm25f]") and "'what' questions go to fid[bm25f]" in r.reason
     assert "fid[none]'s 10.00" in r.reason
     r = choose_route(Workspace(ws), DYING_DETECTIVE, "Where is Holmes?", ServiceConfig(llm="none"))
-    assert r.model is None and "go to" not in r.reason  # fid[none] has no final model: the single best reader
+    assert r.model == "fid[bm25f]" and "go to" not in r.reason  # fid[none] has no final model: the best one that has
     assert "measured the reader run fid[none] best for it: train its final model" in r.reason
     r = run(app, ["ask", "--workspace", str(ws), "--book", DYING_DETECTIVE, "What is in the box?", "--device", "cpu",
                   "--llm", "none", "--json"])

@@ -36,14 +36,18 @@ def eval_(
                                                         "cluster (ray)."),
     ray_address: Optional[str] = option(EvalConfig, "ray_address",
                                         help="With --executor ray: the cluster (default $RAY_ADDRESS)."),
+    kinds: str = option(EvalConfig, "kinds", help="With --data: the questions judged, who (the Who set), other (the "
+                                                  "rest, answered as `ask` serves them: ROUGE-L, METEOR, BLEU-1, "
+                                                  "the share answered) or both."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
-    reader is trained, the full task (all questions; Who questions routed to the memory network). (The paper's
+    reader is trained, the full task (all questions; Who questions routed to the memory network). With --data, also
+    what `ask` serves for the other questions: ROUGE-L/METEOR/BLEU-1 and the share answered. (The paper's
     ablations: `whoqa ablation`; a run's misses: `whoqa failures`.)"""
     from whoqa.evaluation.evaluate import evaluate
     res = stage(evaluate, EvalConfig(workspace=str(workspace), data=str(data) if data else None, seed=seed,
                                      random_trials=random_trials, jobs=jobs, device=device, adapt=adapt, llm=llm,
-                                     executor=executor, ray_address=ray_address))
+                                     executor=executor, ray_address=ray_address, kinds=kinds))
     typer.echo(res["table"])
     if res.get("full_task"):
         typer.echo("\n" + res["full_task"]["table"])

@@ -38,8 +38,20 @@ class EvalConfig:
     llm: str | None = None  # --data: the LLM `ask` would read with (None: the best installed; "none": without one)
     executor: str = "local"  # --data: where its books are prepared and indexed: local | ray (whoqa.core.executor)
     ray_address: str | None = None
+    kinds: str = "who,other"  # --data: the questions judged: who (the Who set), other (the rest, as `ask` serves them)
+
+    def judged(self) -> set[str]:
+        """The kinds of question judged; a one-line ValueError for an unknown kind or one that needs --data."""
+        kinds = {k.strip() for k in self.kinds.split(",") if k.strip()}
+        if not kinds or not kinds <= set(KINDS):
+            raise ValueError(f"--kinds {self.kinds!r}: give who, other or who,other")
+        if "who" not in kinds and not self.data:
+            raise ValueError("--kinds other judges what `ask` serves on another folder's books: give --data DIR "
+                             "(without it, `whoqa eval` judges the Who set and the full task)")
+        return kinds
 
 
+KINDS = ("who", "other")
 Ranker = Callable[[dict, list[dict], int], list[int]]  # (question, book characters, trial) -> ranked ids
 
 
@@ -74,15 +86,16 @@ def evaluate_system(name: str, ranker: Ranker, trials: int, characters: dict[str
 
 def evaluate(cfg: EvalConfig) -> dict:
     ws = Workspace(cfg.workspace)
+    kinds = cfg.judged()
     target = ws
     if cfg.data:
         from whoqa.evaluation.unseen import prepare_other
         target = prepare_other(ws, cfg.data, cfg.jobs, cfg.executor, cfg.ray_address)
     characters, questions = load_who_set(target)
-    systems = baseline_systems(cfg.seed)
+    systems = baseline_systems(cfg.seed) if "who" in kinds else {}
     coverage = {}
     partial = {}
-    for ranker in available_rankers(target):
+    for ranker in available_rankers(target) if "who" in kinds else []:
         have = {p.stem for p in (Workspace(target).contexts / ranker).glob("*.json")}
         need = {q["document_id"] for q in questions}
         if not need <= have:  # a half-built ranker would be judged on books it has not ranked
@@ -93,13 +106,18 @@ def evaluate(cfg: EvalConfig) -> dict:
         systems[f"context_frequency[{ranker}]"] = (
             lambda q, chars, t, ctx=ctx: context_frequency(ctx.mentions(q["document_id"], q["question_id"]), chars), 1)
         coverage[ranker] = ctx.coverage(questions)
-    results = {}
+    results, other = {}, {}
     for name, (ranker, trials) in systems.items():
         results[name] = evaluate_system(name, ranker, trials or cfg.random_trials, characters, questions)
     if cfg.data:
-        from whoqa.evaluation.unseen import final_results, served_results
-        results.update(served_results(ws, target, characters, questions, cfg.llm, cfg.device))
-        results.update(final_results(ws, target, characters, questions, device=cfg.device, adapt=cfg.adapt))
+        from whoqa.evaluation.unseen import (final_results, other_questions, served_other_results, served_results,
+                                             served_service)
+        svc = served_service(ws, target, cfg.llm, cfg.device)  # one service for both kinds, as `ask` has
+        if "who" in kinds:
+            results.update(served_results(ws, target, characters, questions, cfg.llm, cfg.device, svc=svc))
+            results.update(final_results(ws, target, characters, questions, device=cfg.device, adapt=cfg.adapt))
+        if "other" in kinds:
+            other = served_other_results(ws, target, other_questions(target), cfg.llm, cfg.device, svc=svc)
     else:
         results.update(trained_results(ws, characters, questions))
     from whoqa.core.runs import code_version
@@ -108,11 +126,14 @@ def evaluate(cfg: EvalConfig) -> dict:
             "questions": len(questions), "books": len({q["document_id"] for q in questions}),
             "coverage": coverage, "incomplete_rankers": partial}
     suffix = f"@{Path(cfg.data).name}" if cfg.data else ""
-    for name, res in results.items():
+    for name, res in {**results, **other}.items():  # the non-Who rows' "questions" and "books" are their own
         atomic_write(ws.results / f"{name}{suffix}.json", json.dumps({**meta, **res}, indent=1))
     if coverage:
         atomic_write(ws.results / f"coverage{suffix}.json", json.dumps({**meta}, indent=1))
-    table = format_table(results, meta)
+    table = format_table(results, meta) if "who" in kinds else "Who set: not judged (--kinds other)"
+    if other:
+        from whoqa.evaluation.unseen import format_other
+        table += "\n\n" + format_other(other)
     atomic_write(ws.results / f"table{suffix}.txt", table + "\n")
     calibrated = {n.removeprefix("ensemble:"): r["calibration"] for n, r in results.items()
                   if (n.startswith(("ensemble:", "served:")) or r.get("config", {}).get("candidates") == "features")
@@ -124,7 +145,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     if cfg.data:
         from whoqa.evaluation.unseen import full_task_results
         full = full_task_results(ws, target, results, device=cfg.device)
-    return {"meta": meta, "results": results, "table": table, "full_task": full}
+    return {"meta": meta, "results": results, "other": other, "table": table, "full_task": full}
 
 
 def trained_results(workspace: Path, characters: dict[str, list[dict]], questions: list[dict]) -> dict:

@@ -22,6 +22,7 @@ from data_prep.addbook import fold_books, prepare_folder
 from whoqa.retrieval.bm25f import NothingMatched
 from whoqa.retrieval.contexts import build_contexts
 from whoqa.core.store import load_questions, load_who_set, read_state
+from whoqa.core.questions import question_kind
 import json
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
@@ -65,45 +66,69 @@ def prepare_other(workspace: Path, data: str, jobs: int = 1, executor: str = "lo
     return target
 
 
+def served_service(workspace: Path, target: Path, llm: str | None = None, device: str = "auto") -> Service:
+    """The service `eval --data` judges: target's books served with the training workspace's fits and measurements
+    (`fits_from`), every character of a Who answer kept (top) so its whole ranking is scored."""
+    return Service(target, ServiceConfig(device=device, llm=llm or None, top=10 ** 6), fits_from=workspace)
+
+
+def _served_rows(svc: Service, cache: Path, questions: list[dict], row, desc: str, progress: bool,
+                 keys: dict | None = None) -> list[dict]:
+    """Each question's served answer, one JSON line of cache (the one writer of both kinds' per-question records):
+    a row already there is kept (with keys, only where its "route_key" is the question's key now; a line cut by an
+    interruption is left out: answered again), the rest answered by `svc.answer` in order and written as they come,
+    so a second run is fast and an interrupted one resumes. row(q, answer, refused) makes a row; refused is the
+    reason where nothing in the book matches the question (refused as `ask` refuses it: answer None)."""
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    done = {}
+    for r in read_rows(cache):
+        if "question_id" in r and (keys is None or r.get("route_key") == keys.get(r["question_id"])):
+            done[r["question_id"]] = r
+    todo = [q for q in questions if q["question_id"] not in done]
+    bar = progress_bar(total=len(todo), desc=desc, unit="q", progress=progress)
+    with cache.open("a") as out:
+        for q in todo:
+            try:
+                a = svc.answer(q["document_id"], q["question"])
+            except NothingMatched as e:  # refused, as `ask` refuses it
+                r = row(q, None, str(e))
+            else:
+                r = row(q, a, None)
+            if keys is not None:
+                r["route_key"] = keys[q["question_id"]]
+            out.write(json.dumps(r) + "\n")
+            out.flush()
+            done[q["question_id"]] = r
+            bar.update(1)
+    bar.close()
+    return [done[q["question_id"]] for q in questions]
+
+
+def _who_row(q: dict, a, refused: str | None) -> dict:
+    if refused is not None:  # no answer: a miss at confidence 0
+        return {"question_id": q["question_id"], "route": "refused", "refused": refused, "reason": refused,
+                "model": "", "ranking": [], "probabilities": [], "seconds": 0.0}
+    return {"question_id": q["question_id"], "route": a.route, "reason": a.reason, "model": a.model,
+            "ranking": [c.id for c in a.characters],
+            "probabilities": [c.probability for c in a.characters], "seconds": a.seconds}
+
+
 def served_results(workspace: Path, target: Path, characters: dict, questions: list[dict], llm: str | None = None,
-                   device: str = "auto", progress: bool = True) -> dict:
+                   device: str = "auto", progress: bool = True, svc: Service | None = None) -> dict:
     """What `whoqa ask` serves, judged on target's Who questions: each answered by `whoqa.service` (the route it
     chooses for a book no network trained on, the feature ranker fit on the training workspace's books only), its
     whole ranking scored beside the baselines (same denominator: a question whose answer is not a character counts
     as a miss), with ECE and a reliability curve. Answers are kept per question in target's served/<key>.jsonl (the
     key: the LLM's fingerprint, its scoring runtime and the fit), so a second run is fast and an interrupted one resumes."""
-    svc = Service(target, ServiceConfig(device=device, llm=llm or None, top=10 ** 6), fits_from=workspace)
+    svc = svc or served_service(workspace, target, llm, device)
     base = installed_llm(llm)
     fit = svc.fit(base)
     runtime = svc.scoring_runtime(base) if base else None  # the service's own choice (transformers' keys stay)
     key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__]
                  + ([runtime] if runtime not in (None, "transformers") else []))[:16]
     cache = Workspace(target).served / f"{key}.jsonl"
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    done = {}
-    for row in read_rows(cache):  # a line cut by an interruption is left out: answered again
-        if "question_id" in row:
-            done[row["question_id"]] = row
     usable = [q for q in questions if characters.get(q["document_id"])]
-    todo = [q for q in usable if q["question_id"] not in done]
-    bar = progress_bar(total=len(todo), desc="served answers", unit="q", progress=progress)
-    with cache.open("a") as out:
-        for q in todo:
-            try:
-                a = svc.answer(q["document_id"], q["question"])
-            except NothingMatched as e:  # refused, as `ask` refuses it: no answer, a miss at confidence 0
-                row = {"question_id": q["question_id"], "route": "refused", "refused": str(e), "reason": str(e),
-                       "model": "", "ranking": [], "probabilities": [], "seconds": 0.0}
-            else:
-                row = {"question_id": q["question_id"], "route": a.route, "reason": a.reason, "model": a.model,
-                       "ranking": [c.id for c in a.characters],
-                       "probabilities": [c.probability for c in a.characters], "seconds": a.seconds}
-            out.write(json.dumps(row) + "\n")
-            out.flush()
-            done[q["question_id"]] = row
-            bar.update(1)
-    bar.close()
-    rows = [done[q["question_id"]] for q in usable]
+    rows = _served_rows(svc, cache, usable, _who_row, "served answers", progress)
     ranked = [r["ranking"] for r in rows]
     names = {d: {c["id"]: c["name"] for c in cs} for d, cs in characters.items()}
     preds = [names[q["document_id"]].get(r[0], "") if r else "" for q, r in zip(usable, ranked)]
@@ -126,6 +151,104 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     res["text"] = text_metrics(preds, [[q["answer1"], q["answer2"]] for q in usable]) if usable else {"n": 0}
     res["answers"] = {str(q["question_id"]): a for q, a in zip(usable, preds)}
     return {res["system"]: res}
+
+
+def other_questions(target: Path) -> list[dict]:
+    """Target's questions that are not Who questions (`question_kind`: what the service sends to a reader, not to a
+    character ranking), in book order."""
+    return [q for _, qs in sorted(load_questions(target).items()) for q in qs if not question_kind(q["question"]).who]
+
+
+def _route_key(svc: Service, route, base: str | None) -> str:
+    """What a non-Who answer rests on besides the question: its route (with the measurements its reason names), the
+    weights that answer by it (the LLM's fingerprint; the final FiD readers' files), the device, and how passages
+    are retrieved and answers grounded. A cached answer is reused only under the same key."""
+    weights = None
+    if route.name == "llm" and base:
+        weights = model_fingerprint(base)
+    elif route.name == "reader":
+        root = svc.home.reader_models
+        weights = [(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
+                   for p in sorted(root.glob("*/final/*")) if p.is_file()]
+    return digest([route.name, route.model, route.options, route.reason, weights, svc.cfg.device,
+                   asdict(svc.cfg.passages), asdict(svc.cfg.grounding)])[:16]
+
+
+def _other_row(q: dict, a, refused: str | None) -> dict:
+    row = {"question_id": q["question_id"], "book": q["document_id"], "word": question_kind(q["question"]).word}
+    if refused is not None:  # no answer: counted as not answered
+        return {**row, "route": "refused", "refused": refused, "reason": refused, "model": "", "answer": None,
+                "found": False, "support": None, "withheld": None, "seconds": 0.0}
+    return {**row, "route": a.route, "reason": a.reason, "model": a.model, "answer": a.answer, "found": bool(a.found),
+            "support": a.support, "withheld": a.withheld, "seconds": a.seconds}
+
+
+def served_other_results(workspace: Path, target: Path, questions: list[dict], llm: str | None = None,
+                         device: str = "auto", progress: bool = True, svc: Service | None = None) -> dict:
+    """What `whoqa ask` serves, judged on target's non-Who questions: each answered by `whoqa.service` as `ask`
+    answers it (the reader or LLM its routing table chooses, never a reader of no passage for a book it did not train
+    on; the answer shown only where a passage sentence holds it, else "not found"), scored against both reference
+    answers with ROUGE-L, METEOR and BLEU-1 (whoqa.core.metrics.text_metrics) over every question (one not answered
+    scores as an empty answer) and over the answered ones only, with their coverage ("answer_coverage": the share
+    answered, neither "not found" nor refused): `other_scores`. Answers are kept per question in target's
+    served/other-<key>.jsonl beside the Who ones, each with the key of its route (`_route_key`): a second run answers
+    again only what its route changed. {} without such questions; a result marked "unavailable" where no reader can
+    serve them (as `ask` says)."""
+    if not questions:
+        return {}
+    svc = svc or served_service(workspace, target, llm, device)
+    base = installed_llm(llm)
+    try:
+        keys = {q["question_id"]: _route_key(svc, svc.route(q["document_id"], q["question"]), base) for q in questions}
+    except FileNotFoundError as e:  # no reader of any kind: `ask` refuses every such question with this line
+        log.warning("non-Who questions not judged: %s", e)
+        return {"served-other": {"system": "served-other", "questions": len(questions), "unavailable": str(e)}}
+    cache = Workspace(target).served / f"other-{digest([model_fingerprint(base) if base else None])[:16]}.jsonl"
+    rows = _served_rows(svc, cache, questions, _other_row, "served answers (non-Who)", progress, keys)
+    routes = sorted({r["route"] for r in rows if r["route"] != "refused"})
+    res = {"system": "served-other:" + "+".join(routes), "route": routes,
+           "reason": next((r["reason"] for r in rows if r["route"] != "refused"), None),
+           "model": next((r["model"] for r in rows if r["route"] != "refused"), None),
+           "books": len({q["document_id"] for q in questions}), "answers_cache": str(cache),
+           "seconds_per_question": round(float(np.mean([r["seconds"] for r in rows])), 3)}
+    res.update(other_scores(rows, [[q["answer1"], q["answer2"]] for q in questions]))
+    res["answers"] = {str(q["question_id"]): r["answer"] if r["found"] else None for q, r in zip(questions, rows)}
+    return {res["system"]: res}
+
+
+def other_scores(rows: list[dict], refs: list[list[str]]) -> dict:
+    """The scores of served non-Who answers (rows as `_other_row`'s, refs each question's reference answers): how
+    many were answered (found: a passage sentence holds the answer) and their share ("answer_coverage", %), how many
+    were withheld as not found or refused; text metrics over every question ("text": one not answered scores as an
+    empty answer) and over the answered ones ("text_answered")."""
+    answered = [i for i, r in enumerate(rows) if r["found"]]
+    return {"questions": len(rows), "answered": len(answered),
+            "answer_coverage": 100 * len(answered) / len(rows) if rows else 0.0,
+            "not_found": sum(1 for r in rows if r["route"] != "refused" and not r["found"]),
+            "refused": sum(1 for r in rows if r["route"] == "refused"),
+            "routes": {k: sum(1 for r in rows if r["route"] == k) for k in sorted({r["route"] for r in rows})},
+            "text": text_metrics([r["answer"] if r["found"] else "" for r in rows], refs) if rows else {"n": 0},
+            "text_answered": text_metrics([rows[i]["answer"] for i in answered], [refs[i] for i in answered])
+            if answered else {"n": 0}}
+
+
+def format_other(results: dict) -> str:
+    """The non-Who questions' table: coverage, and ROUGE-L / METEOR / BLEU-1 over every question (not answered:
+    an empty answer) and over the answered ones."""
+    lines = []
+    for name, r in results.items():
+        if r.get("unavailable"):
+            lines.append(f"Non-Who questions: {r['questions']}, not judged: {r['unavailable']}")
+            continue
+        t, a = r["text"], r["text_answered"]
+        lines += [f"Non-Who questions, served as `ask` serves them: {r['questions']} questions, {r['books']} books "
+                  f"({', '.join(f'{k} {v}' for k, v in r['routes'].items())})",
+                  f"{'system':<24}{'answered':>10}{'ROUGE-L':>9}{'METEOR':>8}{'BLEU-1':>8}   over answered:"
+                  f"{'ROUGE-L':>9}{'METEOR':>8}{'BLEU-1':>8}",
+                  f"{name:<24}{r['answer_coverage']:>9.1f}%{t['rouge_l']:>9.2f}{t['meteor']:>8.2f}{t['bleu_1']:>8.2f}"
+                  f"{'':>17}" + (f"{a['rouge_l']:>9.2f}{a['meteor']:>8.2f}{a['bleu_1']:>8.2f}" if a["n"] else
+                                 f"{'-':>9}{'-':>8}{'-':>8}")]
+    return "\n".join(lines)
 
 
 def final_models(workspace: Path) -> list[Path]:

@@ -240,7 +240,7 @@ class Service(BookIntake):
         model = model or self.cfg.reader_model
         if model not in self._readers:
             self.stages.stage("loading the reader")
-            self._readers[model] = ReaderAsker(self.ws, model, device=self.cfg.device)
+            self._readers[model] = ReaderAsker(self.home, model, device=self.cfg.device)  # the models that serve
         reader = self._readers[model]
         got = reader.ask(book_id, question, opened)
         # what it read (the stored contexts' recipe it trained on); a reader of no passage: the book's best passages

@@ -263,7 +263,8 @@ class RoutingTable:
         if fid is not None and (llm is None or fid.score is not None and fid.score > (rouge or 0.0)):
             return Route("reader", f"FiD reader {fid.name}: " + (f"its cross-validated ROUGE-L {fid.score:.2f} beats "
                                                                  f"{llm}'s {rouge}" if llm else
-                                                                 "no local LLM installed") + unmet)
+                                                                 "no local LLM installed") + unmet,
+                         fid.name)  # the reader chosen here serves (for another book: one of its passages)
         if llm is None:
             raise FileNotFoundError("no reader for a question that is not about a character: train one (`whoqa reader "
                                     "train --final`) or " + ("answer with the local LLM (without --llm none)"
