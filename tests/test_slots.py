@@ -133,3 +133,14 @@ def test_whoqa_slots_trains_the_network_ask_scores_any_book_with(mini_data, dd_w
     for c, v in scores.items():  # the members' mean log-probability
         assert abs(v - (alone[0][c] + alone[1][c]) / 2) < 1e-5
     assert (dd_ws / "models" / "slots" / "model.pt.sha256").is_file()  # `whoqa check` verifies it
+    # the served feature ranker with the network feature reads these scores (and refuses to rank without them)
+    from whoqa.ranker.model import FeatureRanker
+    from whoqa.ranker.serve import rank
+    only_network = FeatureRanker([0.0, 0.0, 0.0, 1.0], [], features={"stage1": ["book_share", "context_mentions",
+                                                                               "named", "network"], "stage2": []})
+    wins = [[0, len(book.sentences) - 1, 1.0]]  # (first sentence, last, score): the whole book, as scored above
+    spans = name_spans(question, AliasIndex(book.characters))
+    got = rank(only_network, (book, None, None), question, spans, wins, network=scorer)
+    assert got.ids[0] == max(scores, key=scores.get)  # the network's first choice
+    with pytest.raises(FileNotFoundError, match="whoqa slots train --final"):
+        rank(only_network, (book, None, None), question, spans, wins)

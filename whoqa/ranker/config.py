@@ -33,7 +33,8 @@ class RerankConfig:
     cast: bool = False  # the feature ranker's candidates: every character cluster (what serves: measured best with
     #                     the LLM), or the book's cast (--cast: people, a person's clusters merged)
     stage1: str = "book_share,context_mentions,named"  # its features, comma-separated (whoqa.ranker.features; "all":
-    #                     the registry's every one, the syntax features included)
+    #                     every one the book gives, the syntax features included; "network", the slot network's
+    #                     held-out scores, is named on its own after `whoqa slots train`)
     max_eval_samples: int | None = None  # debug: the first N questions
 
 

@@ -56,6 +56,8 @@ FEATURES: dict[str, Callable[[Inputs], np.ndarray]] = {
     "network": lambda i: i.network,
 }
 STAGE1 = tuple(FEATURES)  # every feature the registry computes; a fit uses these or some of them (its own list)
+FROM_BOOK = tuple(f for f in STAGE1 if f != "network")  # what the book and question alone give ("--stage1 all"); the
+#   network's needs a trained slot network (`whoqa slots train`)
 SERVED = ("book_share", "context_mentions", "named")  # the served fit's, with every cluster a candidate: measured
 #   best with the LLM (docs/who-ranker.md#a-cast-of-people-and-the-questions-syntax-issue-51)
 STAGE2 = SERVED + ("llm",)

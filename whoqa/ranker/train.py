@@ -21,7 +21,7 @@ from whoqa.core.runs import RunName
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.config import RerankConfig
-from whoqa.ranker.features import CONTEXT_SENTENCES, STAGE1, answer_ids, book_features, book_frequency, columns
+from whoqa.ranker.features import CONTEXT_SENTENCES, FROM_BOOK, STAGE1, answer_ids, book_features, book_frequency, columns
 from whoqa.ranker.model import LLM_FEATURES, SELECT, fit, fit_ranker, select_llm_features
 from whoqa.ranker.scores import NameScores, rerank_dir
 from whoqa.retrieval.contexts import load_contexts, question_context
@@ -53,7 +53,7 @@ def stage1_features(names: str) -> tuple[str, ...]:
     """--stage1 as the registry's feature names in its order (all of them for "all"); an unknown name is a
     ValueError."""
     if names == "all":
-        return STAGE1
+        return FROM_BOOK
     wanted = [n.strip() for n in names.split(",") if n.strip()]
     unknown = [n for n in wanted if n not in STAGE1]
     if unknown or not wanted:

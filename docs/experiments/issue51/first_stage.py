@@ -22,12 +22,12 @@ from whoqa.core.calibration import ece
 from whoqa.core.metrics import paired_book_bootstrap, rank_of_first_correct
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.rerank import book_fold_candidates, question_features
-from whoqa.ranker.features import STAGE1, columns
+from whoqa.ranker.features import FROM_BOOK, columns
 from whoqa.ranker.model import fit, softmax
 
 OLD = ("book_share", "context_mentions", "named")
-ARMS = {"today (3 features, every cluster)": (False, OLD), "+ cast": (True, OLD), "+ syntax": (False, STAGE1),
-        "+ cast + syntax": (True, STAGE1)}
+ARMS = {"today (3 features, every cluster)": (False, OLD), "+ cast": (True, OLD), "+ syntax": (False, FROM_BOOK),
+        "+ cast + syntax": (True, FROM_BOOK)}
 BASE = "today (3 features, every cluster)"
 
 

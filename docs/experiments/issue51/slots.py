@@ -22,25 +22,14 @@ from whoqa.core.calibration import ece
 from whoqa.core.metrics import paired_book_bootstrap, rank_of_first_correct
 from whoqa.core.workspace import Workspace
 from whoqa.memnet import slot_train as st
-from whoqa.ranker.features import STAGE1, columns
+from whoqa.ranker.features import FROM_BOOK, columns
 from whoqa.ranker.model import fit, softmax
 from whoqa.ranker.train import book_fold_candidates, question_features
 
 OLD = columns(("book_share", "context_mentions", "named"))
-ALL = columns(STAGE1)
+ALL = columns(FROM_BOOK)
+NET = columns(("network",))
 BASE = "today (3 features)"
-
-
-def with_slots(rows: list[dict], cv: dict) -> list[dict]:
-    """Each row's features with the network's held-out log-probability of each candidate as one more column (a
-    candidate it never scored, or a question it did not answer: the lowest it gave)."""
-    out = []
-    for r in rows:
-        lp = (cv.get(str(r["question_id"])) or {}).get("logp", {})
-        low = min(lp.values()) if lp else 0.0
-        col = np.array([[lp.get(str(i), lp.get(i, low))] for i in r["ids"]])
-        out.append({**r, "x": np.hstack([r["x"], col])})
-    return out
 
 
 def judge(rows: list[dict], cols: list[int]) -> list[dict]:
@@ -85,24 +74,25 @@ def main() -> None:
     a = ap.parse_args()
     ws = Workspace(a.workspace)
     a.out.mkdir(parents=True, exist_ok=True)
-    rows = question_features(ws, book_fold_candidates(ws, 10, a.seeds[0]), cast=False)
-    results = {}
+    results, n_questions = {}, 0
+    zpath = a.out / "slots_zero_shot.json"
+    if not zpath.is_file():  # the pretrained network alone, no Who question trained on (the same for every seed)
+        st.book_cv(ws, a.pretrained, st.SlotTuneConfig(epochs=0, trials=1), 10, a.seeds[0], out=zpath)
+    zero = json.loads(zpath.read_text())["questions"]
     for seed in a.seeds:
         path = a.out / f"slots_cv_seed{seed}.json"
         if not path.is_file():
             st.book_cv(ws, a.pretrained, st.SlotTuneConfig(epochs=a.epochs, trials=a.trials), 10, seed, out=path)
         cv = json.loads(path.read_text())["questions"]
-        zpath = a.out / "slots_zero_shot.json"
-        if not zpath.is_file():
-            st.book_cv(ws, a.pretrained, st.SlotTuneConfig(epochs=0, trials=1), 10, seed, out=zpath)
-        zero = json.loads(zpath.read_text())["questions"]
-        fold_of = {c["question_id"]: c["fold"] for c in book_fold_candidates(ws, 10, seed)}
-        seeded = with_slots([{**r, "fold": fold_of[r["question_id"]]} for r in rows], cv)
-        n = seeded[0]["x"].shape[1] - 1
-        results[seed] = {BASE: judge(seeded, OLD), "+ syntax": judge(seeded, ALL),
-                         "slots network alone": alone(seeded, cv), "slots zero-shot (no Who training)":
-                             alone(seeded, zero), "3 features + slots": judge(seeded, OLD + [n]),
-                         "5 features + slots": judge(seeded, ALL + [n])}
+        folds = book_fold_candidates(ws, 10, seed)
+        assert all(cv[str(c["question_id"])]["fold"] == c["fold"] for c in folds), "the network's folds differ"
+        # the served code path: the network's held-out scores enter as the registry's "network" feature
+        rows = question_features(ws, folds, cast=False, network={q: r["logp"] for q, r in cv.items()})
+        n_questions = len(rows)
+        results[seed] = {BASE: judge(rows, OLD), "+ syntax": judge(rows, ALL),
+                         "slots network alone": alone(rows, cv), "slots zero-shot (no Who training)":
+                             alone(rows, zero), "3 features + network": judge(rows, OLD + NET),
+                         "5 features + network": judge(rows, ALL + NET)}
     table = {}
     for arm in results[a.seeds[0]]:
         per_seed = [scores(results[s][arm]) for s in a.seeds]
@@ -119,7 +109,7 @@ def main() -> None:
             [x["book"] for x in first], ("p@1", "p@5", "mrr"), 2000, 13)
         row["per_seed"] = per_seed
         table[arm] = row
-    (a.out / "slots.json").write_text(json.dumps({"questions": len(rows), "seeds": a.seeds, "arms": table}, indent=1))
+    (a.out / "slots.json").write_text(json.dumps({"questions": n_questions, "seeds": a.seeds, "arms": table}, indent=1))
     with gzip.open(a.out / "slots_ranks.jsonl.gz", "wt") as f:
         for s in a.seeds:
             for arm, judged in results[s].items():
