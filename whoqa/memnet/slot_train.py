@@ -55,6 +55,7 @@ class SlotTuneConfig:
     decay_every: int = 2
     batch_size: int = 32
     memories: int = 100  # the question's BM25F context (top 20 windows of 5)
+    output_lr: float = 0.1  # the output layer's feature weights (as the memory network's salience_lr)
     trials: int = 3
     seed: int = SEED
     threads: int = 1
@@ -130,11 +131,14 @@ def book_batches(examples: list[SlotExample], batch_size: int, rng: random.Rando
 
 def fit(model: SlotMemNet, examples: list[SlotExample], books: dict[str, SlotBook], memories: int, epochs: int,
         lr: float, batch_size: int, seed: int, decay: float = 1.0, decay_every: int = 1,
-        progress: bool = False, one_book: bool = False) -> list[float]:
+        progress: bool = False, one_book: bool = False, output_lr: float | None = None) -> list[float]:
     """Adam on the NLL of the right characters, slots drawn afresh for every example of every epoch; batches of one
-    book each with `one_book` (`book_batches`: pretraining's many books), else of any books."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=lr)
+    book each with `one_book` (`book_batches`: pretraining's many books), else of any books. The output layer's
+    feature weights learn at their own rate (`output_lr`, default lr): a few scalars that must reach the logits' scale
+    in a few hundred steps."""
+    out = [p for n, p in model.named_parameters() if p.requires_grad and n == "output_w"]
+    params = [p for n, p in model.named_parameters() if p.requires_grad and n != "output_w"]
+    opt = torch.optim.Adam([{"params": params}, {"params": out, "lr": output_lr or lr}], lr=lr)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=decay_every, gamma=decay)
     shuffle, rng = random.Random(seed), np.random.default_rng(seed)
     device, history = model.C.weight.device, []
@@ -271,7 +275,7 @@ def _book_cv(workspace: Path, pretrained: Path, cfg: SlotTuneConfig, folds: int,
             set_seed(seed)
             model = load(pretrained)[0][0]
             fit(model, train, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed, cfg.decay,
-                cfg.decay_every)
+                cfg.decay_every, output_lr=cfg.output_lr)
             for acc, lp in zip(summed, predict(model, test, books, cfg.memories)):
                 for c, v in lp.items():
                     acc[c] = acc.get(c, 0.0) + v / cfg.trials
@@ -302,7 +306,7 @@ def final(workspace: Path, pretrained: Path, out: Path, cfg: SlotTuneConfig, pro
             set_seed(seed)
             model = load(pretrained)[0][0]
             losses.append(fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed,
-                              cfg.decay, cfg.decay_every)[-1])
+                              cfg.decay, cfg.decay_every, output_lr=cfg.output_lr)[-1])
             models.append(model)
         record = {"tune": asdict(cfg), "pretrained": str(pretrained), "questions": len(examples),
                   "books": sorted(books), "final_losses": losses}
