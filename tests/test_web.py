@@ -276,3 +276,166 @@ def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
         server.should_exit = True
         thread.join(timeout=10)
     assert (tmp_path / "page.png").stat().st_size > 10_000
+
+
+@pytest.fixture(scope="module")
+def _chapters(tmp_path_factory):
+    """A workspace holding test_first_use's two-chapter story, processed as an upload is: Jacob first appears in
+    Chapter II, Anna and Tom in both chapters."""
+    from typer.testing import CliRunner
+    from cli import app
+    from tests.test_first_use import CHAPTERS
+    root = tmp_path_factory.mktemp("chapters")
+    (root / "chapters.txt").write_text(CHAPTERS)
+    r = CliRunner().invoke(app, ["prepare", "--workspace", str(root / "ws"), "--text", str(root / "chapters.txt")])
+    assert r.exit_code == 0, r.output
+    (book,) = [p.name for p in (root / "ws" / "books").iterdir()]
+    return root / "ws", book
+
+
+@pytest.fixture
+def chapters(_chapters, tmp_path):
+    ws, book = _chapters
+    shutil.copytree(ws, tmp_path / "ws")
+    return tmp_path / "ws", book
+
+
+def _chapter_two(ws, book_id) -> int:
+    """The id of the sentence "CHAPTER II" (found in the book's own text, not by Book.cut): what is read up to it."""
+    from whoqa.core.book import Book
+    book = Book.load(ws / "books" / book_id, book_id)
+    (sid,) = [s for s in range(len(book.sentences)) if book.sentence_text(s)[0] == "CHAPTER II"]
+    return sid
+
+
+def test_the_cast_read_up_to_a_point_has_no_one_who_appears_later(chapters):
+    """Issue 54, no spoilers in the cast: with ?upto= (as ask's), Jacob, first named in Chapter II, is not in the
+    cast, nor can his page be opened; Anna and Tom are counted by their mentions before the cut, spread over the tenths
+    of the part read. Without it (or with an empty one) the whole book's cast, as before."""
+    from whoqa.core.book import Book
+    ws, b = chapters
+    c, cut = client(ws, llm="none"), _chapter_two(ws, b)
+    whole = c.get(f"/api/books/{b}/characters").json()
+    jacob = next(x["id"] for x in whole if x["name"].startswith("Jacob"))
+    assert c.get(f"/api/books/{b}/characters/{jacob}").status_code == 200
+    assert c.get(f"/api/books/{b}/characters", params={"upto": ""}).content == \
+        c.get(f"/api/books/{b}/characters").content
+    book = Book.load(ws / "books" / b, b)
+    for upto in ("Chapter 2", "CHAPTER II", "50%"):
+        page = c.get(f"/api/books/{b}", params={"upto": upto}).json()
+        assert page["upto"] == {"spec": upto, "sentences": cut, "of": len(book.sentences)}
+        cast = c.get(f"/api/books/{b}/characters", params={"upto": upto}).json()
+        assert page["cast"] == cast and cast
+        assert all("Jacob" not in x["name"] and not any("Jacob" in a for a in x["aliases"]) for x in cast), cast
+        r = c.get(f"/api/books/{b}/characters/{jacob}", params={"upto": upto})
+        assert r.status_code == 404 and "Jacob" not in r.text
+        for x in cast:
+            before = sum(1 for m in book.mentions if m.char_id == x["id"] and book.tokens[m.end].sentence < cut)
+            after = next(w["mentions"] for w in whole if w["id"] == x["id"])
+            assert x["mentions"] == before == sum(x["per_tenth"]) and 0 < before < after, (x, after)
+            assert any(x["per_tenth"][5:]), x  # over the part read: with the whole book's tenths, all in its first half
+    assert {x["name"] for x in cast} == {"Anna", "Tom"}
+    full = c.get(f"/api/books/{b}/characters", params={"upto": "100%"})
+    assert full.content == c.get(f"/api/books/{b}/characters").content  # the whole book read: the whole cast
+
+
+def test_a_characters_mentions_read_up_to_a_point_are_all_before_it(chapters):
+    ws, b = chapters
+    c, cut = client(ws, llm="none"), _chapter_two(ws, b)
+    anna = next(x["id"] for x in c.get(f"/api/books/{b}/characters").json() if x["name"] == "Anna")
+    whole = c.get(f"/api/books/{b}/characters/{anna}").json()
+    assert any(x["sentence"] >= cut for x in whole["contexts"])  # she is in Chapter II too
+    one = c.get(f"/api/books/{b}/characters/{anna}", params={"upto": "Chapter 2"}).json()
+    assert one["upto"] == {"spec": "Chapter 2", "sentences": cut, "of": whole["contexts"][-1]["sentence"] + 1}
+    assert one["contexts"] and all(x["sentence"] < cut for x in one["contexts"])
+    assert [x for x in whole["contexts"] if x["sentence"] < cut] == one["contexts"]
+    assert one["sentences_with_mentions"] == len(one["contexts"]) < whole["sentences_with_mentions"]
+    assert "Jacob" not in json.dumps(one) and one["mentions"] < whole["mentions"]
+
+
+def test_served_read_only_without_an_index_the_cast_is_cut_too(chapters):
+    """A read-only workspace whose book has no index (answers say so) still serves the cast, cut the same way."""
+    ws, b = chapters
+    served = shutil.copytree(ws, ws.parent / "served")  # (a workspace served read-only stays so in this process)
+    ro = client(ws, read_only=True)
+    cut = {p: ro.get(f"/api/books/{b}{p}", params={"upto": "Chapter 2"}) for p in ("", "/characters", "/characters/1")}
+    assert not (ws / "index").exists() and all(r.status_code == 200 for r in cut.values())
+    assert "Jacob" not in cut[""].text and "Jacob" in ro.get(f"/api/books/{b}").text
+    for p, r in cut.items():  # as a workspace served to write cuts it (ask's own cut book, beside its index)
+        assert r.content == client(served).get(f"/api/books/{b}{p}", params={"upto": "Chapter 2"}).content, p
+    assert (served / "index").is_dir()
+
+
+def test_a_bad_upto_for_the_cast_is_asks_one_line_400(chapters):
+    ws, b = chapters
+    c = client(ws, llm="none")
+    anna = c.get(f"/api/books/{b}/characters").json()[0]["id"]
+    for upto, why in (("Chapter 9", "no line of book"), ("150%", "between 0% and 100%"), ("  ", "needs a share")):
+        ask = c.post(f"/api/books/{b}/ask", json={"question": "Who lit the lamp?", "upto": upto})
+        assert ask.status_code == 400 and why in ask.json()["error"], ask.text
+        for path in (f"/api/books/{b}", f"/api/books/{b}/characters", f"/api/books/{b}/characters/{anna}"):
+            r = c.get(path, params={"upto": upto})
+            assert (r.status_code, r.json()) == (400, ask.json()) and "\n" not in r.json()["error"], (path, r.text)
+
+
+def test_the_page_reads_the_cast_up_to_a_point_in_a_real_browser(chapters):
+    """The page's "read up to" field: Enter there (no question) draws the cast again up to it with a note saying so,
+    without Jacob; the address and the character links keep it (the answer's links too), and so does the way back; a
+    bad one is its line, and an empty one the whole cast again."""
+    browser_path = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: the browser test "
+                                                                 "is skipped")
+    if not browser_path:
+        pytest.skip("no Chromium on this machine (apt-get install chromium): the browser test is skipped")
+    import uvicorn
+    ws, b = chapters
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(ServeConfig(workspace=str(ws), port=port, llm="none")),
+                                           host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=browser_path, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"])
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/#/book/{b}")
+            page.wait_for_selector("#cast")
+            assert "Jacob" in page.inner_text("#cast") and page.locator("#cast-note").count() == 0
+            page.fill("#upto", "Chapter 2")
+            page.press("#upto", "Enter")
+            page.wait_for_selector("#cast-note")
+            assert "As of Chapter 2" in page.inner_text("#cast-note") and "Jacob" not in page.inner_text("#cast")
+            assert page.inner_text("#answer") == ""  # no question: only the cast followed the cut
+            assert page.evaluate("location.hash") == f"#/book/{b}?upto=Chapter%202"
+            page.click("#cast a >> text=Anna")
+            page.wait_for_selector("#contexts mark.m")
+            assert page.evaluate("location.hash").endswith("?upto=Chapter%202")
+            assert "As of Chapter 2" in page.inner_text("#cast-note") and "Jacob" not in page.inner_text("#contexts")
+            assert all(h.endswith("?upto=Chapter%202") for h in page.eval_on_selector_all(
+                "#contexts a", "els => els.map(e => e.getAttribute('href'))"))
+            page.click("#back")
+            page.wait_for_selector("#cast-note")
+            assert page.input_value("#upto") == "Chapter 2" and "Jacob" not in page.inner_text("#cast")
+            page.fill("#question", "Who rowed to the village for bread?")
+            page.click("#ask button")  # answered up to the cut, its mentions linked to the cast up to it
+            page.wait_for_selector("#evidence mark.m")
+            links = page.eval_on_selector_all("#answer a[href*='/char/']",
+                                              "els => els.map(e => e.getAttribute('href'))")
+            assert links and all(h.endswith("?upto=Chapter%202") for h in links)
+            assert "Jacob" not in page.inner_text("#answer")
+            page.fill("#upto", "Chapter 9")
+            page.press("#upto", "Enter")
+            page.wait_for_selector("#cast-part .error")
+            assert "no line of book" in page.inner_text("#cast-part") and page.locator("#cast").count() == 0
+            page.fill("#upto", "")
+            page.press("#upto", "Enter")
+            page.wait_for_selector("#cast")
+            assert "Jacob" in page.inner_text("#cast") and page.evaluate("location.hash") == f"#/book/{b}"
+            browser.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -8,6 +8,7 @@ The page (page.html, one file, no build step) uses only the API, which mirrors t
     GET  /api/books/{id}                 one book, with its cast
     GET  /api/books/{id}/characters      the cast: names, aliases, gender, mentions, mentions per tenth of the book
     GET  /api/books/{id}/characters/{c}  one character's mentions in context
+                                         (these three take ?upto= as ask does: the cast of the text before it only)
     POST /api/books/{id}/ask             {"question", "route"?, "upto"?, "html"?} -> `whoqa ask`'s Answer JSON
                                          (whoqa.service; with "html": true, also drawn as the page shows it)
 
@@ -143,16 +144,19 @@ def create_app(cfg: ServeConfig) -> FastAPI:
         return service.job(job_id)
 
     @app.get("/api/books/{book_id}")
-    def book(book_id: str) -> dict:
-        return {**service.summary(book_id), "cast": service.characters(book_id)[:50]}
+    def book(book_id: str, upto: str | None = None) -> dict:
+        """With ?upto= ("40%", "Chapter 12"), the cast as of that point (no spoilers) and where it is cut ("upto")."""
+        out = {**service.summary(book_id), "cast": service.characters(book_id, upto)[:50]}
+        return {**out, "upto": service.cut(book_id, upto)} if upto else out
 
     @app.get("/api/books/{book_id}/characters")
-    def characters(book_id: str) -> list[dict]:
-        return service.characters(book_id)
+    def characters(book_id: str, upto: str | None = None) -> list[dict]:
+        return service.characters(book_id, upto)
 
     @app.get("/api/books/{book_id}/characters/{char_id}")
-    def character(book_id: str, char_id: int) -> dict:
-        return service.character(book_id, char_id)
+    def character(book_id: str, char_id: int, upto: str | None = None) -> dict:
+        out = service.character(book_id, char_id, upto=upto)
+        return {**out, "upto": service.cut(book_id, upto)} if upto else out
 
     @app.post("/api/books/{book_id}/ask")
     def ask(book_id: str, q: Question) -> dict:

@@ -96,11 +96,27 @@ class Service(Uploads):
                 out.append({"id": b, "title": b[:12], "words": 0, "sentences": 0, "characters": 0, "damaged": line})
         return out
 
-    def characters(self, book_id: str) -> list[dict]:
+    def read(self, book_id: str, upto: str | None = None) -> Book:
+        """The book as far as the reader has read it: before `upto` ("40%", "Chapter 12": Book.cut, as `ask` cuts
+        it, so a bad one is ask's one-line ValueError), the whole book without. The cut book is ask's own (kept by
+        the answering service), so the page's cast and its answers know the same characters; served read-only
+        without an index, the book is cut here."""
+        if not upto:
+            return self.book(book_id)
+        book_id = self.book_id(book_id)
+        try:
+            return self.answers.upto(book_id, upto)[0][0]
+        except ReadOnly:
+            book = Book.load(self.ws.books / book_id, book_id)
+            return book.upto(book.cut(upto))
+
+    def characters(self, book_id: str, upto: str | None = None) -> list[dict]:
         """The book's cast (whoqa.ranker.cast): its people, each once (a person's name clusters merged), most
-        mentioned first, with how their mentions spread over the book's tenths."""
+        mentioned first, with how their mentions spread over the book's tenths. With `upto`, the cast of the part
+        read (no spoilers): only who appears before the cut, named and counted as the text there has them, spread
+        over the tenths of that part."""
         from whoqa.ranker.cast import cast_of
-        book = self.book(book_id)
+        book = self.read(book_id, upto)
         cast = cast_of(book)
         n = max(1, len(book.tokens))
         tenths: dict[int, list[int]] = {r: [0] * 10 for r in cast.groups}
@@ -115,16 +131,27 @@ class Service(Uploads):
                            "mentions": sum(book.characters[c].count for c in members), "per_tenth": tenths[r]})
         return sorted(people, key=lambda c: -c["mentions"])
 
-    def character(self, book_id: str, char_id: int, limit: int = 40) -> dict:
+    def character(self, book_id: str, char_id: int, limit: int = 40, upto: str | None = None) -> dict:
+        """One person of the cast and the sentences that mention them; with `upto`, of the part read only (one who
+        appears after the cut is not in its cast: 404)."""
         from whoqa.ranker.cast import cast_of
-        book = self.book(book_id)
-        c = next((x for x in self.characters(book_id) if x["id"] == char_id), None)
+        book = self.read(book_id, upto)
+        c = next((x for x in self.characters(book_id, upto) if x["id"] == char_id), None)
         if c is None:
-            raise ApiError(404, f"book {book_id} has no character {char_id} in its cast")
+            raise ApiError(404, f"book {book_id} has no character {char_id} in its cast"
+                                + (f" up to {upto}" if upto else ""))
         person = cast_of(book).of
         sids = sorted({book.tokens[m.start].sentence for m in book.mentions if person(m.char_id) == char_id})
         return {**c, "sentences_with_mentions": len(sids),
                 "contexts": [{"sentence": s, "segments": sentence_segments(book, s)} for s in sids[:limit]]}
+
+    def cut(self, book_id: str, upto: str | None) -> dict | None:
+        """Where the page's cast is cut, as ask's Answer.upto records it ({"spec", "sentences", "of"}), for the
+        page's "as of ..." note; None without `upto`."""
+        if not upto:
+            return None
+        whole, part = self.book(book_id), self.read(book_id, upto)
+        return {"spec": upto, "sentences": len(part.sentences), "of": len(whole.sentences)}
 
     # --- answers -----------------------------------------------------------------------------------------------
     def ask(self, book_id: str, question: str, route: str = "auto", upto: str | None = None,
