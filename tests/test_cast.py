@@ -65,6 +65,15 @@ def test_a_nickname_joins_the_one_titled_person_it_names():
     assert answer_ids(book, [3]) == [1] and answer_ids(book, [3], cast=False) == [3]
 
 
+def test_a_title_fixes_the_gender_the_cast_shows():
+    chars = {1: Character(1, "Lady Agatha", ["Lady Agatha"], 20, "male"),  # the engine's reading of nearby pronouns
+             2: Character(2, "Lord Fermor", ["Lord Fermor", "Uncle George"], 9, None),
+             3: Character(3, "Sibyl", ["Sibyl", "Sibyl Vane"], 30, "female"),  # no title: the engine's stands
+             4: Character(4, "Mr. Hyde", ["Mr. Hyde", "Mrs. Hyde"], 8, "female")}  # titles that disagree
+    genders = cast_of(Book("b", [], [], [], chars)).genders
+    assert genders == {1: "female", 2: "male", 3: "female", 4: "female"}
+
+
 def test_the_question_frame_inverts_the_artificial_rules():
     f = question_frame("Who swears to kill Dorian if he wrongs his sister?")
     assert f.role == AGENT and {"swear", "kill"} <= f.verbs and "sister" in f.args and "dorian" not in f.args

@@ -44,6 +44,7 @@ class Cast:
     groups: dict[int, list[int]]  # most mentioned first
     names: dict[int, str]  # representative -> its name (no two alike)
     dropped: dict[int, str] = field(default_factory=dict)  # character id -> why it is not a person
+    genders: dict[int, str | None] = field(default_factory=dict)  # representative -> its gender, a title's first
 
     @property
     def people(self) -> list[int]:
@@ -64,6 +65,15 @@ def name_words(name: str) -> list[str]:
     """A name's words without titles: "Lord Henry Wotton" -> ["Henry", "Wotton"]."""
     plain_titles = {_plain(t) for t in TITLES}
     return [w for w in name.replace("'s", "").split() if _plain(w) not in plain_titles and w[:1].isalpha()]
+
+
+def title_gender(aliases: list[str]) -> str | None:
+    """The gender the person's titles give ("Lady Agatha": female; "Lord Fermor": male), None when it has no gendered
+    title or its titles disagree. A title is near-certain where the pronouns near a name are not (the engine called
+    Lady Agatha "male"); coreference keeps its own reading (a title rule there cost LitBank pronoun accuracy)."""
+    said = {"male" if w in MALE_TITLES else "female" for a in aliases for w in a.lower().split()[:1]
+            if w in MALE_TITLES | FEMALE_TITLES}
+    return said.pop() if len(said) == 1 else None
 
 
 def _titled(aliases: list[str]) -> bool:
@@ -193,5 +203,7 @@ def cast_of(book: Book) -> Cast:
         while r in into:  # "Holmes" -> "Holmes" -> "Mr. Holmes"
             r = into[r]
         groups[r].append(m)
-    book._cast = Cast(groups, {r: book.characters[r].name for r in groups}, dropped)
+    genders = {r: title_gender([a for m in ms for a in book.characters[m].aliases]) or book.characters[r].gender
+               for r, ms in groups.items()}
+    book._cast = Cast(groups, {r: book.characters[r].name for r in groups}, dropped, genders)
     return book._cast

@@ -127,7 +127,7 @@ class Service(Uploads):
         people = []
         for r, members in cast.groups.items():
             aliases = list(dict.fromkeys(a for c in members for a in book.characters[c].aliases))
-            people.append({"id": r, "name": cast.names[r], "aliases": aliases, "gender": book.characters[r].gender,
+            people.append({"id": r, "name": cast.names[r], "aliases": aliases, "gender": cast.genders[r],
                            "mentions": sum(book.characters[c].count for c in members), "per_tenth": tenths[r]})
         return sorted(people, key=lambda c: -c["mentions"])
 
