@@ -129,18 +129,3 @@ def test_a_predicted_name_lies_on_a_gold_person_as_litbank_spans_it():
     assert _gold_entity((30, 31), people, words) == "mortimer"  # an apposition follows the name
     assert _gold_entity((40, 41), people, words) is None  # "Holmes 's friend": the name is not the person spanned
     assert _gold_entity((25, 26), people, words) is None
-
-
-def test_two_names_the_book_sets_in_apposition_are_one_person(parsed):
-    b = parsed("Lord Fermor was a genial old bachelor. Uncle George, Lord Fermor, lived in Albany. Dorian went to see "
-               "Uncle George. Lord Fermor laughed at Dorian. Uncle George sat by the fire. Lord Fermor said that Lady "
-               "Agatha was a fool. Uncle George liked Dorian.")
-    fermor = next(c for c, ch in b.characters.items() if ch.name == "Lord Fermor")
-    george = next(c for c, ch in b.characters.items() if ch.name == "Uncle George")
-    cast = cast_of(b)
-    assert cast.of(fermor) == cast.of(george) is not None  # one person, however many clusters the engine made
-    apart = parsed("Lord Fermor was a genial old bachelor. Uncle George lived in Albany. Lord Fermor laughed. "
-                   "Uncle George sat by the fire. Lord Fermor slept. Uncle George smiled.")
-    c2 = cast_of(apart)
-    ids = {ch.name: c for c, ch in apart.characters.items()}
-    assert c2.of(ids["Lord Fermor"]) != c2.of(ids["Uncle George"])  # nothing in this text says they are one

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from whoqa.core.lexicon import gender_table, nicknames
 from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
-from whoqa.core.book import Book, char_token, span_head
+from whoqa.core.book import Book, char_token
 
 DEITIES = {"god", "lord", "heaven", "heavens", "providence", "christ", "jesus", "allah", "jove", "jehovah", "almighty",
            "satan", "devil", "lucifer", "fate", "fortune", "nature"}
@@ -167,11 +167,6 @@ def _merged(book: Book, people: list[int]) -> dict[int, int]:
             by_name[key] = cid
     table = nicknames()
     titled = [cid for cid in people if cid not in into and _titled(chars[cid].aliases)]
-    for a, b in _apposed(book, people):  # "Uncle George, Lord Fermor, ...": the book says they are one
-        ra, rb = _root(into, a), _root(into, b)
-        if ra != rb and not _genders_clash(chars[ra].aliases, chars[rb].aliases):
-            keep, gone = sorted((ra, rb), key=lambda c: (-chars[c].count, c))
-            into[gone] = keep
     for cid in people:
         if cid in into or _titled(chars[cid].aliases):
             continue
@@ -184,33 +179,6 @@ def _merged(book: Book, people: list[int]) -> dict[int, int]:
         if len(bearers) == 1 and chars[bearers[0]].count > chars[cid].count:  # (a bigger one is someone else)
             into[cid] = bearers[0]
     return into
-
-
-def _root(into: dict[int, int], c: int) -> int:
-    while c in into:
-        c = into[c]
-    return c
-
-
-def _genders_clash(a: list[str], b: list[str]) -> bool:
-    ga, gb = title_gender(a), title_gender(b)
-    return ga is not None and gb is not None and ga != gb
-
-
-def _apposed(book: Book, people: list[int]) -> list[tuple[int, int]]:
-    """Pairs of people whose proper names the book sets in apposition ("Uncle George, Lord Fermor, lived ..."):
-    a proper mention whose head is an apposition to a word of another person's proper mention."""
-    keep = set(people)
-    proper_at = {i: m.char_id for m in book.mentions if m.prop == "PROP" for i in range(m.start, m.end + 1)}
-    pairs = []
-    for m in book.mentions:
-        if m.prop != "PROP" or m.char_id not in keep:
-            continue
-        head = book.tokens[span_head(book.tokens, m.start, m.end)]
-        other = proper_at.get(head.head) if head.dep == "appos" else None
-        if other is not None and other != m.char_id and other in keep:
-            pairs.append((m.char_id, other))
-    return sorted(set(pairs))
 
 
 def cast_of(book: Book) -> Cast:
