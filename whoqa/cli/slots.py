@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from whoqa.cli.util import option, stage
+from whoqa.cli.util import DEVICE_HELP, option, stage
 from whoqa.memnet.slot_train import FINAL, PRETRAINED, SlotPretrainConfig, SlotTuneConfig
 from whoqa.ranker.config import RerankConfig
 
@@ -26,6 +26,7 @@ def pretrain_cmd(
     hops: int = option(SlotPretrainConfig, "hops", help="Memory hops."),
     slots: int = option(SlotPretrainConfig, "slots", help="Anonymous slots per question."),
     seed: int = option(SlotPretrainConfig, "seed", help="Seed."),
+    device: str = option(SlotPretrainConfig, "device", help=f"Where it trains: {DEVICE_HELP}."),
     exclude: Optional[list[str]] = typer.Option(None, help="Books whose artificial questions stay out (e.g. the "
                                                            "books it will be judged on)."),
     exclude_who: bool = typer.Option(True, help="Leave out the artificial questions of every book with Who "
@@ -39,7 +40,7 @@ def pretrain_cmd(
     if exclude_who:
         left_out |= set(stage(load_who_set, Workspace(workspace))[0])
     cfg = SlotPretrainConfig(epochs=epochs, fraction=fraction, lr=lr, batch_size=batch_size, hops=hops, slots=slots,
-                             seed=seed)
+                             seed=seed, device=device)
     rec = stage(pretrain, workspace, Workspace(workspace).models / PRETRAINED, cfg, left_out)
     typer.echo(f"pretrained on {rec['questions']:,} artificial questions of {len(rec['books'])} books "
                f"({len(rec['excluded'])} left out) in {rec['seconds']:.0f} s: loss {rec['losses'][-1]:.4f}")
@@ -56,6 +57,7 @@ def train_cmd(
     trials: int = option(SlotTuneConfig, "trials", help="Models per fold (their log-probabilities averaged)."),
     memories: int = option(SlotTuneConfig, "memories", help="Context sentences read."),
     seed: int = option(SlotTuneConfig, "seed", help="Seed of the trials."),
+    device: str = option(SlotTuneConfig, "device", help=f"Where it trains: {DEVICE_HELP}."),
     final: bool = typer.Option(False, help="Instead: the models `ask` uses, on every Who question -> "
                                            "WS/models/slots/."),
 ):
@@ -64,7 +66,7 @@ def train_cmd(
     from whoqa.core.workspace import Workspace
     from whoqa.memnet import slot_train
     ws = Workspace(workspace)
-    cfg = SlotTuneConfig(epochs=epochs, lr=lr, trials=trials, memories=memories, seed=seed)
+    cfg = SlotTuneConfig(epochs=epochs, lr=lr, trials=trials, memories=memories, seed=seed, device=device)
     if final:
         rec = stage(slot_train.final, workspace, ws.models / PRETRAINED, ws.models / FINAL, cfg)
         typer.echo(f"{rec['questions']} Who questions, {cfg.trials} models -> {ws.models / FINAL}")

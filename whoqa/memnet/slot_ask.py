@@ -21,7 +21,7 @@ KEEP_BOOKS = 4  # books whose arrays stay in memory (a chat reads one)
 class SlotScorer:
     """A trained slot network (a folder `slot_train.save` wrote); `scores` gives each character's log-probability."""
 
-    def __init__(self, folder: Path, device: str = "cpu", threads: int = 1):
+    def __init__(self, folder: Path, device: str = "auto", threads: int = 1):
         self.folder, self.threads = Path(folder), threads
         with intra_op_threads(threads):
             self.models, self.vocab = load(self.folder, device)

@@ -20,6 +20,7 @@ from whoqa.core.files import atomic_write
 from whoqa.core.folds import who_book_folds
 from whoqa.core.metrics import ranking_metrics
 from whoqa.core.numerics import intra_op_threads
+from whoqa.core.device import resolve_device
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.seed import SEED, set_seed
 from whoqa.core.store import load_vectors, load_who_set, read_artificial
@@ -43,6 +44,7 @@ class SlotPretrainConfig:
     hops: int = 3
     slots: int = 128
     seed: int = SEED
+    device: str = "auto"  # auto | cpu | cuda[:N] (whoqa.core.device)
     threads: int = 1  # torch intra-op threads: results depend on them (whoqa.core.numerics); more threads than
     # free cores slow these small products ten-fold
 
@@ -58,6 +60,7 @@ class SlotTuneConfig:
     output_lr: float = 0.1  # the output layer's feature weights (as the memory network's salience_lr)
     trials: int = 3
     seed: int = SEED
+    device: str = "auto"
     threads: int = 1
 
 
@@ -201,9 +204,9 @@ def save(models: list[SlotMemNet], folder: Path, vocab: WordVocab, record: dict)
                                                    indent=1))
 
 
-def load(folder: Path, device: str = "cpu") -> tuple[list[SlotMemNet], WordVocab]:
-    """The models of a folder `save` wrote (one, or an ensemble's members) and their word vocabulary."""
-    folder = Path(folder)
+def load(folder: Path, device: str = "auto") -> tuple[list[SlotMemNet], WordVocab]:
+    """The models of a folder `save` wrote (one, or an ensemble's members) on `device`, and their word vocabulary."""
+    folder, device = Path(folder), resolve_device(device)
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{folder} holds no slot network: make it with `whoqa slots pretrain` or `whoqa slots "
                                 f"train --final`")
@@ -236,7 +239,7 @@ def _pretrain(workspace: Path, out: Path, cfg: SlotPretrainConfig, exclude: set[
     ids = [b for b in ids if b not in exclude and (ws.books / b).is_dir()]
     books = load_books(ws, ids, vocab, progress)
     examples = artificial_examples(ws, books, vocab, cfg.fraction, cfg.seed)
-    model = SlotMemNet(vocab.matrix, SlotConfig(hops=cfg.hops, slots=cfg.slots))
+    model = SlotMemNet(vocab.matrix, SlotConfig(hops=cfg.hops, slots=cfg.slots)).to(resolve_device(cfg.device))
     t0 = time.perf_counter()
     losses = fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, cfg.seed,
                  progress=progress, one_book=True)
@@ -273,7 +276,7 @@ def _book_cv(workspace: Path, pretrained: Path, cfg: SlotTuneConfig, folds: int,
         for t in range(cfg.trials):
             seed = cfg.seed + 1000 * t + k
             set_seed(seed)
-            model = load(pretrained)[0][0]
+            model = load(pretrained, cfg.device)[0][0]
             fit(model, train, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed, cfg.decay,
                 cfg.decay_every, output_lr=cfg.output_lr)
             for acc, lp in zip(summed, predict(model, test, books, cfg.memories)):
@@ -304,7 +307,7 @@ def final(workspace: Path, pretrained: Path, out: Path, cfg: SlotTuneConfig, pro
         for t in progress_bar(range(cfg.trials), desc="slot network, final", unit="model", progress=progress):
             seed = cfg.seed + 1000 * t
             set_seed(seed)
-            model = load(pretrained)[0][0]
+            model = load(pretrained, cfg.device)[0][0]
             losses.append(fit(model, examples, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed,
                               cfg.decay, cfg.decay_every, output_lr=cfg.output_lr)[-1])
             models.append(model)

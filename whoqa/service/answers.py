@@ -63,7 +63,7 @@ class Service(BookIntake):
             from whoqa.memnet.slot_ask import SlotScorer
             from whoqa.memnet.slot_train import FINAL
             self.stages.stage("loading the memory network")
-            self._slots = SlotScorer(self.home.models / FINAL, "cpu" if self.cfg.device == "auto" else self.cfg.device)
+            self._slots = SlotScorer(self.home.models / FINAL, self.cfg.device)
         return self._slots
 
     def llm(self, base: str, scores: bool, cfg: LLMConfig | None = None):
