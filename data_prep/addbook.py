@@ -24,12 +24,14 @@ from whoqa.core.workspace import Workspace, locked
 log = logging.getLogger(__name__)
 
 
-def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = None, stages=None) -> str:
+def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = None, stages=None,
+             parse_processes: int | None = None) -> str:
     """Prepare a book file (plain text, EPUB or HTML; a Project Gutenberg header and licence removed when present) into the workspace, made
     by the engine its `prepare` recorded (unless `engine` is given), and fold it into the word vectors if the
     workspace has any; returns its id. A text in which the engine finds no person is refused (DataError) and leaves
     nothing behind: whoqa answers with a book's characters. `timings`, if given, receives the seconds of each part
-    (engine, fold_in); `stages` (whoqa.core.progress.Stages), if given, shows which part runs."""
+    (engine, fold_in); `stages` (whoqa.core.progress.Stages), if given, shows which part runs; `parse_processes`
+    (None: PrepareConfig's default) parses the book across that many processes."""
     from whoqa.core.progress import Stages
     timings = {} if timings is None else timings
     stages = stages or Stages()
@@ -44,7 +46,7 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
         folder = ws.books / book_id
         new = not is_done(folder, book_id)
         try:
-            _add_text(ws, path, body, book_id, engine, timings, t0, stages)
+            _add_text(ws, path, body, book_id, engine, timings, t0, stages, parse_processes)
         except BaseException:  # a later step failed (vectors, questions): no half-made book is left in books/
             if new:
                 forget_derived(ws, book_id)
@@ -52,14 +54,15 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
     return book_id
 
 
-def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timings: dict, t0: float, stages) -> None:
+def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timings: dict, t0: float, stages,
+              parse_processes: int | None = None) -> None:
     """add_text's steps, under the workspace lock: the book made by the engine, folded in, then listed."""
     folder = ws.books / book_id
     if not is_done(folder, book_id):
         identity = None
         if engine is None:
             stages.stage("loading the language parser")
-            engine, identity = recorded_engine(ws)
+            engine, identity = recorded_engine(ws, parse_processes)
         if not hash_seed_fixed():
             log.warning("this Python hashes strings at random (PYTHONHASHSEED unset): book %s may get other "
                         "characters than `whoqa prepare` would give it; start Python with PYTHONHASHSEED=0",

@@ -53,7 +53,7 @@ def _spacy(cfg, resolver_entry) -> object:
     from data_prep.coref_learn import learned_weights
     from data_prep.engine_spacy import SpacyEngine
     return SpacyEngine(weights=learned_weights(Path(cfg.coref_weights)) if cfg.coref_weights else None,
-                       resolver=resolver_entry.make, resolver_name=cfg.resolver)
+                       resolver=resolver_entry.make, resolver_name=cfg.resolver, processes=cfg.parse_processes)
 
 
 def _booknlp(cfg, resolver_entry) -> object:

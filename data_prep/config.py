@@ -17,6 +17,8 @@ class PrepareConfig:
     engine: str = "spacy"  # a name of data_prep.components.ENGINES
     resolver: str = "rules"  # the spacy engine's pronoun resolver: a name of data_prep.components.RESOLVERS
     jobs: int = field(default_factory=default_jobs)  # books processed in parallel processes
+    parse_processes: int = 0  # the spacy engine's parse of one book, across this many processes (0: auto, one per
+    #                           core for a long book that no other book's process shares them with; the same result)
     unlabeled: bool = True  # also books-unlabeled/ (artificial questions and word vectors only)
     booknlp_python: str | None = None  # BookNLP engine: the Python of an environment with booknlp + transformers<=4.30
     booknlp_models: str | None = None  # BookNLP engine: folder of its model files (default ~/booknlp_models)
@@ -34,4 +36,5 @@ class PrepareConfig:
         RESOLVERS.check(self.resolver)
         EXECUTORS.check(self.executor)
         positive(self, "jobs")
+        require(self, "parse_processes", self.parse_processes >= 0, "0 (auto) or more")
         require(self, "max_books", self.max_books is None or self.max_books >= 0, "0 or more")

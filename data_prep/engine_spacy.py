@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from whoqa.core.book import Token, span_head
 from data_prep.characters import NameMention, cluster_names, find_name_mentions, name_gender
 from data_prep.coref import FIRST, NARRATOR, SUBJECT_DEPS, VOCATIVE_DEPS, Resolved, Resolver, Weights, quote_ids
-from data_prep.parse import Parsed, parse_text
+from data_prep.parse import Parsed
+from data_prep.parse_pool import parse_book
 from whoqa.core.lexicon import SPACY_MODEL, load_nlp
 from data_prep.coref import FEMALE, MALE
 
@@ -31,17 +32,20 @@ class SpacyEngine:
     writes_files = False  # whoqa writes the rows it returns (data_prep.components)
 
     def __init__(self, model: str = SPACY_MODEL, weights: Weights | None = None, batch_size: int = 128,
-                 resolver=Resolver, resolver_name: str = "rules"):
-        """`resolver`: the pronoun resolver's factory (data_prep.components.RESOLVERS picks it by name)."""
+                 resolver=Resolver, resolver_name: str = "rules", processes: int = 1):
+        """`resolver`: the pronoun resolver's factory (data_prep.components.RESOLVERS picks it by name); `processes`:
+        a book's parse across this many (0: auto; data_prep.parse_pool); `prepare` and `ask` pass
+        PrepareConfig.parse_processes."""
         self.nlp = load_nlp(model)
         self.weights = weights or Weights()
         self.make_resolver, self.resolver_name = resolver, resolver_name
         self.batch_size = batch_size
+        self.processes = processes
         self.record = False  # keep the resolver's scored decisions (learning its weights, data_prep.coref_learn)
 
     def process_text(self, text: str, progress=None) -> Processed:
         t0 = time.perf_counter()
-        parsed = parse_text(self.nlp, text, batch_size=self.batch_size, progress=progress)
+        parsed = parse_book(self.nlp, text, self.batch_size, self.processes, progress)
         t1 = time.perf_counter()
         out = self.process_parsed(parsed)
         out.stats.update(words=len(text.split()), parse_seconds=round(t1 - t0, 3),

@@ -39,14 +39,17 @@ def record_engine(cfg: PrepareConfig, identity: dict) -> None:
     write_engine_record(cfg.workspace, rec)  # (when it differs: none yet, another, or a damaged one)
 
 
-def recorded_engine(workspace: Path) -> tuple[object, dict | None]:
+def recorded_engine(workspace: Path, parse_processes: int | None = None) -> tuple[object, dict | None]:
     """(engine, identity) as the workspace's `prepare` recorded them; the default spaCy engine and no identity for a
     workspace prepared before this was kept (or never prepared). A recorded weights file that is gone or changed is
-    a one-line error: the book would be made otherwise than its workspace."""
+    a one-line error: the book would be made otherwise than its workspace. `parse_processes` (None: the config's
+    default) is not recorded: it changes how fast a book is made, never what is made."""
+    how = {} if parse_processes is None else {"parse_processes": parse_processes}
     rec = read_engine_record(workspace)
     if rec is None:
-        return make_engine(PrepareConfig(data="", workspace=str(workspace))), None
-    cfg = PrepareConfig(data="", workspace=str(workspace), **{f: rec.get(f) for f in ENGINE_FIELDS if rec.get(f)})
+        return make_engine(PrepareConfig(data="", workspace=str(workspace), **how)), None
+    cfg = PrepareConfig(data="", workspace=str(workspace), **how,
+                        **{f: rec.get(f) for f in ENGINE_FIELDS if rec.get(f)})
     identity = engine_identity(cfg)
     if rec.get("identity") and identity != rec["identity"]:
         raise DataError(f"{cfg.coref_weights} changed since this workspace's books were made with it: put the "

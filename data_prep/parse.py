@@ -52,10 +52,16 @@ def _split_long(chunk: str) -> Iterable[tuple[int, str]]:
 
 
 def parse_text(nlp, text: str, batch_size: int = 128, progress=None) -> Parsed:
-    """Parse a story body paragraph by paragraph (a paragraph always ends a sentence)."""
-    paras = paragraphs(text)
+    """Parse a story body paragraph by paragraph (a paragraph always ends a sentence), in this process
+    (data_prep.parse_pool.parse_book: across processes, the same result)."""
+    return parse_paragraphs(nlp, paragraphs(text), 0, batch_size, progress)
+
+
+def parse_paragraphs(nlp, paras: list[tuple[int, str]], first: int, batch_size: int, progress=None) -> Parsed:
+    """Paragraphs `first`, `first` + 1, ... of a book parsed in this process: token and sentence ids count from 0
+    (data_prep.parse_pool shifts a later batch's), paragraph ids and character offsets are the book's."""
     docs = nlp.pipe((p for _, p in paras), batch_size=batch_size)
-    return _collect(((pid, off, doc) for pid, ((off, _), doc) in enumerate(zip(paras, docs))), progress)
+    return _collect(((first + k, off, doc) for k, ((off, _), doc) in enumerate(zip(paras, docs))), progress)
 
 
 def parse_sentences(nlp, sentences: list[list[str]], batch_size: int = 64) -> Parsed:

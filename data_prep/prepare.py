@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from data_prep.config import PrepareConfig
@@ -148,17 +148,19 @@ def _prepare(cfg: PrepareConfig, data: NarrativeQA, progress: bool) -> PrepareRe
             make_engine(cfg).check()  # fail fast, with the install hint, before any worker starts
         bar = progress_bar(total=len(todo), desc="prepare", unit="book", progress=progress)
         jobs = max(1, min(cfg.jobs, len(todo)))
+        side_by_side = jobs > 1 or cfg.executor == "ray"  # books already fill the cores: auto parses each in one
+        book_cfg = replace(cfg, parse_processes=1) if side_by_side and not cfg.parse_processes else cfg
         try:
             if cfg.executor == "ray":
-                _collect(on_ray(cfg, str(data.root), todo, out_dir), report, bar)
+                _collect(on_ray(book_cfg, str(data.root), todo, out_dir), report, bar)
             elif jobs == 1 and hash_seed_fixed():
-                init_worker(cfg)
+                init_worker(book_cfg)
                 results = (work_book(str(data.root), b, str(out_dir)) for b in todo)
                 _collect(results, report, bar)
             else:  # (a Python API caller with random string hashing: its books are made in children, fixed)
                 with fixed_hash_seed_env():
                     _collect(pooled(work_book, {b: (str(data.root), b, str(out_dir)) for b in todo}, jobs, init_worker,
-                                    (cfg, engine_parts(cfg), identity)), report, bar)
+                                    (book_cfg, engine_parts(cfg), identity)), report, bar)
         except KeyboardInterrupt:
             report.seconds = round(time.perf_counter() - t0, 2)
             report.failed.update({b: "interrupted" for b in todo if b not in report.done and b not in report.failed})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -15,6 +14,7 @@ from data_prep.narrativeqa import NarrativeQA
 from whoqa.core.book import write_book_files
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.files import atomic_write
+from whoqa.core.jobs import die_with_parent
 from whoqa.core.store import SOURCE_FILE, write_source
 
 log = logging.getLogger(__name__)
@@ -29,26 +29,13 @@ def init_worker(cfg: PrepareConfig, parts: tuple | None = None, identity: dict |
     global _engine, _identity
     logging.basicConfig(level=logging.WARNING)
     if mp_child():
-        _die_with_parent()
+        die_with_parent()
     _engine, _identity = make_engine(cfg, parts), identity or engine_identity(cfg)
 
 
 def mp_child() -> bool:
     import multiprocessing as mp
     return mp.parent_process() is not None
-
-
-def _die_with_parent() -> None:
-    """A worker never outlives the whoqa process (Linux: PR_SET_PDEATHSIG), and leaves Ctrl-C to the parent."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: workers end when they next hear from the parent
-    if os.getppid() == 1:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 def process_book(data: NarrativeQA, book_id: str, out_dir: Path, engine, documents=None,
@@ -137,7 +124,7 @@ def pooled(fn, args: dict[str, tuple], jobs: int, initializer=None, initargs=())
     while left:
         broken = []
         pool = ProcessPoolExecutor(min(jobs, len(left)), mp_context=mp.get_context("spawn"),
-                                   initializer=initializer or _die_with_parent, initargs=initargs)
+                                   initializer=initializer or die_with_parent, initargs=initargs)
         try:
             futs = {pool.submit(fn, *args[b]): b for b in left}
             for f in as_completed(futs):

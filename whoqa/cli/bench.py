@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -25,6 +25,18 @@ def bench_prepare(
     """The book engine: words/s in one process and with --jobs 2, peak RSS."""
     from data_prep.bench import run
     echo_json(run(str(data), books, min_words, repeats))
+
+
+@app.command("parse")
+def bench_parse(
+    text: Path = typer.Option(..., help="A book file (plain text, EPUB or HTML)."),
+    processes: List[int] = typer.Option([1, 2], help="A count of processes to parse in (repeatable)."),
+    repeats: int = typer.Option(3, help="Runs of each count, in turn (the median is reported)."),
+):
+    """One book's parse in 1 and in 2 processes: each run a fresh Python that loads the parser and parses the book
+    once, as a first use does; medians, and whether every run gave the same parse."""
+    from data_prep.bench import parse_run
+    echo_json(stage(parse_run, str(text), list(processes), repeats))
 
 
 @app.command("index")

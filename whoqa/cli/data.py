@@ -32,6 +32,10 @@ def prepare(
     resolver: str = option(PrepareConfig, "resolver", help="The spacy engine's pronoun resolver: " + ", ".join(
         n for n, e in RESOLVERS.items() if e.make) + " (books made otherwise are redone)."),
     jobs: int = option(PrepareConfig, "jobs", help="Books processed in parallel processes."),
+    parse_processes: int = option(PrepareConfig, "parse_processes",
+                                  help="The spacy engine's parse of one book across this many processes (0: auto, "
+                                       "one per core for a long book when books are not made side by side by "
+                                       "--jobs); the same files either way."),
     unlabeled: bool = option(PrepareConfig, "unlabeled",
                              help="Also process books-unlabeled/ (artificial questions, word vectors)."),
     artificial: bool = option(PrepareConfig, "artificial", help="Generate artificial Who questions (WS/artificial/)."),
@@ -62,11 +66,11 @@ def prepare(
     if text:
         from data_prep.addbook import add_text
         for path in text:
-            typer.echo(f"book {stage(add_text, workspace, path)} <- {shown(path)}")
+            typer.echo(f"book {stage(add_text, workspace, path, parse_processes=parse_processes)} <- {shown(path)}")
         return
     data, books = stage(source_for, workspace, data, list(book or []), DEFAULT_DATA)
     cfg = PrepareConfig(data=data, workspace=str(workspace), books=books, engine=engine,
-                        resolver=resolver, jobs=jobs,
+                        resolver=resolver, jobs=jobs, parse_processes=parse_processes,
                         unlabeled=unlabeled, booknlp_python=booknlp_python, booknlp_models=booknlp_models,
                         max_books=max_books, artificial=artificial, embeddings=embeddings,
                         rebuild_vectors=rebuild_vectors, coref_weights=str(coref_weights) if coref_weights else None,

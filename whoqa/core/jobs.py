@@ -1,5 +1,6 @@
-"""How many processes a stage uses by default: one per core (results never depend on it); and whether the process
-that owns a piece of work is still alive (a job recorded as running by a server killed since is not)."""
+"""How many processes a stage uses by default: one per core (results never depend on it); whether the process
+that owns a piece of work is still alive (a job recorded as running by a server killed since is not); and worker
+processes that end with their parent."""
 from __future__ import annotations
 
 import os
@@ -33,3 +34,17 @@ def process_alive(identity: str | None) -> bool:
     except PermissionError:  # alive, another user's
         return start == "?" or process_identity(int(pid)) == identity
     return start == "?" or process_identity(int(pid)) == identity
+
+
+def die_with_parent() -> None:
+    """A worker process (a book's, a parse's) never outlives the whoqa process (Linux: PR_SET_PDEATHSIG), and
+    leaves Ctrl-C to the parent."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: workers end when they next hear from the parent
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
