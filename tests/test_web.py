@@ -1,6 +1,7 @@
 """`whoqa serve`: the JSON API on a small trained workspace, and the page end to end in a real headless Chromium."""
 import json
 import shutil
+from contextlib import contextmanager
 import socket
 import threading
 import time
@@ -200,81 +201,88 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
-    """Headless Chromium (Debian's, driven by Playwright) on a real uvicorn server over a workspace with no trained
-    network: upload a short book, wait for it, open the cast and a character, ask a Who question and see a calibrated
-    answer, the route that gave it and the evidence with its mentions highlighted; ask another question and see its
-    answer with the sentences it rests on, or that it was not found. A page of another origin cannot upload."""
+@contextmanager
+def _chromium_on_server(**serve):
+    """A real uvicorn server of ServeConfig(**serve) on a free port and headless Chromium (Debian's, driven by
+    Playwright): yields (port, browser, playwright's sync_api), both stopped after; skips where either is missing."""
     browser_path = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: the browser test "
                                                                  "is skipped")
     if not browser_path:
         pytest.skip("no Chromium on this machine (apt-get install chromium): the browser test is skipped")
     import uvicorn
-    shutil.rmtree(served / "models")
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(ServeConfig(workspace=str(served), port=port,
-                                                                  llm=tiny_llm_path, device="cpu")),
-                                           host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(create_app(ServeConfig(port=port, **serve)), host="127.0.0.1", port=port,
+                                           log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.05)
-    story = tmp_path / "lighthouse.txt"
-    story.write_text(STORY)
     try:
         with sync_api.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=browser_path, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                 "--disable-sync", "--no-first-run"])
-            page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{port}/#/add")
-            page.set_input_files("#file", str(story))
-            page.click("#upload button")
-            page.wait_for_function("localStorage.getItem('whoqa-job') !== null")  # the server took the upload
-            page.reload()  # the job's progress survives a reload
-            try:
-                page.wait_for_selector("#job-book, #job .error", timeout=300_000)
-            except sync_api.TimeoutError:  # say where the job stood, not only that the page waited
-                jobs = [p.read_text() for p in (served / "jobs").glob("*.json")]
-                raise AssertionError(f"page: {page.inner_text('#job')!r}; jobs: {jobs}") from None
-            assert page.locator("#job-book").count() == 1, page.inner_text("#job")
-            page.reload()  # a finished job is still shown after a reload
-            page.wait_for_selector("#job-book")
-            page.click("#job-book")
-            page.wait_for_selector("#cast")
-            cast = page.inner_text("#cast")
-            assert "Anna" in cast and "Tom" in cast
-            page.click("#cast a >> text=Anna")
-            page.wait_for_selector("#contexts mark.m")
-            assert "Anna" in page.inner_text("#contexts")
-            page.go_back()
-            page.wait_for_selector("#question")
-            page.fill("#question", "Who rowed to the village for bread?")
-            page.click("#ask button")
-            page.wait_for_selector("#evidence mark.m")
-            ranking = page.inner_text("#ranking")
-            assert "Tom" in ranking and "%" in ranking  # no network: the feature ranker's calibrated answer
-            assert "route features" in page.inner_text("#route") and "no memory network" in page.inner_text("#route")
-            assert page.locator("#evidence mark.m a").count() >= 1  # highlighted mentions link to characters
-            page.fill("#question", "Where did Anna row for bread?")  # not a Who question: the LLM, grounded or not
-            page.click("#ask button")
-            page.wait_for_selector("#grounds li")
-            said = page.inner_text("#reader-answer")
-            assert "did not find the answer" in said or page.locator("#grounds mark.m").count() >= 1, said
-            page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
-            other = browser.new_page()  # another origin's page (same server, another host name) posting a form
-            other.goto(f"http://localhost:{port}/")
-            jobs = sorted((served / "jobs").glob("*.json"))
-            other.evaluate(f"""async () => {{ const d = new FormData();
-                d.append("file", new Blob(["Anna met Tom. Tom met Anna. Anna and Tom."]), "x.txt");
-                await fetch("http://127.0.0.1:{port}/api/books", {{method: "POST", body: d, mode: "no-cors"}})
-                    .catch(e => null); }}""")
-            assert sorted((served / "jobs").glob("*.json")) == jobs  # refused (403): no job, no book
+            yield port, browser, sync_api
             browser.close()
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
+    """Headless Chromium (Debian's, driven by Playwright) on a real uvicorn server over a workspace with no trained
+    network: upload a short book, wait for it, open the cast and a character, ask a Who question and see a calibrated
+    answer, the route that gave it and the evidence with its mentions highlighted; ask another question and see its
+    answer with the sentences it rests on, or that it was not found. A page of another origin cannot upload."""
+    shutil.rmtree(served / "models")
+    story = tmp_path / "lighthouse.txt"
+    story.write_text(STORY)
+    with _chromium_on_server(workspace=str(served), llm=tiny_llm_path, device="cpu") as (port, browser, sync_api):
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{port}/#/add")
+        page.set_input_files("#file", str(story))
+        page.click("#upload button")
+        page.wait_for_function("localStorage.getItem('whoqa-job') !== null")  # the server took the upload
+        page.reload()  # the job's progress survives a reload
+        try:
+            page.wait_for_selector("#job-book, #job .error", timeout=300_000)
+        except sync_api.TimeoutError:  # say where the job stood, not only that the page waited
+            jobs = [p.read_text() for p in (served / "jobs").glob("*.json")]
+            raise AssertionError(f"page: {page.inner_text('#job')!r}; jobs: {jobs}") from None
+        assert page.locator("#job-book").count() == 1, page.inner_text("#job")
+        page.reload()  # a finished job is still shown after a reload
+        page.wait_for_selector("#job-book")
+        page.click("#job-book")
+        page.wait_for_selector("#cast")
+        cast = page.inner_text("#cast")
+        assert "Anna" in cast and "Tom" in cast
+        page.click("#cast a >> text=Anna")
+        page.wait_for_selector("#contexts mark.m")
+        assert "Anna" in page.inner_text("#contexts")
+        page.go_back()
+        page.wait_for_selector("#question")
+        page.fill("#question", "Who rowed to the village for bread?")
+        page.click("#ask button")
+        page.wait_for_selector("#evidence mark.m")
+        ranking = page.inner_text("#ranking")
+        assert "Tom" in ranking and "%" in ranking  # no network: the feature ranker's calibrated answer
+        assert "route features" in page.inner_text("#route") and "no memory network" in page.inner_text("#route")
+        assert page.locator("#evidence mark.m a").count() >= 1  # highlighted mentions link to characters
+        page.fill("#question", "Where did Anna row for bread?")  # not a Who question: the LLM, grounded or not
+        page.click("#ask button")
+        page.wait_for_selector("#grounds li")
+        said = page.inner_text("#reader-answer")
+        assert "did not find the answer" in said or page.locator("#grounds mark.m").count() >= 1, said
+        page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
+        other = browser.new_page()  # another origin's page (same server, another host name) posting a form
+        other.goto(f"http://localhost:{port}/")
+        jobs = sorted((served / "jobs").glob("*.json"))
+        other.evaluate(f"""async () => {{ const d = new FormData();
+            d.append("file", new Blob(["Anna met Tom. Tom met Anna. Anna and Tom."]), "x.txt");
+            await fetch("http://127.0.0.1:{port}/api/books", {{method: "POST", body: d, mode: "no-cors"}})
+                .catch(e => null); }}""")
+        assert sorted((served / "jobs").glob("*.json")) == jobs  # refused (403): no job, no book
     assert (tmp_path / "page.png").stat().st_size > 10_000
 
 
@@ -382,60 +390,39 @@ def test_the_page_reads_the_cast_up_to_a_point_in_a_real_browser(chapters):
     """The page's "read up to" field: Enter there (no question) draws the cast again up to it with a note saying so,
     without Jacob; the address and the character links keep it (the answer's links too), and so does the way back; a
     bad one is its line, and an empty one the whole cast again."""
-    browser_path = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: the browser test "
-                                                                 "is skipped")
-    if not browser_path:
-        pytest.skip("no Chromium on this machine (apt-get install chromium): the browser test is skipped")
-    import uvicorn
     ws, b = chapters
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(ServeConfig(workspace=str(ws), port=port, llm="none")),
-                                           host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=browser_path, args=[
-                "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"])
-            page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{port}/#/book/{b}")
-            page.wait_for_selector("#cast")
-            assert "Jacob" in page.inner_text("#cast") and page.locator("#cast-note").count() == 0
-            page.fill("#upto", "Chapter 2")
-            page.press("#upto", "Enter")
-            page.wait_for_selector("#cast-note")
-            assert "As of Chapter 2" in page.inner_text("#cast-note") and "Jacob" not in page.inner_text("#cast")
-            assert page.inner_text("#answer") == ""  # no question: only the cast followed the cut
-            assert page.evaluate("location.hash") == f"#/book/{b}?upto=Chapter%202"
-            page.click("#cast a >> text=Anna")
-            page.wait_for_selector("#contexts mark.m")
-            assert page.evaluate("location.hash").endswith("?upto=Chapter%202")
-            assert "As of Chapter 2" in page.inner_text("#cast-note") and "Jacob" not in page.inner_text("#contexts")
-            assert all(h.endswith("?upto=Chapter%202") for h in page.eval_on_selector_all(
-                "#contexts a", "els => els.map(e => e.getAttribute('href'))"))
-            page.click("#back")
-            page.wait_for_selector("#cast-note")
-            assert page.input_value("#upto") == "Chapter 2" and "Jacob" not in page.inner_text("#cast")
-            page.fill("#question", "Who rowed to the village for bread?")
-            page.click("#ask button")  # answered up to the cut, its mentions linked to the cast up to it
-            page.wait_for_selector("#evidence mark.m")
-            links = page.eval_on_selector_all("#answer a[href*='/char/']",
-                                              "els => els.map(e => e.getAttribute('href'))")
-            assert links and all(h.endswith("?upto=Chapter%202") for h in links)
-            assert "Jacob" not in page.inner_text("#answer")
-            page.fill("#upto", "Chapter 9")
-            page.press("#upto", "Enter")
-            page.wait_for_selector("#cast-part .error")
-            assert "no line of book" in page.inner_text("#cast-part") and page.locator("#cast").count() == 0
-            page.fill("#upto", "")
-            page.press("#upto", "Enter")
-            page.wait_for_selector("#cast")
-            assert "Jacob" in page.inner_text("#cast") and page.evaluate("location.hash") == f"#/book/{b}"
-            browser.close()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with _chromium_on_server(workspace=str(ws), llm="none") as (port, browser, sync_api):
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{port}/#/book/{b}")
+        page.wait_for_selector("#cast")
+        assert "Jacob" in page.inner_text("#cast") and page.locator("#cast-note").count() == 0
+        page.fill("#upto", "Chapter 2")
+        page.press("#upto", "Enter")
+        page.wait_for_selector("#cast-note")
+        assert "As of Chapter 2" in page.inner_text("#cast-note") and "Jacob" not in page.inner_text("#cast")
+        assert page.inner_text("#answer") == ""  # no question: only the cast followed the cut
+        assert page.evaluate("location.hash") == f"#/book/{b}?upto=Chapter%202"
+        page.click("#cast a >> text=Anna")
+        page.wait_for_selector("#contexts mark.m")
+        assert page.evaluate("location.hash").endswith("?upto=Chapter%202")
+        assert "As of Chapter 2" in page.inner_text("#cast-note") and "Jacob" not in page.inner_text("#contexts")
+        assert all(h.endswith("?upto=Chapter%202") for h in page.eval_on_selector_all(
+            "#contexts a", "els => els.map(e => e.getAttribute('href'))"))
+        page.click("#back")
+        page.wait_for_selector("#cast-note")
+        assert page.input_value("#upto") == "Chapter 2" and "Jacob" not in page.inner_text("#cast")
+        page.fill("#question", "Who rowed to the village for bread?")
+        page.click("#ask button")  # answered up to the cut, its mentions linked to the cast up to it
+        page.wait_for_selector("#evidence mark.m")
+        links = page.eval_on_selector_all("#answer a[href*='/char/']",
+                                          "els => els.map(e => e.getAttribute('href'))")
+        assert links and all(h.endswith("?upto=Chapter%202") for h in links)
+        assert "Jacob" not in page.inner_text("#answer")
+        page.fill("#upto", "Chapter 9")
+        page.press("#upto", "Enter")
+        page.wait_for_selector("#cast-part .error")
+        assert "no line of book" in page.inner_text("#cast-part") and page.locator("#cast").count() == 0
+        page.fill("#upto", "")
+        page.press("#upto", "Enter")
+        page.wait_for_selector("#cast")
+        assert "Jacob" in page.inner_text("#cast") and page.evaluate("location.hash") == f"#/book/{b}"
