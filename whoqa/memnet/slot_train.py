@@ -23,8 +23,11 @@ from whoqa.core.numerics import intra_op_threads
 from whoqa.core.device import resolve_device
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.seed import SEED, set_seed
-from whoqa.core.store import load_vectors, load_who_set, read_artificial
+from whoqa.core.runs import file_digest, files_digest, provenance
+from whoqa.core.store import fingerprint, load_vectors, load_who_set, read_artificial, read_state
+from whoqa.core.registry import positive, require
 from whoqa.core.workspace import Workspace
+from whoqa.memnet.config import PretrainConfig, TrainConfig
 from whoqa.memnet.data import question_tokens
 from whoqa.memnet.model import nll
 from whoqa.memnet.slots import (SlotBook, SlotConfig, SlotExample, SlotMemNet, WordVocab, collate, slot_book,
@@ -36,32 +39,42 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class SlotPretrainConfig:
-    epochs: int = 1
-    fraction: float = 1.0  # share of the artificial questions used
-    lr: float = 1e-3
-    batch_size: int = 64
-    memories: int = 20  # the 20 sentences up to the source sentence (the paper's pretraining)
-    hops: int = 3
-    slots: int = 128
+    """Pretraining's settings: the memory network's (`PretrainConfig`) where they mean the same, declared there."""
+    epochs: int = PretrainConfig.epochs
+    fraction: float = PretrainConfig.fraction  # share of the artificial questions used
+    lr: float = PretrainConfig.lr
+    batch_size: int = PretrainConfig.batch_size  # (each batch one book's: `book_batches`)
+    memories: int = PretrainConfig.memories  # the 20 sentences up to the source sentence (the paper's pretraining)
+    hops: int = SlotConfig.hops
+    slots: int = SlotConfig.slots
     seed: int = SEED
     device: str = "auto"  # auto | cpu | cuda[:N] (whoqa.core.device)
     threads: int = 1  # torch intra-op threads: results depend on them (whoqa.core.numerics); more threads than
     # free cores slow these small products ten-fold
 
+    def __post_init__(self):
+        positive(self, "epochs", "lr", "batch_size", "memories", "hops", "slots", "threads")
+        require(self, "fraction", 0 < self.fraction <= 1, "above 0 and at most 1")
+
 
 @dataclass
 class SlotTuneConfig:
-    epochs: int = 30
-    lr: float = 1e-3
-    decay: float = 0.9
-    decay_every: int = 2
-    batch_size: int = 32
-    memories: int = 100  # the question's BM25F context (top 20 windows of 5)
-    output_lr: float = 0.1  # the output layer's feature weights (as the memory network's salience_lr)
+    """Fine-tuning's settings: the memory network's (`TrainConfig`) where they mean the same, declared there."""
+    epochs: int = 30  # (the paper's 60 moved nothing here: pretrained alone scores the same, docs/who-ranker.md)
+    lr: float = TrainConfig.lr
+    decay: float = TrainConfig.decay
+    decay_every: int = TrainConfig.decay_every
+    batch_size: int = TrainConfig.batch_size
+    memories: int = TrainConfig.memories  # the question's BM25F context (top 20 windows of 5)
+    output_lr: float = TrainConfig.salience_lr  # the output layer's feature weights learn at their own rate
     trials: int = 3
     seed: int = SEED
     device: str = "auto"
     threads: int = 1
+
+    def __post_init__(self):
+        positive(self, "lr", "decay", "decay_every", "batch_size", "memories", "output_lr", "trials", "threads")
+        require(self, "epochs", self.epochs >= 0, "0 (the pretrained network as it is) or more")
 
 
 def load_books(workspace: Path, book_ids: list[str], vocab: WordVocab, progress: bool = True) -> dict[str, SlotBook]:
@@ -245,7 +258,9 @@ def _pretrain(workspace: Path, out: Path, cfg: SlotPretrainConfig, exclude: set[
                  progress=progress, one_book=True)
     seconds = time.perf_counter() - t0
     record = {"pretrain": asdict(cfg), "books": sorted(books), "questions": len(examples), "losses": losses,
-              "seconds": round(seconds, 1), "excluded": sorted(exclude)}
+              "seconds": round(seconds, 1), "excluded": sorted(exclude),
+              **provenance(asdict(cfg), {"vectors": read_state(ws).get("lineage"), "artificial": files_digest(
+                  [ws.artificial_questions(b) for b in sorted(books)])})}
     save([model], out, vocab, record)
     return record
 
@@ -287,8 +302,9 @@ def _book_cv(workspace: Path, pretrained: Path, cfg: SlotTuneConfig, folds: int,
     rankings = [sorted(r["logp"], key=lambda c: -r["logp"][c]) for r in result.values()]
     metrics = ranking_metrics(rankings, [r["answers"] for r in result.values()])
     if out is not None:
-        atomic_write(out, json.dumps({"config": asdict(cfg), "pretrained": str(pretrained), "folds": folds,
-                                      "fold_seed": fold_seed, "metrics": metrics, "questions": result}))
+        atomic_write(out, json.dumps({**provenance(asdict(cfg), {"who_set": fingerprint(ws), "pretrained": file_digest(
+            Path(pretrained) / "config.json"), "folds": folds, "fold_seed": fold_seed}), "metrics": metrics,
+            "questions": result}))
     return {"metrics": metrics, "questions": result}
 
 
@@ -312,7 +328,9 @@ def final(workspace: Path, pretrained: Path, out: Path, cfg: SlotTuneConfig, pro
                               cfg.decay, cfg.decay_every, output_lr=cfg.output_lr)[-1])
             models.append(model)
         record = {"tune": asdict(cfg), "pretrained": str(pretrained), "questions": len(examples),
-                  "books": sorted(books), "final_losses": losses}
+                  "books": sorted(books), "final_losses": losses,
+                  **provenance(asdict(cfg), {"who_set": fingerprint(ws), "pretrained": file_digest(
+                      Path(pretrained) / "config.json")})}
         save(models, out, vocab, record)
         return record
 
