@@ -146,8 +146,11 @@ def create_app(cfg: ServeConfig) -> FastAPI:
     @app.get("/api/books/{book_id}")
     def book(book_id: str, upto: str | None = None) -> dict:
         """With ?upto= ("40%", "Chapter 12"), the cast as of that point (no spoilers) and where it is cut ("upto")."""
-        out = {**service.summary(book_id), "cast": service.characters(book_id, upto)[:50]}
-        return {**out, "upto": service.cut(book_id, upto)} if upto else out
+        cast = service.characters(book_id, upto)
+        out = {**service.summary(book_id), "cast": cast[:50]}
+        if not upto:
+            return out
+        return {**out, "characters": len(cast), "upto": service.cut(book_id, upto)}  # (the count read so far too)
 
     @app.get("/api/books/{book_id}/characters")
     def characters(book_id: str, upto: str | None = None) -> list[dict]:
