@@ -88,6 +88,15 @@ def mention_role(book: Book, m) -> int:
     return 4
 
 
+def sentence_roles(book: Book, sid: int) -> dict[int, int]:
+    """Each character a sentence mentions -> its strongest ROLES code there (agent first), in order of first
+    mention: the values of a memory, in both networks."""
+    role: dict[int, int] = {}
+    for m in book.sentence_mentions(sid):
+        role[m.char_id] = min(role.get(m.char_id, len(ROLES)), mention_role(book, m))
+    return role
+
+
 def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     cache = Workspace(workspace).memory_arrays(vocab.lineage, book_id)  # ids stay valid while the vectors grow
     if cache.is_file():
@@ -105,9 +114,7 @@ def book_arrays(workspace: Path, book_id: str, vocab: Vocab) -> BookArrays:
     for s in range(n):
         ids = vocab.ids([scoped(t, book_id) for t in book.replaced_sentence(s)])[:MAX_SENTENCE]
         sent[s, :len(ids)] = ids
-        role: dict[int, int] = {}
-        for m in book.sentence_mentions(s):  # a character's strongest role in the sentence (agent first)
-            role[m.char_id] = min(role.get(m.char_id, len(ROLES)), mention_role(book, m))
+        role = sentence_roles(book, s)
         kept = [(t, role[c]) for c in role for t in vocab.ids([scoped(f"CHAR_{c}", book_id)])][:MAX_VALUES]
         vals[s, :len(kept)] = [t for t, _ in kept]
         roles[s, :len(kept)] = [r for _, r in kept]

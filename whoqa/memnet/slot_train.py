@@ -190,11 +190,11 @@ def predict(model: SlotMemNet, examples: list[SlotExample], books: dict[str, Slo
     out = []
     for i in range(0, len(examples), batch_size):
         batch = examples[i:i + batch_size]
-        b = collate(batch, books, memories, model.cfg.slots).to(model.C.weight.device)
-        logp = torch.log_softmax(model(b), -1).cpu()  # (B, C)
-        for row in range(len(batch)):
-            keep = b.cand_chars[row].cpu() >= 0
-            out.append(dict(zip(b.cand_chars[row].cpu()[keep].tolist(), logp[row][keep].tolist())))
+        host = collate(batch, books, memories, model.cfg.slots)
+        logp = torch.log_softmax(model(host.to(model.C.weight.device)), -1).cpu()  # (B, C), back beside the ids
+        for chars, lp in zip(host.cand_chars, logp):
+            keep = chars >= 0
+            out.append(dict(zip(chars[keep].tolist(), lp[keep].tolist())))
     return out
 
 

@@ -19,6 +19,7 @@ The words' sums are computed once per book (`SlotBook.word_sums`); only the slot
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,7 +27,7 @@ import torch
 from torch import nn
 
 from whoqa.core.book import Book
-from whoqa.memnet.data import MAX_SENTENCE, MAX_VALUES, ROLES, mention_role
+from whoqa.memnet.data import MAX_SENTENCE, MAX_VALUES, ROLES, sentence_roles
 from whoqa.memnet.model import NEG
 
 SLOTS = 128  # anonymous slots per question (characters beyond them share OTHER)
@@ -103,17 +104,9 @@ def slot_book(book: Book, vocab: WordVocab) -> SlotBook:
         toks = book.replaced_sentence(s)[:MAX_SENTENCE]
         ids = vocab.ids([t for t in toks if not CHAR.match(t)])
         words[s, :len(ids)] = ids
-        tokens_of = {}
-        for t in toks:
-            m = CHAR.match(t)
-            if m:
-                tokens_of[int(m.group(1))] = tokens_of.get(int(m.group(1)), 0) + 1
+        tokens_of = Counter(int(m.group(1)) for m in map(CHAR.match, toks) if m)  # character -> its tokens
         length[s] = len(ids) + sum(tokens_of.values())
-        role: dict[int, int] = {}
-        for m in book.sentence_mentions(s):
-            if m.char_id in local:
-                role[m.char_id] = min(role.get(m.char_id, len(ROLES)), mention_role(book, m))
-        kept = list(role.items())[:MAX_VALUES]
+        kept = [(c, r) for c, r in sentence_roles(book, s).items() if c in local][:MAX_VALUES]
         for j, (c, r) in enumerate(kept):
             cs[s, j], mult[s, j], roles[s, j] = local[c] + 1, tokens_of.get(c, 1), r
     return SlotBook(words, length, cs, mult, roles, np.array(chars, dtype=np.int64),
