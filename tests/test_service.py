@@ -170,6 +170,7 @@ def test_an_answer_is_shown_with_its_grounds_or_withheld(ws):
     g = got.grounds[0]
     new = {w.lower() for w in words} - set(q.lower().rstrip("?").split())  # the question's own words hold nothing
     assert g.sentence in sids and new and {g.text[a:b].lower() for a, b in g.marks} >= new
+    assert all(x.text == book.sentence_text(x.sentence)[0] for x in got.grounds)  # as written, not "do n't"
     made_up = "from a heart attack"
     got = svc._grounded(Answer(q, DYING_DETECTIVE, "reader", "llm", "", "m", answer=made_up), book, wins, made_up)
     assert not got.found and got.answer is None and got.withheld == made_up and got.grounds

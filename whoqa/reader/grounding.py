@@ -29,7 +29,7 @@ class GroundingConfig:
 @dataclass
 class Ground:
     sentence: int  # the book's sentence id
-    text: str  # its words joined by spaces
+    text: str  # as the book writes it ("don't", "Kelso's": `Book.sentence_text`)
     marks: list[tuple[int, int]]  # character offsets in text of the words it shares with the answer
     support: float  # best-span ROUGE-L of the answer in it (0..1)
 
@@ -66,17 +66,19 @@ def ground(book, wins: list[list], answer: str | None, cfg: GroundingConfig | No
     sids = list(dict.fromkeys(s for a, b, *_ in wins for s in range(int(a), int(b) + 1)))
     if not sids:
         return 0.0, []
-    texts = {s: sentence_words_text(book, s) for s in sids}
+    texts = {s: sentence_words_text(book, s) for s in sids}  # what support is measured on (the tokens)
+
+    def shown(s: int, sc: float) -> Ground:  # what the reader sees: the sentence as written, its shared words marked
+        text = book.sentence_text(s)[0]
+        return Ground(s, text, shared_marks(text, answer, question) if answer else [], sc)
     if not answer or not answer.strip():
-        return 0.0, [Ground(s, texts[s], [], 0.0) for s in sids[:cfg.sentences]]
+        return 0.0, [shown(s, 0.0) for s in sids[:cfg.sentences]]
     scored = [(support(answer, texts[s], question), -i, s) for i, s in enumerate(sids)]
     scored.sort(reverse=True)
     best = scored[0][0]
     if best < cfg.threshold:  # not found: what was read, best windows first
-        return best, [Ground(s, texts[s], shared_marks(texts[s], answer, question),
-                             support(answer, texts[s], question)) for s in _window_middles(wins, cfg.sentences)]
-    return best, [Ground(s, texts[s], shared_marks(texts[s], answer, question), sc)
-                  for sc, _, s in scored[:cfg.sentences] if sc > 0]
+        return best, [shown(s, support(answer, texts[s], question)) for s in _window_middles(wins, cfg.sentences)]
+    return best, [shown(s, sc) for sc, _, s in scored[:cfg.sentences] if sc > 0]
 
 
 def _window_middles(wins: list[list], n: int) -> list[int]:
