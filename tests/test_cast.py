@@ -129,3 +129,17 @@ def test_a_predicted_name_lies_on_a_gold_person_as_litbank_spans_it():
     assert _gold_entity((30, 31), people, words) == "mortimer"  # an apposition follows the name
     assert _gold_entity((40, 41), people, words) is None  # "Holmes 's friend": the name is not the person spanned
     assert _gold_entity((25, 26), people, words) is None
+
+
+def test_book_roles_find_the_doer_where_the_context_does_not_reach(book):
+    """The book-wide role features read every sentence with the question's verbs: a context of the opening sentences
+    alone (no "swore" in it) gives the context's role nothing; in the book James Vane swears to kill Dorian, whom the
+    question names (Dorian also kills, but beside no other argument of the question)."""
+    q = "Who swears to kill Dorian?"
+    dorian = next(i for i, c in book.characters.items() if c.name == "Dorian Gray")
+    ids, x = book_features(book, [0, 1], {dorian}, q)
+    james = next(i for i in ids if book.characters[i].name == "James Vane")
+    assert x[:, STAGE1.index("role")].max() == 0
+    assert x[ids.index(james), STAGE1.index("book_role")] > 0 and x[ids.index(dorian), STAGE1.index("book_role")] > 0
+    with_args = x[:, STAGE1.index("book_role_with_args")]
+    assert ids[int(np.argmax(with_args))] == james and sorted(with_args)[-2] == 0

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from whoqa.ranker.cast import cast_of
-from whoqa.ranker.syntax import question_frame, role_matches
+from whoqa.ranker.syntax import question_frame, role_matches, verb_sentences
 
 FEATURE_VERSION = 1  # the definitions' version (features added since keep it: a fit names the ones it uses)
 CONTEXT_SENTENCES = 100  # the question's BM25F context, as the memory network reads it (MemNetConfig's memories)
@@ -38,6 +38,7 @@ class Inputs:
     named: np.ndarray  # (C,) bool: the question names the character
     roles: np.ndarray  # (C, 2): its mentions in the context playing the question's role for its verb, and of those
     #                    the ones in a sentence holding another of the question's arguments (whoqa.ranker.syntax)
+    book_roles: np.ndarray  # (C, 2): the same over every sentence of the book holding one of the question's verbs
     network: np.ndarray  # (C,) the anonymous-slot memory network's log-probability (whoqa.memnet.slots; 0: none)
 
 
@@ -52,6 +53,10 @@ FEATURES: dict[str, Callable[[Inputs], np.ndarray]] = {
     "role": lambda i: np.log1p(i.roles[:, 0]),
     # the same, in a sentence that also holds another argument of the question (a character it names, a content word)
     "role_with_args": lambda i: np.log1p(i.roles[:, 1]),
+    # the same two over the whole book: every sentence with one of the question's verbs, wherever the context did not
+    #   reach ("Who swears to kill Dorian?": anyone the book has swear or kill with Dorian near)
+    "book_role": lambda i: np.log1p(i.book_roles[:, 0]),
+    "book_role_with_args": lambda i: np.log1p(i.book_roles[:, 1]),
     # the memory network over anonymous slots: how likely it finds the character the answer, having read the context
     "network": lambda i: i.network,
 }
@@ -65,17 +70,19 @@ STAGE2 = SERVED + ("llm",)
 
 def character_features(characters: list[dict], context: Counter, named: set[int],
                        roles: dict[int, list[int]] | None = None,
+                       book_roles: dict[int, list[int]] | None = None,
                        network: dict[int, float] | None = None) -> tuple[list[int], np.ndarray]:
     """(ids, (C, F) stage-1 features) of candidates given as records with an id and a count (the book's order), the
-    question's context mentions (id -> count), the candidates the question names, their role matches (id ->
-    [matches, matches beside another argument]) and the network's log-probabilities (id -> value; a candidate it
+    question's context mentions (id -> count), the candidates the question names, their role matches in the context and
+    in the whole book (id -> [matches, matches beside another argument]) and the network's log-probabilities (id -> value; a candidate it
     did not score gets the lowest it gave)."""
     ids = [c["id"] for c in characters]
-    roles, network = roles or {}, network or {}
+    roles, book_roles, network = roles or {}, book_roles or {}, network or {}
     low = min(network.values(), default=0.0)
     inputs = Inputs(np.array([c["count"] for c in characters], dtype=float),
                     np.array([context[i] for i in ids], dtype=float), np.array([i in named for i in ids]),
                     np.array([roles.get(i, [0, 0]) for i in ids], dtype=float).reshape(-1, 2),
+                    np.array([book_roles.get(i, [0, 0]) for i in ids], dtype=float).reshape(-1, 2),
                     np.array([network.get(i, low) for i in ids], dtype=float))
     x = np.column_stack([f(inputs) for f in FEATURES.values()]) if ids else np.zeros((0, len(FEATURES)))
     return ids, x.reshape(-1, len(FEATURES))  # (C, F)
@@ -111,9 +118,11 @@ def book_features(book, context: list[int], named: set[int], question: str = "",
     rep = {m: r for r, ms in groups.items() for m in ms}
     sentences = context[:CONTEXT_SENTENCES]
     mentions = Counter(rep[m.char_id] for s in sentences for m in book.sentence_mentions(s) if m.char_id in rep)
-    roles = role_matches(book, sentences, question_frame(question), named, rep.get) if question else {}
+    frame = question_frame(question) if question else None
+    roles = role_matches(book, sentences, frame, named, rep.get) if frame else {}
+    book_roles = role_matches(book, verb_sentences(book, frame.verbs), frame, named, rep.get) if frame else {}
     records = [{"id": r, "count": sum(book.characters[m].count for m in ms)} for r, ms in groups.items()]
     if network:
         scored = {r: [network[m] for m in ms if m in network] for r, ms in groups.items()}
         network = {r: float(np.logaddexp.reduce(v)) for r, v in scored.items() if v}
-    return character_features(records, mentions, {rep[n] for n in named if n in rep}, roles, network)
+    return character_features(records, mentions, {rep[n] for n in named if n in rep}, roles, book_roles, network)

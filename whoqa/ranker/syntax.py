@@ -124,6 +124,23 @@ def mention_role(tokens: list[Token], start: int, end: int) -> tuple[str, list[T
     return "", []
 
 
+def verb_sentences(book: Book, verbs: set[str]) -> list[int]:
+    """The book's sentences holding a verb of these lemmas (in order): where the whole book says who did what the
+    question asks, wherever BM25F's context, built from the question's words, did not reach (an index of lemma ->
+    sentences, made once per Book)."""
+    index = getattr(book, "_verb_sentences", None)
+    if index is None:
+        index = {}
+        for s, (a, b) in enumerate(book.sentences):
+            for t in book.tokens[a:b]:
+                if t.pos in ("VERB", "AUX"):
+                    hold = index.setdefault(t.lemma.lower(), [])
+                    if not hold or hold[-1] != s:
+                        hold.append(s)
+        book._verb_sentences = index
+    return sorted({s for v in verbs for s in index.get(v, ())})
+
+
 def role_matches(book: Book, sentences: list[int], frame: Frame, named: set[int], of=lambda c: c) -> dict[int, list[int]]:
     """character (through `of`: a character id -> the candidate it counts for) -> [matches, matches beside another
     argument of the question] over these sentences."""

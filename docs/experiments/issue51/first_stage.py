@@ -26,8 +26,11 @@ from whoqa.ranker.features import FROM_BOOK, columns
 from whoqa.ranker.model import fit, softmax
 
 OLD = ("book_share", "context_mentions", "named")
-ARMS = {"today (3 features, every cluster)": (False, OLD), "+ cast": (True, OLD), "+ syntax": (False, FROM_BOOK),
-        "+ cast + syntax": (True, FROM_BOOK)}
+SYNTAX = OLD + ("role", "role_with_args")  # the question's role in its context
+BOOK_ROLES = OLD + ("book_role", "book_role_with_args")  # the same over every sentence with the question's verb
+ARMS = {"today (3 features, every cluster)": (False, OLD), "+ cast": (True, OLD), "+ syntax": (False, SYNTAX),
+        "+ cast + syntax": (True, SYNTAX), "+ book roles": (False, BOOK_ROLES), "+ cast + book roles": (True, BOOK_ROLES),
+        "+ cast + syntax + book roles": (True, FROM_BOOK)}
 BASE = "today (3 features, every cluster)"
 
 
@@ -51,6 +54,7 @@ def main() -> None:
     ap.add_argument("--workspace", type=Path, required=True)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent)
     ap.add_argument("--seeds", type=int, nargs="*", default=[13, 14, 15])
+    ap.add_argument("--name", default="first_stage", help="the output files' stem")
     a = ap.parse_args()
     ws = Workspace(a.workspace)
     rows = {cast: question_features(ws, book_fold_candidates(ws, 10, a.seeds[0]), cast) for cast in (False, True)}
@@ -88,9 +92,9 @@ def main() -> None:
         row["per_seed"] = per_seed
         table[arm] = row
     a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "first_stage.json").write_text(json.dumps({"questions": len(rows[False]), "seeds": a.seeds,
+    (a.out / f"{a.name}.json").write_text(json.dumps({"questions": len(rows[False]), "seeds": a.seeds,
                                                         "arms": table}, indent=1))
-    with gzip.open(a.out / "first_stage_ranks.jsonl.gz", "wt") as f:
+    with gzip.open(a.out / f"{a.name}_ranks.jsonl.gz", "wt") as f:
         for r in ranks:
             f.write(json.dumps(r) + "\n")
     for arm, row in table.items():
