@@ -396,10 +396,13 @@ def test_the_page_reads_the_cast_up_to_a_point_in_a_real_browser(chapters):
         page.goto(f"http://127.0.0.1:{port}/#/book/{b}")
         page.wait_for_selector("#cast")
         assert "Jacob" in page.inner_text("#cast") and page.locator("#cast-note").count() == 0
+        whole = page.inner_text("#counts")
         page.fill("#upto", "Chapter 2")
         page.press("#upto", "Enter")
         page.wait_for_selector("#cast-note")
         assert "As of Chapter 2" in page.inner_text("#cast-note") and "Jacob" not in page.inner_text("#cast")
+        # the header counts the part read, as after a reload (before, it kept the whole book's until one)
+        assert page.inner_text("#counts") != whole and page.inner_text("#counts").endswith("characters read so far")
         assert page.inner_text("#answer") == ""  # no question: only the cast followed the cut
         assert page.evaluate("location.hash") == f"#/book/{b}?upto=Chapter%202"
         page.click("#cast a >> text=Anna")
@@ -426,3 +429,4 @@ def test_the_page_reads_the_cast_up_to_a_point_in_a_real_browser(chapters):
         page.press("#upto", "Enter")
         page.wait_for_selector("#cast")
         assert "Jacob" in page.inner_text("#cast") and page.evaluate("location.hash") == f"#/book/{b}"
+        assert page.inner_text("#counts") == whole
