@@ -102,3 +102,21 @@ def test_chat_answers_each_question_with_the_book_loaded_once(monkeypatch, tmp_p
     assert r.exit_code == 0 and "Jacob" not in r.output and _ranking(r.output), r.output  # the end of input: EOF
     r = run(app, ["chat", str(book), "--llm", "none"], input="\x00\nWho lit the lamp?\n")
     assert r.exit_code == 0 and _ranking(r.output), r.output
+
+
+def test_a_terminal_sees_progress_before_the_answer_and_only_the_answer_after(tmp_path):
+    """`whoqa bench terminal`: `ask` run in a pseudo-terminal, as a person runs it. Its first visible output is a
+    stage line, long before the answer; the stages of a new book are shown in order (reading it, the characters,
+    ...); the lines that stay are the answer's, with no library noise among them. (Timings are printed by the
+    benchmark, never asserted.)"""
+    from whoqa.evaluation.bench import run_terminal
+    (tmp_path / "lighthouse.txt").write_text(STORY)
+    out = run_terminal(str(tmp_path / "lighthouse.txt"), "Who rowed to the village for bread?",
+                       workspace=str(tmp_path / "home"), args=["--llm", "none"])
+    assert out["exit"] == 0, out
+    names = [s["stage"] for s in out["stages"]]
+    assert names and out["first_visible_s"] <= out["stages"][0]["at_s"] < out["answer_at_s"], out
+    assert any("read" in n for n in names) and any("character" in n for n in names), names
+    assert any("Tom" in line or "Anna" in line for line in out["output"]), out["output"]
+    noisy = ("Failed to load", "warn", "Warning", "Traceback", "libcudart", "INFO")
+    assert not [line for line in out["output"] if any(w in line for w in noisy)], out["output"]

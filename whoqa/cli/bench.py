@@ -104,3 +104,16 @@ def bench_serve(workspace: Path = WS_OPTION,
     """The web app: ask latency with 1 and 8 clients, memory; with --text, upload to first answer."""
     from whoqa.web.bench import run_serve
     echo_json(stage(run_serve, str(workspace), text=str(text) if text else None))
+
+
+@app.command("terminal")
+def bench_terminal(
+    book: Path = typer.Argument(..., help="A book file (plain text, EPUB or HTML), as a reader gives it to `ask`."),
+    question: str = typer.Argument("Who is the main character?", help="The question asked."),
+    workspace: Optional[Path] = typer.Option(None, help="Passed to `ask` (default: ask's own, WHOQA_HOME or the "
+                                                        "user's data folder)."),
+):
+    """`whoqa ask BOOK QUESTION` in a pseudo-terminal, as a person runs it: time to the first visible output, each
+    stage shown and when, and when the answer came."""
+    from whoqa.evaluation.bench import run_terminal
+    echo_json(stage(run_terminal, str(book), question, str(workspace) if workspace else None))

@@ -1,7 +1,9 @@
 """`whoqa bench index`: context selection speed on a prepared book of about 100k words."""
 from __future__ import annotations
 
+import re
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -240,3 +242,81 @@ def run_llm(workspace: str, base: str, runtime: str = "auto", n: int = 8, new_to
             **({"prompt_tokens_per_s (n_batch 8, gpt4all's default)": round(tokens / statistics.median(small_batch),
                                                                             1)} if small_batch else {}),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}
+
+
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_BAR = re.compile(r"(.+?):\s+\d+%\|")  # tqdm's "desc:  40%|"
+
+
+def whoqa_command() -> list[str]:
+    """How to start the `whoqa` command this Python runs: the console script beside it, else the checkout's cli.py."""
+    script = Path(sys.executable).with_name("whoqa")
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, str(Path(__file__).resolve().parents[2] / "cli.py")]
+
+
+def run_terminal(book: str, question: str, workspace: str | None = None, args: list[str] | None = None,
+                 timeout: float = 900.0) -> dict:
+    """`whoqa ask BOOK QUESTION` as a person at a terminal runs it, in a pseudo-terminal (so the progress it shows
+    on a terminal is shown): when the first visible character came, each stage line it showed and when, and when the
+    answer was there (the process's end). Each visible line is the text between carriage returns and line ends,
+    its terminal escapes removed."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import subprocess
+    import termios
+    cmd = whoqa_command() + ["ask", str(book), question] + (["--workspace", workspace] if workspace else []) + \
+        list(args or [])
+    env = {k: v for k, v in os.environ.items() if k != "WHOQA_NO_PROGRESS"}
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal's size: bars draw in it
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    seen: list[tuple[float, str]] = []
+    pending, first = "", None
+    try:
+        while True:
+            if time.perf_counter() - t0 > timeout:
+                proc.kill()
+                raise TimeoutError(f"`whoqa ask` gave no end within {timeout:.0f} s")
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the terminal's other end closed: the process ended
+                break
+            if not data:
+                break
+            now = time.perf_counter() - t0
+            text = _ESCAPES.sub("", data.decode("utf-8", "replace"))
+            if first is None and text.strip():
+                first = now
+            pending += text
+            *lines, pending = re.split(r"[\r\n]", pending)
+            seen += [(now, line.strip()) for line in lines if line.strip()]
+    finally:
+        os.close(master)
+    code = proc.wait()
+    end = time.perf_counter() - t0
+    if pending.strip():
+        seen.append((end, pending.strip()))
+    stages, kept = [], []
+    for t, line in seen:  # a stage line ("reading the book...") or a bar ("finding the characters:  40%|####  |")
+        bar = _BAR.match(line)
+        if not (line.endswith("...") or bar):
+            kept.append(line)
+            continue
+        name = bar.group(1) if bar else line[:-3]
+        if not stages or stages[-1]["stage"] != name:  # a bar redrawn many times is one stage: when it first came
+            stages.append({"stage": name.strip(), "at_s": round(t, 2)})
+    return {"command": " ".join(cmd[len(whoqa_command()):]), "exit": code,
+            "first_visible_s": round(first, 2) if first is not None else None, "stages": stages,
+            "answer_at_s": round(end, 2), "output": kept[:12]}
