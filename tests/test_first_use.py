@@ -120,3 +120,19 @@ def test_a_terminal_sees_progress_before_the_answer_and_only_the_answer_after(tm
     assert any("Tom" in line or "Anna" in line for line in out["output"]), out["output"]
     noisy = ("Failed to load", "warn", "Warning", "Traceback", "libcudart", "INFO")
     assert not [line for line in out["output"] if any(w in line for w in noisy)], out["output"]
+
+
+def test_the_stage_is_known_without_a_terminal():
+    """Stages draws only on a terminal, but says the stage under way to anyone who asks (the page), with a percent
+    where the amount of work is known; between stages, none."""
+    from whoqa.core.progress import Stages
+    s = Stages(on=False)
+    assert s.now() is None
+    advance = s.stage("finding the characters", total=200, unit="word")
+    advance(50)
+    assert s.now() == {"stage": "finding the characters", "percent": 25}
+    s.stage("answering")
+    advance(150)  # a finished stage's bar no longer counts
+    assert s.now() == {"stage": "answering"}
+    s.done()
+    assert s.now() is None

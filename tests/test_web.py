@@ -430,3 +430,38 @@ def test_the_page_reads_the_cast_up_to_a_point_in_a_real_browser(chapters):
         page.wait_for_selector("#cast")
         assert "Jacob" in page.inner_text("#cast") and page.evaluate("location.hash") == f"#/book/{b}"
         assert page.inner_text("#counts") == whole
+
+
+def test_the_page_is_told_the_stage_of_an_upload_and_of_an_answer(chapters, tmp_path):
+    """Issue 54: while an upload is processed its job says the stage (with a percent where the amount of work is
+    known), and while an answer is under way `GET /api/progress` says its stage; idle, no stage. Polled from another
+    thread as the page polls, so what is seen is what a page would see."""
+    import threading
+    from tests.test_first_use import CHAPTERS
+    ws, book = chapters
+    c = client(ws, llm="none")
+    assert c.get("/api/progress").json() == {"stage": None}
+    story = CHAPTERS.replace("Lighthouse", "Beacon").replace("Anna", "Nora")  # a new book: processed
+    job = c.post("/api/books", files={"file": ("beacon.txt", story.encode(), "text/plain")}).json()
+    seen = []
+    while job["state"] in ("queued", "running"):
+        job = c.get(f"/api/jobs/{job['id']}").json()
+        if job["state"] == "running" and job.get("progress"):
+            seen.append(job["progress"])
+        time.sleep(0.01)
+    assert job["state"] == "done" and "progress" not in job, job
+    stages = [p["stage"] for p in seen]
+    assert stages and set(stages) <= {"reading the book", "loading the language parser", "finding the characters",
+                                      "adding its characters to the word vectors"}, stages
+    assert all(0 <= p["percent"] <= 100 for p in seen if "percent" in p)
+    answered, during = {}, []
+    asking = threading.Thread(target=lambda: answered.update(c.post(
+        f"/api/books/{book}/ask", json={"question": "Who rowed to the village for bread?"}).json()))
+    asking.start()
+    while asking.is_alive():
+        during.append(c.get("/api/progress").json()["stage"])
+        time.sleep(0.005)
+    asking.join()
+    assert answered.get("characters"), answered
+    assert {"opening the book and its index of passages", "answering"} & set(during), during
+    assert c.get("/api/progress").json() == {"stage": None}  # the answer given, the stage is cleared

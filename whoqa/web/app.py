@@ -4,7 +4,9 @@ The page (page.html, one file, no build step) uses only the API, which mirrors t
 
     GET  /api/books                      the workspace's books: title, words, characters
     POST /api/books                      upload a book (plain text, EPUB or HTML) (`ask --text`'s checks) -> a job
-    GET  /api/jobs/{id}                  a job's state (kept in WS/jobs/, so it survives a page reload)
+    GET  /api/jobs/{id}                  a job's state (kept in WS/jobs/, so it survives a page reload), with
+                                         its stage and percent while it runs
+    GET  /api/progress                   what the service is doing now: {"stage", "percent"?} ({"stage": null} idle)
     GET  /api/books/{id}                 one book, with its cast
     GET  /api/books/{id}/characters      the cast: names, aliases, gender, mentions, mentions per tenth of the book
     GET  /api/books/{id}/characters/{c}  one character's mentions in context
@@ -142,6 +144,10 @@ def create_app(cfg: ServeConfig) -> FastAPI:
     @app.get("/api/jobs/{job_id}")
     def job(job_id: str) -> dict:
         return service.job(job_id)
+
+    @app.get("/api/progress")
+    def progress() -> dict:
+        return service.progress()
 
     @app.get("/api/books/{book_id}")
     def book(book_id: str, upto: str | None = None) -> dict:

@@ -154,6 +154,11 @@ class Service(Uploads):
         return {"spec": upto, "sentences": len(part.sentences), "of": len(whole.sentences)}
 
     # --- answers -----------------------------------------------------------------------------------------------
+    def progress(self) -> dict:
+        """What the service is doing now (whoqa.core.progress.Stages.now: the stage, a percent where known), for the
+        page to show while an answer or an upload is under way; {"stage": None} when idle."""
+        return self.answers.stages.now() or {"stage": None}
+
     def ask(self, book_id: str, question: str, route: str = "auto", upto: str | None = None,
             html: bool = False) -> dict:
         """`whoqa ask`'s answer (whoqa.service: the same route, the same JSON), each evidence sentence with its

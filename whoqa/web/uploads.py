@@ -124,6 +124,9 @@ class Uploads:
         if not path.is_file():
             raise ApiError(404, f"no job {job_id}")
         try:
-            return read_json(path, "upload the book again", dict)
+            job = read_json(path, "upload the book again", dict)
         except DamagedArtifact:  # a crash while it was written: the job is lost, not the server
             raise ApiError(410, f"job {job_id}'s record {path} is damaged: upload the book again") from None
+        if job.get("state") == "running" and job.get("owner") == self.owner:  # its stage now, with a percent
+            job["progress"] = self.answers.stages.now()  # where known (one worker: the service's stage is the job's)
+        return job
