@@ -68,8 +68,9 @@ def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timing
                         "characters than `whoqa prepare` would give it; start Python with PYTHONHASHSEED=0",
                         book_id)
         try:
-            if identity is not None:
-                write_source(folder, {"text": str(Path(path).resolve()), "made_by": identity})
+            # (always: it marks a book taken in from a text, which `intake_gaps` and `whoqa check` read; made_by None
+            # where the engine was not the recorded one)
+            write_source(folder, {"text": str(Path(path).resolve()), "made_by": identity})
             words = len(re.findall(r"\w+|[^\w\s]", body))  # about the parser's tokens
             process_text(body, book_id, ws.books, engine, stages.stage("finding the characters", words, "word"))
             if not read_characters(folder / f"{book_id}.book"):
