@@ -16,6 +16,7 @@ from data_prep.engines import recorded_engine
 from data_prep.prepare import PrepareConfig, prepare
 from data_prep.workers import process_text
 from whoqa.core.book import is_done, read_characters
+from whoqa.core.files import atomic_write
 from whoqa.core.seed import hash_seed_fixed
 from whoqa.core.store import forget_derived, load_texts, read_state, write_source, write_texts
 from whoqa.core.text import DataError, extract_body, read_book_text, text_book_id
@@ -45,13 +46,24 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
     with locked(ws):
         folder = ws.books / book_id
         new = not is_done(folder, book_id)
+        report = ws.artificial_report  # (rewritten by the book's questions before its fold can fail)
+        saved = report.read_bytes() if report.is_file() else None
         try:
             _add_text(ws, path, body, book_id, engine, timings, t0, stages, parse_processes)
         except BaseException:  # a later step failed (vectors, questions): no half-made book is left in books/
             if new:
                 forget_derived(ws, book_id)
+                _put_back(report, saved)  # (nor its figures in the report of the workspace's artificial questions)
             raise
     return book_id
+
+
+def _put_back(path: Path, saved: bytes | None) -> None:
+    """A file as it was before a failed step (None: it was not there)."""
+    if saved is None:
+        path.unlink(missing_ok=True)
+    elif not path.is_file() or path.read_bytes() != saved:
+        atomic_write(path, saved)
 
 
 def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timings: dict, t0: float, stages,
@@ -68,8 +80,9 @@ def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timing
                         "characters than `whoqa prepare` would give it; start Python with PYTHONHASHSEED=0",
                         book_id)
         try:
-            if identity is not None:
-                write_source(folder, {"text": str(Path(path).resolve()), "made_by": identity})
+            # (always: it marks a book taken in from a text, which `intake_gaps` and `whoqa check` read; made_by None
+            # where the engine was not the recorded one)
+            write_source(folder, {"text": str(Path(path).resolve()), "made_by": identity})
             words = len(re.findall(r"\w+|[^\w\s]", body))  # about the parser's tokens
             process_text(body, book_id, ws.books, engine, stages.stage("finding the characters", words, "word"))
             if not read_characters(folder / f"{book_id}.book"):

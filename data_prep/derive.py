@@ -33,7 +33,8 @@ def _derive_work(workspace: str, book_id: str) -> tuple[str, dict | None, str | 
 
 
 def derive(workspace: Path, book_ids: list[str], jobs: int = 1, progress: bool = True) -> dict:
-    """Per-book derived artifacts, resumable: books whose question file exists are not redone."""
+    """Per-book derived artifacts, resumable: books whose question file exists are not redone. The report (written,
+    and returned without per_book) counts every book of the workspace with questions, these among them."""
     ws = Workspace(workspace)
     old = read_derive_report(ws)  # a damaged report: its figures are counted again
     per_book = old.get("per_book", {})
@@ -56,14 +57,17 @@ def derive(workspace: Path, book_ids: list[str], jobs: int = 1, progress: bool =
             bar.update(1)
         bar.close()
     seconds = time.perf_counter() - t0
+    # the workspace's report, merged: every book with questions counts (one book taken in adds to the figures of the
+    # books prepared before it, never replaces them), and a book removed since is dropped
+    per_book = {b: v for b, v in per_book.items() if ws.artificial_questions(b).is_file()}
     totals: dict = {}
-    for b in book_ids:
-        for k, v in per_book.get(b, {}).items():
+    for b in per_book:
+        for k, v in per_book[b].items():
             if k != "seconds":
                 totals[k] = totals.get(k, 0) + v
     done_now = [b for b in todo if b not in failed]
     n_new = sum(per_book[b].get("questions", 0) for b in done_now)
-    report = {"totals": totals, "books": len(book_ids), "books_done": len(done_now), "failed": failed,
+    report = {"totals": totals, "books": len(per_book), "books_done": len(done_now), "failed": failed,
               "questions_per_second": round(n_new / seconds) if done_now and seconds else None,
               "per_book": per_book}
     write_derive_report(ws, report)

@@ -39,6 +39,35 @@ def test_truncated_word_vectors(ws):
     _one_line(run(app, ["train", "--workspace", str(ws), "--final", "--epochs", "1"]), "word2vec.model", "damaged")
 
 
+def test_a_book_that_fails_to_fold_in_leaves_the_artificial_report_as_it_was(ws, tmp_path):
+    """`ask --text` of a new book with damaged word vectors: one line, the book removed, and
+    artificial/report.json byte for byte as before (its questions were counted before the fold failed)."""
+    report = ws / "artificial" / "report.json"
+    before = report.read_bytes()
+    vectors = ws / "embeddings" / "word2vec.model"
+    whole = vectors.read_bytes()
+    vectors.write_bytes(whole[:200])
+    books = sorted(p.name for p in (ws / "books").iterdir())
+    r = run(app, ["ask", "--workspace", str(ws), "--text", str(_story(tmp_path)), "Who rowed out?", "--llm", "none"])
+    _one_line(r, "word2vec.model", "damaged")
+    assert sorted(p.name for p in (ws / "books").iterdir()) == books
+    assert report.read_bytes() == before
+
+
+def test_a_book_taken_in_adds_to_the_artificial_report(ws, tmp_path):
+    """The report of the workspace's artificial questions, after `ask --text` of a new book, counts the books it
+    counted before and the new one (merged, never replaced by the new book's figures)."""
+    import json
+    report = ws / "artificial" / "report.json"
+    before = json.loads(report.read_text())
+    r = run(app, ["ask", "--workspace", str(ws), "--text", str(_story(tmp_path)), "Who rowed out?", "--llm", "none"])
+    assert r.exit_code == 0, r.output
+    after = json.loads(report.read_text())
+    new = set(after["per_book"]) - set(before["per_book"])
+    assert len(new) == 1 and after["books"] == before["books"] + 1
+    assert after["totals"]["questions"] == before["totals"]["questions"] + after["per_book"][new.pop()]["questions"]
+
+
 def test_who_set_of_the_wrong_shape(ws):
     (ws / "who" / "who_questions.json").write_text(json.dumps([[1, 2], [3]]))
     _one_line(run(app, ["train", "--workspace", str(ws), "--folds", "2", "--epochs", "1"]), "who_questions.json",

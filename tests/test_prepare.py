@@ -173,6 +173,8 @@ def test_forgetting_a_book_removes_what_every_stage_derived_from_it_and_nothing_
             p.write_text("x")
     report = ws.contexts_report("bm25f")
     report.write_text("{}")
+    ws.texts.write_text('{"a": {"path": "a.txt"}, "b": {"path": "b.txt"}}')
     forget_derived(ws, "a")
     assert not any(p.exists() for p in made["a"]) and not ws.book_index("a").exists() and not ws.book("a").exists()
     assert all(p.exists() for p in made["b"]) and report.exists()
+    assert list(json.loads(ws.texts.read_text())) == ["b"]  # (listed there means taken in whole: store.intake_gaps)

@@ -6,7 +6,7 @@ readers here (never data_prep), so a file's format is written down once. The bin
 names them.
 
     WS/questions.json, summaries.json    `write_questions`, `load_questions`; `write_summaries`, `load_summaries`
-    WS/texts.json                        `write_texts`, `load_texts` (books added from text files)
+    WS/texts.json                        `write_texts`, `load_texts` (books added from text files), `intake_gaps`
     WS/who/                              `write_who_set`, `load_who_set`, `fingerprint`
     WS/books/<id>/source.json            `write_source`, `read_source` (what a prepared book was made from)
     WS/engine.json, data.json            `write_engine_record`, `read_engine_record`; `write_data_record`,
@@ -76,6 +76,20 @@ def load_texts(workspace: Path) -> dict[str, dict]:
 
 def write_texts(workspace: Path, texts: dict[str, dict]) -> None:
     atomic_write(Workspace(workspace).texts, json.dumps(texts, indent=1))
+
+
+def intake_gaps(workspace: Path, book_id: str) -> list[str]:
+    """What a book taken in from a text file (data_prep.addbook.add_text) lacks of the records written after its
+    files: folded into the word vectors (where the workspace has any), then listed in texts.json (last). [] when
+    whole. A kill between the book's files and these (an upload cut short) leaves a book that looks whole on disk:
+    the web server's recovery removes it, an upload of it again completes it, and `whoqa check` names it."""
+    gaps = []
+    state = read_state(workspace)
+    if state is not None and book_id not in state.get("books", []):
+        gaps.append("not folded into the word vectors (embeddings/state.json)")
+    if book_id not in load_texts(workspace):
+        gaps.append("not listed in texts.json")
+    return gaps
 
 
 # --- the Who set: WS/who/ ------------------------------------------------------------------------------------------
@@ -297,7 +311,7 @@ def load_vectors(workspace: Path):
 # --- everything made of one book ----------------------------------------------------------------------------------
 def forget_derived(workspace: Path, book_id: str) -> None:
     """Remove what later stages made of a book (the workspace names them: `Workspace.derived_from_book`), and the
-    book itself, so its new text is not judged by its old artifacts."""
+    book itself and its texts.json entry, so its new text is not judged by its old artifacts."""
     ws = Workspace(workspace)
     for p in [*ws.derived_from_book(book_id), ws.book(book_id)]:
         if p.is_dir():
@@ -305,3 +319,9 @@ def forget_derived(workspace: Path, book_id: str) -> None:
         else:
             p.unlink(missing_ok=True)
             checksum_file(p).unlink(missing_ok=True)
+    try:  # its texts.json entry too: an entry there then always means a book taken in whole (`intake_gaps`)
+        texts = load_texts(ws)
+    except DamagedArtifact:  # (named by `whoqa check`; not this removal's to mend)
+        return
+    if texts.pop(book_id, None) is not None:
+        write_texts(ws, texts)

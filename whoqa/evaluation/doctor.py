@@ -72,6 +72,9 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
         if folder.is_dir() and is_done(folder, folder.name):
             probe(folder, lambda p: Book.load(p, p.name), f"delete {shlex.quote(str(folder))} and run "
                                                           f"{book_command(workspace, folder)}", SOURCE)
+            unfinished = _unfinished_intake(workspace, folder)
+            if unfinished:
+                found.append(unfinished)
             for path, repair, kind in ((ws.page_summary(folder.name), "none needed: the page remakes it", CACHE),
                                        (ws.book_source(folder.name),
                                         f"delete it; {prepare} records the book's source again", DERIVED)):
@@ -125,6 +128,28 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
     for f in files(ws.jobs, "*.json"):
         probe(f, _json, "none needed: the upload's record is lost; upload the book again", CACHE)
     return n, found
+
+
+def _unfinished_intake(workspace: str | Path, folder: Path) -> Finding | None:
+    """A book taken in from a text whose files are all there but whose intake stopped before its last records (an
+    upload or `ask --text` killed after the engine wrote the book): not listed in texts.json, which is written last.
+    It would answer questions as if whole; the repair completes it (`ask --text` of its file folds it in and lists
+    it), or, its file gone, removes it. (Where its record cannot be read, that damage is named on its own.)"""
+    from whoqa.core.store import intake_gaps, read_source
+    try:
+        source = read_source(folder)
+        if not (isinstance(source, dict) and isinstance(source.get("text"), str)):
+            return None  # (a book `prepare` made: it keeps its own records)
+        gaps = intake_gaps(workspace, folder.name)
+    except DamagedArtifact:
+        return None
+    if not any("texts.json" in g for g in gaps):
+        return None  # (listed: taken in whole, perhaps before the workspace had word vectors)
+    text = Path(source["text"])
+    repair = (f"run {book_command(workspace, folder)}: it completes the book" if text.is_file() else
+              f"delete {shlex.quote(str(folder))} (its text {text} is gone), then add the book again")
+    return Finding(str(folder), "a book whose intake stopped before the end (an upload or `ask --text` cut short): "
+                                + " and ".join(gaps), repair, SOURCE)
 
 
 def prepare_command(workspace: str | Path, *extra: str) -> str:

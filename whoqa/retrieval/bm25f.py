@@ -24,7 +24,6 @@ from whoqa.core.files import atomic_write
 from whoqa.core.names import name_spans
 from whoqa.core.registry import positive, require
 from whoqa.core.workspace import ReadOnly, Workspace
-from whoqa.retrieval.lucene import MissingPackage
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +125,11 @@ def question_windows(index: "BM25FIndex", text: str, aliases, total: int, cfg: R
     return windows(index.search(words, chars, cfg.pool), cfg.context_sentences, total, cfg.window)
 
 
+class DamagedIndex(Exception):
+    """A book's Lucene index whose own files Lucene cannot read (missing, cut short, corrupt): a cache derived from
+    the book, so `open_book` rebuilds it. Nothing else (a missing package, a Java that will not start) is this."""
+
+
 class BM25FIndex:
     """A book's sentence index in Lucene, searched with Lucene's IndexSearcher directly.
 
@@ -134,50 +138,66 @@ class BM25FIndex:
     loading (tests/test_retrieval.py checks that against SimpleSearcher on real questions): 3.7x faster."""
 
     def __init__(self, path: Path, cfg: RetrievalConfig):
-        from whoqa.retrieval.lucene import java
+        """Open the index at `path`. Every class is loaded first, so a stack that cannot start fails before the
+        index's files are read (MissingPackage); then only Lucene's words for damaged files are DamagedIndex."""
+        from whoqa.retrieval.lucene import damaged_index, java, stack_error, stack_failure
         self.cfg = cfg
-        reader = java("org.apache.lucene.index.DirectoryReader").open(
-            java("org.apache.lucene.store.FSDirectory").open(java("java.io.File")(str(path)).toPath()))
-        self.searcher = java("org.apache.lucene.search.IndexSearcher")(reader.getContext())
-        self.searcher.setSimilarity(java("org.apache.lucene.search.similarities.BM25Similarity")(cfg.k1, cfg.b))
+        reader_cls, directory, file = (java("org.apache.lucene.index.DirectoryReader"),
+                                       java("org.apache.lucene.store.FSDirectory"), java("java.io.File"))
+        searcher_cls, bm25 = (java("org.apache.lucene.search.IndexSearcher"),
+                              java("org.apache.lucene.search.similarities.BM25Similarity"))
         sort_field = java("org.apache.lucene.search.SortField")
         # Anserini's order: score, then the id field as a string (BREAK_SCORE_TIES_BY_DOCID)
         self._sort = java("org.apache.lucene.search.Sort")(
             sort_field.FIELD_SCORE, sort_field("id", java("org.apache.lucene.search.SortField$Type").STRING_VAL))
-        self._ids = _sentence_ids(reader)
         self._cfq = java("org.apache.lucene.sandbox.search.CombinedFieldQuery$Builder")
         self._bq = java("org.apache.lucene.search.BooleanQuery$Builder")
         self._should = java("org.apache.lucene.search.BooleanClause$Occur").SHOULD
         self._bytes = java("org.apache.lucene.util.BytesRef")
+        try:  # the index's own files, read from here on
+            reader = reader_cls.open(directory.open(file(str(path)).toPath()))
+            self._ids = _sentence_ids(reader)
+        except Exception as e:
+            if damaged_index(e) or isinstance(e, (TypeError, ValueError)):  # (ValueError: a stored id unreadable)
+                raise DamagedIndex((getattr(e, "classname", None) or type(e).__name__).split(".")[-1]) from e
+            if stack_error(e):  # a Java class or the JVM failing, not the index
+                raise stack_failure(e) from None
+            raise  # anything else is not known to be damage: shown as it is, and nothing is deleted for it
+        self.searcher = searcher_cls(reader.getContext())
+        self.searcher.setSimilarity(bm25(cfg.k1, cfg.b))
 
     @staticmethod
-    def build(book: Book, path: Path, threads: int = 1) -> None:
+    def build(book: Book, path: Path, threads: int = 1, replace: bool = False) -> None:
         """Index into a folder of this process's own (two processes indexing one new book never share Lucene's write
-        lock), then rename it into place; if another process finished first, its index is kept and ours dropped."""
+        lock), then rename it into place; if another process finished first, its index is kept and ours dropped.
+        `replace`: a damaged index at `path` is replaced, and only once the new one is whole. The process's folder
+        never outlives the call, whatever stops it (Java missing, a full disk)."""
         import os
         import uuid
         from whoqa.retrieval.lucene import java
+        simple_indexer = java("io.anserini.index.SimpleIndexer")  # (the stack first: no folder made without it)
         tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-        tmp.mkdir(parents=True)
-        indexer = java("io.anserini.index.SimpleIndexer")(
-            ["-input", "", "-collection", "JsonCollection", "-index", str(tmp), "-threads", str(threads),
-             "-fields", "characters", "-storeRaw"])
-        docs = []
-        for sid in range(len(book.sentences)):
-            words, chars = sentence_fields(book, sid)
-            docs.append(json.dumps({"id": str(sid), "contents": words, "characters": chars}))
-        indexer.addRawDocuments(docs)
-        indexer.close()
-        if any(Path(path).glob("segments_*")):  # another process finished the same index first
-            shutil.rmtree(tmp, ignore_errors=True)
-            return
-        shutil.rmtree(path, ignore_errors=True)
         try:
-            tmp.rename(path)
-        except OSError:  # ... or finished it just now
+            tmp.mkdir(parents=True)
+            indexer = simple_indexer(
+                ["-input", "", "-collection", "JsonCollection", "-index", str(tmp), "-threads", str(threads),
+                 "-fields", "characters", "-storeRaw"])
+            docs = []
+            for sid in range(len(book.sentences)):
+                words, chars = sentence_fields(book, sid)
+                docs.append(json.dumps({"id": str(sid), "contents": words, "characters": chars}))
+            indexer.addRawDocuments(docs)
+            indexer.close()
+            if not replace and any(Path(path).glob("segments_*")):  # another process finished the same index first
+                return
+            shutil.rmtree(path, ignore_errors=True)
+            try:
+                tmp.rename(path)
+            except OSError:  # ... or finished it just now
+                if not any(Path(path).glob("segments_*")):
+                    raise
+        finally:
             shutil.rmtree(tmp, ignore_errors=True)
-            if not any(Path(path).glob("segments_*")):
-                raise
 
     @staticmethod
     def ensure(book: Book, path: Path) -> None:
@@ -281,15 +301,10 @@ def open_book(workspace: Path, book_id: str, rcfg):
     BM25FIndex.ensure(book, index)
     try:
         searcher = BM25FIndex(index, rcfg)
-    except (MissingPackage, ImportError):  # the packages, not the index: nothing is deleted for it
-        raise
-    except Exception as e:  # a damaged index (a Java exception): it is derived from the book, so it is rebuilt
+    except DamagedIndex as e:  # Lucene's own words for damaged files: derived from the book, so it is rebuilt
         if ws.read_only:
-            raise ReadOnly(f"book {book_id}'s BM25F index {index} is damaged ({type(e).__name__}): {fix}") from None
-        import logging
-        import shutil
-        logging.getLogger(__name__).warning("BM25F index %s is damaged (%s): rebuilt", index, type(e).__name__)
-        shutil.rmtree(index, ignore_errors=True)
-        BM25FIndex.ensure(book, index)
+            raise ReadOnly(f"book {book_id}'s BM25F index {index} is damaged ({e}): {fix}") from None
+        log.warning("BM25F index %s is damaged (%s): rebuilt", index, e)
+        BM25FIndex.build(book, Path(index), replace=True)  # (the damaged one is replaced once the new one is whole)
         searcher = BM25FIndex(index, rcfg)
     return book, AliasIndex(book.characters), searcher

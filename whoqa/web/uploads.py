@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from whoqa.core.text import read_book_text, text_book_id
-from whoqa.core.store import read_state
+from whoqa.core.store import intake_gaps, read_source
 from whoqa.core.epub import EPUB_SUFFIXES, HTML_SUFFIXES
 from whoqa.core.errors import DataError
 from whoqa.core.text import extract_body
@@ -56,22 +56,23 @@ class Uploads:
         path = self.uploads / f"{book_id}{suffix}"
         tmp.replace(path)
         job = {"id": uuid.uuid4().hex, "book": book_id, "file": name, "state": "queued", "created": time.time()}
-        if is_done(self.ws.books / book_id, book_id) and self._folded(book_id):
+        if self._whole(book_id):
             job.update(state="done", reused=True, finished=time.time())
             self._save_job(job)
             return job
         self._save_job(job)
-        self.worker.submit(self._process, job, path)
+        self.worker.submit(self._process, job, path)  # (a book cut short is completed: folded in, then listed)
         return job
 
-    def _folded(self, book_id: str) -> bool:
-        state = read_state(self.ws)
-        return state is None or book_id in state.get("books", [])
+    def _whole(self, book_id: str) -> bool:
+        """Whether the book is taken in whole: its files, and the records a finished intake writes after them."""
+        return is_done(self.ws.books / book_id, book_id) and not intake_gaps(self.ws, book_id)
 
     def recover(self) -> list[dict]:
         """Jobs left queued or running by a server that is gone (kill -9, a crash, a reboot) are marked failed, so
-        none waits forever; the partial books they leave are removed by the upload worker, under the workspace lock
-        (a command adding books meanwhile is waited for). Returns the jobs marked."""
+        none waits forever; the books they leave incomplete (cut short, or not yet folded in or listed:
+        `_clean_partial`) are removed by the upload worker, under the workspace lock (a command adding books meanwhile
+        is waited for). Returns the jobs marked."""
         lost = []
         for path in sorted(self.jobs_dir.glob("*.json")) if self.jobs_dir.is_dir() else []:
             job = read_cache(path, dict)
@@ -88,12 +89,35 @@ class Uploads:
         return lost
 
     def _clean_partial(self, books: list) -> None:
+        """Remove each lost job's book that the workspace's records do not show as whole (its files cut short, or not
+        yet folded into the word vectors or listed in texts.json: a kill after the engine wrote the book), with
+        everything derived from it; a whole one, and a book `prepare` made, are kept."""
         with locked(self.ws):
             for b in books:
-                if isinstance(b, str) and BOOK_ID.match(b):
-                    if (self.ws.books / b).exists() and not is_done(self.ws.books / b, b):
-                        forget_derived(self.ws, b)
-                    (self.uploads / f"{b}.txt").unlink(missing_ok=True)
+                if not (isinstance(b, str) and BOOK_ID.match(b)):
+                    continue
+                folder = self.ws.books / b
+                try:
+                    whole = self._whole(b)
+                except DamagedArtifact as e:  # the records cannot tell: kept, and `whoqa check` names the damage
+                    log.warning("upload of book %s was cut short, and %s: the book is kept", b, e)
+                    continue
+                if folder.exists() and not whole and not _prepared(folder):
+                    log.warning("book %s of an upload cut short is incomplete (%s): removed", b,
+                                "; ".join(intake_gaps(self.ws, b)) if is_done(folder, b) else "its files cut short")
+                    forget_derived(self.ws, b)
+                if not folder.exists() and not self._queued(b):  # (its file, unless uploaded again meanwhile)
+                    for f in self.uploads.glob(f"{b}.*"):
+                        f.unlink(missing_ok=True)
+
+    def _queued(self, book_id: str) -> bool:
+        """Whether this server has a job for the book waiting or under way (it reads the book's uploaded file)."""
+        for path in self.jobs_dir.glob("*.json") if self.jobs_dir.is_dir() else []:
+            job = read_cache(path, dict) or {}
+            if job.get("book") == book_id and job.get("state") in ("queued", "running") \
+                    and job.get("owner") == self.owner:
+                return True
+        return False
 
     def _process(self, job: dict, path: Path) -> None:
         existed = (self.ws.books / job["book"]).exists()
@@ -130,3 +154,13 @@ class Uploads:
         if job.get("state") == "running" and job.get("owner") == self.owner:  # its stage now, with a percent
             job["progress"] = self.answers.stages.now()  # where known (one worker: the service's stage is the job's)
         return job
+
+
+def _prepared(folder: Path) -> bool:
+    """Whether `whoqa prepare` made the book (its source.json names a data folder's file, not a text taken in):
+    `prepare` keeps its own records of it, so an upload's recovery never removes it."""
+    try:
+        source = read_source(folder)
+    except DamagedArtifact:
+        return False
+    return isinstance(source, dict) and "text" not in source
