@@ -484,3 +484,51 @@ def test_a_book_and_its_answer_are_the_same_bytes_under_two_hash_seeds(dd_ws, tm
         new = next(p for p in (ws / "books").iterdir() if p.name != DYING_DETECTIVE)
         got.append((out.stdout, {p.name: p.read_bytes() for p in sorted(new.iterdir()) if p.name != "source.json"}))
     assert got[0] == got[1]
+
+
+FERRY = """The Ferry
+
+Chen Liu ran the ferry across the river with his sister Mei. Every morning Chen Liu untied the boat, and Mei
+counted the fares. The old fisherman called him Liu Chen, as the people of the hills did.
+
+One foggy day the ferry struck a rock. Liu Chen pulled Mei from the water, and Chen Liu swam to the shore with
+the rope. The fisherman helped Liu Chen tie the boat again. Mei thanked Chen Liu and the fisherman.
+"""
+_INTAKE = """
+import hashlib, json, sys
+from dataclasses import asdict
+from pathlib import Path
+from whoqa.core.store import load_word2vec
+from whoqa.service import Service, ServiceConfig
+svc = Service(Path(sys.argv[1]), ServiceConfig(llm="none"))
+book = svc.intake(text=Path(sys.argv[2]))
+got = svc.answer(book, "Who pulled Mei from the water?", "features")
+wv = load_word2vec(Path(sys.argv[1])).wv  # (the model file also holds the time it was saved)
+print(json.dumps([book, [asdict(c) for c in got.characters], wv.index_to_key,
+                  hashlib.sha256(wv.vectors.tobytes()).hexdigest()]))
+"""
+
+
+def test_a_book_added_through_the_python_api_is_the_same_bytes_under_two_hash_seeds(dd_ws, tmp_path):
+    """Service.intake in a caller's own process (no re-execution): BookNLP's name clustering joins sets of strings,
+    so under seed 2 "Chen Liu" and "Liu Chen" lost every mention and seed 1 kept both; the book, its questions and
+    corpus, the word vectors and the answer are the same bytes under either seed."""
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    story = tmp_path / "ferry.txt"
+    story.write_text(FERRY)
+    got = []
+    for seed in ("1", "2"):
+        ws = tmp_path / f"ws{seed}"
+        shutil.copytree(dd_ws, ws)
+        out = subprocess.run([sys.executable, "-c", _INTAKE, str(ws), str(story)], cwd=root, capture_output=True,
+                             text=True, env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)})
+        assert out.returncode == 0, out.stderr
+        book, *answer_and_vectors = json.loads(out.stdout.strip().splitlines()[-1])
+        made = [*sorted((ws / "books" / book).iterdir()), ws / "artificial" / f"{book}.jsonl.gz",
+                ws / "embeddings" / "corpus" / f"{book}.txt"]
+        got.append((answer_and_vectors, {p.name: p.read_bytes() for p in made if p.name != "source.json"}))
+    assert b'"Chen Liu"' in got[0][1][f"{book}.book"] and b'"Liu Chen"' in got[0][1][f"{book}.book"]
+    assert got[0] == got[1]
