@@ -311,6 +311,21 @@ def test_bodies_over_their_limit_are_refused_while_they_arrive(dd_ws):
     assert (size(0), size(850), size(30_000), size(1_250_000)) == ("0 bytes", "850 bytes", "30 kB", "1.25 MB")
 
 
+def test_a_book_over_its_limit_is_never_said_to_be_the_limits_size(dd_ws):
+    """A file past the limit but under the form's allowance reaches the handler, which reads only one byte past the
+    limit: the 413 gives the file's own size ("40 kB", from the form), or says "over the limit" where the size would
+    read as the limit's ("30 kB: the limit is 30 kB" was said of a 40 kB file)."""
+    import re
+    c = _client(dd_ws, max_upload_mb=0.03)
+    for n, said in ((40_000, "big.txt is 40 kB: the limit is 30 kB"), (30_001, "big.txt is over the limit of 30 kB")):
+        r = c.post("/api/books", files={"file": ("big.txt", b"w" * n, "text/plain")})
+        error = r.json()["error"]
+        assert r.status_code == 413 and said in error and "--max-upload-mb" in error, r.text
+        stated = re.match(r"big\.txt is ([\d.]+) kB", error)
+        assert stated is None or float(stated.group(1)) > 30, error
+    assert not any((dd_ws / "uploads").glob("*")) if (dd_ws / "uploads").is_dir() else True
+
+
 # --- 6. validation before work -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("args, words", [
     (["   "], ("empty",)),
