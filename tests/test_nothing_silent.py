@@ -459,6 +459,30 @@ def test_a_folder_a_utf16_text_and_llm_none_are_told_apart(dd_ws, tmp_path):
     assert "install" not in line and "--llm none" in line
 
 
+def test_utf16_without_its_byte_order_mark_is_read_and_a_binary_file_still_refused(dd_ws, tmp_path):
+    """A UTF-16 file with no byte-order mark (LE or BE) is read to its UTF-8 form's text, not refused as binary for
+    its NUL bytes; a binary file, even one whose NULs fall on every other byte (small 16-bit numbers), still is."""
+    import gzip
+    from tests.test_any_book import STORY
+    from whoqa.core.errors import DataError
+    from whoqa.core.text import read_book, read_book_text
+    story = STORY + "\n\u201cMerci,\u201d said Zo\u00eb to the sailor.\n"
+    (tmp_path / "story8.txt").write_text(story, encoding="utf-8")
+    expected = read_book_text(tmp_path / "story8.txt")
+    for encoding in ("utf-16-le", "utf-16-be"):
+        path = tmp_path / f"{encoding}.txt"
+        path.write_bytes(story.encode(encoding))
+        assert path.read_bytes()[:2] not in (b"\xff\xfe", b"\xfe\xff")
+        assert read_book(path) == (expected, encoding)
+    numbers = tmp_path / "numbers.txt"
+    numbers.write_bytes(b"".join((i % 200).to_bytes(2, "little") for i in range(3000)))
+    packed = tmp_path / "packed.txt"
+    packed.write_bytes(gzip.compress((tmp_path / "utf-16-le.txt").read_bytes()))
+    for path in (numbers, packed, dd_ws / "embeddings" / "word2vec.model"):
+        with pytest.raises(DataError, match="looks binary|not text|neither UTF-8"):
+            read_book_text(path)
+
+
 # --- 11. the hash seed -------------------------------------------------------------------------------------------
 def test_the_command_hashes_strings_as_whoqa_does_whatever_the_callers_seed(tmp_path):
     """`whoqa` re-executes itself with whoqa's string-hash seed unless it already has it: unset, random or another
