@@ -345,6 +345,22 @@ def test_a_bad_request_ends_before_the_book_is_prepared(dd_ws, tmp_path, args, w
     assert sorted(p.name for p in (dd_ws / "books").iterdir()) == before
 
 
+def test_a_byte_that_is_not_utf8_is_named_as_that_byte(dd_ws, tmp_path):
+    """A terminal not in UTF-8 passes bytes Python keeps as surrogates ("\\udcff"): the question's error names the
+    byte and what to do, and a path holding one is shown with the byte (\\xff), never the surrogate."""
+    import os
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "--llm", "none",
+                  os.fsdecode(b"Who poisons \xff Holmes?")])
+    _one_line(r, 2, "byte that is not valid UTF-8 (\\xff)", "type it again", "set your terminal to UTF-8")
+    (tmp_path / os.fsdecode(b"st\xffory.txt")).write_bytes(b"\x00\x01\x02" * 100)
+    for name, shown_name, words in ((b"st\xffory.txt", "st\\xffory.txt", "looks binary"),
+                                    (b"gone\xfe.txt", "gone\\xfe.txt", "not found")):
+        path = tmp_path / os.fsdecode(name)
+        r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(path), "--llm", "none", "Who rowed out?"])
+        line = _one_line(r, 2, shown_name, words)
+        assert not any("\ud800" <= ch <= "\udfff" for ch in line), line
+
+
 # --- 7. serve --read-only never writes ---------------------------------------------------------------------------
 def test_a_read_only_server_writes_nothing(dd_ws):
     """GET /api/books writes no page summary, a book without an index is one line (no index built), and answers
