@@ -193,6 +193,28 @@ def test_a_book_with_invalid_utf8_is_named_and_the_others_still_listed(dd_ws, tm
     assert c.get(f"/api/books/{other}").status_code == 400
 
 
+def test_a_damaged_book_added_from_a_file_is_told_the_repair_check_gives(dd_ws, tmp_path):
+    """A book added with --text is not in the data folder (`prepare --book ID` finds nothing): its damaged .tokens
+    is named with the command `whoqa check` gives for it, `ask --text` of the file it came from, in the workspace."""
+    from tests.test_any_book import STORY
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", "Who rowed out?"])
+    assert r.exit_code == 0, r.output
+    other = next(p.name for p in (dd_ws / "books").iterdir() if p.name != DYING_DETECTIVE)
+    tokens = dd_ws / "books" / other / f"{other}.tokens"
+    data = tokens.read_bytes()
+    tokens.write_bytes(data[:len(data) // 2] + b"\xff" + data[len(data) // 2:])
+    r = run(app, ["check", "--workspace", str(dd_ws)])
+    assert r.exit_code == 1, r.output
+    (repair,) = [line.split("repair:", 1)[1].strip() for line in r.output.splitlines() if "repair:" in line]
+    command = repair[repair.index("`"):]
+    assert command == f"`whoqa ask --workspace {dd_ws} --text {story} QUESTION`", repair
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--book", other, "--llm", "none", "Who rowed out?"])
+    line = _one_line(r, 2, str(tokens), "not valid UTF-8", repair)
+    assert "prepare --book" not in line
+
+
 def _client(ws, raise_server_exceptions=False, **kw):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
