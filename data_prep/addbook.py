@@ -17,7 +17,6 @@ from data_prep.prepare import PrepareConfig, prepare
 from data_prep.workers import process_text
 from whoqa.core.book import is_done, read_characters
 from whoqa.core.files import atomic_write
-from whoqa.core.seed import hash_seed_fixed
 from whoqa.core.store import forget_derived, load_texts, read_state, write_source, write_texts
 from whoqa.core.text import DataError, extract_body, read_book_text, text_book_id
 from whoqa.core.workspace import Workspace, locked
@@ -32,7 +31,8 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
     workspace has any; returns its id. A text in which the engine finds no person is refused (DataError) and leaves
     nothing behind: whoqa answers with a book's characters. `timings`, if given, receives the seconds of each part
     (engine, fold_in); `stages` (whoqa.core.progress.Stages), if given, shows which part runs; `parse_processes`
-    (None: PrepareConfig's default) parses the book across that many processes."""
+    (None: PrepareConfig's default) parses the book across that many processes. This Python's string-hash seed plays no
+    part: the book is made as the command makes it (data_prep.characters._name_refs)."""
     from whoqa.core.progress import Stages
     timings = {} if timings is None else timings
     stages = stages or Stages()
@@ -75,10 +75,6 @@ def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timing
         if engine is None:
             stages.stage("loading the language parser")
             engine, identity = recorded_engine(ws, parse_processes)
-        if not hash_seed_fixed():
-            log.warning("this Python hashes strings at random (PYTHONHASHSEED unset): book %s may get other "
-                        "characters than `whoqa prepare` would give it; start Python with PYTHONHASHSEED=0",
-                        book_id)
         try:
             # (always: it marks a book taken in from a text, which `intake_gaps` and `whoqa check` read; made_by None
             # where the engine was not the recorded one)

@@ -7,16 +7,22 @@ name with he or she, plus honorifics.
 from __future__ import annotations
 
 import math
+import os
+import pickle
 import re
+import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
 from whoqa.core.book import Token
 from data_prep.parse import Entity
 from whoqa.core.lexicon import gender_table
+from whoqa.core.seed import HASH_SEED, hash_seed_fixed
 import warnings
 
 _ROMAN = re.compile(r"[IVXLC]+\.?")
@@ -194,15 +200,38 @@ def cluster_names(tokens: list[Token], mentions: list[NameMention]) -> None:
     """Give each PER mention a cluster id (NameCoref) and each other entity an id per distinct name."""
     per = [m for m in mentions if m.cat == "PER"]
     if per:
-        toks = [_Tok(clean_word(t.word), t.pos) for t in tokens]
+        toks = [(clean_word(t.word), t.pos) for t in tokens]
         ents = [(m.start, m.end, "PROP_PER", m.text) for m in per]
-        refs = _name_coref().cluster_only_nouns(ents, [-1] * len(per), toks)
-        for m, r in zip(per, refs):
+        for m, r in zip(per, _name_refs(ents, toks)):
             m.char = r
     names: dict[tuple[str, str], int] = {}
     for m in mentions:
         if m.cat != "PER":
             m.char = names.setdefault((m.cat, m.text.lower()), len(names) + 1)
+
+
+def _name_refs(ents: list[tuple], toks: list[tuple[str, str]]) -> list[int]:
+    """NameCoref's cluster of each PER mention, as under whoqa's string-hash seed whatever this process's. Its subset
+    test joins sets of strings, so whether "Chen Liu" and "Liu Chen" stay characters depends on the seed: run here
+    when this process has whoqa's (the command, prepare's workers), else in a child started with it (an API caller)."""
+    if hash_seed_fixed():
+        return _name_coref().cluster_only_nouns(ents, [-1] * len(ents), [_Tok(*t) for t in toks])
+    root = str(Path(__file__).resolve().parents[1])
+    run = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {root!r}); "
+                          "from data_prep.characters import _name_refs_child; _name_refs_child()"],
+                         input=pickle.dumps((ents, toks)), capture_output=True,
+                         env={**os.environ, "PYTHONHASHSEED": HASH_SEED})
+    if run.returncode != 0:
+        last = (run.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        raise RuntimeError(f"name clustering failed in its child process (exit {run.returncode}): {last}")
+    return pickle.loads(run.stdout)
+
+
+def _name_refs_child() -> None:
+    """_name_refs's child: stdin (entities, tokens) -> stdout the clusters, pickled (this process's own child)."""
+    ents, toks = pickle.load(sys.stdin.buffer)
+    assert hash_seed_fixed(), "started without whoqa's PYTHONHASHSEED"
+    pickle.dump(_name_refs(ents, toks), sys.stdout.buffer)
 
 
 def name_gender(names: Counter) -> tuple[str | None, float]:

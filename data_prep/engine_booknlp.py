@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from whoqa.core.seed import HASH_SEED
+
 MODEL_FILES = {
     "small": ["entities_google_bert_uncased_L-4_H-256_A-4-v1.0.model",
               "coref_google_bert_uncased_L-2_H-256_A-4-v1.0.model",
@@ -78,8 +80,9 @@ class BookNLPEngine:
             src = Path(tmp) / f"{book_id}.txt"
             src.write_text(text, encoding="utf-8")
             out = Path(tmp) / "out"
+            # (BookNLP's name clustering iterates sets of strings: its process hashes as whoqa's, whatever this one's)
             run = subprocess.run([self.python, "-c", _RUN, str(src), str(out), book_id, self.model, str(self.models)],
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": HASH_SEED})
             if run.returncode != 0:
                 raise RuntimeError(f"BookNLP failed on {book_id}: {run.stderr.strip()[-2000:]}")
             folder.mkdir(parents=True, exist_ok=True)

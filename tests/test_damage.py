@@ -78,7 +78,8 @@ def test_who_set_of_the_wrong_shape(ws):
 
 def test_broken_book_json(ws):
     (ws / "books" / DYING_DETECTIVE / f"{DYING_DETECTIVE}.book").write_text('{"characters": [')
-    _one_line(_ask(ws), f"{DYING_DETECTIVE}.book", "not valid JSON", "whoqa prepare --book")
+    _one_line(_ask(ws), f"{DYING_DETECTIVE}.book", "not valid JSON", f"whoqa prepare --workspace {ws}",
+              f"--book {DYING_DETECTIVE}")
 
 
 def test_damaged_contexts(ws):

@@ -193,6 +193,28 @@ def test_a_book_with_invalid_utf8_is_named_and_the_others_still_listed(dd_ws, tm
     assert c.get(f"/api/books/{other}").status_code == 400
 
 
+def test_a_damaged_book_added_from_a_file_is_told_the_repair_check_gives(dd_ws, tmp_path):
+    """A book added with --text is not in the data folder (`prepare --book ID` finds nothing): its damaged .tokens
+    is named with the command `whoqa check` gives for it, `ask --text` of the file it came from, in the workspace."""
+    from tests.test_any_book import STORY
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", "Who rowed out?"])
+    assert r.exit_code == 0, r.output
+    other = next(p.name for p in (dd_ws / "books").iterdir() if p.name != DYING_DETECTIVE)
+    tokens = dd_ws / "books" / other / f"{other}.tokens"
+    data = tokens.read_bytes()
+    tokens.write_bytes(data[:len(data) // 2] + b"\xff" + data[len(data) // 2:])
+    r = run(app, ["check", "--workspace", str(dd_ws)])
+    assert r.exit_code == 1, r.output
+    (repair,) = [line.split("repair:", 1)[1].strip() for line in r.output.splitlines() if "repair:" in line]
+    command = repair[repair.index("`"):]
+    assert command == f"`whoqa ask --workspace {dd_ws} --text {story} QUESTION`", repair
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--book", other, "--llm", "none", "Who rowed out?"])
+    line = _one_line(r, 2, str(tokens), "not valid UTF-8", repair)
+    assert "prepare --book" not in line
+
+
 def _client(ws, raise_server_exceptions=False, **kw):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
@@ -396,6 +418,21 @@ def test_bodies_over_their_limit_are_refused_while_they_arrive(dd_ws):
     assert (size(0), size(850), size(30_000), size(1_250_000)) == ("0 bytes", "850 bytes", "30 kB", "1.25 MB")
 
 
+def test_a_book_over_its_limit_is_never_said_to_be_the_limits_size(dd_ws):
+    """A file past the limit but under the form's allowance reaches the handler, which reads only one byte past the
+    limit: the 413 gives the file's own size ("40 kB", from the form), or says "over the limit" where the size would
+    read as the limit's ("30 kB: the limit is 30 kB" was said of a 40 kB file)."""
+    import re
+    c = _client(dd_ws, max_upload_mb=0.03)
+    for n, said in ((40_000, "big.txt is 40 kB: the limit is 30 kB"), (30_001, "big.txt is over the limit of 30 kB")):
+        r = c.post("/api/books", files={"file": ("big.txt", b"w" * n, "text/plain")})
+        error = r.json()["error"]
+        assert r.status_code == 413 and said in error and "--max-upload-mb" in error, r.text
+        stated = re.match(r"big\.txt is ([\d.]+) kB", error)
+        assert stated is None or float(stated.group(1)) > 30, error
+    assert not any((dd_ws / "uploads").glob("*")) if (dd_ws / "uploads").is_dir() else True
+
+
 # --- 6. validation before work -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("args, words", [
     (["   "], ("empty",)),
@@ -413,6 +450,22 @@ def test_a_bad_request_ends_before_the_book_is_prepared(dd_ws, tmp_path, args, w
     r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", *args])
     _one_line(r, 2, *words)
     assert sorted(p.name for p in (dd_ws / "books").iterdir()) == before
+
+
+def test_a_byte_that_is_not_utf8_is_named_as_that_byte(dd_ws, tmp_path):
+    """A terminal not in UTF-8 passes bytes Python keeps as surrogates ("\\udcff"): the question's error names the
+    byte and what to do, and a path holding one is shown with the byte (\\xff), never the surrogate."""
+    import os
+    r = run(app, ["ask", "--workspace", str(dd_ws), "--book", DYING_DETECTIVE, "--llm", "none",
+                  os.fsdecode(b"Who poisons \xff Holmes?")])
+    _one_line(r, 2, "byte that is not valid UTF-8 (\\xff)", "type it again", "set your terminal to UTF-8")
+    (tmp_path / os.fsdecode(b"st\xffory.txt")).write_bytes(b"\x00\x01\x02" * 100)
+    for name, shown_name, words in ((b"st\xffory.txt", "st\\xffory.txt", "looks binary"),
+                                    (b"gone\xfe.txt", "gone\\xfe.txt", "not found")):
+        path = tmp_path / os.fsdecode(name)
+        r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(path), "--llm", "none", "Who rowed out?"])
+        line = _one_line(r, 2, shown_name, words)
+        assert not any("\ud800" <= ch <= "\udfff" for ch in line), line
 
 
 # --- 7. serve --read-only never writes ---------------------------------------------------------------------------
@@ -628,6 +681,30 @@ def test_a_folder_a_utf16_text_and_llm_none_are_told_apart(dd_ws, tmp_path):
     assert "install" not in line and "--llm none" in line
 
 
+def test_utf16_without_its_byte_order_mark_is_read_and_a_binary_file_still_refused(dd_ws, tmp_path):
+    """A UTF-16 file with no byte-order mark (LE or BE) is read to its UTF-8 form's text, not refused as binary for
+    its NUL bytes; a binary file, even one whose NULs fall on every other byte (small 16-bit numbers), still is."""
+    import gzip
+    from tests.test_any_book import STORY
+    from whoqa.core.errors import DataError
+    from whoqa.core.text import read_book, read_book_text
+    story = STORY + "\n\u201cMerci,\u201d said Zo\u00eb to the sailor.\n"
+    (tmp_path / "story8.txt").write_text(story, encoding="utf-8")
+    expected = read_book_text(tmp_path / "story8.txt")
+    for encoding in ("utf-16-le", "utf-16-be"):
+        path = tmp_path / f"{encoding}.txt"
+        path.write_bytes(story.encode(encoding))
+        assert path.read_bytes()[:2] not in (b"\xff\xfe", b"\xfe\xff")
+        assert read_book(path) == (expected, encoding)
+    numbers = tmp_path / "numbers.txt"
+    numbers.write_bytes(b"".join((i % 200).to_bytes(2, "little") for i in range(3000)))
+    packed = tmp_path / "packed.txt"
+    packed.write_bytes(gzip.compress((tmp_path / "utf-16-le.txt").read_bytes()))
+    for path in (numbers, packed, dd_ws / "embeddings" / "word2vec.model"):
+        with pytest.raises(DataError, match="looks binary|not text|neither UTF-8"):
+            read_book_text(path)
+
+
 # --- 11. the hash seed -------------------------------------------------------------------------------------------
 def test_the_command_hashes_strings_as_whoqa_does_whatever_the_callers_seed(tmp_path):
     """`whoqa` re-executes itself with whoqa's string-hash seed unless it already has it: unset, random or another
@@ -667,4 +744,52 @@ def test_a_book_and_its_answer_are_the_same_bytes_under_two_hash_seeds(dd_ws, tm
         assert out.returncode == 0, out.stderr
         new = next(p for p in (ws / "books").iterdir() if p.name != DYING_DETECTIVE)
         got.append((out.stdout, {p.name: p.read_bytes() for p in sorted(new.iterdir()) if p.name != "source.json"}))
+    assert got[0] == got[1]
+
+
+FERRY = """The Ferry
+
+Chen Liu ran the ferry across the river with his sister Mei. Every morning Chen Liu untied the boat, and Mei
+counted the fares. The old fisherman called him Liu Chen, as the people of the hills did.
+
+One foggy day the ferry struck a rock. Liu Chen pulled Mei from the water, and Chen Liu swam to the shore with
+the rope. The fisherman helped Liu Chen tie the boat again. Mei thanked Chen Liu and the fisherman.
+"""
+_INTAKE = """
+import hashlib, json, sys
+from dataclasses import asdict
+from pathlib import Path
+from whoqa.core.store import load_word2vec
+from whoqa.service import Service, ServiceConfig
+svc = Service(Path(sys.argv[1]), ServiceConfig(llm="none"))
+book = svc.intake(text=Path(sys.argv[2]))
+got = svc.answer(book, "Who pulled Mei from the water?", "features")
+wv = load_word2vec(Path(sys.argv[1])).wv  # (the model file also holds the time it was saved)
+print(json.dumps([book, [asdict(c) for c in got.characters], wv.index_to_key,
+                  hashlib.sha256(wv.vectors.tobytes()).hexdigest()]))
+"""
+
+
+def test_a_book_added_through_the_python_api_is_the_same_bytes_under_two_hash_seeds(dd_ws, tmp_path):
+    """Service.intake in a caller's own process (no re-execution): BookNLP's name clustering joins sets of strings,
+    so under seed 2 "Chen Liu" and "Liu Chen" lost every mention and seed 1 kept both; the book, its questions and
+    corpus, the word vectors and the answer are the same bytes under either seed."""
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+    story = tmp_path / "ferry.txt"
+    story.write_text(FERRY)
+    got = []
+    for seed in ("1", "2"):
+        ws = tmp_path / f"ws{seed}"
+        shutil.copytree(dd_ws, ws)
+        out = subprocess.run([sys.executable, "-c", _INTAKE, str(ws), str(story)], cwd=root, capture_output=True,
+                             text=True, env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)})
+        assert out.returncode == 0, out.stderr
+        book, *answer_and_vectors = json.loads(out.stdout.strip().splitlines()[-1])
+        made = [*sorted((ws / "books" / book).iterdir()), ws / "artificial" / f"{book}.jsonl.gz",
+                ws / "embeddings" / "corpus" / f"{book}.txt"]
+        got.append((answer_and_vectors, {p.name: p.read_bytes() for p in made if p.name != "source.json"}))
+    assert b'"Chen Liu"' in got[0][1][f"{book}.book"] and b'"Liu Chen"' in got[0][1][f"{book}.book"]
     assert got[0] == got[1]

@@ -17,14 +17,21 @@ import typer
 
 from whoqa.core.book import Book
 
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def shown(text) -> str:
     """Text from a book (or a file name) made safe for the terminal: control characters, escape sequences among them,
-    and bidirectional overrides shown as \\xNN / \\uNNNN instead of acting on the terminal."""
-    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
-                       str(text))
+    and bidirectional overrides shown as \\xNN / \\uNNNN instead of acting on the terminal; a file name's byte that
+    is not UTF-8 (Python's surrogate escape, "\\udcff") as the byte it is, \\xff."""
+    return CONTROL.sub(_escaped, str(text))
+
+
+def _escaped(m: re.Match) -> str:
+    code = ord(m.group())
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for a byte that is not UTF-8
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def marked(text: str, marks: list) -> str:

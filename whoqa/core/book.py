@@ -249,6 +249,12 @@ def char_token(char_id: int) -> str:
     return f"CHAR_{char_id}"
 
 
+def _redo(path: Path) -> str:
+    """The repair of the book a damaged file belongs to, as `whoqa check` words it (whoqa.core.store.redo_book)."""
+    from whoqa.core.store import redo_book  # (the store reads workspace records; a book needs it only here)
+    return redo_book(Path(path).parent)
+
+
 def _rows(path: Path, columns: list[str], strict: bool = True):
     """(line number, row) of a BookNLP table, its columns checked against its header. strict=False (a quick look,
     e.g. the page's summary): a short row is skipped and bytes that are not UTF-8 raise UnicodeDecodeError itself."""
@@ -269,8 +275,7 @@ def _rows(path: Path, columns: list[str], strict: bool = True):
         if not strict:
             raise
         raise BookFormatError(f"{path}: not valid UTF-8 after line {n} ({e.reason} at byte {e.start} of a block): "
-                              f"redo the book with `whoqa prepare --book {Path(path).stem}` after deleting its "
-                              f"folder {Path(path).parent}") from None
+                              f"{_redo(path)}") from None
 
 
 _T = {name: i for i, name in enumerate(TOKEN_COLUMNS)}  # a .tokens column's place, by its header name
@@ -328,8 +333,7 @@ def read_characters(path: Path) -> dict[int, Character]:
     try:
         data = read_json(path, "", dict)
     except DamagedArtifact as e:
-        raise BookFormatError(f"{path}: {e.problem}: redo the book with `whoqa prepare --book "
-                              f"{Path(path).stem}` after deleting its folder {Path(path).parent}") from None
+        raise BookFormatError(f"{path}: {e.problem}: {_redo(path)}") from None
     chars = {}
     for c in data.get("characters", []):
         proper = [m["n"] for m in c.get("mentions", {}).get("proper", [])]

@@ -4,7 +4,9 @@ String hashing: Python randomises it per process, and the name clustering BookNL
 strings, so the same book could get other characters from one run to the next (seen on 1 of 136 books, enough to move
 the main job's P@1 by 4 points). It is fixed before Python starts (PYTHONHASHSEED): the `whoqa` command re-executes
 itself once with it (`reexec_with_fixed_hash_seed`); the Python API, which cannot restart its caller, makes books in
-child processes started with it (`hash_seed_fixed`, `fixed_hash_seed_env`).
+child processes started with it (`hash_seed_fixed`, `fixed_hash_seed_env`), and a book it adds in its own process has
+its names clustered in such a child (data_prep.characters._name_refs), as BookNLP's engine runs in one: no result
+depends on the caller's seed.
 """
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ names them.
     WS/who/                              `write_who_set`, `load_who_set`, `fingerprint`
     WS/books/<id>/source.json            `write_source`, `read_source` (what a prepared book was made from)
     WS/engine.json, data.json            `write_engine_record`, `read_engine_record`; `write_data_record`,
-                                         `recorded_data`
+                                         `recorded_data`; the commands that remake them: `prepare_command`,
+                                         `book_command`, `redo_book`
     WS/prepare_report.json               `write_prepare_report`, `read_prepare_report`
     WS/artificial/<id>.jsonl.gz          `write_artificial`, `read_artificial`; report.json: `write_derive_report`,
                                          `read_derive_report`
@@ -24,6 +25,7 @@ import gzip
 import hashlib
 import json
 import os
+import shlex
 import shutil
 from pathlib import Path
 
@@ -178,6 +180,41 @@ def recorded_data(workspace: str | Path) -> dict | None:
     if isinstance(cfg.get("data"), str) and Path(cfg["data"]).is_absolute():
         return {"data": cfg["data"], "books": cfg.get("books") or None, "unlabeled": cfg.get("unlabeled", True)}
     return None
+
+
+def prepare_command(workspace: str | Path, *extra: str) -> str:
+    """`whoqa prepare` for this workspace, exactly: the data folder its books came from and the books chosen
+    (WS/data.json), never the default folder, whose other books it would add; where none is recorded, DIR is left
+    for the user to name."""
+    try:
+        rec = recorded_data(workspace)
+    except DamagedArtifact:  # (listed as damaged by the check itself)
+        rec = None
+    words = ["whoqa", "prepare", "--workspace", str(workspace), "--data", rec["data"] if rec else "DIR"]
+    if rec and "--book" not in extra:
+        words += [w for b in rec.get("books") or [] for w in ("--book", b)]
+        words += [] if rec.get("unlabeled", True) else ["--no-unlabeled"]
+    line = f"`{shlex.join([*words, *extra])}`"
+    return line if rec else line + " (DIR: the NarrativeQA folder its books came from)"
+
+
+def book_command(workspace: str | Path, folder: Path) -> str:
+    """The command that makes one book again: `ask --text` of the file it was added from, else `prepare --book`."""
+    source = read_cache(Path(folder) / "source.json", dict) or {}
+    if isinstance(source.get("text"), str):
+        return f"`{shlex.join(['whoqa', 'ask', '--workspace', str(workspace), '--text', source['text']])} " \
+               f"QUESTION`"
+    return prepare_command(workspace, "--book", Path(folder).name)
+
+
+def redo_book(folder: str | Path) -> str:
+    """The repair of a damaged book, one wording for `whoqa check` and for the error its reader raises: delete its
+    folder, then the command that made it (a book added from a file is not in the data folder: `prepare --book`
+    would not find it). A folder outside a workspace's books/ is only named."""
+    folder = Path(folder)
+    if folder.parent.name != "books":
+        return f"delete its folder {shlex.quote(str(folder))} and make the book again"
+    return f"delete {shlex.quote(str(folder))} and run {book_command(folder.parent.parent, folder)}"
 
 
 def write_prepare_report(workspace: Path, config: dict, report: dict) -> None:

@@ -1,6 +1,7 @@
-"""A book file's text: decoded (UTF-16 with its mark, UTF-8, Windows-1252), a Project Gutenberg header and licence
-cut off, EPUB and HTML read by `whoqa.core.epub`; and the book id a text gets. Every way a book comes in (a
-NarrativeQA folder, `ask --text`, an upload) reads it here; what it cannot read is a DataError naming the file."""
+"""A book file's text: decoded (UTF-16 with its mark or told by its NUL bytes, UTF-8, Windows-1252), a Project
+Gutenberg header and licence cut off, EPUB and HTML read by `whoqa.core.epub`; and the book id a text gets. Every way
+a book comes in (a NarrativeQA folder, `ask --text`, an upload) reads it here; what it cannot read is a DataError
+naming the file."""
 from __future__ import annotations
 
 import hashlib
@@ -22,9 +23,9 @@ _C1 = re.compile("[\x80-\x9f]")
 
 
 def read_book(path: Path) -> tuple[str, str]:
-    """(text, encoding) of a book file: UTF-16 with its byte-order mark, else UTF-8, else Windows-1252; LF line ends,
-    C1 control characters removed. A file that is empty, binary, undecodable or mostly control characters raises
-    DataError naming it."""
+    """(text, encoding) of a book file: UTF-16 with its byte-order mark (or without, told by its NUL bytes), else
+    UTF-8, else Windows-1252; LF line ends, C1 control characters removed. A file that is empty, binary, undecodable
+    or mostly control characters raises DataError naming it."""
     path = Path(path)
     raw = path.read_bytes()
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 (a Windows editor's "Unicode"): its NUL bytes are text
@@ -34,7 +35,37 @@ def read_book(path: Path) -> tuple[str, str]:
             raise DataError(f"{path} starts as UTF-16 text but does not decode as it: convert it to UTF-8") from None
         text, _ = read_book_bytes(path, raw)
         return text, "utf-16"
+    encoding = utf16_without_mark(raw)
+    if encoding:
+        text, _ = read_book_bytes(path, raw.decode(encoding).encode("utf-8"))
+        return text, encoding
     return read_book_bytes(path, raw)
+
+
+UTF16_PROBE = 4096  # bytes looked at for UTF-16 without a byte-order mark
+PRINTABLE_SHARE = 0.95  # of the characters a UTF-16 reading gives: less, and the file is binary after all
+
+
+def utf16_without_mark(raw: bytes) -> str | None:
+    """"utf-16-le" or "utf-16-be" for UTF-16 text written without its byte-order mark, else None. Such a file's
+    Latin letters each carry a NUL byte, all on odd bytes (LE) or all on even ones (BE), so it would be refused as
+    binary; it is UTF-16 only when most bytes on one side are NUL, few on the other, the whole file decodes and the
+    text is printable (a binary file of small numbers has the NULs but not the text)."""
+    head = raw[:UTF16_PROBE - UTF16_PROBE % 2]
+    if len(raw) % 2 or len(head) < 2:
+        return None
+    pairs = len(head) // 2
+    even, odd = head[0::2].count(0) / pairs, head[1::2].count(0) / pairs
+    encoding = "utf-16-le" if odd > 0.5 and even < 0.05 else "utf-16-be" if even > 0.5 and odd < 0.05 else None
+    if encoding is None:
+        return None
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+    sample = text[:65536]
+    printable = sum(1 for ch in sample if ch.isprintable() or ch in "\t\n\r\f")
+    return encoding if printable >= PRINTABLE_SHARE * len(sample) else None
 
 
 def read_book_bytes(path: Path, raw: bytes) -> tuple[str, str]:

@@ -14,10 +14,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from whoqa.core.artifacts import DamagedArtifact, load_binary, problem, read_cache, read_json, verify_checksum
+from whoqa.core.artifacts import DamagedArtifact, load_binary, problem, read_json, verify_checksum
 from whoqa.core.workspace import Workspace
 import numpy as np
-from whoqa.core.store import load_vectors, load_who_set, read_artificial, read_state, recorded_data
+from whoqa.core.store import (book_command, load_vectors, load_who_set, prepare_command, read_artificial,
+                              read_state, redo_book)
 from whoqa.core.book import Book, is_done
 
 CACHE, DERIVED, MODEL, SOURCE = "cache", "derived", "model", "source"  # what a repair may do with each
@@ -70,8 +71,7 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
                                               "written", f"delete {shlex.quote(str(folder))}, then run "
                                                          f"{book_command(workspace, folder)}", SOURCE))
         if folder.is_dir() and is_done(folder, folder.name):
-            probe(folder, lambda p: Book.load(p, p.name), f"delete {shlex.quote(str(folder))} and run "
-                                                          f"{book_command(workspace, folder)}", SOURCE)
+            probe(folder, lambda p: Book.load(p, p.name), redo_book(folder), SOURCE)
             unfinished = _unfinished_intake(workspace, folder)
             if unfinished:
                 found.append(unfinished)
@@ -150,31 +150,6 @@ def _unfinished_intake(workspace: str | Path, folder: Path) -> Finding | None:
               f"delete {shlex.quote(str(folder))} (its text {text} is gone), then add the book again")
     return Finding(str(folder), "a book whose intake stopped before the end (an upload or `ask --text` cut short): "
                                 + " and ".join(gaps), repair, SOURCE)
-
-
-def prepare_command(workspace: str | Path, *extra: str) -> str:
-    """`whoqa prepare` for this workspace, exactly: the data folder its books came from and the books chosen
-    (WS/data.json), never the default folder, whose other books it would add; where none is recorded, DIR is left
-    for the user to name."""
-    try:
-        rec = recorded_data(workspace)
-    except DamagedArtifact:  # (listed as damaged by the check itself)
-        rec = None
-    words = ["whoqa", "prepare", "--workspace", str(workspace), "--data", rec["data"] if rec else "DIR"]
-    if rec and "--book" not in extra:
-        words += [w for b in rec.get("books") or [] for w in ("--book", b)]
-        words += [] if rec.get("unlabeled", True) else ["--no-unlabeled"]
-    line = f"`{shlex.join([*words, *extra])}`"
-    return line if rec else line + " (DIR: the NarrativeQA folder its books came from)"
-
-
-def book_command(workspace: str | Path, folder: Path) -> str:
-    """The command that makes one book again: `ask --text` of the file it was added from, else `prepare --book`."""
-    source = read_cache(Path(folder) / "source.json", dict) or {}
-    if isinstance(source.get("text"), str):
-        return f"`{shlex.join(['whoqa', 'ask', '--workspace', str(workspace), '--text', source['text']])} " \
-               f"QUESTION`"
-    return prepare_command(workspace, "--book", Path(folder).name)
 
 
 def repair(workspace: str | Path, findings: list[Finding]) -> tuple[Path | None, list[Finding]]:

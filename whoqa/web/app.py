@@ -39,7 +39,7 @@ from whoqa.retrieval.lucene import MissingPackage
 from whoqa.web.books import Service
 from whoqa.web.config import ServeConfig
 from whoqa.web.errors import ApiError, expected_status, one_line
-from whoqa.web.guard import LOOPBACK, BodyLimit, _ip_literal, allowed_hosts, host_name, size
+from whoqa.web.guard import LOOPBACK, BodyLimit, _ip_literal, allowed_hosts, host_name, over_limit, size
 
 __all__ = ["ApiError", "LOOPBACK", "ServeConfig", "Service", "create_app", "expected_status", "host_name",
            "one_line", "serve", "size"]
@@ -138,8 +138,12 @@ def create_app(cfg: ServeConfig) -> FastAPI:
 
     @app.post("/api/books", status_code=202)
     async def upload(file: UploadFile = File(...)) -> dict:
-        data = await file.read(int(cfg.max_upload_mb * 1e6) + 1)
-        return service.upload(Path(file.filename or "book.txt").name, data)
+        limit = int(cfg.max_upload_mb * 1e6)
+        data = await file.read(limit + 1)  # (one byte past the limit tells it is over, not by how much)
+        name = Path(file.filename or "book.txt").name
+        if len(data) > limit and not cfg.read_only:  # (read-only: the service's 403 says uploads are off)
+            raise ApiError(413, over_limit(name, file.size, limit))
+        return service.upload(name, data)
 
     @app.get("/api/jobs/{job_id}")
     def job(job_id: str) -> dict:

@@ -7,7 +7,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from whoqa.core.store import load_texts
+from whoqa.core.store import load_texts, redo_book
 from whoqa.answer_view import as_html, for_page, sentence_segments
 from whoqa.core.artifacts import problem, read_cache
 from whoqa.core.book import Book, BookFormatError, is_done, read_characters, token_summary
@@ -68,8 +68,7 @@ class Service(Uploads):
         try:
             words, sentences, first = token_summary(tokens)
         except (UnicodeDecodeError, ValueError) as e:  # the book's own file is damaged: named, this book alone
-            raise BookFormatError(f"{tokens}: {problem(e)}: redo the book with `whoqa prepare --book {book_id}` "
-                                  f"after deleting its folder {tokens.parent}") from None
+            raise BookFormatError(f"{tokens}: {problem(e)}: {redo_book(tokens.parent)}") from None
         texts = load_texts(self.ws)
         title = (texts.get(book_id) or {}).get("first_line") or " ".join(first) or book_id[:12]
         out = {"id": book_id, "title": title, "words": words, "sentences": sentences,

@@ -23,6 +23,14 @@ def size(n: float) -> str:
     return f"{n / 1e6:.3g} MB"
 
 
+def over_limit(name: str, known: int | None, limit: float) -> str:
+    """The 413 of a book file over its limit: its size where known and shown above the limit's (a read cut at the
+    limit would show the limit itself: "30 kB: the limit is 30 kB"), else only that it is over."""
+    if known is not None and known > limit and size(known) != size(limit):
+        return f"{name} is {size(known)}: the limit is {size(limit)} (whoqa serve --max-upload-mb)"
+    return f"{name} is over the limit of {size(limit)} (whoqa serve --max-upload-mb)"
+
+
 JSON_LIMIT = 64_000  # the largest JSON body accepted (a question is at most 500 characters)
 FORM_OVERHEAD = 64_000  # an upload's multipart framing, beyond the file itself
 
