@@ -168,19 +168,26 @@ def test_empty_word_vectors_are_named_and_a_failed_new_book_leaves_nothing(dd_ws
     assert r.exit_code == 1 and "word2vec.model" in r.output and "empty" in r.output, r.output
 
 
+def _added_book_with_a_bad_byte(ws, tmp_path, bad: bytes):
+    """(its text file, id, .tokens) of a story added to ws with `ask --text`, its .tokens then given bytes that are
+    not UTF-8 in the middle."""
+    from tests.test_any_book import STORY
+    story = tmp_path / "story.txt"
+    story.write_text(STORY)
+    r = run(app, ["ask", "--workspace", str(ws), "--text", str(story), "--llm", "none", "Who rowed out?"])
+    assert r.exit_code == 0, r.output
+    other = next(p.name for p in (ws / "books").iterdir() if p.name != DYING_DETECTIVE)
+    tokens = ws / "books" / other / f"{other}.tokens"
+    data = tokens.read_bytes()
+    tokens.write_bytes(data[:len(data) // 2] + bad + data[len(data) // 2:])
+    return story, other, tokens
+
+
 def test_a_book_with_invalid_utf8_is_named_and_the_others_still_listed(dd_ws, tmp_path):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
-    from tests.test_any_book import STORY
     from whoqa.web.app import ServeConfig, create_app
-    story = tmp_path / "story.txt"
-    story.write_text(STORY)
-    r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", "Who rowed out?"])
-    assert r.exit_code == 0, r.output
-    other = next(p.name for p in (dd_ws / "books").iterdir() if p.name != DYING_DETECTIVE)
-    tokens = dd_ws / "books" / other / f"{other}.tokens"
-    data = tokens.read_bytes()
-    tokens.write_bytes(data[:len(data) // 2] + b"\xff\xfe\xc3" + data[len(data) // 2:])
+    _, other, tokens = _added_book_with_a_bad_byte(dd_ws, tmp_path, b"\xff\xfe\xc3")
     r = run(app, ["ask", "--workspace", str(dd_ws), "--book", other, "--llm", "none", "Who rowed out?"])
     _one_line(r, 2, str(tokens), "UTF-8")
     c = TestClient(create_app(ServeConfig(workspace=str(dd_ws), llm="none")), raise_server_exceptions=False,
@@ -196,15 +203,7 @@ def test_a_book_with_invalid_utf8_is_named_and_the_others_still_listed(dd_ws, tm
 def test_a_damaged_book_added_from_a_file_is_told_the_repair_check_gives(dd_ws, tmp_path):
     """A book added with --text is not in the data folder (`prepare --book ID` finds nothing): its damaged .tokens
     is named with the command `whoqa check` gives for it, `ask --text` of the file it came from, in the workspace."""
-    from tests.test_any_book import STORY
-    story = tmp_path / "story.txt"
-    story.write_text(STORY)
-    r = run(app, ["ask", "--workspace", str(dd_ws), "--text", str(story), "--llm", "none", "Who rowed out?"])
-    assert r.exit_code == 0, r.output
-    other = next(p.name for p in (dd_ws / "books").iterdir() if p.name != DYING_DETECTIVE)
-    tokens = dd_ws / "books" / other / f"{other}.tokens"
-    data = tokens.read_bytes()
-    tokens.write_bytes(data[:len(data) // 2] + b"\xff" + data[len(data) // 2:])
+    story, other, tokens = _added_book_with_a_bad_byte(dd_ws, tmp_path, b"\xff")
     r = run(app, ["check", "--workspace", str(dd_ws)])
     assert r.exit_code == 1, r.output
     (repair,) = [line.split("repair:", 1)[1].strip() for line in r.output.splitlines() if "repair:" in line]
