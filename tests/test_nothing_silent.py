@@ -725,22 +725,33 @@ def test_the_command_hashes_strings_as_whoqa_does_whatever_the_callers_seed(tmp_
     assert len(seen) == 1
 
 
-def test_a_book_and_its_answer_are_the_same_bytes_under_two_hash_seeds(dd_ws, tmp_path):
+def _under_two_hash_seeds(dd_ws, tmp_path, command, env=None):
+    """(copy of dd_ws, finished process) for `command(ws)` run in a child under PYTHONHASHSEED 1 and then 2, each on
+    its own copy of the workspace; the process must succeed."""
     import os
     import subprocess
+    root = Path(__file__).resolve().parents[1]
+    runs = []
+    for seed in ("1", "2"):
+        ws = tmp_path / f"ws{seed}"
+        shutil.copytree(dd_ws, ws)
+        out = subprocess.run(command(ws), cwd=root, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root), **(env or {})})
+        assert out.returncode == 0, out.stderr
+        runs.append((ws, out))
+    return runs
+
+
+def test_a_book_and_its_answer_are_the_same_bytes_under_two_hash_seeds(dd_ws, tmp_path):
     import sys
     from tests.test_any_book import STORY
     root = Path(__file__).resolve().parents[1]
     story = tmp_path / "story.txt"
     story.write_text(STORY)
     got = []
-    for seed in ("1", "2"):
-        ws = tmp_path / f"ws{seed}"
-        shutil.copytree(dd_ws, ws)
-        out = subprocess.run([sys.executable, str(root / "cli.py"), "ask", "--workspace", str(ws), "--text",
-                              str(story), "--llm", "none", "Who rowed out?"], cwd=root, capture_output=True,
-                             env={**os.environ, "PYTHONHASHSEED": seed, "WHOQA_NO_PROGRESS": "1"})
-        assert out.returncode == 0, out.stderr
+    for ws, out in _under_two_hash_seeds(dd_ws, tmp_path, lambda ws: [
+            sys.executable, str(root / "cli.py"), "ask", "--workspace", str(ws), "--text", str(story), "--llm", "none",
+            "Who rowed out?"], {"WHOQA_NO_PROGRESS": "1"}):
         new = next(p for p in (ws / "books").iterdir() if p.name != DYING_DETECTIVE)
         got.append((out.stdout, {p.name: p.read_bytes() for p in sorted(new.iterdir()) if p.name != "source.json"}))
     assert got[0] == got[1]
@@ -773,19 +784,12 @@ def test_a_book_added_through_the_python_api_is_the_same_bytes_under_two_hash_se
     """Service.intake in a caller's own process (no re-execution): BookNLP's name clustering joins sets of strings,
     so under seed 2 "Chen Liu" and "Liu Chen" lost every mention and seed 1 kept both; the book, its questions and
     corpus, the word vectors and the answer are the same bytes under either seed."""
-    import os
-    import subprocess
     import sys
-    root = Path(__file__).resolve().parents[1]
     story = tmp_path / "ferry.txt"
     story.write_text(FERRY)
     got = []
-    for seed in ("1", "2"):
-        ws = tmp_path / f"ws{seed}"
-        shutil.copytree(dd_ws, ws)
-        out = subprocess.run([sys.executable, "-c", _INTAKE, str(ws), str(story)], cwd=root, capture_output=True,
-                             text=True, env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)})
-        assert out.returncode == 0, out.stderr
+    for ws, out in _under_two_hash_seeds(dd_ws, tmp_path, lambda ws: [sys.executable, "-c", _INTAKE, str(ws),
+                                                                       str(story)]):
         book, *answer_and_vectors = json.loads(out.stdout.strip().splitlines()[-1])
         made = [*sorted((ws / "books" / book).iterdir()), ws / "artificial" / f"{book}.jsonl.gz",
                 ws / "embeddings" / "corpus" / f"{book}.txt"]
