@@ -109,16 +109,21 @@ def columns(names) -> list[int]:
     return [STAGE1.index(n) for n in names]
 
 
+ROLE_FEATURES = ("role", "role_with_args", "book_role", "book_role_with_args")  # the ones that parse the question
+
+
 def book_features(book, context: list[int], named: set[int], question: str = "", cast: bool = True,
-                  network: dict[int, float] | None = None) -> tuple[list[int], np.ndarray]:
+                  network: dict[int, float] | None = None, used: tuple[str, ...] = STAGE1) -> tuple[list[int], np.ndarray]:
     """(ids, (C, F) features) of a book's answer candidates for a question whose context holds these sentence ids
     (best first; the first CONTEXT_SENTENCES are read) and which names these characters; `network`: the slot
-    network's log-probability per character id (a person's: its clusters' summed)."""
+    network's log-probability per character id (a person's: its clusters' summed). `used`: the features a fit reads;
+    the question is parsed only for role features among them (the parse and WordNet's import cost a first answer
+    about 2.5 s), the others' columns left 0."""
     groups = candidates(book, cast)
     rep = {m: r for r, ms in groups.items() for m in ms}
     sentences = context[:CONTEXT_SENTENCES]
     mentions = Counter(rep[m.char_id] for s in sentences for m in book.sentence_mentions(s) if m.char_id in rep)
-    frame = question_frame(question) if question else None
+    frame = question_frame(question) if question and set(used) & set(ROLE_FEATURES) else None
     roles = role_matches(book, sentences, frame, named, rep.get) if frame else {}
     book_roles = role_matches(book, verb_sentences(book, frame.verbs), frame, named, rep.get) if frame else {}
     records = [{"id": r, "count": sum(book.characters[m].count for m in ms)} for r, ms in groups.items()]

@@ -43,7 +43,8 @@ def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSp
             raise FileNotFoundError("this feature ranker reads the slot network's scores: train it with `whoqa slots "
                                     "train --final`")
         scores = network.scores(book, question, spans, context)
-    ids, x = book_features(book, context, named_characters(spans), question, ranker.cast, scores)
+    ids, x = book_features(book, context, named_characters(spans), question, ranker.cast, scores,
+                           tuple(ranker.features["stage1"]))
     x = x[:, columns(ranker.features["stage1"])]  # (C, F): the fit's own features
     llm = None
     if reader is not None:

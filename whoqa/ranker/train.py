@@ -93,7 +93,8 @@ def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage
         named = named_characters(name_spans(q["question"], index))
         context = question_context(contexts, c["question_id"], CONTEXT_SENTENCES)
         scored = (network or {}).get(str(c["question_id"])) or {}
-        ids, x = book_features(book, context, named, q["question"], cast, {int(k): v for k, v in scored.items()})
+        ids, x = book_features(book, context, named, q["question"], cast, {int(k): v for k, v in scored.items()},
+                               stage1)
         answers = answer_ids(book, c["answers"], cast)
         out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x[:, columns(stage1)],
                     "y": np.array([i in answers for i in ids]), "answers": answers,
