@@ -68,3 +68,19 @@ def test_two_processes_take_the_steps_and_give_the_answers_of_one(launcher, alon
     for q, wins in alone["rankings"].items():  # the same windows in the same order (scores: float rounding apart)
         assert [w[:2] for w in two["rankings"][q]] == [w[:2] for w in wins]
         assert [w[2] for w in two["rankings"][q]] == pytest.approx([w[2] for w in wins], abs=1e-6)
+
+
+def test_more_processes_than_gpus_is_one_line_before_anything_starts(monkeypatch):
+    """`torchrun --nproc_per_node 2 ... --device cuda` on one GPU ended in an NCCL traceback at the first step: now
+    one line naming the counts and the fix, before the processes join (where there is no GPU, gloo joins any
+    number). Tested on the CPU by telling `world` it has one GPU."""
+    import torch.distributed as dist
+    from whoqa.core import distributed
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(dist, "init_process_group", lambda *a, **k: pytest.fail("joined before the check"))
+    with pytest.raises(RuntimeError, match=r"started 2 processes on this machine, which has 1 GPU: .*--nproc_per_node 1"):
+        distributed.world()
+    distributed.check_gpus(2, 0)  # a CPU-only machine: gloo
+    distributed.check_gpus(2, 2)

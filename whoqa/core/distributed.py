@@ -35,8 +35,18 @@ def world() -> World:
     import torch
     import torch.distributed as dist
     if not dist.is_initialized():
+        check_gpus(int(os.environ.get("LOCAL_WORLD_SIZE", "1")), torch.cuda.device_count())
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     return World(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def check_gpus(processes: int, gpus: int) -> None:
+    """NCCL gives each process of a machine its own GPU: more processes than GPUs would end in an NCCL traceback at
+    the first step, so it is one line before anything starts (a CPU-only machine joins any number with gloo)."""
+    if gpus and processes > gpus:
+        raise RuntimeError(f"torchrun started {processes} processes on this machine, which has {gpus} GPU"
+                           f"{'s' * (gpus != 1)}: each needs its own, so use --nproc_per_node {gpus} (or --device cpu "
+                           f"on a machine without GPUs)")
 
 
 def process_device(device: torch.device, w: World) -> torch.device:
