@@ -278,7 +278,7 @@ def run_terminal(book: str, question: str, workspace: str | None = None, args: l
     proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
     os.close(slave)
     seen: list[tuple[float, str]] = []
-    pending, first = "", None
+    pending, first, since = "", None, 0.0
     try:
         while True:
             if time.perf_counter() - t0 > timeout:
@@ -299,15 +299,22 @@ def run_terminal(book: str, question: str, workspace: str | None = None, args: l
             text = _ESCAPES.sub("", data.decode("utf-8", "replace"))
             if first is None and text.strip():
                 first = now
-            pending += text
-            *lines, pending = re.split(r"[\r\n]", pending)
-            seen += [(now, line.strip()) for line in lines if line.strip()]
+            # a stage line ends with "..." and no line end (the next stage's \r ends it): each line is timed when
+            # its first character came, not when the next one did
+            for piece in re.split(r"([\r\n])", text):
+                if piece in ("\r", "\n"):
+                    if pending.strip():
+                        seen.append((since, pending.strip()))
+                    pending = ""
+                elif piece:
+                    since = now if not pending else since
+                    pending += piece
     finally:
         os.close(master)
     code = proc.wait()
     end = time.perf_counter() - t0
     if pending.strip():
-        seen.append((end, pending.strip()))
+        seen.append((since, pending.strip()))
     stages, kept = [], []
     for t, line in seen:  # a stage line ("reading the book...") or a bar ("finding the characters:  40%|####  |")
         bar = _BAR.match(line)
