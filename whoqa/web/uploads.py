@@ -22,7 +22,7 @@ from whoqa.core.files import atomic_write
 from whoqa.core.jobs import process_alive
 from whoqa.core.workspace import locked
 from whoqa.web.errors import ApiError
-from whoqa.web.guard import size
+from whoqa.web.guard import over_limit
 
 log = logging.getLogger(__name__)
 BOOK_ID = re.compile(r"^[0-9a-f]{40}$")
@@ -37,9 +37,8 @@ class Uploads:
         """Check an uploaded book file (text, EPUB, HTML, by its name's suffix) as `ask` does; a new book becomes a background job, a known one is reused."""
         if self.cfg.read_only:
             raise ApiError(403, "this workspace is served read-only (whoqa serve --read-only): uploads are off")
-        if len(data) > self.cfg.max_upload_mb * 1e6:
-            raise ApiError(413, f"{name} is {size(len(data))}: the limit is {size(self.cfg.max_upload_mb * 1e6)} "
-                                f"(whoqa serve --max-upload-mb)")
+        if len(data) > self.cfg.max_upload_mb * 1e6:  # (the API checks first, with the form's own count)
+            raise ApiError(413, over_limit(name, len(data), self.cfg.max_upload_mb * 1e6))
         self.uploads.mkdir(parents=True, exist_ok=True)
         suffix = Path(name).suffix.lower()
         suffix = suffix if suffix in EPUB_SUFFIXES + HTML_SUFFIXES else ".txt"  # read as `ask` reads such a file
