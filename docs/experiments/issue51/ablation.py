@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from whoqa.evaluation.rerank import rerank
-from whoqa.reader.config import RerankConfig
+from whoqa.ranker.config import RerankConfig
 
 OLD = "book_share,context_mentions,named"
 ARMS = {  # name -> (cast, stage-1 features): each arm's "candidates" row is its first stage, "combined" + the LLM
