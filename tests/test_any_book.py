@@ -291,3 +291,43 @@ def test_two_asks_of_the_same_new_book_at_once_both_answer(ws, tmp_path):
     assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
     assert _ranking(outs[0][0]) == _ranking(outs[1][0]) and _ranking(outs[0][0])
     assert not [p for p in (ws / "index" / "bm25f").iterdir() if ".tmp" in p.name]  # no half-built index left
+
+
+def test_the_llm_loads_beside_a_new_books_index_once_and_its_failure_is_the_answers(ws, tmp_path, tiny_llm_path,
+                                                                                     monkeypatch):
+    """A first Who answer about a book not yet open loads the LLM in a thread while the book and its index open
+    (`Service._prefetch`), once, and ranks as a service that loads it in line; a load that fails in the thread fails
+    the answer with the load's own error."""
+    import threading
+    from whoqa.service import Service, ServiceConfig
+    _, ws = ws
+    story = tmp_path / "lighthouse.txt"
+    story.write_text(STORY)
+    cfg = ServiceConfig(device="cpu", llm=tiny_llm_path)
+    loads = []
+    real = Service._load_llm
+
+    def counted(self, *a):
+        loads.append(threading.current_thread().name)
+        return real(self, *a)
+    monkeypatch.setattr(Service, "_load_llm", counted)
+    svc = Service(ws, cfg)
+    book = svc.intake(text=story)
+    first = svc.answer(book, "Who rowed to the village for bread?")
+    again = svc.answer(book, "Who rowed to the village for bread?")
+    assert first.route == "features" and first.calibration["stage"] == "both"
+    assert len(loads) == 1 and loads[0].startswith("whoqa-llm-load")  # in the thread, and kept
+    prefetch = Service._prefetch
+    monkeypatch.setattr(Service, "_prefetch", lambda self, *a: None)
+    inline = Service(ws, cfg).answer(book, "Who rowed to the village for bread?")
+    assert len(loads) == 2 and loads[1] == threading.current_thread().name
+    key = [(c.id, round(c.probability, 6)) for c in first.characters]
+    assert key == [(c.id, round(c.probability, 6)) for c in inline.characters]
+    assert key == [(c.id, round(c.probability, 6)) for c in again.characters]
+
+    def broken(self, *a):
+        raise RuntimeError("llama-cpp-python crashes here reading a prompt")
+    monkeypatch.setattr(Service, "_load_llm", broken)
+    monkeypatch.setattr(Service, "_prefetch", prefetch)
+    with pytest.raises(RuntimeError, match="crashes here"):
+        Service(ws, cfg).answer(book, "Who rowed to the village for bread?")

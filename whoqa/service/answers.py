@@ -36,7 +36,9 @@ class Service(BookIntake):
         self._network = None
         self._slots = None
         self._readers: dict[str | None, object] = {}
-        self._llms: dict[tuple[str, str], object] = {}
+        self._llms: dict[tuple, object] = {}
+        self._loading: dict[tuple, object] = {}  # key -> Future of an LLM `_prefetch` is loading
+        self._loader = None
         self._fits: dict[str, object] = {}
         self._pools: dict[str, ShotPool] = {}
         self._routes: RoutingTable | None = None
@@ -69,18 +71,41 @@ class Service(BookIntake):
     def llm(self, base: str, scores: bool, cfg: LLMConfig | None = None):
         """A local LLM, loaded once per (model, use, prompt): for name scores the runtime `scoring_runtime` picks (one
         that gives token probabilities), for answers the one LLMConfig chooses (whoqa.reader.runtimes), with cfg's
-        prompt budget, answer length and prompt form."""
-        from whoqa.reader.llm import LLMReader
-        from whoqa.reader.runtimes import served_runtime
-        cfg = LLMConfig(prompt_tokens=RerankConfig.prompt_tokens) if scores else cfg or LLMConfig()
-        key = (base, scores, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half)
+        prompt budget, answer length and prompt form. One `_prefetch` began loading is waited for (its failure is
+        raised here, as a load's own would be)."""
+        key, cfg = self._llm_key(base, scores, cfg)
         if key not in self._llms:
             self.stages.stage(f"loading the language model ({model_name(base)})")
-            self._llms[key] = LLMReader(base, self.cfg.device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat,
-                                        cfg.half, served_runtime(base, self.cfg.device, scores, cfg.runtime),
-                                        scores=scores)
+            pending = self._loading.pop(key, None)
+            self._llms[key] = pending.result() if pending is not None else self._load_llm(base, scores, cfg)
             self.stages.stage("answering")
         return self._llms[key]
+
+    @staticmethod
+    def _llm_key(base: str, scores: bool, cfg: LLMConfig | None) -> tuple[tuple, LLMConfig]:
+        cfg = LLMConfig(prompt_tokens=RerankConfig.prompt_tokens) if scores else cfg or LLMConfig()
+        return (base, scores, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half), cfg
+
+    def _load_llm(self, base: str, scores: bool, cfg: LLMConfig):
+        from whoqa.reader.llm import LLMReader
+        from whoqa.reader.runtimes import served_runtime
+        return LLMReader(base, self.cfg.device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half,
+                         served_runtime(base, self.cfg.device, scores, cfg.runtime), scores=scores)
+
+    def _prefetch(self, book_id: str, chosen: Route) -> None:
+        """Begin loading the LLM the route will read, in a thread, while the book and its index open (Lucene builds a
+        new book's index in its JVM; llama.cpp reads the model outside Python's lock): a first answer then waits for
+        the longer of the two, not their sum. Nothing to overlap once the book is open."""
+        llm = self.routes().llm
+        if llm is None or chosen.name not in ("features", "llm") or book_id in self._opened:
+            return
+        scores = chosen.name == "features"
+        cfg = None if scores else replace(LLMConfig(), **llm_answer_options(chosen.options or {}))
+        key, cfg = self._llm_key(llm, scores, cfg)
+        if key not in self._llms and key not in self._loading:
+            from concurrent.futures import ThreadPoolExecutor
+            self._loader = self._loader or ThreadPoolExecutor(1, thread_name_prefix="whoqa-llm-load")
+            self._loading[key] = self._loader.submit(self._load_llm, llm, scores, cfg)
 
     def scoring_runtime(self, base: str) -> str:
         """The runtime this service scores names with for an LLM (whoqa.reader.runtimes.served_runtime)."""
@@ -125,6 +150,7 @@ class Service(BookIntake):
         with self.lock:
             try:
                 chosen = self.route(book_id, question, route)
+                self._prefetch(book_id, chosen)
                 opened, cut = self.upto(book_id, upto)
                 if cut and chosen.name == "network":  # its memory arrays hold the whole book
                     if route == "network":
