@@ -18,6 +18,7 @@ from whoqa.ranker.config import RerankConfig, prompt_variant
 from whoqa.ranker.fits import fit_dir
 from whoqa.reader.config import LLMConfig, model_name, passage_variant, runtime_variant
 from whoqa.reader.data import build_examples
+from whoqa.reader.llama_cpp_python import NAMES_READ
 from whoqa.reader.llm import LLMReader
 from whoqa.reader.models import model_fingerprint
 from whoqa.reader.prompt import who_pool
@@ -44,6 +45,8 @@ def llm_key(cfg: RerankConfig) -> str:
              if getattr(cfg, f) != getattr(RerankConfig, f)}  # (raw passages keep the key they always had)
     if runtime_variant(cfg.runtime):  # (transformers' float32 scores too)
         shown["runtime"] = cfg.runtime
+    if cfg.runtime == "llama-cpp-python":  # its names read together since 2026-11-27 (rounding apart from before)
+        shown["names"] = NAMES_READ
     return digest([{f: getattr(cfg, f) for f in ("base", "passages", "prompt_tokens", "shots")} | shown,
                    model_fingerprint(cfg.base)])
 
