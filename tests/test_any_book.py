@@ -331,3 +331,34 @@ def test_the_llm_loads_beside_a_new_books_index_once_and_its_failure_is_the_answ
     monkeypatch.setattr(Service, "_prefetch", prefetch)
     with pytest.raises(RuntimeError, match="crashes here"):
         Service(ws, cfg).answer(book, "Who rowed to the village for bread?")
+
+
+def test_a_fit_is_served_with_the_prompt_it_was_measured_with(ws, tmp_path, tiny_llm_path, monkeypatch):
+    """A feature-ranker fit records its LLM prompt (passages offered, token budget, shots): the service scores names
+    with that budget and those shots, so stage 2 weighs scores like the ones it was fit on; a fit that records none
+    was made with the defaults."""
+    from dataclasses import replace
+    from whoqa.ranker import fits
+    from whoqa.ranker.config import RerankConfig
+    from whoqa.reader.llm import LLMReader
+    from whoqa.service import Service, ServiceConfig
+    _, ws = ws
+    story = tmp_path / "lighthouse.txt"
+    story.write_text(STORY)
+    shipped = fits.shipped_fit()
+    assert shipped.ranker.llm_prompt() == {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
+                                           "shots": RerankConfig.shots} or shipped.ranker.prompt
+    short = replace(shipped, ranker=replace(shipped.ranker, prompt={"passages": 2, "prompt_tokens": 200, "shots": 0}))
+    monkeypatch.setattr(fits, "shipped_fit", lambda: short)
+    seen = []
+    real = LLMReader.name_scores
+
+    def recorded(self, question, passages, names, shots=(), *a, **k):
+        seen.append((self.budget, len(passages), len(shots)))
+        return real(self, question, passages, names, shots, *a, **k)
+    monkeypatch.setattr(LLMReader, "name_scores", recorded)
+    svc = Service(ws, ServiceConfig(device="cpu", llm=tiny_llm_path))
+    ans = svc.answer(svc.intake(text=story), "Who rowed to the village for bread?")
+    assert ans.calibration["stage"] == "both" and ans.calibration["fit"] == short.where
+    budget = min(200, seen[0][0])  # (cut further to the model's own window)
+    assert seen == [(budget, seen[0][1], 0)] and 1 <= seen[0][1] <= 2

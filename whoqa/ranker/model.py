@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from whoqa.core.registry import check_name
+from whoqa.ranker.config import RerankConfig
 from whoqa.ranker.features import FEATURE_VERSION, SERVED, STAGE1, STAGE2
 
 CLIP = -10.0  # nats: below this the LLM's log-likelihood says only "not this name"
@@ -120,6 +121,13 @@ class FeatureRanker:
     llm_features: str = "log_softmax"  # how the LLM's scores enter stage 2 (LLM_FEATURES)
     version: int = FEATURE_VERSION  # of the feature registry the fit was made with
     cast: bool = False  # its candidates: the book's cast (whoqa.ranker.cast), or every character cluster
+    prompt: dict | None = None  # the LLM's prompt it was fit with (passages, prompt_tokens, shots; None: the defaults)
+
+    def llm_prompt(self) -> dict:
+        """{"passages", "prompt_tokens", "shots"} of the prompt whose name scores stage 2 weighs: a fit is served
+        with the prompt it was measured with (other prompts give other scores)."""
+        return {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
+                "shots": RerankConfig.shots} | (self.prompt or {})
 
     def check(self, where: str = "this fit") -> "FeatureRanker":
         """The fit itself if it was made with today's features; else a ValueError naming it and the fix (a changed

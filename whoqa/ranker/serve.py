@@ -50,8 +50,9 @@ def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSp
     if reader is not None:
         first = ranker.first(x)[:ranker.top_k]
         names = [book.characters[ids[j]].name for j in first]
-        passages, starts = bm25f_passages(book, aliases, index, question, RerankConfig.passages, True, wins)
-        shots = ShotPool.of(pool).shots(book.id, question, RerankConfig.shots, SEED)  # the shots re-ranking measured
+        prompt = ranker.llm_prompt()  # (the reader's budget is prompt["prompt_tokens"]: Service.llm)
+        passages, starts = bm25f_passages(book, aliases, index, question, prompt["passages"], True, wins)
+        shots = ShotPool.of(pool).shots(book.id, question, prompt["shots"], SEED)  # the shots re-ranking measured
         llm = reader.name_scores(question, passages, names, shots, starts, LLMConfig.order)  # (k,)
         share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))
     order, probs = ranker.probabilities(x, llm)

@@ -83,8 +83,13 @@ class Service(BookIntake):
 
     @staticmethod
     def _llm_key(base: str, scores: bool, cfg: LLMConfig | None) -> tuple[tuple, LLMConfig]:
-        cfg = LLMConfig(prompt_tokens=RerankConfig.prompt_tokens) if scores else cfg or LLMConfig()
+        cfg = cfg or (LLMConfig(prompt_tokens=RerankConfig.prompt_tokens) if scores else LLMConfig())
         return (base, scores, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half), cfg
+
+    @staticmethod
+    def _scoring_cfg(fit) -> LLMConfig:
+        """The name scorer's prompt budget: the one the served fit was measured with."""
+        return LLMConfig(prompt_tokens=fit.ranker.llm_prompt()["prompt_tokens"])
 
     def _load_llm(self, base: str, scores: bool, cfg: LLMConfig):
         from whoqa.reader.llm import LLMReader
@@ -100,7 +105,8 @@ class Service(BookIntake):
         if llm is None or chosen.name not in ("features", "llm") or book_id in self._opened:
             return
         scores = chosen.name == "features"
-        cfg = None if scores else replace(LLMConfig(), **llm_answer_options(chosen.options or {}))
+        cfg = self._scoring_cfg(self.fit(llm)) if scores else replace(LLMConfig(), **llm_answer_options(
+            chosen.options or {}))
         key, cfg = self._llm_key(llm, scores, cfg)
         if key not in self._llms and key not in self._loading:
             from concurrent.futures import ThreadPoolExecutor
@@ -244,7 +250,7 @@ class Service(BookIntake):
         spans, wins, context, warnings = self._who(book_id, question, opened)
         llm = self.routes().llm
         fit = self.fit(llm)
-        reader = self.llm(llm, scores=True) if llm else None
+        reader = self.llm(llm, scores=True, cfg=self._scoring_cfg(fit)) if llm else None
         got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True), self.slot_scorer(fit))
         book = opened[0]
         chars = one_per_name([Ranked(i, book.characters[i].name, p, s)
