@@ -325,10 +325,18 @@ def test_the_llm_loads_beside_a_new_books_index_once_and_its_failure_is_the_answ
     assert key == [(c.id, round(c.probability, 6)) for c in inline.characters]
     assert key == [(c.id, round(c.probability, 6)) for c in again.characters]
 
+    monkeypatch.setattr(Service, "_prefetch", prefetch)
+    # a question refused after the load began (nothing matches it) returns only once the load is over: a load
+    # redirects the process's streams while it runs, and the caller's own redirection ends with the answer
+    fresh = Service(ws, cfg)
+    with pytest.raises(Exception, match="nothing in book"):
+        fresh.answer(book, "Who xyzzy plugh?")
+    assert len(loads) == 3 and all(f.done() for f in fresh._loading.values())
+    assert fresh.answer(book, "Who rowed to the village for bread?").route == "features" and len(loads) == 3
+
     def broken(self, *a):
         raise RuntimeError("llama-cpp-python crashes here reading a prompt")
     monkeypatch.setattr(Service, "_load_llm", broken)
-    monkeypatch.setattr(Service, "_prefetch", prefetch)
     with pytest.raises(RuntimeError, match="crashes here"):
         Service(ws, cfg).answer(book, "Who rowed to the village for bread?")
 

@@ -176,3 +176,18 @@ def test_of_a_runs_fits_the_better_cross_validated_one_serves(tmp_path):
                           "by_book_folds": True})
     got = served_fit(tmp_path, "m")
     assert got.ranker.top_k == 5 and "+k5+" in got.where and got.provenance["cv"]["p@1"] == 27.56
+
+
+def test_a_saved_fit_with_fields_this_whoqa_does_not_know_is_one_line(tmp_path):
+    """A fit saved by another whoqa (a field this one lacks) is a ValueError naming the file and the fix, not a
+    TypeError from the dataclass; one without the newer `prompt` field reads as made with the default prompt."""
+    from dataclasses import asdict
+    from whoqa.ranker.fits import saved_ranker, shipped_fit
+    from whoqa.ranker.config import RerankConfig
+    saved = asdict(shipped_fit().ranker)
+    with pytest.raises(ValueError, match=r"summary.json was made by another version of whoqa \(fields temperature\)"):
+        saved_ranker({**saved, "temperature": 1.3}, "summary.json")
+    old = {k: v for k, v in saved.items() if k != "prompt"}
+    assert saved_ranker(old, "old.json").llm_prompt() == {"passages": RerankConfig.passages,
+                                                          "prompt_tokens": RerankConfig.prompt_tokens,
+                                                          "shots": RerankConfig.shots}

@@ -26,6 +26,7 @@ from whoqa.core.questions import question_kind
 import json
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
+from whoqa.reader.llama_cpp_python import NAMES_READ
 from whoqa.reader.llm import model_fingerprint
 from whoqa.service import Service, ServiceConfig, installed_llm
 from whoqa.core.calibration import Item, ece, reliability, top_confidence
@@ -125,7 +126,8 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     fit = svc.fit(base)
     runtime = svc.scoring_runtime(base) if base else None  # the service's own choice (transformers' keys stay)
     key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__]
-                 + ([runtime] if runtime not in (None, "transformers") else []))[:16]
+                 + ([runtime] if runtime not in (None, "transformers") else [])
+                 + ([NAMES_READ] if runtime == "llama-cpp-python" else []))[:16]
     cache = Workspace(target).served / f"{key}.jsonl"
     usable = [q for q in questions if characters.get(q["document_id"])]
     rows = _served_rows(svc, cache, usable, _who_row, "served answers", progress)

@@ -5,7 +5,7 @@ features (`FeatureRanker.check`)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from whoqa.core.artifacts import read_cache, read_json
@@ -45,9 +45,19 @@ class ServedFit:
     measured_on: str | None = None  # the run whose questions its CV judged (None: the shipped fit's 41 books)
 
 
+def saved_ranker(saved: dict, where: str) -> FeatureRanker:
+    """A saved fit as a FeatureRanker, checked (`FeatureRanker.check`); one with fields this whoqa does not know (a
+    newer whoqa's) is one line naming it, not a TypeError."""
+    unknown = sorted(set(saved) - {f.name for f in fields(FeatureRanker)})
+    if unknown:
+        raise ValueError(f"{where} was made by another version of whoqa (fields {', '.join(unknown)}): fit it again "
+                         f"with `whoqa rerank --candidates features`, or update whoqa")
+    return FeatureRanker(**saved).check(where)
+
+
 def shipped_fit() -> ServedFit:
     saved = read_json(SHIPPED, "reinstall whoqa (`pip install -e .`): the shipped fit is part of the package", dict)
-    return ServedFit(FeatureRanker(**saved["ranker"]).check(f"the shipped fit {SHIPPED}"), str(SHIPPED),
+    return ServedFit(saved_ranker(saved["ranker"], f"the shipped fit {SHIPPED}"), str(SHIPPED),
                      saved["provenance"])
 
 
@@ -75,7 +85,7 @@ def served_fit(workspace: Path, model: str) -> ServedFit:
         return shipped_fit()
     run, folder, s = min(found, key=lambda f: (not _run(f[0]).by_book,
                                                -float((f[2].get("combined") or {}).get("p@1") or 0.0)))
-    ranker = FeatureRanker(**s["ranker"]).check(str(folder / SUMMARY))
+    ranker = saved_ranker(s["ranker"], str(folder / SUMMARY))
     cv = {k: s["combined"][k] for k in ("p@1", "p@5", "mrr")} if "combined" in s else {}
     return ServedFit(ranker, str(folder / SUMMARY), {"command": f"whoqa rerank --candidates features"
                                                                 f"{'' if s.get('by_book_folds') else ' ' + run}",

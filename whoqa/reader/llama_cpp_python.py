@@ -93,9 +93,10 @@ class LlamaCppPythonRuntime:
             ctx.decode(batch)
         first = _log_softmax(self._logits(ctx, batch.n_tokens() - 1))  # (V,)
         scores = [float(first[toks[0]]) for toks in names]
-        rest = sorted(((j, toks) for j, toks in enumerate(names) if len(toks) > 1), key=lambda jt: jt[1])  # (one
-        # batch for the same names in any order: rows of a batch round a little differently by their place in it)
         room = min(int(self.llama.context_params.n_ctx) - len(ids), step)  # cells left beside the prompt, read in one batch
+        rest = sorted(((j, toks[:room + 1]) for j, toks in enumerate(names) if len(toks) > 1),  # (a name longer than
+                      key=lambda jt: jt[1])  # the room: its first tokens) (sorted: one batch for the same names in
+        # any order; rows of a batch round a little differently by their place in it)
         while rest:
             group, used = [], 0
             while rest and (not group or used + len(rest[0][1]) - 1 <= room) and len(group) < NAME_SEQUENCES:

@@ -76,10 +76,24 @@ class Service(BookIntake):
         key, cfg = self._llm_key(base, scores, cfg)
         if key not in self._llms:
             self.stages.stage(f"loading the language model ({model_name(base)})")
-            pending = self._loading.pop(key, None)
-            self._llms[key] = pending.result() if pending is not None else self._load_llm(base, scores, cfg)
+            if key in self._loading:
+                try:
+                    self._llms[key] = self._loading[key].result()
+                finally:
+                    self._loading.pop(key, None)  # (failed: loaded in line next time, its error raised then)
+            else:
+                self._llms[key] = self._load_llm(base, scores, cfg)
             self.stages.stage("answering")
         return self._llms[key]
+
+    def _settle_loading(self) -> None:
+        """Wait for the loads `_prefetch` began, and forget the failed ones: a model's load redirects the process's
+        stdout and stderr while it runs (llama.cpp's own silencing), so none may outlast the answer that began it,
+        whose caller's own redirection (`quiet`) ends with it."""
+        if self._loading:
+            from concurrent.futures import wait
+            wait(list(self._loading.values()))
+            self._loading = {k: f for k, f in self._loading.items() if f.exception() is None}
 
     @staticmethod
     def _llm_key(base: str, scores: bool, cfg: LLMConfig | None) -> tuple[tuple, LLMConfig]:
@@ -176,6 +190,7 @@ class Service(BookIntake):
                     ans = {"network": self._network_answer,
                            "features": self._features_answer}[chosen.name](book_id, question, opened)
             finally:
+                self._settle_loading()
                 self.stages.done()
         ans.route, ans.reason, ans.upto = chosen.name, chosen.reason, cut
         ans.seconds = round(time.perf_counter() - t0, 4)
