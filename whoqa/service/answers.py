@@ -43,7 +43,7 @@ class Service(BookIntake):
         self._llms: dict[tuple, object] = {}
         self._loading: dict[tuple, object] = {}  # key -> Future of an LLM `_prefetch` is loading
         self._loader = None
-        self._unrequantised: set[str] = set()  # LLMs whose requantised weights could not be had (warned once)
+        self._scorers: dict[tuple[str, str], str] = {}  # (LLM, weights) -> the model that scores names (`_scoring_llm`)
         self._fits: dict[str, object] = {}
         self._pools: dict[str, ShotPool] = {}
         self._routes: RoutingTable | None = None
@@ -105,20 +105,21 @@ class Service(BookIntake):
         cfg = cfg or (LLMConfig(prompt_tokens=RerankConfig.prompt_tokens) if scores else LLMConfig())
         return (base, scores, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half), cfg
 
-    def _scoring_cfg(self, fit) -> LLMConfig:
-        """The name scorer's prompt budget: the one the served fit was measured with (and llama.cpp's runtime for
-        weights requantised as it was measured: `_scorer`)."""
+    def _scoring_llm(self, llm: str, fit) -> tuple[str, LLMConfig]:
+        """(the model, its config) whose name scores the served fit weighs: the prompt budget it was measured with,
+        and its weights requantised as they were (e.g. Q4_0; `whoqa.reader.models.requantised`), resolved once per
+        model and weights."""
         prompt = fit.ranker.llm_prompt()
-        return LLMConfig(prompt_tokens=prompt["prompt_tokens"],
-                         **({"runtime": "llama-cpp-python"} if prompt["weights"] else {}))
-
-    def _scorer(self, llm: str, fit) -> str:
-        """The LLM whose name scores the served fit weighs: its weights requantised as the fit was measured (e.g.
-        Q4_0, made once; `whoqa.reader.models.requantised`) where llama-cpp-python scores names, else as installed
-        (the scores then differ from the fit's by the requantisation's rounding: logged once)."""
-        weights = fit.ranker.llm_prompt()["weights"]
+        cfg, weights = LLMConfig(prompt_tokens=prompt["prompt_tokens"]), prompt["weights"]
         if not weights:
-            return llm
+            return llm, cfg
+        if (llm, weights) not in self._scorers:
+            self._scorers[(llm, weights)] = self._requantised(llm, weights)
+        return self._scorers[(llm, weights)], cfg
+
+    def _requantised(self, llm: str, weights: str) -> str:
+        """The LLM's weights requantised to `weights` where llama-cpp-python scores names (made once), else as
+        installed: the scores then differ from the fit's by the requantisation's rounding, which is logged."""
         if self.scoring_runtime(llm) == "llama-cpp-python":
             try:
                 from whoqa.reader.models import requantised, requantised_path
@@ -129,10 +130,8 @@ class Service(BookIntake):
                 why = str(e)
         else:
             why = "llama-cpp-python does not score names here"
-        if llm not in self._unrequantised:
-            self._unrequantised.add(llm)
-            log.warning("the served fit weighs %s's names as %s weights score them; %s, so they are scored with its "
-                        "installed weights", model_name(llm), weights, why)
+        log.warning("the served fit weighs %s's names as %s weights score them; %s, so they are scored with its "
+                    "installed weights", model_name(llm), weights, why)
         return llm
 
     def _load_llm(self, base: str, scores: bool, cfg: LLMConfig):
@@ -150,8 +149,7 @@ class Service(BookIntake):
             return
         scores = chosen.name == "features"
         if scores:
-            fit = self.fit(llm)
-            base, cfg = self._scorer(llm, fit), self._scoring_cfg(fit)
+            base, cfg = self._scoring_llm(llm, self.fit(llm))
         else:
             base, cfg = llm, replace(LLMConfig(), **llm_answer_options(chosen.options or {}))
         key, cfg = self._llm_key(base, scores, cfg)
@@ -298,7 +296,10 @@ class Service(BookIntake):
         spans, wins, context, warnings = self._who(book_id, question, opened)
         llm = self.routes().llm
         fit = self.fit(llm)
-        reader = self.llm(self._scorer(llm, fit), scores=True, cfg=self._scoring_cfg(fit)) if llm else None
+        reader = None
+        if llm:
+            base, cfg = self._scoring_llm(llm, fit)
+            reader = self.llm(base, scores=True, cfg=cfg)
         got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True), self.slot_scorer(fit))
         book = opened[0]
         chars = one_per_name([Ranked(i, book.characters[i].name, p, s)
