@@ -146,16 +146,16 @@ def test_book_roles_find_the_doer_where_the_context_does_not_reach(book):
 
 
 def test_a_fit_without_role_features_never_parses_the_question(book, monkeypatch):
-    """The served fit reads no role feature: its features are the same numbers without the question's parse (which,
+    """A fit that reads no role feature (issue 29's three) gets the same numbers without the question's parse (which,
     with WordNet's import, cost a first answer about 2.5 s), and the role columns are left 0."""
     import whoqa.ranker.features as features
-    from whoqa.ranker.features import ROLE_FEATURES, SERVED, columns
+    from whoqa.ranker.features import BASE, ROLE_FEATURES, columns
     q = "Who painted the portrait?"
     ids, full = book_features(book, list(range(len(book.sentences))), set(), q)
 
     def no_parse(_question):
         raise AssertionError("the question was parsed")
     monkeypatch.setattr(features, "question_frame", no_parse)
-    same, x = book_features(book, list(range(len(book.sentences))), set(), q, used=SERVED)
-    assert same == ids and np.array_equal(x[:, columns(SERVED)], full[:, columns(SERVED)])
+    same, x = book_features(book, list(range(len(book.sentences))), set(), q, used=BASE)
+    assert same == ids and np.array_equal(x[:, columns(BASE)], full[:, columns(BASE)])
     assert not x[:, columns(ROLE_FEATURES)].any() and full[:, columns(ROLE_FEATURES)].any()

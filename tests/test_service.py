@@ -225,3 +225,22 @@ def test_the_prompt_served_is_the_prompt_measured(ws, tiny_llm_path, tmp_path, m
     (_, measured, measured_shots), (_, served, served_shots) = seen
     assert len(measured_shots) == RerankConfig.shots and measured_shots == served_shots
     assert measured == served  # token for token
+
+
+def test_who_names_are_scored_by_the_llm_the_fit_weighs(tmp_path, monkeypatch, caplog):
+    """A better reader installed for other questions (the 1.5B) does not score names for the shipped fit, whose
+    weights were fit to the 0.5B's scores: the 0.5B does where installed, else the first stage answers (said once);
+    an LLM the user names is served as asked."""
+    import logging
+    import whoqa.reader.models as models
+    from whoqa.service.routing import RoutingTable
+    assert Service(tmp_path, ServiceConfig()).fit(None).ranker.llm_prompt()["llm"] == "qwen2.5-coder-0.5b"
+    monkeypatch.setattr(RoutingTable, "llm", property(lambda self: "qwen2.5-coder-1.5b"))
+    monkeypatch.setattr(models, "llm_installed", lambda name: True)
+    assert Service(tmp_path, ServiceConfig()).who_llm() == "qwen2.5-coder-0.5b"
+    monkeypatch.setattr(models, "llm_installed", lambda name: False)
+    svc = Service(tmp_path, ServiceConfig())
+    with caplog.at_level(logging.WARNING):
+        assert svc.who_llm() is None and svc.who_llm() is None
+    assert sum("not installed" in r.getMessage() for r in caplog.records) == 1
+    assert Service(tmp_path, ServiceConfig(llm="qwen2.5-coder-1.5b")).who_llm() == "qwen2.5-coder-1.5b"

@@ -44,10 +44,11 @@ def rerank(
     runtime: str = option(RerankConfig, "runtime", help="What scores the names: auto (transformers, float32) or "
                           "llama-cpp-python (llama.cpp built for this CPU; its own folder)."),
     cast: bool = option(RerankConfig, "cast", help="--candidates features: the book's cast (people, a person's name "
-                        "clusters merged) as answer candidates (--cast, kept as summary+cast.json), or every "
-                        "character cluster (what serves)."),
+                        "clusters merged) as answer candidates (--cast, kept as summary+cast.json; the shipped fit's), "
+                        "or every character cluster."),
     stage1: str = option(RerankConfig, "stage1", help="--candidates features: its features, comma-separated "
-                         "(book_share, context_mentions, named, role, role_with_args), or all; others than the "
+                         "(book_share, context_mentions, named, role, role_with_args, book_role, book_role_with_args), "
+                         "or all; others than the "
                          "default are kept as summary+f-<names>.json."),
     max_eval_samples: Optional[int] = option(RerankConfig, "max_eval_samples", help="Debug: the first N questions."),
     executor: str = option(ExecutorConfig, "executor", help="The LLM's name scores: local (this process) or ray "

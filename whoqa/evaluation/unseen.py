@@ -122,7 +122,7 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     as a miss), with ECE and a reliability curve. Answers are kept per question in target's served/<key>.jsonl (the
     key: the LLM's fingerprint, its scoring runtime and the fit), so a second run is fast and an interrupted one resumes."""
     svc = svc or served_service(workspace, target, llm, device)
-    base = installed_llm(llm)
+    base = svc.who_llm()  # the LLM the served fit weighs (the shipped fit's 0.5B, whatever else reads)
     fit = svc.fit(base)
     runtime = svc.scoring_runtime(base) if base else None  # the service's own choice (transformers' keys stay)
     key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from whoqa.core.seed import SEED
+from whoqa.ranker.features import BASE
 from whoqa.reader.config import LLMConfig
 
 CANDIDATES = ("network", "book-frequency", "features")
@@ -30,9 +31,10 @@ class RerankConfig:
     #                        quantised kernels: whoqa.reader.runtimes; its own LLM key and folder)
     llm_features: str = "select"  # how the LLM's scores enter the feature ranker (feature_ranker.LLM_FEATURES), or
     # "select": the form with the best likelihood in cross-validation on the training books, chosen per fold
-    cast: bool = False  # the feature ranker's candidates: every character cluster (what serves: measured best with
-    #                     the LLM), or the book's cast (--cast: people, a person's clusters merged)
-    stage1: str = "book_share,context_mentions,named"  # its features, comma-separated (whoqa.ranker.features; "all":
+    cast: bool = False  # the feature ranker's candidates: every character cluster (issue 29's arm, which the
+    #                     reproductions judge), or the book's cast (--cast: people, a person's clusters merged; the
+    #                     shipped fit's, with --stage1 whoqa.ranker.features.SERVED: docs/who-ranker.md)
+    stage1: str = ",".join(BASE)  # its features, comma-separated (whoqa.ranker.features; "all":
     #                     every one the book gives, the syntax features included; "network", the slot network's
     #                     held-out scores, is named on its own after `whoqa slots train`)
     max_eval_samples: int | None = None  # debug: the first N questions

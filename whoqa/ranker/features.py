@@ -63,9 +63,9 @@ FEATURES: dict[str, Callable[[Inputs], np.ndarray]] = {
 STAGE1 = tuple(FEATURES)  # every feature the registry computes; a fit uses these or some of them (its own list)
 FROM_BOOK = tuple(f for f in STAGE1 if f != "network")  # what the book and question alone give ("--stage1 all"); the
 #   network's needs a trained slot network (`whoqa slots train`)
-SERVED = ("book_share", "context_mentions", "named")  # the served fit's, with every cluster a candidate: measured
-#   best with the LLM (docs/who-ranker.md#a-cast-of-people-and-the-questions-syntax-issue-51)
-STAGE2 = SERVED + ("llm",)
+BASE = ("book_share", "context_mentions", "named")  # issue 29's three: a fit that records no feature list used these
+SERVED = BASE + ("book_role", "book_role_with_args")  # the served fit's, over the book's cast: measured best with the
+#   LLM (docs/who-ranker.md#a-cast-of-people-and-the-questions-syntax-issue-51)
 
 
 def character_features(characters: list[dict], context: Counter, named: set[int],

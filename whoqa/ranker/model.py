@@ -26,7 +26,7 @@ import numpy as np
 
 from whoqa.core.registry import check_name
 from whoqa.ranker.config import RerankConfig
-from whoqa.ranker.features import FEATURE_VERSION, SERVED, STAGE1, STAGE2
+from whoqa.ranker.features import BASE, FEATURE_VERSION, STAGE1
 
 CLIP = -10.0  # nats: below this the LLM's log-likelihood says only "not this name"
 
@@ -117,7 +117,7 @@ class FeatureRanker:
     questions: int = 0  # the questions it was fit on
     source: str = ""  # where it was fit
     ece: float | None = None  # expected calibration error of its cross-validated probabilities, where measured
-    features: dict = field(default_factory=lambda: {"stage1": list(SERVED), "stage2": list(STAGE2)})
+    features: dict = field(default_factory=lambda: {"stage1": list(BASE), "stage2": list(BASE) + ["llm"]})
     llm_features: str = "log_softmax"  # how the LLM's scores enter stage 2 (LLM_FEATURES)
     version: int = FEATURE_VERSION  # of the feature registry the fit was made with
     cast: bool = False  # its candidates: the book's cast (whoqa.ranker.cast), or every character cluster
@@ -125,11 +125,12 @@ class FeatureRanker:
     #                             None: the defaults)
 
     def llm_prompt(self) -> dict:
-        """{"passages", "prompt_tokens", "shots", "weights"} of the name scores stage 2 weighs: a fit is served with
-        the prompt it was measured with (other prompts give other scores), and the LLM's weights requantised as they
-        were ("weights": a llama.cpp type such as "Q4_0", or None: the model as installed)."""
+        """{"passages", "prompt_tokens", "shots", "weights", "llm"} of the name scores stage 2 weighs: a fit is served
+        with the prompt it was measured with (other prompts give other scores), the LLM's weights requantised as they
+        were ("weights": a llama.cpp type such as "Q4_0", or None: the model as installed), and by the LLM that made
+        them ("llm": its name; None: whichever the workspace's fit folder is named for)."""
         return {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
-                "shots": RerankConfig.shots, "weights": None} | (self.prompt or {})
+                "shots": RerankConfig.shots, "weights": None, "llm": None} | (self.prompt or {})
 
     def check(self, where: str = "this fit") -> "FeatureRanker":
         """The fit itself if it was made with today's features; else a ValueError naming it and the fix (a changed

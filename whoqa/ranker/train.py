@@ -21,6 +21,7 @@ from whoqa.core.runs import RunName
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.config import RerankConfig
+from whoqa.reader.config import model_name
 from whoqa.ranker.features import CONTEXT_SENTENCES, FROM_BOOK, STAGE1, answer_ids, book_features, book_frequency, columns
 from whoqa.ranker.model import LLM_FEATURES, SELECT, fit, fit_ranker, select_llm_features
 from whoqa.ranker.scores import NameScores, rerank_dir
@@ -177,7 +178,8 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
                         llm_features=form, stage1=stage1, cast=cfg.cast)
     served.ece = result["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
-    served.prompt = {"passages": cfg.passages, "prompt_tokens": cfg.prompt_tokens, "shots": cfg.shots, "weights": None}
+    served.prompt = {"passages": cfg.passages, "prompt_tokens": cfg.prompt_tokens, "shots": cfg.shots, "weights": None,
+                     "llm": model_name(cfg.base)}
     return {"questions": len(rows), "top_k": cfg.top_k, "llm_features": cfg.llm_features, **result,
             "book_frequency": ranking_metrics([r["frequency"] for r in rows], [r["answers"] for r in rows]),
             "bootstrap_vs_book_frequency": book_bootstrap(

@@ -45,6 +45,7 @@ class Service(BookIntake):
         self._loader = None
         self._scorers: dict[tuple[str, str], str] = {}  # (LLM, weights) -> the model that scores names (`_scoring_llm`)
         self._fits: dict[str, object] = {}
+        self._warned: set[str] = set()  # fits' LLMs found missing (`who_llm`), said once
         self._pools: dict[str, ShotPool] = {}
         self._routes: RoutingTable | None = None
         self._cuts: dict[tuple[str, int], tuple] = {}
@@ -105,6 +106,27 @@ class Service(BookIntake):
         cfg = cfg or (LLMConfig(prompt_tokens=RerankConfig.prompt_tokens) if scores else LLMConfig())
         return (base, scores, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half), cfg
 
+    def who_llm(self) -> str | None:
+        """The LLM whose name scores the served Who fit weighs: the reader's where the fit was made with it (a
+        workspace's fit for it), else the LLM the fit records (the shipped fit: the 0.5B) if installed; None (the
+        first stage alone, calibrated on its own) if not. A better reader installed for other questions (the 1.5B)
+        never scores names for weights fit to another model's scores, unless the user named it (`--llm`)."""
+        llm = self.routes().llm
+        if llm is None:
+            return None
+        made_with = self.fit(llm).ranker.llm_prompt()["llm"]
+        if made_with is None or made_with == model_name(llm):
+            return llm
+        from whoqa.reader.models import llm_installed
+        named = self.cfg.llm and self.cfg.llm != "none"  # the user's own choice (--llm) is served, and said so
+        use = llm if named else made_with if llm_installed(made_with) else None
+        if made_with not in self._warned and use != made_with:
+            self._warned.add(made_with)
+            log.warning("the Who ranker's fit weighs %s's name scores; %s", made_with,
+                        f"{model_name(llm)} scores them, as asked" if use else
+                        "it is not installed (`whoqa models`), so Who answers come from its first stage")
+        return use
+
     def _scoring_llm(self, llm: str, fit) -> tuple[str, LLMConfig]:
         """(the model, its config) whose name scores the served fit weighs: the prompt budget it was measured with,
         and its weights requantised as they were (e.g. Q4_0; `whoqa.reader.models.requantised`), resolved once per
@@ -144,10 +166,10 @@ class Service(BookIntake):
         """Begin loading the LLM the route will read, in a thread, while the book and its index open (Lucene builds a
         new book's index in its JVM; llama.cpp reads the model outside Python's lock): a first answer then waits for
         the longer of the two, not their sum. Nothing to overlap once the book is open."""
-        llm = self.routes().llm
+        scores = chosen.name == "features"
+        llm = self.who_llm() if scores else self.routes().llm
         if llm is None or chosen.name not in ("features", "llm") or book_id in self._opened:
             return
-        scores = chosen.name == "features"
         if scores:
             base, cfg = self._scoring_llm(llm, self.fit(llm))
         else:
@@ -294,7 +316,7 @@ class Service(BookIntake):
         from whoqa.ranker.features import CONTEXT_SENTENCES
         from whoqa.ranker.serve import rank
         spans, wins, context, warnings = self._who(book_id, question, opened)
-        llm = self.routes().llm
+        llm = self.who_llm()
         fit = self.fit(llm)
         reader = None
         if llm:
