@@ -190,4 +190,4 @@ def test_a_saved_fit_with_fields_this_whoqa_does_not_know_is_one_line(tmp_path):
     old = {k: v for k, v in saved.items() if k != "prompt"}
     assert saved_ranker(old, "old.json").llm_prompt() == {"passages": RerankConfig.passages,
                                                           "prompt_tokens": RerankConfig.prompt_tokens,
-                                                          "shots": RerankConfig.shots, "weights": None}
+                                                          "shots": RerankConfig.shots, "weights": None, "llm": None}

@@ -165,6 +165,13 @@ def test_full_task_rows_and_routing(ws):
     assert "routed by question word: each word's reader chosen on the other book folds' questions" in r.output
     for row in full["rows"].values():
         assert 0 <= row["metrics"]["rouge_l"] <= 100 and row["metrics"]["n"] == len(ROWS)
+    rows = full["rows"]  # "unread": the questions whose book nothing that answered them had read
+    assert rows["fid[bm25f]"]["unread_n"] == len(ROWS)  # book folds: no test book trained on
+    assert abs(rows["fid[bm25f]"]["unread_rouge_l"] - rows["fid[bm25f]"]["metrics"]["rouge_l"]) < 1e-6
+    assert rows["fid[bm25f]+preread"]["unread_rouge_l"] is None  # prereading read every book (--books all)
+    routed_row = rows[f"routed: memnet+salience[bm25f] + {best}"]  # the network trained on its Who books
+    assert routed_row["unread_n"] == (0 if rows[best]["unread_rouge_l"] is None else len(ROWS) - len(who))
+    assert "unread = ROUGE-L on the questions whose book" in r.output
 
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from whoqa.core.store import load_questions, load_who_set
 from whoqa.core.files import atomic_write
-from whoqa.core.metrics import text_metrics
+from whoqa.core.metrics import normalize_text, rouge_l, text_metrics
 from whoqa.core.runs import RUN_CONFIG, code_version, reranks
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.ensemble import read_fold_files
@@ -109,12 +109,14 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
     kinds = {q["question_id"]: question_kind(q["question"]).word for q in questions}
     who_ids = {q["question_id"] for q in load_who_set(ws)[1]} if (ws.who_questions).is_file() else set()
     rows = {}
+    read: dict[str, set[int]] = {}  # row -> the questions whose book what answered them read (`_read_books`)
     for name, preds in runs.items():
         cfg, fold0, summary = read_run(ws.reader_runs / name)
         lookup = fold0.get("lookup") if cfg.get("lookup") and fold0 else None
         speed = (summary or {}).get("generate_seconds_per_question")
+        read[name] = set(preds) if _read_books(fold0) else set()
         rows[name] = _row(preds, refs, who_ids, {"run": str(ws.reader_runs / name), "config": cfg,
-                                                 "lookup": lookup, "seconds_per_question": speed}, kinds)
+                                                 "lookup": lookup, "seconds_per_question": speed}, kinds, read[name])
     sampled: dict[int, dict] = {}  # N -> the runs on the fixed sample of N questions (--sample N)
     for name, preds in llms.items():  # zero-shot: no book was trained on, so no folds are needed
         summary = read_llm_summary(ws.llm_runs / name)
@@ -124,7 +126,7 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         if cfg.get("sample"):
             sampled.setdefault(len(preds), {})[name] = (row, set(preds))
         else:
-            rows[name], runs[name] = row, preds
+            rows[name], runs[name], read[name] = row, preds, set()  # (zero-shot: it read no book)
     routable = {n: r["metrics"]["rouge_l"] for n, r in rows.items() if r["config"].get("context") != "oracle"}
     reader_choice = choose_reader(ws, routable, reader_run)  # the oracle reads passages made from the answers
     memnet_choice = choose_memnet(ws, memnet_run)
@@ -143,17 +145,24 @@ def evaluate_full_task(workspace: Path, reader_run: str | None = None, memnet_ru
         for name, who_answers, who_by, why in who_routes:
             readers = {q: base for q in runs[base]}
             routed = {qid: who_answers.get(qid, text) for qid, text in runs[base].items()}
+            # the memory network trained on its Who questions' books (their other questions, their artificial
+            # ones: question-level folds); the feature ranker's answers are book-level cross-validated
+            read_routed = {q for q in routed if (q in read[base] and q not in who_answers)
+                           or (who_by == "memnet" and q in who_answers)}
             routing = {"reader": base, who_by: name,
                        f"who_questions_to_{who_by}": sum(1 for q in runs[base] if q in who_answers),
                        "chosen_by": [reader_choice.why, why]}
-            rows[f"routed: {name} + {base}"] = _row(routed, refs, who_ids, routing, kinds)
+            rows[f"routed: {name} + {base}"] = _row(routed, refs, who_ids, routing, kinds, read_routed)
             routed_rows[f"routed: {name} + {base}"] = routed
             if by_word:  # every other question to the reader its question word chose on the other book folds
                 by_routed = {qid: who_answers.get(qid, by_word.answers.get(qid, text))
                              for qid, text in runs[base].items()}
                 by_routing = {**routing, "word_routes": word_summary(by_word), "chosen_by": [
                     reader_choice.why, WORD_WHY.format(n=len(by_word.scores), default=by_word.default), why]}
-                rows[f"routed by question word: {name} + readers"] = _row(by_routed, refs, who_ids, by_routing, kinds)
+                read_by = {q for q in by_routed if (who_by == "memnet" and q in who_answers) or (
+                    q not in who_answers and q in read.get(by_word.by.get(q, base), set()))}
+                rows[f"routed by question word: {name} + readers"] = _row(by_routed, refs, who_ids, by_routing, kinds,
+                                                                          read_by)
                 routed_rows[f"routed by question word: {name} + readers"] = by_routed
                 if by_word_serves(by_word.paired):  # what the service serves (whoqa.service.routing's one rule)
                     readers.update(by_word.by)
@@ -214,13 +223,26 @@ def word_summary(routes) -> dict:
             "answered_by": {r: sum(1 for x in routes.by.values() if x == r) for r in sorted(set(routes.by.values()))}}
 
 
+def _read_books(fold0: dict | None) -> bool:
+    """Whether a FiD run's reader read the books it answers about before their questions: book folds never train on
+    a test book, but prereading or answer lookup over every book (`--books all`) reads them."""
+    fold0 = fold0 or {}
+    return any((fold0.get(stage) or {}).get("books") == "all" for stage in ("preread", "lookup"))
+
+
 def _row(preds: dict[int, str], refs: dict[int, list[str]], who_ids: set[int], extra: dict,
-         kinds: dict[int, str] | None = None) -> dict:
+         kinds: dict[int, str] | None = None, read: set[int] | None = None) -> dict:
+    """A full-task row: its text metrics, on the Who questions alone, and ("unread") on the questions whose book
+    nothing that answered them had read (trained on or preread: `read`, those questions' ids), the figure for a
+    user's own book."""
     ids = sorted(q for q in preds if q in refs)
     m = text_metrics([preds[q] for q in ids], [refs[q] for q in ids])
     who = [q for q in ids if q in who_ids]
     m_who = text_metrics([preds[q] for q in who], [refs[q] for q in who]) if who else {"rouge_l": 0.0}
-    out = {**extra, "metrics": m, "who_rouge_l": m_who["rouge_l"], "who_n": len(who)}
+    unread = [q for q in ids if q not in (read or set())]
+    out = {**extra, "metrics": m, "who_rouge_l": m_who["rouge_l"], "who_n": len(who),
+           "unread_rouge_l": 100 * sum(rouge_l(normalize_text(preds[q]), [normalize_text(a) for a in refs[q]])
+                                       for q in unread) / len(unread) if unread else None, "unread_n": len(unread)}
     if kinds:  # ROUGE-L and F1 per question word
         groups: dict[str, list[int]] = {}
         for q in ids:
@@ -235,15 +257,18 @@ def _figures(r: dict) -> str:
     """A row's figures under the full-task table's header."""
     m = r["metrics"]
     met = f"{m['meteor']:>8.2f}" if "meteor" in m else f"{'-':>8}"
+    unread = r.get("unread_rouge_l")
+    unread = f"{'-':>8}" if unread is None else f"{unread:>8.2f}" + (
+        f" ({r['unread_n']})" if r["unread_n"] < r["metrics"]["n"] else "")
     return (f"{m['rouge_l']:>8.2f}{met}{m['bleu_1']:>8.2f}{m['bleu_4']:>8.2f}{m['em']:>7.2f}{m['f1']:>7.2f}"
-            f"{m['rouge_l_f1_rouge_score']:>8.2f}{r['who_rouge_l']:>8.2f}")
+            f"{m['rouge_l_f1_rouge_score']:>8.2f}{r['who_rouge_l']:>8.2f}{unread}")
 
 
 def format_full_task(out: dict) -> str:
     lines = [f"Full task: {out['questions']} questions ({out['who_questions']} in the Who set); readers "
              "cross-validated over book folds",
              f"{'system':<52}{'ROUGE-L':>8}{'METEOR':>8}{'BLEU-1':>8}{'BLEU-4':>8}{'EM':>7}{'F1':>7}{'RL(rs)':>8}"
-             f"{'RL Who':>8}"]
+             f"{'RL Who':>8}{'unread':>8}"]
     for name, r in out["rows"].items():
         lines.append(f"{name:<52}" + _figures(r))
     first = next((r["by_question_word"] for r in out["rows"].values() if "by_question_word" in r), {})
@@ -279,6 +304,8 @@ def format_full_task(out: dict) -> str:
                                        "exact and stem matches only (no WordNet data: python -m nltk.downloader "
                                        "wordnet)" if not any(synonyms) else "WordNet synonyms in some rows only")
                  + "; - where a row was scored before METEOR was added (run `whoqa eval` again)")
+    lines.append("unread = ROUGE-L on the questions whose book nothing that answered them had trained on or preread "
+                 "(as a user's own book; their number in brackets where some were read)")
     lines.append("RL(rs) = rouge-score's ROUGE-L F1; RL Who = ROUGE-L on the Who-set questions alone. Mou et al. "
                  "(test ROUGE-L): " + ", ".join(f"{k} {v}" for k, v in out["mou2021_test_rouge_l"].items()))
     return "\n".join(lines)
