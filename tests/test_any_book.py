@@ -311,12 +311,16 @@ def test_the_llm_loads_beside_a_new_books_index_once_and_its_failure_is_the_answ
         loads.append(threading.current_thread().name)
         return real(self, *a)
     monkeypatch.setattr(Service, "_load_llm", counted)
+    import whoqa.ranker.syntax as syntax
+    warmed, warm = [], syntax.warm
+    monkeypatch.setattr(syntax, "warm", lambda: (warmed.append(threading.current_thread().name), warm()))
     svc = Service(ws, cfg)
     book = svc.intake(text=story)
     first = svc.answer(book, "Who rowed to the village for bread?")
     again = svc.answer(book, "Who rowed to the village for bread?")
     assert first.route == "features" and first.calibration["stage"] == "both"
-    assert len(loads) == 1 and loads[0].startswith("whoqa-llm-load")  # in the thread, and kept
+    assert len(loads) == 1 and loads[0].startswith("whoqa-load")  # in the thread, and kept
+    assert len(warmed) == 1 and warmed[0].startswith("whoqa-load")  # the fit parses questions: its parser too
     prefetch = Service._prefetch
     monkeypatch.setattr(Service, "_prefetch", lambda self, *a: None)
     inline = Service(ws, cfg).answer(book, "Who rowed to the village for bread?")
@@ -355,7 +359,8 @@ def test_a_fit_is_served_with_the_prompt_it_was_measured_with(ws, tmp_path, tiny
     story.write_text(STORY)
     shipped = fits.shipped_fit()
     assert shipped.ranker.llm_prompt() == {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
-                                           "shots": RerankConfig.shots, "weights": "Q4_0"}  # (measured: who-ranker.md)
+                                           "shots": 0, "weights": "Q4_0", "llm": "qwen2.5-coder-0.5b",
+                                           "shot_policy": "question", "examples": None}  # (measured: who-ranker.md)
     short = replace(shipped, ranker=replace(shipped.ranker, prompt={"passages": 2, "prompt_tokens": 200, "shots": 0}))
     monkeypatch.setattr(fits, "shipped_fit", lambda: short)
     seen = []

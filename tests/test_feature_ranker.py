@@ -145,7 +145,7 @@ def test_a_fit_made_with_other_features_is_refused_with_one_line(tmp_path):
     shipped = shipped_fit()
     assert shipped.ranker.features["stage1"] == list(SERVED) and shipped.ranker.version == FEATURE_VERSION
     assert shipped.ranker.cast  # measured best with the LLM: the book's cast, with its roles (docs/who-ranker.md)
-    assert shipped.provenance["book_level_cv"]["p@1"] == 26.77 and shipped.provenance["command"]  # (who-ranker.md)
+    assert shipped.provenance["book_level_cv"]["p@1"] == 27.56 and shipped.ranker.llm_prompt()["shots"] == 0 and shipped.provenance["command"]  # (who-ranker.md)
     folder = fit_dir(tmp_path, "features+by-book", "m", 5, "features")
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text("{")  # damaged: passed over, the shipped fit serves
@@ -190,4 +190,5 @@ def test_a_saved_fit_with_fields_this_whoqa_does_not_know_is_one_line(tmp_path):
     old = {k: v for k, v in saved.items() if k != "prompt"}
     assert saved_ranker(old, "old.json").llm_prompt() == {"passages": RerankConfig.passages,
                                                           "prompt_tokens": RerankConfig.prompt_tokens,
-                                                          "shots": RerankConfig.shots, "weights": None, "llm": None}
+                                                          "shots": RerankConfig.shots, "weights": None, "llm": None,
+                                                          "shot_policy": "question", "examples": None}

@@ -272,6 +272,47 @@ def test_llama_cpp_python_scores_names_and_answers_as_transformers_does():
     assert "Jeeves" in fast.answer(question, passages)[0] and "Jeeves" in ref.answer(question, passages)[0]
 
 
+def test_a_prompts_shared_start_is_read_once_and_scores_the_same():
+    """With fixed shots every question of a book begins alike: llama-cpp-python keeps that start's cells from one
+    question to the next, reading it in batches of its own either way, so a score is the same whether the start
+    was kept, read afresh, or the prompt read in one batch; a different start is read afresh."""
+    passages = ["The old butler, whose name was Jeeves, opened the door to Bertie Wooster."]
+    names = ["Jeeves", "Bertie Wooster", "Aunt Agatha"]
+    shots = [("Who sank the ship?", "Captain Nemo"), ("Who wrote the letter?", "Emma")]
+    llm = LLMReader("smollm2-135m", "cpu", prompt_tokens=200, max_new_tokens=8, runtime="llama-cpp-python")
+    ids, _ = llm.prompt("Who opened the door?", passages, shots)
+    start = llm.shared_start(ids, shots)
+    bare, _ = llm.prompt("Who is Bertie's aunt?", passages, shots)
+    assert 0 < start < len(ids) and ids[:start] == bare[:start] and "Emma" in llm.tokenizer.decode(ids[:start])
+    whole = llm.name_scores("Who opened the door?", passages, names, shots)  # one batch, nothing kept
+    fresh = llm.name_scores("Who opened the door?", passages, names, shots, shared_start=True)
+    llm.name_scores("Who is Bertie's aunt?", passages, names, shots, shared_start=True)
+    kept_start = llm.backend._scored_start
+    again = llm.name_scores("Who opened the door?", passages, names, shots, shared_start=True)
+    assert kept_start == ids[:start] and again == fresh == pytest.approx(whole, abs=1e-4)
+    other = llm.name_scores("Who opened the door?", passages, names, shots[::-1], shared_start=True)
+    assert llm.backend._scored_start != kept_start and other != fresh  # another start: read afresh
+
+
+def test_fixed_shots_are_one_books_own_and_served_from_the_fit():
+    """The fixed policy gives every question of a book the same shots, never the book's own; a fit records the
+    order's first examples and serves them where the workspace has no questions (a user's)."""
+    from whoqa.ranker.serve import served_shots
+    from whoqa.reader.prompt import FIXED_KEPT, ShotPool, fixed_examples
+    pool = ShotPool.of([(f"Who did thing {i}?", f"Person {i}", f"book{i % 4}", i) for i in range(40)])
+    a = pool.shots("book1", "Who rang?", 3, 13, policy="fixed")
+    assert a == pool.shots("book1", "Who sang?", 3, 13, policy="fixed") and len(a) == 3
+    assert all(int(q.split()[-1][:-1]) % 4 != 1 for q, _ in a)  # none of book1's own
+    assert pool.shots("book1", "Who rang?", 3, 13) != pool.shots("book1", "Who sang?", 3, 13)  # per question
+    examples = fixed_examples(pool, 13)
+    assert len(examples) == FIXED_KEPT
+    prompt = {"shots": 3, "shot_policy": "fixed", "examples": examples}
+    for book in ("book1", "a new book"):
+        assert served_shots(prompt, ShotPool(), book, "Who rang?") == pool.fixed(book, 3, 13)
+    with pytest.raises(ValueError, match="shot policy"):
+        pool.shots("book1", "Who rang?", 3, 13, policy="random")
+
+
 def test_names_are_scored_by_llama_cpp_where_it_loads(tiny_llm_path, monkeypatch, caplog):
     """The service's scoring runtime: transformers for a model folder; for a GGUF model on the CPU, llama-cpp-python
     where it is installed and loads, else transformers, with a warning when it is installed but broken."""

@@ -195,11 +195,15 @@ def test_ask_shows_no_answer_the_passages_do_not_hold(ws, tiny_llm_path):
 
 
 def test_the_prompt_served_is_the_prompt_measured(ws, tiny_llm_path, tmp_path, monkeypatch):
-    """For a question of the workspace, the name-score prompt `whoqa rerank` measured (the shipped fit's kind of
-    measurement: few shots drawn per question) and the one `ask` serves are the same tokens, shots included; the
-    answers' shots are drawn from the questions in the order an LLM run reads them."""
+    """For a question of the workspace, the name-score prompt `whoqa rerank` measured and the one `ask` serves are
+    the same tokens: with few shots drawn per question (a workspace's own fit made so), and with none (the shipped
+    fit: what a workspace without questions reads); the answers' shots are drawn from the questions in the order an
+    LLM run reads them."""
+    from dataclasses import asdict
     from whoqa.ranker.config import RerankConfig
+    from whoqa.ranker.fits import shipped_fit
     from whoqa.ranker.scores import NameScores
+    from whoqa.reader.config import model_name
     from whoqa.reader.data import build_examples
     from whoqa.reader.llm import LLMReader
     from whoqa.reader.prompt import question_pool
@@ -213,18 +217,28 @@ def test_the_prompt_served_is_the_prompt_measured(ws, tiny_llm_path, tmp_path, m
     seen = []
     real = LLMReader.name_scores
 
-    def capture(self, question, passages, names, shots=(), starts=None, order="rank", characters=()):
+    def capture(self, question, passages, names, shots=(), starts=None, order="rank", characters=(),
+                shared_start=False):
         seen.append((question, self.prompt(question, passages, shots, starts, order, characters)[0], list(shots)))
-        return real(self, question, passages, names, shots, starts, order, characters)
+        return real(self, question, passages, names, shots, starts, order, characters, shared_start)
     monkeypatch.setattr(LLMReader, "name_scores", capture)
     q = next(q for q in questions if q["document_id"] == DYING_DETECTIVE)
     chars = json.loads(ws.who_characters.read_text())[DYING_DETECTIVE]
-    NameScores(ws, tmp_path, RerankConfig(base=tiny_llm_path), progress=False, device="cpu").ensure(
-        {q["question_id"]: [c["id"] for c in chars[:3]]})
-    Service(ws, ServiceConfig(llm=tiny_llm_path, device="cpu")).answer(DYING_DETECTIVE, q["question"], "features")
-    (_, measured, measured_shots), (_, served, served_shots) = seen
-    assert len(measured_shots) == RerankConfig.shots and measured_shots == served_shots
-    assert measured == served  # token for token
+    shipped = asdict(shipped_fit().ranker)
+    assert shipped["prompt"]["shots"] == 0
+    for shots in (0, RerankConfig.shots):
+        seen.clear()
+        if shots:  # a workspace's own fit, measured with shots drawn per question
+            save_fit(fit_dir(ws, "features+by-book", model_name(tiny_llm_path), 5, "features"),
+                     {"ranker": {**shipped, "prompt": {**shipped["prompt"], "shots": shots, "llm": None}},
+                      "combined": {"p@1": 30.0, "p@5": 70.0, "mrr": 0.4}, "by_book_folds": 10})
+        (tmp_path / str(shots)).mkdir()
+        NameScores(ws, tmp_path / str(shots), RerankConfig(base=tiny_llm_path, shots=shots), progress=False,
+                   device="cpu").ensure({q["question_id"]: [c["id"] for c in chars[:3]]})
+        Service(ws, ServiceConfig(llm=tiny_llm_path, device="cpu")).answer(DYING_DETECTIVE, q["question"], "features")
+        (_, measured, measured_shots), (_, served, served_shots) = seen
+        assert len(measured_shots) == shots and measured_shots == served_shots
+        assert measured == served  # token for token
 
 
 def test_who_names_are_scored_by_the_llm_the_fit_weighs(tmp_path, monkeypatch, caplog):

@@ -39,6 +39,9 @@ def rerank(
     rendering: str = option(RerankConfig, "rendering", help="How the passages show who each mention is: raw, "
                             "annotate (\"she [Helen Chester]\") or replace (\"Helen Chester\")."),
     marks: str = option(RerankConfig, "marks", help="Whose mentions are marked: all or candidates."),
+    shot_policy: str = option(RerankConfig, "shot_policy", help="How the prompt's example questions are drawn: per "
+                              "question, or fixed (the same for every question of a book, so llama.cpp reads them "
+                              "once per book; kept as +shotsfixed)."),
     character_list: bool = option(RerankConfig, "character_list",
                                   help="List the characters the passages mention in the prompt."),
     runtime: str = option(RerankConfig, "runtime", help="What scores the names: auto (transformers, float32) or "
@@ -63,6 +66,7 @@ def rerank(
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
                        folds=folds, fold_seed=fold_seed, llm_features=llm_features, rendering=rendering, marks=marks,
                        character_list=character_list, runtime=runtime, cast=cast, stage1=stage1,
+                       shot_policy=shot_policy,
                        max_eval_samples=max_eval_samples)
     report = stage(rerank_run, workspace, run, cfg, device=device, executor=ExecutorConfig(executor, ray_address))
     typer.echo("\n".join(report.summary()))

@@ -22,6 +22,8 @@ class RerankConfig:
     passages: int = LLMConfig.top_k  # BM25F passages offered (as many as fit the prompt budget, in book order)
     prompt_tokens: int = LLMConfig.prompt_tokens
     shots: int = LLMConfig.shots  # Who questions of other books with their answers, before the question
+    shot_policy: str = "question"  # how they are drawn (whoqa.reader.prompt.SHOT_POLICIES): per question, or
+    #                                "fixed": the same for every question of a book (llama.cpp reads them once)
     folds: int = 10  # the feature ranker without a network run: book folds of its own (the paper's 10)
     fold_seed: int = SEED  # which books go together in those folds (other seeds: the figures' spread over folds)
     rendering: str = "raw"  # how the passages show the engine's coreference (whoqa.reader.render.RENDERINGS)
@@ -40,11 +42,12 @@ class RerankConfig:
     max_eval_samples: int | None = None  # debug: the first N questions
 
 
-def prompt_variant(passages: int, prompt_tokens: int, shots: int) -> str:
-    """A re-ranking prompt's size as a run-name suffix, "" at the defaults (+passages3, +tokens640, +shots0): a fit
-    made on other prompts is its own folder, so it never replaces the fit `ask` serves (which scores with the
+def prompt_variant(passages: int, prompt_tokens: int, shots: int, shot_policy: str = RerankConfig.shot_policy) -> str:
+    """A re-ranking prompt as a run-name suffix, "" at the defaults (+passages3, +tokens640, +shots0, +shotsfixed): a
+    fit made on other prompts is its own folder, so it never replaces the fit `ask` serves (which scores with the
     defaults)."""
     d = RerankConfig()
     return "".join(f"+{tag}{v}" for tag, v, default in (("passages", passages, d.passages),
                                                         ("tokens", prompt_tokens, d.prompt_tokens),
-                                                        ("shots", shots, d.shots)) if v != default)
+                                                        ("shots", shots, d.shots),
+                                                        ("shots", shot_policy, d.shot_policy)) if v != default)

@@ -125,12 +125,15 @@ class FeatureRanker:
     #                             None: the defaults)
 
     def llm_prompt(self) -> dict:
-        """{"passages", "prompt_tokens", "shots", "weights", "llm"} of the name scores stage 2 weighs: a fit is served
-        with the prompt it was measured with (other prompts give other scores), the LLM's weights requantised as they
-        were ("weights": a llama.cpp type such as "Q4_0", or None: the model as installed), and by the LLM that made
-        them ("llm": its name; None: whichever the workspace's fit folder is named for)."""
+        """{"passages", "prompt_tokens", "shots", "weights", "llm", "shot_policy", "examples"} of the name scores
+        stage 2 weighs: a fit is served with the prompt it was measured with (other prompts give other scores), the
+        LLM's weights requantised as they were ("weights": a llama.cpp type such as "Q4_0", or None: the model as
+        installed), by the LLM that made them ("llm": its name; None: whichever the workspace's fit folder is named
+        for), and its shots drawn as they were ("shot_policy"; with "fixed", "examples": the fixed order's first
+        [question, answer, book] rows, whoqa.reader.prompt.fixed_examples)."""
         return {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
-                "shots": RerankConfig.shots, "weights": None, "llm": None} | (self.prompt or {})
+                "shots": RerankConfig.shots, "weights": None, "llm": None, "shot_policy": "question",
+                "examples": None} | (self.prompt or {})
 
     def check(self, where: str = "this fit") -> "FeatureRanker":
         """The fit itself if it was made with today's features; else a ValueError naming it and the fix (a changed

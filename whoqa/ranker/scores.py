@@ -21,14 +21,14 @@ from whoqa.reader.data import build_examples
 from whoqa.reader.llama_cpp_python import NAMES_READ
 from whoqa.reader.llm import LLMReader
 from whoqa.reader.models import model_fingerprint
-from whoqa.reader.prompt import who_pool
+from whoqa.reader.prompt import shares_start, who_pool
 from whoqa.reader.remote import on_cluster
 from whoqa.reader.render import WorkspacePassages
 
 
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
     return fit_dir(workspace, run, model_name(cfg.base), cfg.top_k, cfg.candidates,
-                   prompt_variant(cfg.passages, cfg.prompt_tokens, cfg.shots)
+                   prompt_variant(cfg.passages, cfg.prompt_tokens, cfg.shots, cfg.shot_policy)
                    + passage_variant(cfg.rendering, cfg.marks, cfg.character_list) + runtime_variant(cfg.runtime))
 
 
@@ -47,6 +47,8 @@ def llm_key(cfg: RerankConfig) -> str:
         shown["runtime"] = cfg.runtime
     if cfg.runtime == "llama-cpp-python":  # its names read together since 2026-11-27 (rounding apart from before)
         shown["names"] = NAMES_READ
+    if cfg.shot_policy != RerankConfig.shot_policy:
+        shown["shot_policy"] = cfg.shot_policy
     return digest([{f: getattr(cfg, f) for f in ("base", "passages", "prompt_tokens", "shots")} | shown,
                    model_fingerprint(cfg.base)])
 
@@ -87,7 +89,8 @@ class NameScores:
         pool = who_pool(ws)  # the shots `ask` draws for the same question (whoqa.reader.prompt)
         plain = not passage_variant(cfg.rendering, cfg.marks, cfg.character_list)
         rendered = WorkspacePassages(ws, "bm25f")
-        items = []  # what one LLM call reads: (qid, candidates, question, passages, names, shots, starts, order, list)
+        items = []  # what one LLM call reads: (qid, candidates, question, passages, names, shots, starts, order, list,
+        #             shared start)
         for qid, cs in todo.items():
             q, e = who[qid], examples.get(qid)
             d = q["document_id"]
@@ -96,8 +99,9 @@ class NameScores:
                 passages, _, listed = rendered.of(d, qid, cfg.passages, cfg.rendering, cfg.marks, cfg.character_list,
                                                   cs)
             items.append((qid, cs, q["question"], passages, [names[d][c] for c in cs],
-                          pool.shots(d, q["question"], cfg.shots, SEED, qid), e.starts if e else None,
-                          LLMConfig.order, listed))
+                          pool.shots(d, q["question"], cfg.shots, SEED, qid, cfg.shot_policy),
+                          e.starts if e else None, LLMConfig.order, listed,
+                          shares_start(cfg.shots, cfg.shot_policy)))
         reader = {"base": cfg.base, "prompt_tokens": cfg.prompt_tokens, "scores": True, "runtime": cfg.runtime}
         if self.executor.executor == "ray":
             rows = (row for batch in on_cluster("scores", items, LLMReader, reader, self.executor) for row in batch)

@@ -15,7 +15,7 @@ from whoqa.ranker.model import FeatureRanker, log_softmax
 from whoqa.ranker.config import RerankConfig
 from whoqa.reader.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
-from whoqa.reader.prompt import ShotPool
+from whoqa.reader.prompt import ShotPool, first_shots, shares_start
 from whoqa.retrieval.bm25f import context_sentences
 
 
@@ -26,6 +26,14 @@ class Ranked:
     probabilities: list[float]  # calibrated, in the same order
     llm: list[float | None]  # the LLM's own share among the k names it read (None for those it did not read)
     read: bool  # whether the LLM read the passages (False: the first stage alone)
+
+
+def served_shots(prompt: dict, pool: ShotPool, book_id: str, question: str) -> list:
+    """A question's shots as the fit's re-ranking drew them (`FeatureRanker.llm_prompt`): per question from the
+    workspace's pool, or the fixed ones, from the fit's own examples (the pool it was measured on) where given."""
+    if prompt["shot_policy"] == "fixed" and prompt.get("examples"):
+        return first_shots(prompt["examples"], book_id, prompt["shots"])
+    return pool.shots(book_id, question, prompt["shots"], SEED, policy=prompt["shot_policy"])
 
 
 def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSpan], wins: list[list],
@@ -52,8 +60,9 @@ def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSp
         names = [book.characters[ids[j]].name for j in first]
         prompt = ranker.llm_prompt()  # (the reader's budget is prompt["prompt_tokens"]: Service.llm)
         passages, starts = bm25f_passages(book, aliases, index, question, prompt["passages"], True, wins)
-        shots = ShotPool.of(pool).shots(book.id, question, prompt["shots"], SEED)  # the shots re-ranking measured
-        llm = reader.name_scores(question, passages, names, shots, starts, LLMConfig.order)  # (k,)
+        shots = served_shots(prompt, ShotPool.of(pool), book.id, question)  # the shots re-ranking measured
+        llm = reader.name_scores(question, passages, names, shots, starts, LLMConfig.order,
+                                 shared_start=shares_start(prompt["shots"], prompt["shot_policy"]))  # (k,)
         share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))
     order, probs = ranker.probabilities(x, llm)
     return Ranked([ids[j] for j in order], [float(p) for p in probs],

@@ -42,10 +42,22 @@ def _nlp():
     return load_nlp()
 
 
+@lru_cache(maxsize=1)
+def _wordnet():
+    from whoqa.core.metrics import wordnet
+    return wordnet()
+
+
+def warm() -> None:
+    """Load what parsing a question needs (spaCy's pipeline; NLTK and WordNet's data where installed: about 1.5 s
+    together) ahead of the first question: the service does it in a thread while a book opens."""
+    _nlp()
+    _wordnet()
+
+
 @lru_cache(maxsize=4096)
 def _synonyms(lemma: str) -> frozenset[str]:
-    from whoqa.core.metrics import wordnet
-    wn = wordnet()
+    wn = _wordnet()
     if wn is None:
         return frozenset()
     return frozenset(l.name().lower() for s in wn.synsets(lemma, pos="v")[:3] for l in s.lemmas()

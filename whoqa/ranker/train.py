@@ -22,6 +22,7 @@ from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.config import RerankConfig
 from whoqa.reader.config import model_name
+from whoqa.reader.prompt import fixed_examples, who_pool
 from whoqa.ranker.features import CONTEXT_SENTENCES, FROM_BOOK, STAGE1, answer_ids, book_features, book_frequency, columns
 from whoqa.ranker.model import LLM_FEATURES, SELECT, fit, fit_ranker, select_llm_features
 from whoqa.ranker.scores import NameScores, rerank_dir
@@ -179,7 +180,9 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
                         llm_features=form, stage1=stage1, cast=cfg.cast)
     served.ece = result["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
     served.prompt = {"passages": cfg.passages, "prompt_tokens": cfg.prompt_tokens, "shots": cfg.shots, "weights": None,
-                     "llm": model_name(cfg.base)}
+                     "llm": model_name(cfg.base), "shot_policy": cfg.shot_policy}
+    if cfg.shot_policy == "fixed":  # the shots it is served with where the workspace's own are not there
+        served.prompt["examples"] = fixed_examples(who_pool(ws), SEED)
     return {"questions": len(rows), "top_k": cfg.top_k, "llm_features": cfg.llm_features, **result,
             "book_frequency": ranking_metrics([r["frequency"] for r in rows], [r["answers"] for r in rows]),
             "bootstrap_vs_book_frequency": book_bootstrap(

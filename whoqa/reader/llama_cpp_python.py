@@ -25,10 +25,11 @@ NAMES_READ = "together"  # how `score_names` reads the names (in a re-ranking's 
 
 
 class LlamaCppPythonRuntime:
-    """llama.cpp through llama-cpp-python: greedy answers and name scores from the last position's logits. Each call
+    """llama.cpp through llama-cpp-python: greedy answers and name scores from the last position's logits. An answer
     reads its prompt afresh (llama.cpp's batched and one-token kernels round differently, so reusing another call's
-    cache would make a score depend on what was asked before); within a call the KV cache is kept: an answer's tokens
-    continue the prompt read once, and the names continue it together (`score_names`)."""
+    cache would make it depend on what was asked before); within a call the KV cache is kept: an answer's tokens
+    continue the prompt read once, and the names continue it together (`score_names`, which also keeps a prompt's
+    shared start, read in batches of its own, from one call to the next)."""
     name = "llama-cpp-python"
     scores = True
 
@@ -48,6 +49,7 @@ class LlamaCppPythonRuntime:
                                          n_threads_batch=threads, logits_all=False, verbose=False)
         self._logits_of = llama_cpp.llama_get_logits
         self._llama_cpp, self._scorer = llama_cpp, None
+        self._scored_start: list[int] | None = None  # the shared start the scoring context holds (`score_names`)
         self.window, self.ends = context, [self.llama.token_eos()]
         self.vocab = self.llama.n_vocab()
 
@@ -78,19 +80,28 @@ class LlamaCppPythonRuntime:
     def generate(self, ids: list[int], max_new_tokens: int, stop: list[int], pad: int, tokenizer) -> str:
         return tokenizer.decode(self._greedy(ids, max_new_tokens, stop), skip_special_tokens=True)
 
-    def score_names(self, ids: list[int], names: list[list[int]]) -> list[float]:
+    def score_names(self, ids: list[int], names: list[list[int]], prefix: int = 0) -> list[float]:
         """Each name's log-likelihood after the prompt (its tokens' log-probabilities summed). The prompt is read once
         in sequence 0 of a context of its own; each name continues it in a sequence of its own, and all the names'
         tokens are read in one batch (one pass for five names, not one per token: a few hundred milliseconds of a
-        warm answer on 2 cores). The same prompt and names, in any order, give the same batch, so the same scores,
-        whatever was asked before."""
+        warm answer on 2 cores). `prefix`: the length of the prompt's start that other prompts share (the
+        instruction and fixed shots: `LLMReader.shared_start`), always read in batches of its own, so the previous
+        call's cells for it serve again when it is the same: a third of a warm answer's reading saved. The same
+        prompt and names, in any order, give the same batches, so the same scores, whatever was asked before."""
         ctx, batch, memory = self._scoring_context()
         llama_cpp = self._llama_cpp
-        llama_cpp.llama_memory_clear(memory, True)
+        prefix = prefix if 0 < prefix < len(ids) else 0
+        keep = prefix if prefix and self._scored_start == ids[:prefix] else 0
+        if keep:
+            llama_cpp.llama_memory_seq_rm(memory, 0, keep, -1)  # (the last prompt's cells after the shared start)
+        else:
+            llama_cpp.llama_memory_clear(memory, True)
         step = self.llama.n_batch
-        for start in range(0, len(ids), step):
-            batch.set_batch(ids[start:start + step], start, False)
-            ctx.decode(batch)
+        for lo, hi in ((0, prefix), (prefix, len(ids))):  # the shared start, then the rest: the same cuts either way
+            for start in range(max(lo, keep), hi, step):
+                batch.set_batch(ids[start:min(start + step, hi)], start, False)
+                ctx.decode(batch)
+        self._scored_start = ids[:prefix] if prefix else None
         first = _log_softmax(self._logits(ctx, batch.n_tokens() - 1))  # (V,)
         scores = [float(first[toks[0]]) for toks in names]
         room = min(int(self.llama.context_params.n_ctx) - len(ids), step)  # cells left beside the prompt, read in one batch

@@ -138,11 +138,26 @@ class LLMReader:
         return clean_answer(self.backend.generate(ids, self.max_new_tokens, self.stop, self.pad, self.tokenizer)), info
 
     def name_scores(self, question: str, passages: list[str], names: list[str], shots=(),
-                    starts: list[int] | None = None, order: str = "rank", characters=()) -> list[float]:
+                    starts: list[int] | None = None, order: str = "rank", characters=(),
+                    shared_start: bool = False) -> list[float]:
         """Each name's log-likelihood as the whole answer after the same prompt `answer` builds (a runtime that
-        gives token probabilities: transformers)."""
+        gives token probabilities). `shared_start`: the shots are the same for every question of the book (none, or
+        the fixed shot policy), so a runtime that can keeps the prompt's start (template, instruction, shots) read
+        from one question to the next (`LlamaCppPythonRuntime.score_names`); scores are measured and served alike."""
         ids, _ = self.prompt(question, passages, shots, starts, order, characters)
-        return self.backend.score_names(ids, [self._ids(name) or [self.pad] for name in names])
+        names = [self._ids(name) or [self.pad] for name in names]
+        if shared_start and getattr(self.backend, "name", "") == "llama-cpp-python":
+            return self.backend.score_names(ids, names, prefix=self.shared_start(ids, shots))
+        return self.backend.score_names(ids, names)
+
+    def shared_start(self, ids: list[int], shots=()) -> int:
+        """How many of a prompt's tokens every question with these shots begins with: its common start with the
+        prompt of an empty question and no passages (the chat template, the instruction, the shots)."""
+        bare = self._render("", [], shots)
+        n = 0
+        while n < min(len(bare), len(ids)) - 1 and bare[n] == ids[n]:
+            n += 1
+        return n
 
 
 ANSWER_PREFIXES = ("answer:", "a:", "the answer is", "the answer to the question is")

@@ -4,11 +4,15 @@ Re-ranking's name scores (whoqa.ranker.scores) and LLM runs (whoqa.reader.llm_ru
 the service's name scores (whoqa.ranker.serve.rank) and answers (whoqa.reader.llm.answer_from_book) serve with the
 same ones, so the prompt that was measured is the prompt that is served.
 
-Shot policy: k (question, answer) pairs of other books' questions (never the asked book's), drawn from a ShotPool
-with the seed `shot_seed(seed, question id)`, per question. The id is the question's in the workspace where it is one
-of the pool's questions (found by its book and text when the caller does not know it), so a question served gets
-the shots it was measured with; a question of no workspace (a new book, a question typed at `ask`) gets an id read
-from its text: the same question, the same shots, every time.
+Shot policies (SHOT_POLICIES): k (question, answer) pairs of other books' questions (never the asked book's).
+- "question": drawn from a ShotPool with the seed `shot_seed(seed, question id)`, per question. The id is the
+  question's in the workspace where it is one of the pool's questions (found by its book and text when the caller
+  does not know it), so a question served gets the shots it was measured with; a question of no workspace (a new
+  book, a question typed at `ask`) gets an id read from its text: the same question, the same shots, every time.
+- "fixed": the first k of one seeded order of the pool that are not the asked book's (`ShotPool.fixed`): every
+  question of a book gets the same shots, so the prompt's start (the instruction and the shots) is the same for all
+  of them and llama.cpp reads it once per book (`LlamaCppPythonRuntime.score_names`). A fit made so records those
+  first examples (`fixed_examples`), and a workspace without questions of its own (a user's) is served them.
 """
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ from pathlib import Path
 
 INSTRUCTION = "Answer the question about a book with a short phrase of a few words, not a sentence."
 SHOT_STRIDE = 1_000_003  # seed * SHOT_STRIDE + question id: one draw per (seed, question)
+SHOT_POLICIES = ("question", "fixed")
+FIXED_KEPT = 12  # the fixed order's first examples a fit records: k of them are never all one book's
 
 Shot = tuple[str, str]  # (question, answer)
 
@@ -75,10 +81,42 @@ class ShotPool:
         found = self.ids.get((book_id, question.strip()))
         return found if found is not None else text_id(question)
 
-    def shots(self, book_id: str, question: str, k: int, seed: int, question_id: int | None = None) -> list[Shot]:
-        """The question's k shots: the policy every prompt follows (module docstring)."""
+    def shots(self, book_id: str, question: str, k: int, seed: int, question_id: int | None = None,
+              policy: str = "question") -> list[Shot]:
+        """The question's k shots under `policy` (module docstring)."""
+        if policy == "fixed":
+            return self.fixed(book_id, k, seed)
+        if policy != "question":
+            raise ValueError(f"unknown shot policy {policy!r}: use one of {', '.join(SHOT_POLICIES)}")
         qid = question_id if question_id is not None else self.question_id(book_id, question)
         return few_shots(self.rows, book_id, k, shot_seed(seed, qid))
+
+    def fixed_order(self, seed: int) -> list[tuple[str, str, str]]:
+        """The pool's rows in the fixed policy's one seeded order."""
+        rows = list(self.rows)
+        random.Random(seed).shuffle(rows)
+        return rows
+
+    def fixed(self, book_id: str, k: int, seed: int) -> list[Shot]:
+        """The first k of the seeded order that are not the asked book's: the same for every question of a book."""
+        return first_shots(self.fixed_order(seed), book_id, k)
+
+
+def shares_start(shots: int, policy: str) -> bool:
+    """Whether every question of a book begins its prompt alike (no shots, or fixed ones), so that llama.cpp can keep
+    that start read from one question to the next (`LLMReader.name_scores`)."""
+    return shots == 0 or policy == "fixed"
+
+
+def first_shots(rows, book_id: str, k: int) -> list[Shot]:
+    """The first k (question, answer) of rows (question, answer, book) that are not the asked book's."""
+    return [(q, a) for q, a, b in rows if b != book_id][:k]
+
+
+def fixed_examples(pool: ShotPool, seed: int) -> list[list[str]]:
+    """The fixed order's first FIXED_KEPT rows [question, answer, book], as a fit records them: the shots it is
+    served with wherever its own pool is not there (a user's workspace has no questions)."""
+    return [list(r) for r in pool.fixed_order(seed)[:FIXED_KEPT]]
 
 
 def who_pool(workspace: Path) -> ShotPool:

@@ -25,11 +25,12 @@ def _load(make, kwargs: dict) -> None:
 
 
 def _score(items: list[tuple]) -> list[dict]:
-    """items: (question id, candidate ids, question, passages, names, shots, starts, order, character list)."""
+    """items: (question id, candidate ids, question, passages, names, shots, starts, order, character list,
+    shared start)."""
     out = []
-    for qid, cs, question, passages, names, shots, starts, order, listed in items:
+    for qid, cs, question, passages, names, shots, starts, order, listed, shared in items:
         t = time.perf_counter()
-        llm = _reader.name_scores(question, passages, names, shots, starts, order, listed)
+        llm = _reader.name_scores(question, passages, names, shots, starts, order, listed, shared)
         out.append({"question_id": qid, "candidates": cs, "llm": llm, "seconds": round(time.perf_counter() - t, 3)})
     return out
 

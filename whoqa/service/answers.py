@@ -13,6 +13,7 @@ from whoqa.core.names import name_spans, named_characters, unknown_names
 from whoqa.core.progress import Stages
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.config import RerankConfig
+from whoqa.ranker.features import ROLE_FEATURES
 from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
 from whoqa.reader.grounding import ground
 from whoqa.reader.prompt import ShotPool
@@ -23,6 +24,7 @@ from whoqa.service.intake import KEEP_BOOKS, BookIntake
 from whoqa.service.schema import Answer, Evidence, Ranked, ServiceConfig, check_request, one_per_name
 
 
+PARSER = ("question parser",)  # `_prefetch`'s warm-up of whoqa.ranker.syntax, beside the LLMs' loads
 log = logging.getLogger(__name__)
 
 
@@ -95,11 +97,12 @@ class Service(BookIntake):
     def _settle_loading(self) -> None:
         """Wait for the loads `_prefetch` began, and forget the failed ones: a model's load redirects the process's
         stdout and stderr while it runs (llama.cpp's own silencing), so none may outlast the answer that began it,
-        whose caller's own redirection (`quiet`) ends with it."""
+        whose caller's own redirection (`quiet`) ends with it. The question parser's warm-up is forgotten either way
+        (failed, the parse raises its own error in line)."""
         if self._loading:
             from concurrent.futures import wait
             wait(list(self._loading.values()))
-            self._loading = {k: f for k, f in self._loading.items() if f.exception() is None}
+            self._loading = {k: f for k, f in self._loading.items() if f.exception() is None and k != PARSER}
 
     @staticmethod
     def _llm_key(base: str, scores: bool, cfg: LLMConfig | None) -> tuple[tuple, LLMConfig]:
@@ -167,8 +170,15 @@ class Service(BookIntake):
         new book's index in its JVM; llama.cpp reads the model outside Python's lock): a first answer then waits for
         the longer of the two, not their sum. Nothing to overlap once the book is open."""
         scores = chosen.name == "features"
+        if book_id in self._opened or chosen.name not in ("features", "llm"):
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        self._loader = self._loader or ThreadPoolExecutor(2, thread_name_prefix="whoqa-load")
         llm = self.who_llm() if scores else self.routes().llm
-        if llm is None or chosen.name not in ("features", "llm") or book_id in self._opened:
+        if scores and set(self.fit(llm).ranker.features["stage1"]) & set(ROLE_FEATURES):
+            from whoqa.ranker.syntax import warm
+            self._loading[PARSER] = self._loader.submit(warm)  # (the fit parses each question)
+        if llm is None:
             return
         if scores:
             base, cfg = self._scoring_llm(llm, self.fit(llm))
@@ -176,8 +186,6 @@ class Service(BookIntake):
             base, cfg = llm, replace(LLMConfig(), **llm_answer_options(chosen.options or {}))
         key, cfg = self._llm_key(base, scores, cfg)
         if key not in self._llms and key not in self._loading:
-            from concurrent.futures import ThreadPoolExecutor
-            self._loader = self._loader or ThreadPoolExecutor(1, thread_name_prefix="whoqa-llm-load")
             self._loading[key] = self._loader.submit(self._load_llm, base, scores, cfg)
 
     def scoring_runtime(self, base: str) -> str:
