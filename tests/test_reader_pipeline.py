@@ -279,6 +279,9 @@ def test_an_llm_rescores_the_memory_networks_candidates(ws, tiny_llm_path):
     r = run(app, free + ["--llm-features", "raw"])  # a wrong form is said before any LLM work
     assert r.exit_code != 0 and "--llm-features 'raw'" in r.output and "clipped" in r.output, r.output
     assert not (ws / "runs" / "features+by-book+folds2").exists()
+    r = run(app, free + ["--shot-policy", "random"])  # so is a wrong shot policy
+    assert r.exit_code != 0 and "shot policy 'random'" in r.output and "fixed" in r.output, r.output
+    assert not (ws / "runs" / "features+by-book+folds2").exists()
     r = run(app, free)
     own = ws / "runs" / "features+by-book+folds2" / feats.name
     summary = json.loads((own / "summary.json").read_text())

@@ -37,6 +37,7 @@ from whoqa.ranker.model import check_llm_features, log_softmax
 from whoqa.ranker.scores import NameScores, llm_key, rerank_dir  # noqa: F401  (their names, as tests import them)
 from whoqa.ranker.train import (book_fold_candidates, feature_run, features_run, measured_variant,  # noqa: F401
                                 question_features, stage1_features)
+from whoqa.reader.prompt import check_shot_policy
 from whoqa.reader.render import check_rendering
 
 # the LLM's weights tried (one number per fold: a grid is enough); 100 is the LLM's order alone, ties to the network's
@@ -171,6 +172,7 @@ def rerank(workspace: Path, run: str | None, cfg: RerankConfig, progress: bool =
         raise ValueError(f"unknown candidates {cfg.candidates!r}: use one of {', '.join(CANDIDATES)}")
     check_llm_features(cfg.llm_features, "--llm-features", select=True)  # said before minutes of LLM scoring
     check_rendering(cfg.rendering)
+    check_shot_policy(cfg.shot_policy)
     stage1_features(cfg.stage1)
     executor.check()
     if cfg.fold_seed != SEED and (cfg.candidates != "features" or run):

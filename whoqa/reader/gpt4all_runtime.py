@@ -35,7 +35,7 @@ class LlamaCppRuntime:
     def generate(self, ids: list[int], max_new_tokens: int, stop: list[int], pad: int, tokenizer) -> str:
         return llamacpp_generate(self.llama, self._text(ids, tokenizer), max_new_tokens, stop_at_newline=True)
 
-    def score_names(self, ids: list[int], names: list[list[int]]) -> list[float]:
+    def score_names(self, ids: list[int], names: list[list[int]], prefix: int = 0) -> list[float]:
         raise ValueError("scoring names needs the transformers or llama-cpp-python runtime: gpt4all's llama.cpp "
                          "gives no token probabilities")
 

@@ -146,9 +146,7 @@ class LLMReader:
         from one question to the next (`LlamaCppPythonRuntime.score_names`); scores are measured and served alike."""
         ids, _ = self.prompt(question, passages, shots, starts, order, characters)
         names = [self._ids(name) or [self.pad] for name in names]
-        if shared_start and getattr(self.backend, "name", "") == "llama-cpp-python":
-            return self.backend.score_names(ids, names, prefix=self.shared_start(ids, shots))
-        return self.backend.score_names(ids, names)
+        return self.backend.score_names(ids, names, prefix=self.shared_start(ids, shots) if shared_start else 0)
 
     def shared_start(self, ids: list[int], shots=()) -> int:
         """How many of a prompt's tokens every question with these shots begins with: its common start with the

@@ -21,6 +21,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from whoqa.core.registry import check_name
+
 INSTRUCTION = "Answer the question about a book with a short phrase of a few words, not a sentence."
 SHOT_STRIDE = 1_000_003  # seed * SHOT_STRIDE + question id: one draw per (seed, question)
 SHOT_POLICIES = ("question", "fixed")
@@ -84,10 +86,8 @@ class ShotPool:
     def shots(self, book_id: str, question: str, k: int, seed: int, question_id: int | None = None,
               policy: str = "question") -> list[Shot]:
         """The question's k shots under `policy` (module docstring)."""
-        if policy == "fixed":
+        if check_shot_policy(policy) == "fixed":
             return self.fixed(book_id, k, seed)
-        if policy != "question":
-            raise ValueError(f"unknown shot policy {policy!r}: use one of {', '.join(SHOT_POLICIES)}")
         qid = question_id if question_id is not None else self.question_id(book_id, question)
         return few_shots(self.rows, book_id, k, shot_seed(seed, qid))
 
@@ -100,6 +100,11 @@ class ShotPool:
     def fixed(self, book_id: str, k: int, seed: int) -> list[Shot]:
         """The first k of the seeded order that are not the asked book's: the same for every question of a book."""
         return first_shots(self.fixed_order(seed), book_id, k)
+
+
+def check_shot_policy(policy: str) -> str:
+    """The policy if it is one of SHOT_POLICIES, else one ValueError naming them."""
+    return check_name("shot policy", policy, SHOT_POLICIES)
 
 
 def shares_start(shots: int, policy: str) -> bool:

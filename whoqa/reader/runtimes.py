@@ -58,9 +58,9 @@ class TransformersRuntime:
         return tokenizer.decode(out[0, x.shape[1]:], skip_special_tokens=True)
 
     @torch.no_grad()
-    def score_names(self, ids: list[int], names: list[list[int]]) -> list[float]:
+    def score_names(self, ids: list[int], names: list[list[int]], prefix: int = 0) -> list[float]:
         """Each name's log-likelihood (its tokens' log-probabilities summed) after the prompt: the prompt is run once
-        and each name continues a copy of its cache."""
+        and each name continues a copy of its cache (`prefix`, the start prompts share, is read again every call)."""
         out = self.model(torch.tensor([ids], device=self.device), use_cache=True)
         first = torch.log_softmax(out.logits[0, -1].float(), -1)  # (V,)
         scores = []

@@ -121,8 +121,7 @@ class Service(BookIntake):
         if made_with is None or made_with == model_name(llm):
             return llm
         from whoqa.reader.models import llm_installed
-        named = self.cfg.llm and self.cfg.llm != "none"  # the user's own choice (--llm) is served, and said so
-        use = llm if named else made_with if llm_installed(made_with) else None
+        use = llm if self.cfg.llm else made_with if llm_installed(made_with) else None  # (--llm: served, said so)
         if made_with not in self._warned and use != made_with:
             self._warned.add(made_with)
             log.warning("the Who ranker's fit weighs %s's name scores; %s", made_with,
