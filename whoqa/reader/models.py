@@ -75,7 +75,9 @@ def join_parts(parts: list[Path], dest: Path, sha256: str) -> Path:
 
 REQUANTISED = {  # (GGUF file, type) -> the sha256 llama.cpp's quantiser made here (llama-cpp-python 0.3.36)
     ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "Q4_0"):
-        "564996f7f21038c04b9e3e54e1e0324622780cfe0bc8508fe5ef938cb0052a37"}
+        "564996f7f21038c04b9e3e54e1e0324622780cfe0bc8508fe5ef938cb0052a37",
+    ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "Q4_0"):
+        "d1544da6e66809f1e60c152a8f62a74f1df5d680409c93641dca3f9b404f677d"}
 
 
 def requantised_path(base: str, ftype: str) -> Path:
@@ -119,7 +121,7 @@ def requantised(base: str, ftype: str) -> Path:
     known = REQUANTISED.get((gguf, ftype.upper()))
     if known and sha != known:
         log.warning("%s requantised to %s has sha256 %s..., not the %s... measured (another llama.cpp): its scores "
-                    "may differ a little from those the shipped fit was made with", gguf, ftype, sha[:12], known[:12])
+                    "and answers may differ a little from those measured", gguf, ftype, sha[:12], known[:12])
     tmp.replace(dest)
     mark.write_text(sha + "\n")
     return dest

@@ -134,6 +134,41 @@ def who_pool(workspace: Path) -> ShotPool:
         return ShotPool()
 
 
+SHIPPED_SHOTS = Path(__file__).with_name("shots.json")  # the answers' examples where a workspace has no questions
+
+
+def shipped_pool(path: Path = SHIPPED_SHOTS) -> ShotPool:
+    """The answers' example questions served where a workspace has none of its own (a user's): the main job's
+    training workspace's questions (`write_shipped_pool`), so a user's book gets the shots `eval --data` measured
+    answers with on the books held out from it, question by question; empty (with no file) as before."""
+    import json
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))["rows"]
+        return ShotPool.of([tuple(r) for r in rows])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ShotPool()
+
+
+def write_shipped_pool(workspace: Path, path: Path = SHIPPED_SHOTS) -> int:
+    """Write a workspace's `question_pool` (question, answer, book; in draw order) as the shipped examples; the
+    number of rows."""
+    import json
+    from whoqa.core.files import atomic_write
+    from whoqa.core.store import load_questions
+    rows = [list(r) for r in question_pool(workspace).rows]
+    if not rows:
+        raise ValueError(f"{workspace} has no questions to ship as examples")
+    head = {"about": "NarrativeQA questions (Kocisky et al. 2018, Apache-2.0) of the main job's training books: the "
+                     "examples a local LLM's answers are prompted with where a workspace has no questions of its own "
+                     "(whoqa.reader.prompt.shipped_pool)",
+            "made_by": "python -c \"from whoqa.reader.prompt import write_shipped_pool; write_shipped_pool('ws')\" "
+                       "after `whoqa reproduce main --workspace ws`",
+            "books": len(load_questions(workspace))}
+    lines = ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows)  # one example a line
+    atomic_write(Path(path), json.dumps(head, ensure_ascii=False)[:-1] + ', "rows": [\n' + lines + "\n]}\n")
+    return len(rows)
+
+
 def question_pool(workspace: Path) -> ShotPool:
     """Every question of the workspace (the answers' shots), in the order an LLM run reads them (its examples: by
     book, whoqa.reader.data.build_examples); empty where it has none."""

@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from whoqa.core.names import name_spans, named_characters, unknown_names
@@ -18,7 +18,7 @@ from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
 from whoqa.reader.grounding import ground
 from whoqa.reader.prompt import ShotPool
 from whoqa.retrieval.bm25f import NothingMatched, matches_question
-from whoqa.service.routing import Route, RoutingTable, measured_rouge, state_key
+from whoqa.service.routing import Route, RoutingTable, measured_rouge, native_answers, state_key
 from whoqa.service.evidence import evidence_for, who_reasons
 from whoqa.service.intake import KEEP_BOOKS, BookIntake
 from whoqa.service.schema import Answer, Evidence, Ranked, ServiceConfig, check_request, one_per_name
@@ -141,6 +141,18 @@ class Service(BookIntake):
             self._scorers[(llm, weights)] = self._requantised(llm, weights)
         return self._scorers[(llm, weights)], cfg
 
+    def answering_llm(self, llm: str, options: dict | None = None) -> tuple[str, LLMConfig]:
+        """(the model, its config) that writes answers: the options of the LLM run the route measured (else
+        LLMConfig's); where that run names no runtime and the LLM was measured answering through llama-cpp-python,
+        which runs it here (`native_answers`: the 1.5B within the time bound), that runtime, on the weights measured."""
+        cfg = replace(LLMConfig(), **llm_answer_options(options or {}))  # (another version's record: known fields)
+        m = native_answers(llm, self._device()) if cfg.runtime == "auto" else None
+        if m is None:
+            return llm, cfg
+        if m.weights and (llm, m.weights) not in self._scorers:
+            self._scorers[(llm, m.weights)] = self._requantised(llm, m.weights)
+        return self._scorers[(llm, m.weights)] if m.weights else llm, replace(cfg, runtime="llama-cpp-python")
+
     def _requantised(self, llm: str, weights: str) -> str:
         """The LLM's weights requantised to `weights` where llama-cpp-python scores names (made once), else as
         installed: the scores then differ from the fit's by the requantisation's rounding, which is logged."""
@@ -179,10 +191,7 @@ class Service(BookIntake):
             self._loading[PARSER] = self._loader.submit(warm)  # (the fit parses each question)
         if llm is None:
             return
-        if scores:
-            base, cfg = self._scoring_llm(llm, self.fit(llm))
-        else:
-            base, cfg = llm, replace(LLMConfig(), **llm_answer_options(chosen.options or {}))
+        base, cfg = self._scoring_llm(llm, self.fit(llm)) if scores else self.answering_llm(llm, chosen.options)
         key, cfg = self._llm_key(base, scores, cfg)
         if key not in self._llms and key not in self._loading:
             self._loading[key] = self._loader.submit(self._load_llm, base, scores, cfg)
@@ -201,11 +210,13 @@ class Service(BookIntake):
 
     def pool(self, who: bool) -> ShotPool:
         """The few shots' questions (whoqa.reader.prompt): the workspace's Who questions for name scores, all its
-        questions for answers; a question of the workspace gets the shots it was measured with."""
-        from whoqa.reader.prompt import question_pool, who_pool
+        questions for answers (a workspace without any, a user's: the shipped ones `eval --data` measured answers
+        with); a question of the workspace gets the shots it was measured with."""
+        from whoqa.reader.prompt import question_pool, shipped_pool, who_pool
         key = "who" if who else "all"
         if key not in self._pools:
-            self._pools[key] = who_pool(self.home) if who else question_pool(self.home)
+            pool = who_pool(self.home) if who else question_pool(self.home)
+            self._pools[key] = pool if pool.rows or who else shipped_pool()
         return self._pools[key]
 
     def routes(self) -> RoutingTable:
@@ -367,17 +378,18 @@ class Service(BookIntake):
         llm = self.routes().llm
         if llm is None:
             raise FileNotFoundError("no local LLM installed: `bash install.sh` installs one")
-        options = llm_answer_options(options or {})  # a record of another version: only the fields known here
-        cfg = replace(LLMConfig(), **options)
+        base, cfg = self.answering_llm(llm, options)
         wins = self._passage_windows(opened, question)
-        text, passages = answer_from_book(self.llm(llm, scores=False, cfg=cfg), opened, question,
-                                          self.pool(who=False), cfg, wins)
-        shown = "" if cfg == LLMConfig() else " (" + ", ".join(
-            f"{k} {v}" for k, v in sorted(options.items()) if getattr(LLMConfig, k) != v) + ")"
+        reader, pool = self.llm(base, scores=False, cfg=cfg), self.pool(who=False)
+        text, passages = answer_from_book(reader, opened, question, pool, cfg, wins)
+        shown = ", ".join([f"{k} {v}" for k, v in sorted(asdict(cfg).items())
+                           if getattr(LLMConfig, k) != v and k != "runtime"]
+                          + [f"{min(cfg.shots, len(pool.rows))} example questions", reader.runtime]
+                          + ([f"weights {model_name(base)}"] if base != llm else []))
         rouge = measured_rouge(llm)
         why = ([f"a small language model ({model_name(llm)}) wrote it after reading the book's {len(passages)} "
                 f"passage{'s' * (len(passages) != 1)} closest to your question"]
                + ([f"treat it as a rough guess: on test questions its answers share about {rouge:.0f}% of "
                    f"their wording with people's answers"] if rouge is not None else []))
-        return self._grounded(Answer(question, book_id, "reader", "llm", "", f"{llm}, zero-shot{shown}", answer=text,
+        return self._grounded(Answer(question, book_id, "reader", "llm", "", f"{llm} ({shown})", answer=text,
                                      passages=passages, why=why), opened[0], wins[:len(passages)], text)

@@ -31,11 +31,44 @@ from whoqa.reader.routes import ROUTES_FILE, WordRoutes, gain, reads_the_book, r
 ROUTES = ("network", "features", "reader", "llm")
 ANSWERABLE = ("bm25f",)  # passages an LLM answer is given per question (whoqa.reader.llm.answer_from_book)
 READ_SECONDS = 10.0  # the slowest LLM answer (p50, 2 cores) the default route accepts
-# The local LLMs measured as readers: (name, ROUGE-L on the 200-question sample of the 41 shared books, s/answer on 2
-# quiet cores), best first (docs/reader.md). The default reader is the first one installed within READ_SECONDS.
-# (The 1.5B: 7.9 s on BM25F passages in 2026-11-25's prompt; 14.7 s p50 over the fused passages on 2 quiet cores,
-# 2026-11-27, docs/reader.md#issue-52-measured: beyond READ_SECONDS, so it answers only when named, --llm.)
-MEASURED_LLMS = (("qwen2.5-coder-1.5b", 15.61, 14.7), ("qwen2.5-coder-0.5b", 12.25, 4.3), ("smollm2-135m", 9.38, 1.5))
+
+
+@dataclass(frozen=True)
+class MeasuredLLM:
+    """A local LLM measured as a reader (docs/reader.md), and how it answers fastest on a CPU."""
+    name: str
+    rouge_l: float  # ROUGE-L on the 200-question sample of the 41 shared books
+    seconds: float  # s/answer p50 on 2 quiet cores through gpt4all's llama.cpp, its weights as installed
+    fast_seconds: float | None = None  # the same through llama-cpp-python (None: not measured, not served so)
+    weights: str | None = None  # llama-cpp-python reads its weights requantised to this llama.cpp type (None: as
+    #                             installed; whoqa.reader.models.requantised)
+
+    def answer_seconds(self, native: bool) -> float:
+        """Its measured s/answer here: through llama-cpp-python where that runs it (`native`) and was measured."""
+        return self.fast_seconds if native and self.fast_seconds else self.seconds
+
+
+# Best first; the default reader is the first one installed whose answer here takes at most READ_SECONDS.
+# The 1.5B: 14.7 s p50 through gpt4all over the fused passages on 2 quiet cores (2026-11-27), beyond READ_SECONDS;
+# through llama-cpp-python in `fast_seconds` (docs/reader.md#issue-52-measured).
+MEASURED_LLMS = (MeasuredLLM("qwen2.5-coder-1.5b", 15.61, 14.7, 8.5),
+                 MeasuredLLM("qwen2.5-coder-0.5b", 12.25, 4.3), MeasuredLLM("smollm2-135m", 9.38, 1.5))
+
+
+def measured_llm(llm: str | None) -> MeasuredLLM | None:
+    """The measurement of an LLM named as MEASURED_LLMS names it (a path given as --llm: by its name), else None."""
+    return next((m for m in MEASURED_LLMS if llm and m.name == model_name(llm)), None)
+
+
+def native_answers(llm: str, device=None) -> MeasuredLLM | None:
+    """The LLM's measurement where its answers come through llama-cpp-python here (measured so, and that runtime runs
+    it on this machine's CPU: whoqa.reader.runtimes.scoring_runtime), else None (gpt4all's llama.cpp, or the runtime
+    LLMConfig chooses)."""
+    from whoqa.reader.runtimes import scoring_runtime
+    m = measured_llm(llm)
+    if m is None or m.fast_seconds is None:
+        return None
+    return m if scoring_runtime(llm, device) == "llama-cpp-python" else None
 
 
 @dataclass
@@ -105,9 +138,9 @@ def installed_llm(wanted: str | None = None) -> str | None:
     if wanted:
         locate(wanted)  # a clear FileNotFoundError naming it and how to install it
         return wanted
-    for name, _, seconds in MEASURED_LLMS:
-        if seconds <= READ_SECONDS and llm_installed(name):
-            return name
+    for m in MEASURED_LLMS:
+        if llm_installed(m.name) and m.answer_seconds(native_answers(m.name) is not None) <= READ_SECONDS:
+            return m.name
     return None
 
 
@@ -272,7 +305,7 @@ class RoutingTable:
                                     "train --final`) or " + ("answer with the local LLM (without --llm none)"
                                                              if self.wanted_llm == "none" else
                                                              "install the local LLM (`bash install.sh`)"))
-        return Route("llm", f"{llm}, zero-shot, reading the book's passages ("
+        return Route("llm", f"{llm}, reading the book's passages ("
                             + (f"ROUGE-L {rouge} on the 200-question sample" if rouge is not None else
                                "not measured here") + ")"
                             + (f": the FiD reader {fid.name} did not beat it by cross-validation" if fid else
@@ -312,7 +345,8 @@ class RoutingTable:
 
 def measured_rouge(llm: str | None) -> float | None:
     """An LLM's measured ROUGE-L as a reader (MEASURED_LLMS), None where it was not measured."""
-    return next((r for n, r, _ in MEASURED_LLMS if n == llm), None)
+    m = measured_llm(llm)
+    return m.rouge_l if m else None
 
 
 def choose_route(ws: Workspace, book_id: str, question: str, cfg, forced: str = "auto") -> Route:

@@ -6,6 +6,8 @@ per-question records of `whoqa eval --workspace ws --data ws-split/unseen --kind
     .venv/bin/python docs/experiments/issue52/llm_size.py --questions ws/eval-data/unseen/questions.json \\
         --small served_other_unseen.jsonl.gz --large served_other_unseen_1.5b.jsonl.gz
 
+(`--names` names the two arms: e.g. the 1.5B through gpt4all against llama-cpp-python on Q4_0 weights.)
+
 Each reader is judged twice: its written answers, every one shown (withheld ones included), and as served (an answer
 under the grounding threshold counts as empty). Paired ROUGE-L differences, large minus small, with 95% intervals
 from resampling whole books; s/answer p50 as the records timed it."""
@@ -38,6 +40,7 @@ def main() -> None:
     ap.add_argument("--small", type=Path, default=HERE / "served_other_unseen.jsonl.gz")
     ap.add_argument("--large", type=Path, default=HERE / "served_other_unseen_1.5b.jsonl.gz")
     ap.add_argument("--out", type=Path, default=HERE / "llm_size.json")
+    ap.add_argument("--names", nargs=2, default=["0.5B", "1.5B"], help="the two arms' names (small, large)")
     a = ap.parse_args()
     gold = {q["question_id"]: [q["answer1"], q["answer2"]] for q in json.loads(a.questions.read_text())}
     small, large = records(a.small), records(a.large)
@@ -46,7 +49,8 @@ def main() -> None:
     books = [small[i]["book"] for i in ids]
     out = {"questions": len(ids), "books": len(set(books)), "arms": {}, "paired_rouge_l": {}}
     per = {}
-    for name, recs in (("0.5B", small), ("1.5B", large)):
+    lo, hi = a.names
+    for name, recs in ((lo, small), (hi, large)):
         rows = [recs[i] for i in ids]
         for served in (False, True):
             arm = f"{name}, {'served (withheld = empty)' if served else 'written (every answer shown)'}"
@@ -60,10 +64,9 @@ def main() -> None:
                                    for x, r in zip(t, refs)]
             print(arm, out["arms"][arm])
     for served in (False, True):
-        d = paired_book_bootstrap(np.array(per[("1.5B", served)]), np.array(per[("0.5B", served)]), books,
-                                  ("rouge_l",))
+        d = paired_book_bootstrap(np.array(per[(hi, served)]), np.array(per[(lo, served)]), books, ("rouge_l",))
         out["paired_rouge_l"]["served" if served else "written"] = d["difference"]["rouge_l"]
-        print("1.5B - 0.5B", "served" if served else "written", d["difference"]["rouge_l"])
+        print(f"{hi} - {lo}", "served" if served else "written", d["difference"]["rouge_l"])
     a.out.write_text(json.dumps(out, indent=1) + "\n")
 
 
