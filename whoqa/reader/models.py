@@ -75,9 +75,7 @@ def join_parts(parts: list[Path], dest: Path, sha256: str) -> Path:
 
 REQUANTISED = {  # (GGUF file, type) -> the sha256 llama.cpp's quantiser made here (llama-cpp-python 0.3.36)
     ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "Q4_0"):
-        "564996f7f21038c04b9e3e54e1e0324622780cfe0bc8508fe5ef938cb0052a37",
-    ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "Q4_0"):
-        "d1544da6e66809f1e60c152a8f62a74f1df5d680409c93641dca3f9b404f677d"}
+        "564996f7f21038c04b9e3e54e1e0324622780cfe0bc8508fe5ef938cb0052a37"}
 
 
 def requantised_path(base: str, ftype: str) -> Path:

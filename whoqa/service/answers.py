@@ -45,7 +45,7 @@ class Service(BookIntake):
         self._llms: dict[tuple, object] = {}
         self._loading: dict[tuple, object] = {}  # key -> Future of an LLM `_prefetch` is loading
         self._loader = None
-        self._scorers: dict[tuple[str, str], str] = {}  # (LLM, weights) -> the model that scores names (`_scoring_llm`)
+        self._scorers: dict[tuple[str, str], str] = {}  # (LLM, weights) -> its model requantised so (`_requantised`)
         self._fits: dict[str, object] = {}
         self._warned: set[str] = set()  # fits' LLMs found missing (`who_llm`), said once
         self._pools: dict[str, ShotPool] = {}
@@ -143,10 +143,10 @@ class Service(BookIntake):
 
     def answering_llm(self, llm: str, options: dict | None = None) -> tuple[str, LLMConfig]:
         """(the model, its config) that writes answers: the options of the LLM run the route measured (else
-        LLMConfig's); where that run names no runtime and the LLM was measured answering through llama-cpp-python,
-        which runs it here (`native_answers`: the 1.5B within the time bound), that runtime, on the weights measured."""
+        LLMConfig's), through llama-cpp-python on the weights measured where the LLM was measured answering so and
+        that runtime runs it here (`native_answers`: the 1.5B within the time bound)."""
         cfg = replace(LLMConfig(), **llm_answer_options(options or {}))  # (another version's record: known fields)
-        m = native_answers(llm, self._device()) if cfg.runtime == "auto" else None
+        m = native_answers(llm, self._device())
         if m is None:
             return llm, cfg
         if m.weights and (llm, m.weights) not in self._scorers:
