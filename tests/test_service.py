@@ -302,10 +302,10 @@ def test_answers_come_from_the_weights_and_runtime_they_were_measured_with(ws, t
     assert Service(ws).answering_llm("smollm2-135m") == ("smollm2-135m", LLMConfig())
 
 
-def test_a_workspace_without_questions_gets_the_shipped_examples(ws, tmp_path):
+def test_a_workspace_without_questions_gets_the_shipped_examples(ws, tmp_path, caplog):
     """The answers' examples: a workspace's own questions where it has them, in the order its LLM runs drew them;
     a user's workspace (none) gets the shipped ones, which are the main job's training workspace's pool, written
-    and read back row for row."""
+    and read back row for row; a damaged file is said, not served."""
     from whoqa.reader.prompt import question_pool, shipped_pool, write_shipped_pool
     assert Service(ws).pool(who=False).rows == question_pool(ws).rows
     shipped = Service(tmp_path / "empty").pool(who=False).rows
@@ -313,3 +313,5 @@ def test_a_workspace_without_questions_gets_the_shipped_examples(ws, tmp_path):
     assert write_shipped_pool(ws, tmp_path / "shots.json") == len(question_pool(ws).rows)
     assert shipped_pool(tmp_path / "shots.json").rows == [r[:3] for r in question_pool(ws).rows]
     assert shipped_pool(tmp_path / "missing.json").rows == []
+    (tmp_path / "damaged.json").write_text('{"rows": [["a question without its answer"]]}')
+    assert shipped_pool(tmp_path / "damaged.json").rows == [] and "damaged.json is damaged" in caplog.text

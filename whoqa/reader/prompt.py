@@ -141,12 +141,14 @@ def shipped_pool(path: Path = SHIPPED_SHOTS) -> ShotPool:
     """The answers' example questions served where a workspace has none of its own (a user's): the main job's
     training workspace's questions (`write_shipped_pool`), so a user's book gets the shots `eval --data` measured
     answers with on the books held out from it, question by question; empty (with no file) as before."""
-    import json
-    try:
-        rows = json.loads(path.read_text(encoding="utf-8"))["rows"]
-        return ShotPool.of([tuple(r) for r in rows])
-    except (OSError, ValueError, KeyError, TypeError):
-        return ShotPool()
+    from whoqa.core.artifacts import read_cache
+    rows = (read_cache(path, dict) or {}).get("rows")
+    ok = isinstance(rows, list) and all(isinstance(r, list) and len(r) == 3 for r in rows)
+    if not ok and path.exists():
+        import logging
+        logging.getLogger(__name__).warning("%s is damaged (no rows of [question, answer, book]): answers are written "
+                                            "without example questions; reinstall whoqa to mend it", path)
+    return ShotPool.of([tuple(r) for r in rows]) if ok else ShotPool()
 
 
 def write_shipped_pool(workspace: Path, path: Path = SHIPPED_SHOTS) -> int:

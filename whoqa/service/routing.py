@@ -49,7 +49,7 @@ class MeasuredLLM:
 
 
 # Best first; the default reader is the first one installed whose answer here takes at most READ_SECONDS.
-# The 1.5B (2026-11-27, 2 quiet cores, the fused passages; docs/reader.md#the-15b-through-llama-cpp-python): 14.7 s
+# The 1.5B (2026-11-27, 2 quiet cores, the fused passages; docs/reader.md, "The 1.5B through llama-cpp-python"): 14.7 s
 # p50 through gpt4all, beyond READ_SECONDS; 5.4 s through llama-cpp-python on the same Q4_K_M weights, with the same
 # answers' scores on the 10 unseen books (its Q4_0 requantisation: 6.6 s and 2.3 ROUGE-L worse, so not used).
 MEASURED_LLMS = (MeasuredLLM("qwen2.5-coder-1.5b", 15.61, 14.7, 5.4),
