@@ -315,3 +315,23 @@ def test_a_workspace_without_questions_gets_the_shipped_examples(ws, tmp_path, c
     assert shipped_pool(tmp_path / "missing.json").rows == []
     (tmp_path / "damaged.json").write_text('{"rows": [["a question without its answer"]]}')
     assert shipped_pool(tmp_path / "damaged.json").rows == [] and "damaged.json is damaged" in caplog.text
+
+
+def test_the_who_route_weighs_the_fit_of_the_llm_that_scores_names(ws, monkeypatch):
+    """With a better reader installed for other questions (the 1.5B) and the Who fit measured on the network run's
+    questions with the 0.5B, the network is judged against that fit's P@1 (the 0.5B scores names), not the shipped
+    figure a fit for the 1.5B would fall back to."""
+    from dataclasses import asdict
+    import whoqa.reader.models as models
+    from whoqa.ranker.fits import shipped_fit
+    from whoqa.service import routing
+    monkeypatch.setattr(models, "llm_installed", lambda name: True)
+    monkeypatch.setattr(routing, "installed_llm", lambda wanted=None: "qwen2.5-coder-1.5b")
+    net_p1 = json.loads((ws / "runs" / NET / "summary.json").read_text())["p@1"]
+    save_fit(fit_dir(ws, NET, "qwen2.5-coder-0.5b", 5, "features"),
+             {"ranker": asdict(shipped_fit().ranker),
+              "combined": {"p@1": net_p1 + 1, "p@5": 0, "mrr": 0}})
+    table = routing.RoutingTable.load(ws, ServiceConfig())
+    assert table.llm == "qwen2.5-coder-1.5b" and table.who_llm == "qwen2.5-coder-0.5b"
+    r = table.route(DYING_DETECTIVE, "Who poisons Holmes with a box?")
+    assert r.name == "features" and f"{net_p1 + 1:.2f}" in r.reason and f"run {NET}'s questions" in r.reason

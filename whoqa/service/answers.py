@@ -110,23 +110,18 @@ class Service(BookIntake):
         return (base, scores, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half), cfg
 
     def who_llm(self) -> str | None:
-        """The LLM whose name scores the served Who fit weighs: the reader's where the fit was made with it (a
-        workspace's fit for it), else the LLM the fit records (the shipped fit: the 0.5B) if installed; None (the
-        first stage alone, calibrated on its own) if not. A better reader installed for other questions (the 1.5B)
-        never scores names for weights fit to another model's scores, unless the user named it (`--llm`)."""
-        llm = self.routes().llm
-        if llm is None:
-            return None
-        made_with = self.fit(llm).ranker.llm_prompt()["llm"]
-        if made_with is None or made_with == model_name(llm):
-            return llm
-        from whoqa.reader.models import llm_installed
-        use = llm if self.cfg.llm else made_with if llm_installed(made_with) else None  # (--llm: served, said so)
-        if made_with not in self._warned and use != made_with:
-            self._warned.add(made_with)
-            log.warning("the Who ranker's fit weighs %s's name scores; %s", made_with,
-                        f"{model_name(llm)} scores them, as asked" if use else
-                        "it is not installed (`whoqa models`), so Who answers come from its first stage")
+        """The LLM whose name scores the served Who fit weighs (the routing table's `who_llm_for`); where that is not
+        the reader in use, said once: the LLM the fit weighs is not installed (the first stage answers), or the user
+        named another (--llm: served as asked)."""
+        table = self.routes()
+        llm, use = table.llm, table.who_llm
+        if llm is not None:
+            made_with = self.fit(llm).ranker.llm_prompt()["llm"]
+            if made_with not in (None, model_name(llm)) and use != made_with and made_with not in self._warned:
+                self._warned.add(made_with)
+                log.warning("the Who ranker's fit weighs %s's name scores; %s", made_with,
+                            f"{model_name(llm)} scores them, as asked" if use else
+                            "it is not installed (`whoqa models`), so Who answers come from its first stage")
         return use
 
     def _scoring_llm(self, llm: str, fit) -> tuple[str, LLMConfig]:

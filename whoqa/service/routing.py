@@ -145,6 +145,21 @@ def installed_llm(wanted: str | None = None) -> str | None:
     return None
 
 
+def who_llm_for(ws: Workspace, llm: str | None, named: bool) -> str | None:
+    """The LLM whose name scores the Who fit served with `llm` weighs: `llm` where that fit was made with it (a
+    workspace's fit for it) or the user named it (`named`: --llm), else the LLM the fit records (the shipped fit: the
+    0.5B) if installed; None (the first stage alone) if not. A better reader installed for other questions (the 1.5B)
+    never scores names for weights fit to another model's scores."""
+    from whoqa.ranker.fits import served_fit
+    from whoqa.reader.models import llm_installed
+    if llm is None:
+        return None
+    made_with = served_fit(ws, model_name(llm)).ranker.llm_prompt()["llm"]
+    if made_with is None or made_with == model_name(llm) or named:
+        return llm
+    return made_with if llm_installed(made_with) else None
+
+
 def network_for(ws: Workspace, wanted: str | None = None):
     """(the memory network that would serve: its Choice, the books it trained on) or (None, []) where none is
     trained. Read from its saved config: nothing is loaded."""
@@ -233,11 +248,17 @@ class RoutingTable:
         """The LLM that reads (`installed_llm`), looked up once per table."""
         return self._once("llm", lambda: installed_llm(self.wanted_llm))
 
+    @property
+    def who_llm(self) -> str | None:
+        """The LLM that scores Who names (`who_llm_for`), looked up once per table."""
+        return self._once("who_llm", lambda: who_llm_for(self.ws, self.llm, self.wanted_llm not in (None, "none")))
+
     def network(self):
         return self._once("network", lambda: network_for(self.ws, self.model))
 
     def features(self, run: str | None) -> tuple[float, str]:
-        return self._once(("features", run), lambda: features_p1(self.ws, run, self.llm))
+        """The feature ranker's P@1 with the LLM that scores Who names (`features_p1`)."""
+        return self._once(("features", run), lambda: features_p1(self.ws, run, self.who_llm))
 
     def books(self) -> set[str]:
         return self._once("books", lambda: training_books(self.ws))
@@ -267,10 +288,10 @@ class RoutingTable:
         return self._who_route(book_id) if who else self._reader_route(book_id, question)
 
     def _who_route(self, book_id: str) -> Route:
-        llm = self.llm
+        llm = self.who_llm
         choice, books = self.network()
         fp1, where = self.features(choice.name if choice else None)
-        alone = "" if llm else "; no local LLM installed: the feature ranker's first stage alone"
+        alone = "" if llm else "; no local LLM reads its passages: the feature ranker's first stage alone"
         if choice is None:
             return Route("features", "no memory network is trained in this workspace" + alone)
         if book_id not in books:
