@@ -22,3 +22,21 @@ def models():
                        + (f", sha256 {m['sha256'][:12]}... checked" if m.get("sha256") else "") + f" -> {m['path']}")
         else:
             typer.echo(f"{m['name']}: not installed ({m['install']})")
+    typer.echo(served_line())
+
+
+def served_line() -> str:
+    """Which installed LLM writes answers to other questions, and which scores Who names (the service's choice)."""
+    from whoqa.ranker.fits import shipped_fit
+    from whoqa.reader.models import llm_installed
+    from whoqa.service.routing import installed_llm, measured_llm, native_answers
+    reader = installed_llm()
+    names = shipped_fit().ranker.llm_prompt()["llm"]
+    if reader is None:
+        return "No local LLM installed: `bash install.sh` installs them"
+    m, native = measured_llm(reader), native_answers(reader)
+    how = (f" through {'llama-cpp-python' if native else 'gpt4all'}, about {m.answer_seconds(native is not None):.0f} s"
+           f" an answer on 2 cores" if m else "")
+    return (f"Other questions are answered by {reader}{how}; Who names are scored by "
+            + (f"{names} (the shipped fit weighs its scores)" if names and llm_installed(names) else
+               "nothing (the first stage alone: its LLM is not installed)"))
