@@ -337,17 +337,20 @@ def test_the_who_route_weighs_the_fit_of_the_llm_that_scores_names(ws, monkeypat
     assert r.name == "features" and f"{net_p1 + 1:.2f}" in r.reason and f"run {NET}'s questions" in r.reason
 
 
-def test_whoqa_models_says_which_llm_answers_and_which_scores_names(monkeypatch):
+def test_whoqa_models_says_which_llm_answers_and_which_scores_names(monkeypatch, tmp_path):
     """`whoqa models` ends with the service's own choice: the reader of other questions (through the runtime that
     makes it fast enough) and the LLM whose name scores the shipped fit weighs, or that none is installed."""
     import whoqa.reader.models as models
     from whoqa.cli.models import served_line
     from whoqa.service import routing
+    monkeypatch.setenv("WHOQA_HOME", str(tmp_path))  # (a data folder without fits of its own: the shipped one)
     monkeypatch.setattr(models, "llm_installed", lambda name: True)
     monkeypatch.setattr(routing, "installed_llm", lambda wanted=None: "qwen2.5-coder-1.5b")
     monkeypatch.setattr(routing, "native_answers", lambda llm, device=None: routing.measured_llm(llm))
     line = served_line()
     assert "answered by qwen2.5-coder-1.5b through llama-cpp-python, about 5 s" in line
     assert "scored by qwen2.5-coder-0.5b" in line
+    monkeypatch.setattr(models, "llm_installed", lambda name: name != "qwen2.5-coder-0.5b")
+    assert "scored by nothing (the first stage alone" in served_line()
     monkeypatch.setattr(routing, "installed_llm", lambda wanted=None: None)
     assert served_line().startswith("No local LLM installed")

@@ -26,17 +26,16 @@ def models():
 
 
 def served_line() -> str:
-    """Which installed LLM writes answers to other questions, and which scores Who names (the service's choice)."""
-    from whoqa.ranker.fits import shipped_fit
-    from whoqa.reader.models import llm_installed
-    from whoqa.service.routing import installed_llm, measured_llm, native_answers
+    """Which installed LLM writes answers to other questions, and which scores Who names (the service's choice, for
+    the default data folder: `whoqa.service.routing`)."""
+    from whoqa.core.workspace import Workspace, default_home
+    from whoqa.service.routing import installed_llm, measured_llm, native_answers, who_llm_for
     reader = installed_llm()
-    names = shipped_fit().ranker.llm_prompt()["llm"]
     if reader is None:
         return "No local LLM installed: `bash install.sh` installs them"
     m, native = measured_llm(reader), native_answers(reader)
     how = (f" through {'llama-cpp-python' if native else 'gpt4all'}, about {m.answer_seconds(native is not None):.0f} s"
            f" an answer on 2 cores" if m else "")
+    names = who_llm_for(Workspace(default_home()), reader, named=False)
     return (f"Other questions are answered by {reader}{how}; Who names are scored by "
-            + (f"{names} (the shipped fit weighs its scores)" if names and llm_installed(names) else
-               "nothing (the first stage alone: its LLM is not installed)"))
+            + (names if names else "nothing (the first stage alone: the LLM its fit weighs is not installed)"))
