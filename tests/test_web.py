@@ -1,7 +1,9 @@
 """`whoqa serve`: the JSON API on a small trained workspace, and the page end to end in a real headless Chromium."""
 import json
+import os
 import shutil
 from contextlib import contextmanager
+from pathlib import Path
 import socket
 import threading
 import time
@@ -267,13 +269,28 @@ def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
         page.wait_for_selector("#evidence mark.m")
         ranking = page.inner_text("#ranking")
         assert "Tom" in ranking and "%" in ranking  # no network: the feature ranker's calibrated answer
+        # in a reader's words: the terminal's certainty sentence, a legend, no internals until Details is opened
+        from whoqa.answer_view import headline
+        from whoqa.service.schema import Ranked
+        top = page.inner_text("#ranking tr:first-child")
+        name, share = top.split("\t")[0].strip(), float(top.split()[-1].rstrip("%")) / 100
+        assert page.inner_text("#headline") == headline(Ranked(0, name, share))
+        assert "answer's mentions" in page.inner_text(".legend")
+        assert not page.is_visible("#route")
+        for internal in ("route", "llama", "gpt4all", "transformers", "ECE", "ROUGE", "support", "feature ranker"):
+            assert internal not in page.inner_text("#answer"), internal
+        page.click("#details summary")
         assert "route features" in page.inner_text("#route") and "no memory network" in page.inner_text("#route")
+        assert "ECE" in page.inner_text("#details")
         assert page.locator("#evidence mark.m a").count() >= 1  # highlighted mentions link to characters
+        page.screenshot(path=str(tmp_path / "who.png"), full_page=True)
         page.fill("#question", "Where did Anna row for bread?")  # not a Who question: the LLM, grounded or not
         page.click("#ask button")
         page.wait_for_selector("#grounds li")
         said = page.inner_text("#reader-answer")
         assert "did not find the answer" in said or page.locator("#grounds mark.m").count() >= 1, said
+        for internal in ("route", "support", "ROUGE", "llama", "gpt4all"):
+            assert internal not in page.inner_text("#answer"), internal
         page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
         other = browser.new_page()  # another origin's page (same server, another host name) posting a form
         other.goto(f"http://localhost:{port}/")
@@ -284,6 +301,9 @@ def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
                 .catch(e => null); }}""")
         assert sorted((served / "jobs").glob("*.json")) == jobs  # refused (403): no job, no book
     assert (tmp_path / "page.png").stat().st_size > 10_000
+    if os.environ.get("WHOQA_SCREENSHOTS"):  # to read them: the page as a reader sees it
+        for shot in ("who.png", "page.png"):
+            shutil.copy(tmp_path / shot, Path(os.environ["WHOQA_SCREENSHOTS"]) / shot)
 
 
 @pytest.fixture(scope="module")

@@ -168,31 +168,26 @@ def sentence_segments(book: Book, sid: int) -> list[dict]:
 
 
 def as_html(doc: dict, book_id: str) -> str:
-    """The page's answer block (for_page's document as HTML): the ranked characters with their probability bars and
-    the evidence, each mention highlighted and linked to its character, or the reader's answer with the sentences it
-    rests on; the route and its reason, warnings, the --upto cut. Everything from the book is escaped."""
-    cal = doc.get("calibration") or {}
-    how = (f"probabilities at a temperature fit on held-out folds (ECE {cal['ece']:.3f})"
-           if cal.get("temperature") is not None else
-           f"probabilities by {esc(cal['by'])}" + (f" (cross-validated ECE {cal['ece']:.3f})"
-                                                   if cal.get("ece") is not None else "") if cal.get("by") else "")
-    route = (f'<p class="muted" id="route">Answered by <b>{esc(doc["model"])}</b> (route <b>{esc(doc["route"])}</b>): '
-             f'{esc(doc["reason"])}{"; " + how if how else ""}</p>')
+    """The page's answer block (for_page's document as HTML), in a reader's words as the terminal's: the answer and how
+    sure (`headline`), the ranked characters with their probability bars and the evidence, each mention highlighted
+    (a legend says how) and linked to its character, or the reader's answer with the sentences it rests on. What
+    answered and how (route, model, runtime, calibration, support) only under "Details". Everything from the book is
+    escaped."""
     up = doc.get("upto")
     warn = "".join(f'<p class="warn">{esc(w)}</p>' for w in doc.get("warnings") or []) + (
         f'<p class="muted" id="upto-note">From the book up to {esc(up["spec"])}: its first {up["sentences"]:,} of '
         f'{up["of"]:,} sentences.</p>' if up else "")
     reasons = f'<p id="why">Why: {esc("; ".join(doc["why"]))}.</p>' if doc.get("why") else ""
     if doc["kind"] == "reader":  # the answer with the sentences it rests on, or that it was not found
-        grounds = "".join(f'<li>{html_marked(g["text"], g.get("marks"))}' + (
-            f' <span class="muted">(support {g["support"]:.2f})</span>' if g.get("support") is not None else "")
-            + "</li>" for g in doc.get("grounds") or [])
+        grounds = "".join(f'<li>{html_marked(g["text"], g.get("marks"))}</li>' for g in doc.get("grounds") or [])
         head = ('<p id="reader-answer" class="warn">whoqa did not find the answer in the book.</p><h4>The best '
                 'passages it found</h4>' if doc.get("found") is False else
                 f'<p id="reader-answer"><b>{esc(doc["answer"])}</b></p>{reasons}<h4>Where the book says so</h4>')
-        return (warn + head + f'<ul id="grounds">{grounds or NO_PASSAGE}</ul>{route}'
+        legend = ('<p class="muted legend"><mark class="m">marked</mark> words the answer shares with the book</p>'
+                  if grounds and doc.get("found") is not False else "")
+        return (warn + head + f'<ul id="grounds">{grounds or NO_PASSAGE}</ul>{legend}'
                 + "<details><summary>The passages it read</summary>"
-                + "".join(f'<p class="muted">{esc(p)}</p>' for p in doc["passages"]) + "</details>")
+                + "".join(f'<p class="muted">{esc(p)}</p>' for p in doc["passages"]) + "</details>" + details(doc))
     chars = doc["characters"]
     rows = "".join(f'<tr><td><a href="#/book/{book_id}/char/{c["id"]}">{esc(c["name"])}</a></td><td>' + (
         "" if c["probability"] is None else f'<span class="bar" style="width:{int(200 * c["probability"] + 0.5)}px">'
@@ -201,14 +196,40 @@ def as_html(doc: dict, book_id: str) -> str:
     evidence = "".join(f"<li>{html_segments(e['segments'], book_id, hits)}</li>" for e in doc["evidence"])
     attention = "".join(f"<li>{html_segments(e['segments'], book_id, hits)} <span class=\"muted\">(attention "
                         f"{e['attention']:.2f})</span></li>" for e in doc.get("attention") or [])
-    uncalibrated = not chars or chars[0]["probability"] is None
-    return (warn + f'<table id="ranking">{rows}</table>{reasons}{route}'
-            + ('<p class="warn">No calibrated probabilities for this model yet.</p>'
-               if uncalibrated and not doc.get("warnings") else "")
-            + f"<h4>Evidence: where the question's context mentions {esc(chars[0]['name']) if chars else 'the answer'}"
-            + f'</h4><ul id="evidence">{evidence or NO_EVIDENCE}</ul>'
+    top = chars[0] if chars else None
+    lead = (f'<p id="headline"><b>{esc(headline(_Top(top["name"], top["probability"])))}</b></p>' if top else "")
+    legend = (f'<p class="muted legend"><mark class="m hit">{esc(top["name"]) if top else "the answer"}</mark> the '
+              f'answer\'s mentions · <mark class="m">other people</mark> another character\'s (click one for that '
+              f'character)</p>' if evidence else "")
+    return (warn + lead + f'<table id="ranking">{rows}</table>{reasons}'
+            + f"<h4>Evidence: where the question's context mentions {esc(top['name']) if top else 'the answer'}"
+            + f'</h4><ul id="evidence">{evidence or NO_EVIDENCE}</ul>{legend}'
             + (f"<details><summary>The network's attention (the sentences it attended to most)</summary>"
-               f'<ul id="attention">{attention}</ul></details>' if attention else ""))
+               f'<ul id="attention">{attention}</ul></details>' if attention else "") + details(doc))
+
+
+@dataclass
+class _Top:  # (the top character as `headline` reads it, from the page's document)
+    name: str
+    probability: float | None
+
+
+def details(doc: dict) -> str:
+    """What answered and how, for those who want it, behind a "Details" toggle: the route and its reason, the model
+    and runtime, where the probabilities' scale comes from (ECE), each ground's support."""
+    cal = doc.get("calibration") or {}
+    how = (f"probabilities at a temperature fit on held-out folds (ECE {cal['ece']:.3f})"
+           if cal.get("temperature") is not None else
+           f"probabilities by {esc(cal['by'])}" + (f" (cross-validated ECE {cal['ece']:.3f})"
+                                                   if cal.get("ece") is not None else "") if cal.get("by") else "")
+    support = "".join(f'<li>support {g["support"]:.2f}: {esc(g["text"][:80])}…</li>' for g in doc.get("grounds") or []
+                      if g.get("support") is not None)
+    withheld = (f'<p>The reader wrote {esc(repr(doc["withheld"]))}, which no sentence it read holds.</p>'
+                if doc.get("withheld") else "")
+    return (f'<details id="details"><summary>Details</summary><p class="muted" id="route">Answered by '
+            f'<b>{esc(doc["model"])}</b> (route <b>{esc(doc["route"])}</b>): {esc(doc["reason"])}'
+            f'{"; " + how if how else ""}.</p>{withheld}' + (f'<ul class="muted">{support}</ul>' if support else "")
+            + f'<p class="muted">{doc.get("seconds", 0):.1f} s</p></details>')
 
 
 NO_PASSAGE = '<li class="muted">no passage</li>'

@@ -30,7 +30,7 @@ def ask(
                                                                               "escape?\""),
     book: Optional[str] = typer.Option(None, help="Instead of BOOK: the document id of a prepared book (or, with "
                                                   "--data, of that folder)."),
-    text: Optional[Path] = typer.Option(None, help="Instead of BOOK: a book file (plain text, EPUB or HTML; a Project "
+    text: Optional[Path] = typer.Option(None, help="Instead of BOOK: a book file (plain text, EPUB, HTML, PDF or Kindle; a Project "
                                                    "Gutenberg header and licence are removed)."),
     data: Optional[Path] = typer.Option(None, help="With --book: a NarrativeQA folder holding that book, prepared into "
                                                    "the workspace the first time."),
@@ -39,7 +39,8 @@ def ask(
                                            "reason), or one of network, features (Who), reader, llm (other "
                                            "questions)."),
     top: int = option(ServiceConfig, "top", help="Characters to show."),
-    out: Optional[Path] = typer.Option(None, help="Also write the answer as JSON (Answer.to_json) to this file."),
+    out: Optional[Path] = typer.Option(None, help="Also write the answer as JSON (Answer.to_json) to this file (a folder: a file inside it, named for the book "
+                          "and the question)."),
     as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON only (the web API's schema)."),
     model: Optional[str] = option(ServiceConfig, "model",
                                   help="Memory network under WS/models (default: the best cross-validated)."),
@@ -119,12 +120,23 @@ def show_answer(ans, out: Optional[Path], json_only: bool, text: Optional[Path],
     """An Answer on the terminal as whoqa.answer_view draws it (as text, or as JSON only), and as JSON to `out`."""
     from whoqa.core.files import atomic_write
     if out is not None:
+        out = answer_file(out, ans)
         out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(out, view.as_json(ans))
     if json_only:
         typer.echo(view.as_json(ans))
         return
     echo_lines(view.as_text(ans, verbose, text))
+
+
+def answer_file(out: Path, ans) -> Path:
+    """Where `--out` writes an answer: the file named, or inside a folder named, a file named for the book and the
+    question ("0d0bc014-who-does-glenister-fall-in-love-with.json")."""
+    import re
+    if not out.is_dir():
+        return out
+    slug = re.sub(r"[^a-z0-9]+", "-", ans.question.lower()).strip("-")[:48].rstrip("-") or "answer"
+    return out / f"{ans.book_id[:8]}-{slug}.json"
 
 
 def home(workspace: Optional[Path]) -> Path:

@@ -29,7 +29,7 @@ def bench_prepare(
 
 @app.command("parse")
 def bench_parse(
-    text: Path = typer.Option(..., help="A book file (plain text, EPUB or HTML)."),
+    text: Path = typer.Option(..., help="A book file (plain text, EPUB, HTML, PDF or Kindle)."),
     processes: List[int] = typer.Option([1, 2], help="A count of processes to parse in (repeatable)."),
     repeats: int = typer.Option(3, help="Runs of each count, in turn (the median is reported)."),
 ):
@@ -108,7 +108,7 @@ def bench_serve(workspace: Path = WS_OPTION,
 
 @app.command("terminal")
 def bench_terminal(
-    book: Path = typer.Argument(..., help="A book file (plain text, EPUB or HTML), as a reader gives it to `ask`."),
+    book: Path = typer.Argument(..., help="A book file (plain text, EPUB, HTML, PDF or Kindle), as a reader gives it to `ask`."),
     question: str = typer.Argument("Who is the main character?", help="The question asked."),
     workspace: Optional[Path] = typer.Option(None, help="Passed to `ask` (default: ask's own, WHOQA_HOME or the "
                                                         "user's data folder)."),

@@ -57,7 +57,7 @@ def prepare(
     executor: str = option(PrepareConfig, "executor", help="local (a process pool of --jobs) or ray (one task per "
                                                            "book on a Ray cluster)."),
     ray_address: Optional[str] = option(PrepareConfig, "ray_address", help=RAY_ADDRESS_HELP),
-    text: Optional[List[Path]] = typer.Option(None, help="Instead of --data: book files (plain text, EPUB or HTML, "
+    text: Optional[List[Path]] = typer.Option(None, help="Instead of --data: book files (plain text, EPUB, HTML, PDF or Kindle, "
                                                          "repeatable), each added as a book of its own, made by the "
                                                          "engine the workspace recorded."),
 ):

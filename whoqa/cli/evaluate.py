@@ -39,11 +39,25 @@ def eval_(
     kinds: str = option(EvalConfig, "kinds", help="With --data: the questions judged, who (the Who set), other (the "
                                                   "rest, answered as `ask` serves them: ROUGE-L, METEOR, BLEU-1, "
                                                   "the share answered) or both."),
+    questions: Optional[Path] = typer.Option(None, help="Readers' questions (a TSV like data_prep/readers/"
+                                                        "questions.tsv): answered as `ask` serves them, in WORKSPACE "
+                                                        "(its books taken in from --books); Who P@1/P@5, other "
+                                                        "answers shown and right, and each answer to read."),
+    books: Path = typer.Option(Path("../shared/data/books-unlabeled"), help="With --questions: the folder of the "
+                                                                            "books it names (<id>.txt)."),
+    out: Optional[Path] = typer.Option(None, help="With --questions: write each judged answer here (.jsonl or "
+                                                  ".jsonl.gz)."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
     reader is trained, the full task (all questions; Who questions routed to the memory network). With --data, also
     what `ask` serves for the other questions: ROUGE-L/METEOR/BLEU-1 and the share answered. (The paper's
-    ablations: `whoqa ablation`; a run's misses: `whoqa failures`.)"""
+    ablations: `whoqa ablation`; a run's misses: `whoqa failures`.) With --questions, readers' own questions about
+    whole novels, answered as `ask` serves them."""
+    if questions is not None:
+        from whoqa.evaluation.readers import evaluate_readers_questions
+        res = stage(evaluate_readers_questions, workspace, questions, books, llm, device, out)
+        typer.echo(res["by_eye"] + "\n\n" + res["table"])
+        return
     from whoqa.evaluation.evaluate import evaluate
     res = stage(evaluate, EvalConfig(workspace=str(workspace), data=str(data) if data else None, seed=seed,
                                      random_trials=random_trials, jobs=jobs, device=device, adapt=adapt, llm=llm,

@@ -44,7 +44,9 @@ def check_cmd(
 
 @app.command()
 def serve(
-    workspace: Path = option(ServeConfig, "workspace", help="Workspace to serve (books, trained models)."),
+    workspace: Optional[Path] = option(ServeConfig, "workspace", help="Workspace to serve (books, trained models; "
+                                       "default: the data folder `whoqa ask` keeps books in, $WHOQA_HOME or e.g. "
+                                       "~/.local/share/whoqa, made when missing)."),
     host: str = option(ServeConfig, "host", help="Address to bind (any other than 127.0.0.1 prints a warning)."),
     port: int = option(ServeConfig, "port", help="Port."),
     read_only: bool = option(ServeConfig, "read_only", help="Serve a shared workspace: no uploads."),
@@ -58,9 +60,16 @@ def serve(
     """A web page for the workspace's books: the cast and where each character appears, answers by the same route
     as `whoqa ask` (which it names) with their evidence highlighted, uploads of new books; with its JSON API (/docs).
     Only the page itself can change the workspace: other sites' requests are refused."""
+    from whoqa.core.workspace import default_home
     from whoqa.web.app import serve as run
-    if not Path(workspace).is_dir():
-        fail(f"workspace {workspace} not found: run `whoqa prepare` (or the main job) first, or pass --workspace")
+    workspace = Path(workspace) if workspace is not None else default_home()
+    if workspace.exists() and not workspace.is_dir():
+        fail(f"workspace {workspace} is a file, not a folder: pass --workspace with a folder")
+    if not workspace.is_dir():
+        if read_only:
+            fail(f"workspace {workspace} not found: ask about a book first (`whoqa ask BOOK QUESTION`), or pass "
+                 f"--workspace")
+        workspace.mkdir(parents=True)  # a new user's first page: uploads go where `ask` keeps books
     if not read_only and not os.access(workspace, os.W_OK):  # a read-only mount: say so now, not on the first upload
         fail(f"workspace {workspace} is not writable (a read-only disk, or another user's): serve it with "
              f"`whoqa serve --read-only`")

@@ -1,5 +1,6 @@
 """A book file's text: decoded (UTF-16 with its mark or told by its NUL bytes, UTF-8, Windows-1252), a Project
-Gutenberg header and licence cut off, EPUB and HTML read by `whoqa.core.epub`; and the book id a text gets. Every way
+Gutenberg header and licence cut off, EPUB and HTML read by `whoqa.core.epub`, PDF by `whoqa.core.pdf`, Kindle books by
+`whoqa.core.kindle`; and the book id a text gets. Every way
 a book comes in (a NarrativeQA folder, `ask --text`, an upload) reads it here; what it cannot read is a DataError
 naming the file."""
 from __future__ import annotations
@@ -9,7 +10,10 @@ import logging
 import re
 from pathlib import Path
 
+from whoqa.core.epub import EPUB_SUFFIXES, HTML_SUFFIXES
 from whoqa.core.errors import DataError
+from whoqa.core.kindle import KINDLE_SUFFIXES
+from whoqa.core.pdf import PDF_SUFFIXES
 
 log = logging.getLogger(__name__)
 
@@ -144,19 +148,32 @@ def extract_body(text: str, story_start: str = "", story_end: str = "") -> str:
     return body.strip("\n ") + "\n"
 
 
+BOOK_FORMATS = "plain text, EPUB, HTML, PDF or Kindle (MOBI/AZW3)"
+FORMAT_SUFFIXES = {"epub": EPUB_SUFFIXES, "html": HTML_SUFFIXES, "pdf": PDF_SUFFIXES, "kindle": KINDLE_SUFFIXES}
+BOOK_SUFFIXES = tuple(s for suffixes in FORMAT_SUFFIXES.values() for s in suffixes)  # read by format, not as text
+
+
 def read_book_text(path: Path) -> str:
-    """A book file's text: plain text, EPUB (spine order, chapter titles kept) or HTML, by its suffix; refuses
-    (DataError, naming it) what is missing, a folder, empty, binary, undecodable, DRM-protected or damaged."""
-    from whoqa.core.epub import EPUB_SUFFIXES, HTML_SUFFIXES, read_epub, read_html
+    """A book file's text: plain text, EPUB (spine order, chapter titles kept), HTML, PDF (its text layer) or a Kindle
+    book (MOBI/AZW3), by its suffix; refuses (DataError, naming it) what is missing, a folder, empty, binary,
+    undecodable, DRM-protected, scanned or damaged."""
+    from whoqa.core.epub import read_epub, read_html
+    from whoqa.core.kindle import read_kindle
+    from whoqa.core.pdf import read_pdf
     if Path(path).is_dir():
-        raise DataError(f"{path} is a folder, not a file: pass a book file (plain text, EPUB or HTML)")
+        raise DataError(f"{path} is a folder, not a file: pass a book file ({BOOK_FORMATS})")
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{path} not found: give a book file (plain text, EPUB or HTML)")
+        raise FileNotFoundError(f"{path} not found: give a book file ({BOOK_FORMATS})")
     suffix = Path(path).suffix.lower()
-    if suffix in EPUB_SUFFIXES:
-        return read_epub(path)
-    if suffix in HTML_SUFFIXES:
-        return read_html(path)
+    readers = {"epub": read_epub, "html": read_html, "pdf": read_pdf, "kindle": read_kindle}
+    for kind, suffixes in FORMAT_SUFFIXES.items():
+        if suffix in suffixes:
+            return readers[kind](path)
+    raw = Path(path).read_bytes()[:1024]
+    if raw.startswith(b"%PDF-"):  # a PDF under another name is still read as one
+        return read_pdf(path)
+    if raw[60:68] in (b"BOOKMOBI", b"TEXtREAd"):
+        return read_kindle(path)
     return read_book(path)[0]
 
 

@@ -271,6 +271,7 @@ class Service(BookIntake):
         if self.cfg.passages.fusion != "bm25f":
             key = (book.id, len(book.sentences))  # a book cut by --upto has an index of its own prefix
             if key not in self._dense:
+                self.stages.stage("reading the book's sentences into vectors (once per book)")
                 if len(self._dense) >= KEEP_BOOKS:
                     self._dense.popitem(last=False)
                 self._dense[key] = DenseIndex(book, self.ws.book_vectors(book.id), self._device())

@@ -33,7 +33,7 @@ class BookIntake:
             return book_id
 
     def resolve(self, book: str | Path) -> str:
-        """The id of BOOK as a person names it: a book file (text, EPUB or HTML; processed the first time, the same
+        """The id of BOOK as a person names it: a book file (text, EPUB, HTML, PDF or Kindle; processed the first time, the same
         content is the same book), else a prepared book's id or a unique start of one (at least 6 characters)."""
         path = Path(book).expanduser()
         if path.is_file():

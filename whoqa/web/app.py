@@ -3,7 +3,7 @@
 The page (page.html, one file, no build step) uses only the API, which mirrors the CLI and the Python API:
 
     GET  /api/books                      the workspace's books: title, words, characters
-    POST /api/books                      upload a book (plain text, EPUB or HTML) (`ask --text`'s checks) -> a job
+    POST /api/books                      upload a book (plain text, EPUB, HTML, PDF or Kindle) (`ask --text`'s checks) -> a job
     GET  /api/jobs/{id}                  a job's state (kept in WS/jobs/, so it survives a page reload), with
                                          its stage and percent while it runs
     GET  /api/progress                   what the service is doing now: {"stage", "percent"?} ({"stage": null} idle)
@@ -157,10 +157,8 @@ def create_app(cfg: ServeConfig) -> FastAPI:
     def book(book_id: str, upto: str | None = None) -> dict:
         """With ?upto= ("40%", "Chapter 12"), the cast as of that point (no spoilers) and where it is cut ("upto")."""
         cast = service.characters(book_id, upto)
-        out = {**service.summary(book_id), "cast": cast[:50]}
-        if not upto:
-            return out
-        return {**out, "characters": len(cast), "upto": service.cut(book_id, upto)}  # (the count read so far too)
+        out = {**service.summary(book_id), "cast": cast[:50], "characters": len(cast)}  # (the people counted, read so far)
+        return {**out, "upto": service.cut(book_id, upto)} if upto else out
 
     @app.get("/api/books/{book_id}/characters")
     def characters(book_id: str, upto: str | None = None) -> list[dict]:

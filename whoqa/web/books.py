@@ -10,7 +10,7 @@ from pathlib import Path
 from whoqa.core.store import load_texts, redo_book
 from whoqa.answer_view import as_html, for_page, sentence_segments
 from whoqa.core.artifacts import problem, read_cache
-from whoqa.core.book import Book, BookFormatError, is_done, read_characters, token_summary
+from whoqa.core.book import Book, BookFormatError, is_done, token_summary
 from whoqa.core.files import atomic_write
 from whoqa.core.jobs import process_identity
 from whoqa.core.workspace import ReadOnly, Workspace, serve_read_only
@@ -26,7 +26,9 @@ class Service(Uploads):
     """What the API does, without HTTP: books, the cast, jobs and answers of one workspace."""
 
     def __init__(self, cfg: ServeConfig):
-        self.cfg = cfg
+        from dataclasses import replace
+        from whoqa.core.workspace import default_home
+        cfg = self.cfg = cfg if cfg.workspace else replace(cfg, workspace=str(default_home()))  # where `ask` keeps books
         if cfg.read_only:
             serve_read_only(cfg.workspace)
         self.ws = Workspace(cfg.workspace)
@@ -56,14 +58,14 @@ class Service(Uploads):
             return Book.load(self.ws.books / book_id, book_id)
 
     def summary(self, book_id: str) -> dict:
-        """Title, words, sentences and characters of a book, read without loading it and kept beside it
+        """Title, words, sentences and people (its cast) of a book, read once and kept beside it
         (WS/books/<id>/summary.json, remade when the book's files change)."""
         book_id = self.book_id(book_id)
         tokens, chars = self.ws.book_file(book_id, ".tokens"), self.ws.book_file(book_id, ".book")
         stamp = [tokens.stat().st_mtime_ns, tokens.stat().st_size, chars.stat().st_mtime_ns]
         path = self.ws.page_summary(book_id)
         saved = read_cache(path, dict)  # no cache yet, or a damaged one: made again below
-        if saved and saved.get("stamp") == stamp and "summary" in saved:
+        if saved and saved.get("stamp") == stamp and saved.get("counts") == "cast" and "summary" in saved:
             return saved["summary"]
         try:
             words, sentences, first = token_summary(tokens)
@@ -72,10 +74,10 @@ class Service(Uploads):
         texts = load_texts(self.ws)
         title = (texts.get(book_id) or {}).get("first_line") or " ".join(first) or book_id[:12]
         out = {"id": book_id, "title": title, "words": words, "sentences": sentences,
-               "characters": len(read_characters(chars))}
+               "characters": len(self.characters(book_id))}  # the people of its cast, as its page lists them
         if not self.cfg.read_only:  # (served read-only: computed again next time, never written)
             try:
-                atomic_write(path, json.dumps({"stamp": stamp, "summary": out}))
+                atomic_write(path, json.dumps({"stamp": stamp, "counts": "cast", "summary": out}))
             except OSError:  # a workspace on a read-only disk: computed again next time
                 pass
         return out

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class ServeConfig:
-    workspace: str = "ws"
+    workspace: str | None = None  # None: the data folder `whoqa ask` keeps books in (whoqa.core.workspace.default_home)
     host: str = "127.0.0.1"
     port: int = 8000
     read_only: bool = False  # serve a shared workspace: no uploads

@@ -10,9 +10,8 @@ import time
 import uuid
 from pathlib import Path
 
-from whoqa.core.text import read_book_text, text_book_id
+from whoqa.core.text import BOOK_SUFFIXES, read_book_text, text_book_id
 from whoqa.core.store import intake_gaps, read_source
-from whoqa.core.epub import EPUB_SUFFIXES, HTML_SUFFIXES
 from whoqa.core.errors import DataError
 from whoqa.core.text import extract_body
 from whoqa.core.store import forget_derived
@@ -34,14 +33,14 @@ class Uploads:
     worker and owner."""
 
     def upload(self, name: str, data: bytes) -> dict:
-        """Check an uploaded book file (text, EPUB, HTML, by its name's suffix) as `ask` does; a new book becomes a background job, a known one is reused."""
+        """Check an uploaded book file (text, EPUB, HTML, PDF, Kindle, by its name's suffix) as `ask` does; a new book becomes a background job, a known one is reused."""
         if self.cfg.read_only:
             raise ApiError(403, "this workspace is served read-only (whoqa serve --read-only): uploads are off")
         if len(data) > self.cfg.max_upload_mb * 1e6:  # (the API checks first, with the form's own count)
             raise ApiError(413, over_limit(name, len(data), self.cfg.max_upload_mb * 1e6))
         self.uploads.mkdir(parents=True, exist_ok=True)
         suffix = Path(name).suffix.lower()
-        suffix = suffix if suffix in EPUB_SUFFIXES + HTML_SUFFIXES else ".txt"  # read as `ask` reads such a file
+        suffix = suffix if suffix in BOOK_SUFFIXES else ".txt"  # read as `ask` reads such a file
         tmp = self.uploads / f"{uuid.uuid4().hex}{suffix}"
         tmp.write_bytes(data)
         try:
