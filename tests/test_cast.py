@@ -65,6 +65,43 @@ def test_a_nickname_joins_the_one_titled_person_it_names():
     assert answer_ids(book, [3]) == [1] and answer_ids(book, [3], cast=False) == [3]
 
 
+def test_a_one_word_name_joins_the_one_person_whose_names_hold_it():
+    chars = {1: Character(1, "Allan Quatermain", ["Allan Quatermain"], 900, "male"),
+             2: Character(2, "Quatermain", ["Quatermain", "Mr. Quatermain"], 60, "male"),  # his surname
+             3: Character(3, "Sir Henry", ["Sir Henry", "Sir Henry Curtis"], 600, "male"),
+             4: Character(4, "Curtis", ["Curtis", "George Curtis"], 50, "male"),  # his brother: a first name of his own
+             5: Character(5, "Mademoiselle Stangerson", ["Mademoiselle Stangerson"], 800, "female"),
+             6: Character(6, "Monsieur Stangerson", ["Monsieur Stangerson"], 300, "male"),
+             7: Character(7, "Mathilde Stangerson", ["Mathilde Stangerson"], 40, "female"),
+             8: Character(8, "William Stangerson", ["William Stangerson"], 8, "male"),
+             9: Character(9, "Mamma Valerius", ["Mamma Valerius"], 90, None),  # his wife: kinship says female
+             10: Character(10, "Professor Valerius", ["Professor Valerius"], 24, "male"),
+             11: Character(11, "Mr. Driscoll", ["Mr. Driscoll"], 30, "male"),  # one of several: nobody's
+             12: Character(12, "Tom Driscoll", ["Tom Driscoll"], 500, "male"),
+             13: Character(13, "Percy Driscoll", ["Percy Driscoll"], 20, "male"),
+             14: Character(14, "Marse Percy", ["Marse Percy"], 5, "male"),  # a dialect title: a Percy
+             15: Character(15, "Mme", ["Mme"], 40, "female")}  # a title without a name: nobody in particular
+    cast = cast_of(Book("b", [], [], [], chars))
+    groups = cast.groups
+    assert cast.dropped == {15: "a title or form of address, without a name"}
+    assert groups[1] == [1, 2] and groups[3] == [3] and groups[4] == [4]
+    assert sorted(groups[5]) == [5, 7] and sorted(groups[6]) == [6, 8]  # each Stangerson by gender
+    assert groups[9] == [9] and groups[10] == [10]
+    assert groups[11] == [11] and groups[12] == [12] and groups[13] == [13, 14]
+
+
+def test_places_families_and_exclamations_are_not_people(parsed):
+    story = ("Hush, child! Hush, be quiet, said Anna Pellow. Hush! Anna Pellow walked to Durban Point with Tom "
+             "Pellow. Tom Pellow loved Durban. Durban was hot. The Pellows were happy. The Pellows sang. "
+             "Anna Pellow saw Tom Pellow.")
+    book = parsed(story)
+    b = _with_clusters(book, ["Hush", "Durban", "Pellows"])
+    why = {b.characters[c].name: reason for c, reason in cast_of(b).dropped.items()}
+    assert why["Hush"].startswith("an exclamation") and why["Durban"].startswith("a place")
+    assert why["Pellows"].startswith("a family or people")
+    assert {"Anna Pellow", "Tom Pellow"} <= set(cast_of(b).names.values())
+
+
 def test_a_title_fixes_the_gender_the_cast_shows():
     chars = {1: Character(1, "Lady Agatha", ["Lady Agatha"], 20, "male"),  # the engine's reading of nearby pronouns
              2: Character(2, "Lord Fermor", ["Lord Fermor", "Uncle George"], 9, None),
@@ -112,7 +149,8 @@ def test_a_name_that_never_acts_owns_or_is_addressed_is_not_a_person(parsed):
     cast = cast_of(b)
     why = {b.characters[c].name: reason for c, reason in cast.dropped.items()}
     never = "never a subject, object or owner (an exclamation, or a place after a preposition)"
-    assert why.get("Raveloe") == never and why.get("Hekinah") == never
+    assert why.get("Raveloe") == never  # ("Hekinah, I trow" starts its sentence with a comma after it: an exclamation)
+    assert why.get("Hekinah") in (never, "an exclamation (it starts its sentences, a comma or '!' after it)")
     assert "Eppie" in cast.names.values()  # addressed: a person, though she never acts here
     assert {"Silas Marner", "Dunstan Cass"} <= set(cast.names.values())
 

@@ -136,7 +136,7 @@ def answer_file(out: Path, ans) -> Path:
     if not out.is_dir():
         return out
     slug = re.sub(r"[^a-z0-9]+", "-", ans.question.lower()).strip("-")[:48].rstrip("-") or "answer"
-    return out / f"{ans.book_id[:8]}-{slug}.json"
+    return out / f"{ans.book[:8]}-{slug}.json"
 
 
 def home(workspace: Optional[Path]) -> Path:

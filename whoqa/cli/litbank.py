@@ -44,11 +44,16 @@ def eval_cast(
     litbank: Path = typer.Option(Path(DEFAULT_DATA) / "litbank", help="LitBank coref folder (<name>.txt + .ann)."),
     max_docs: Optional[int] = typer.Option(None, help="Debug: only the first N documents."),
     out: Optional[Path] = typer.Option(None, help="Also write the JSON here."),
+    labels: Optional[Path] = typer.Option(None, help="Instead of LitBank: hand labels of whole novels' name clusters "
+                                                     "(data_prep/readers/cast_labels.tsv), scored in --workspace."),
+    workspace: Path = typer.Option(Path("ws-readers"), help="With --labels: the workspace the novels are taken into."),
+    books: Path = typer.Option(Path("../shared/data/books-unlabeled"), help="With --labels: the novels' folder."),
 ):
     """Score a book's cast (the people among its characters, merged) against LitBank's gold named people: precision
-    and recall, beside those of the characters before the cast."""
-    from whoqa.evaluation.cast import evaluate_cast
-    res = stage(evaluate_cast, litbank, max_docs)
+    and recall, beside those of the characters before the cast. With --labels, whole novels' casts against hand
+    labels: the share of the 40 most mentioned that are people, and the same-person clusters merged."""
+    from whoqa.evaluation.cast import evaluate_cast, evaluate_labels
+    res = stage(evaluate_labels, workspace, labels, books) if labels else stage(evaluate_cast, litbank, max_docs)
     text = json.dumps(res, indent=1)
     typer.echo(text)
     if out:

@@ -84,3 +84,49 @@ def evaluate_cast(folder: Path, max_docs: int | None = None, progress: bool = Tr
             "dropped": {n: d["dropped"] for n, d in per_doc.items() if d["dropped"]},
             "dropped_people": {n: d["dropped_people"] for n, d in per_doc.items() if d["dropped_people"]},
             "kept_not_people": {n: d["kept_not_people"] for n, d in per_doc.items() if d["kept_not_people"]}}
+
+
+TOP_CAST = 40  # the cast's most mentioned people judged against the hand labels
+
+
+def score_labels(book: Book, labels: dict[int, tuple[bool, str]], top: int = TOP_CAST) -> dict:
+    """A whole novel's cast against hand labels (cluster id -> (a person?, who: one key per individual)): the share of
+    its `top` most mentioned people that are people; the same-person pairs of labelled clusters it merges, and the
+    pairs it merges that are two people (or a person and not one)."""
+    cast = cast_of(book)
+    mentions = {r: sum(book.characters[m].count for m in ms) for r, ms in cast.groups.items()}
+    shown = sorted(cast.groups, key=lambda r: (-mentions[r], r))[:top]
+    judged = [r for r in shown if r in labels]
+    same = [(a, b) for a in labels for b in labels if a < b and labels[a][0] and labels[b][0]
+            and labels[a][1] == labels[b][1]]
+    merged = [(a, b) for a, b in same if cast.of(a) is not None and cast.of(a) == cast.of(b)]
+    wrong = [(a, b) for ms in cast.groups.values() for a in ms for b in ms if a < b and a in labels and b in labels
+             and (labels[a][1] != labels[b][1] or not (labels[a][0] and labels[b][0]))]
+    name = lambda c: book.characters[c].name  # noqa: E731
+    return {"top": len(shown), "judged": len(judged), "people": sum(labels[r][0] for r in judged),
+            "not_people": [cast.names[r] for r in judged if not labels[r][0]],
+            "same_pairs": len(same), "merged": len(merged),
+            "missed": [f"{name(a)} = {name(b)}" for a, b in same if (a, b) not in merged],
+            "wrong_merges": [f"{name(a)} + {name(b)}" for a, b in wrong]}
+
+
+def evaluate_labels(workspace: Path, labels: Path, books: Path) -> dict:
+    """`whoqa eval-cast --labels`: each labelled novel (BOOKS/<id>.txt, taken into WORKSPACE as `ask` takes a file)
+    scored by `score_labels`, and the totals."""
+    import csv
+    from whoqa.service import Service
+    rows: dict[str, dict[int, tuple[bool, str]]] = {}
+    with Path(labels).open(encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
+            rows.setdefault(r["book"], {})[int(r["cluster"])] = (r["person"] == "yes", r["same"] or r["name"])
+    svc = Service(workspace)
+    out = {}
+    for b, labelled in rows.items():
+        wid = svc.resolve(Path(books) / f"{b}.txt")
+        out[b] = score_labels(Book.load(svc.ws.books / wid, wid), labelled)
+    keys = ("top", "judged", "people", "same_pairs", "merged")
+    total = {k: sum(o[k] for o in out.values()) for k in keys}
+    return {"books": out, "total": total,
+            "precision": round(100 * total["people"] / max(total["judged"], 1), 2),
+            "merged_share": round(100 * total["merged"] / max(total["same_pairs"], 1), 2),
+            "wrong_merges": sum(len(o["wrong_merges"]) for o in out.values())}

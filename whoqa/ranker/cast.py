@@ -17,7 +17,7 @@ from whoqa.core.lexicon import gender_table, nicknames
 from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
 from whoqa.core.book import Book, char_token
 
-DEITIES = {"god", "lord", "heaven", "heavens", "providence", "christ", "jesus", "allah", "jove", "jehovah", "almighty",
+DEITIES = {"dieu", "bon dieu", "god", "lord", "heaven", "heavens", "providence", "christ", "jesus", "allah", "jove", "jehovah", "almighty",
            "satan", "devil", "lucifer", "fate", "fortune", "nature"}
 ARTICLES = {"the", "a", "an"}
 LOCATIVES = {"in", "into", "near", "through", "across", "within", "throughout", "beyond", "outside", "inside",
@@ -27,6 +27,12 @@ PLACE_HEADS = {"lane", "street", "road", "square", "hall", "house", "corner", "c
                "station", "college", "school", "farm", "lodge", "place", "gardens", "row", "cross", "land", "mines",
                "valley", "forest", "wood", "woods", "mountain", "mountains", "sea", "ocean", "city", "town", "street",
                "avenue", "palace", "tower", "harbour", "harbor", "cottage", "grange", "heights", "common", "fields"}
+PLACE_HEADS |= {"berg", "point", "kraal", "mount", "peak", "desert", "plain", "plains", "pass", "falls", "creek"}
+KIN = {**dict.fromkeys(["daddy", "papa", "pa", "pere", "père", "grandpa", "granddad", "grandfather", "marse", "mars",
+                        "massa", "mas'r"], "male"),
+       **dict.fromkeys(["mamma", "mama", "mammy", "ma", "mere", "mère", "granny", "grandma", "grandmother"], "female")}
+PLACE_PREFIXES = {"rue", "mount", "lake", "cape", "port", "fort", "river", "boulevard", "avenue", "place"}  # "Rue Scribe"
+INTERJECTION_SHARE = 0.6  # a word that starts its sentences this often, a comma or "!" after it, is an exclamation
 COMMON_SHARE = 0.5  # a name whose word is written in lower case this often is a common word ("death", "nay")
 ARTICLE_SHARE = 0.5  # a name after an article this often is a noun ("the Jew")
 PLACE_SHARE = 0.5  # a name that NER calls a place or organisation this often is one
@@ -108,14 +114,31 @@ def _known_name(word: str) -> bool:
     return sum(gender_table().get(word.lower(), (0.0, 0.0))) >= NAME_REFERENCES
 
 
-def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list) -> str | None:
+def _common(word: str, usage: "_Usage") -> bool:
+    """Whether the book writes this word in lower case at least as often as with a capital ("manager", "registrar")."""
+    low = usage.lower[word.lower()]
+    return low >= 3 and low >= COMMON_SHARE * (low + usage.capital[word])
+
+
+def _exclaimed(tokens: list, proper: list, book: Book) -> int:
+    """How many of the mentions begin their sentence with a comma, "!" or "?" after them ("Hush, child!")."""
+    starts = book._starts if hasattr(book, "_starts") else None
+    if starts is None:
+        starts = book._starts = {a for a, _ in book.sentences}
+    return sum(1 for m in proper if (m.start in starts or m.start > 0 and tokens[m.start - 1].word in ('"', "“", "'"))
+               and m.end + 1 < len(tokens) and tokens[m.end + 1].word in (",", "!", "?", "—", "--"))
+
+
+def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list, others: set[str] = frozenset()) -> str | None:
     """Why character `cid` is not a person, or None when it is one."""
     c = book.characters[cid]
     if not c.aliases and (c.name == "NARRATOR" or c.name == char_token(cid)):
         return "no name (a narrator or group that is never named)"
-    words = name_words(c.name)
+    words = [w for w in name_words(c.name) if w.lower() not in KIN]
     if not words:
-        return "a deity" if c.name.lower().rstrip(".") in DEITIES else None  # "the Doctor" is someone
+        return "a deity" if c.name.lower().rstrip(".") in DEITIES else "a title or form of address, without a name"
+    if _titled(c.aliases) and all(_common(w, usage) and not _known_name(w) for w in words):
+        return "a title and a role, without a name (\"Mr. Manager\")"
     if " ".join(words).lower() in DEITIES or len(words) == 1 and words[0].lower() in DEITIES:
         return "a deity"
     if _titled(c.aliases):
@@ -126,6 +149,17 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list) -> str | No
         return "a place or organisation"
     if len(words) > 1 and words[-1].lower() in PLACE_HEADS:
         return "a place (its last word names one)"
+    placed = [a for a in c.aliases if len(a.split()) > 1 and (a.split()[-1].lower() in PLACE_HEADS
+                                                              or a.split()[0].lower() in PLACE_PREFIXES)]
+    if placed and not known and not _titled(c.aliases):
+        return f"a place (the book calls it {placed[0]!r})"
+    if len(words) == 1 and len(head) > 6 and head.lower().endswith("land") and not known:
+        return "a place (a land's name)"
+    if len(words) == 1 and head.endswith("s") and not known and head[:-1] in others:
+        return f"a family or people (the plural of {head[:-1]!r})"
+    if len(words) == 1 and not known and proper and _exclaimed(book.tokens, proper, book) \
+            >= INTERJECTION_SHARE * len(proper):
+        return "an exclamation (it starts its sentences, a comma or '!' after it)"
     tokens = book.tokens
     located = sum(1 for m in proper if m.start > 0 and tokens[m.start - 1].word.lower() in LOCATIVES
                   and not (m.end + 1 < len(tokens) and tokens[m.end + 1].word in ("'s", "’s")))
@@ -154,8 +188,11 @@ def _in_role(tokens: list, m) -> bool:
 
 
 def _merged(book: Book, people: list[int]) -> dict[int, int]:
-    """member -> representative for clusters of one person: the same name twice, or a single untitled first name
-    (or its nickname) that exactly one titled person carries ("Harry" -> "Lord Henry")."""
+    """member -> representative for clusters of one person: the same name twice; a single untitled first name (or
+    its nickname) that exactly one titled person carries ("Harry" -> "Lord Henry"); and a one-word name, titled or
+    not, that exactly one other person's names hold ("Quatermain" -> "Allan Quatermain", "Mr. Hallward" -> "Basil
+    Hallward", "Aunt Agatha" -> "Lady Agatha"), where their titles' or first names' genders agree and no first name
+    of its own says it is someone else ("Curtis; George Curtis" is not "Sir Henry Curtis")."""
     chars = book.characters
     into: dict[int, int] = {}
     by_name: dict[str, int] = {}
@@ -178,7 +215,67 @@ def _merged(book: Book, people: list[int]) -> dict[int, int]:
             w.lower() in forms for a in chars[t].aliases if _titled([a]) for w in name_words(a)[:1])]
         if len(bearers) == 1 and chars[bearers[0]].count > chars[cid].count:  # (a bigger one is someone else)
             into[cid] = bearers[0]
+    _merge_by_name_word(book, [c for c in people if c not in into], into)
     return into
+
+
+def _gender(book: Book, cid: int) -> str | None:
+    """A cluster's gender by its titles (or kinship words: "Mamma"), else by its first names in Gutenberg's he/she
+    table (clear cases only), else by the pronouns the engine resolved to it."""
+    aliases = book.characters[cid].aliases
+    said = title_gender(aliases)
+    if said:
+        return said
+    kin = {KIN[a.split()[0].lower()] for a in aliases if len(a.split()) > 1 and a.split()[0].lower() in KIN}
+    if len(kin) == 1:
+        return kin.pop()
+    votes = Counter()
+    for a in aliases:
+        words = name_words(a)
+        if len(words) > 1:
+            he, she = gender_table().get(words[0].lower(), (0.0, 0.0))
+            if he + she >= NAME_REFERENCES and max(he, she) >= 0.9 * (he + she):
+                votes["male" if he > she else "female"] += 1
+    if len(votes) == 1:
+        return votes.most_common(1)[0][0]
+    return book.characters[cid].gender if book.characters[cid].gender in ("male", "female") else None  # its pronouns'
+
+
+def _titled_or_kin(name: str) -> bool:
+    first = name.split()[0].lower() if name.split() else ""
+    return len(name.split()) > 1 and (first in KIN or first in MALE_TITLES | FEMALE_TITLES)
+
+
+def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> None:
+    """The one-word-name rule of `_merged`: each such cluster joins the one other person whose names hold its word
+    (merging into whichever of the two is mentioned more)."""
+    chars = book.characters
+    names = {c: {tuple(w.lower() for w in name_words(a) if w.lower() not in KIN) for a in chars[c].aliases} - {()}
+             for c in people}  # (kinship words are titles here: "Mamma Valerius" is a Valerius, named by no first name)
+    firsts = {c: {n[0] for n in ns if len(n) > 1} for c, ns in names.items()}
+    genders = {c: _gender(book, c) for c in people}
+
+    def root(c: int) -> int:
+        while c in into:
+            c = into[c]
+        return c
+
+    for cid in people:
+        words = [w for w in name_words(chars[cid].name) if w.lower() not in KIN]  # "Marse Percy": a Percy
+        if len(words) != 1:
+            continue
+        word = words[0].lower()
+        bearers = {root(p) for p in people if p != cid and (any(word in n for n in names[p] if len(n) > 1)
+                                                            or (word,) in names[p] and _titled_or_kin(chars[p].name))}
+        bearers.discard(root(cid))
+        fits = [b for b in bearers if (not genders[cid] or not genders.get(b) or genders[cid] == genders[b])
+                and firsts[cid] <= firsts.get(b, set()) | {word}]
+        if len(fits) != 1:
+            continue  # nobody, or several (a family: "Mr. Driscoll" among Tom, Percy and York Driscoll)
+        a, b = sorted([root(cid), fits[0]], key=lambda c: (-chars[c].count, c))
+        into[b] = a
+        for m in [m for m, r in into.items() if r == b]:
+            into[m] = a
 
 
 def cast_of(book: Book) -> Cast:
@@ -192,8 +289,9 @@ def cast_of(book: Book) -> Cast:
             proper.setdefault(m.char_id, []).append(m)
     order = sorted(book.characters, key=lambda c: (-book.characters[c].count, c))
     dropped = {}
+    words = {w for c in book.characters.values() for a in c.aliases for w in name_words(a)}
     for cid in order:
-        why = _not_a_person(book, cid, usage, proper.get(cid, []))
+        why = _not_a_person(book, cid, usage, proper.get(cid, []), words)
         if why:
             dropped[cid] = why
     people = [c for c in order if c not in dropped]
