@@ -80,16 +80,18 @@ def test_the_second_stage_follows_an_informative_llm_and_keeps_the_first_stage_o
 
 def test_character_features_name_the_share_the_context_and_the_question():
     chars = [{"id": 0, "count": 30}, {"id": 1, "count": 10}, {"id": 2, "count": 60}]
-    ids, x = character_features(chars, Counter({1: 3}), {2}, {0: [2, 1]}, {1: [4, 0]}, network={0: -0.2, 2: -3.0})
-    assert ids == [0, 1, 2] and x.shape == (3, len(STAGE1)) == (3, 8)
+    ids, x = character_features(chars, Counter({1: 3}), {2}, {0: [2, 1]}, {1: [4, 0]}, network={0: -0.2, 2: -3.0},
+                                written=[2, 0, 2])
+    assert ids == [0, 1, 2] and x.shape == (3, len(STAGE1)) == (3, 10)
     np.testing.assert_allclose(np.exp(x[:, 0]), [0.3, 0.1, 0.6])
     np.testing.assert_allclose(x[:, 1], [0.0, np.log(4), 0.0])
     assert list(x[:, 2]) == [0.0, 0.0, 1.0]
     np.testing.assert_allclose(x[:, 3:5], [[np.log(3), np.log(2)], [0.0, 0.0], [0.0, 0.0]])  # its role matches
     np.testing.assert_allclose(x[:, 5:7], [[0.0, 0.0], [np.log(5), 0.0], [0.0, 0.0]])  # the same in the whole book
     assert list(x[:, 7]) == [-0.2, -3.0, -3.0]  # the network's; one it did not score gets the lowest it gave
-    s = with_llm(x, [-1.0, -2.0, -3.0])  # (3, 9): the LLM's scores log-softmaxed over the k names
-    assert np.exp(s[:, 8]).sum() == pytest.approx(1.0) and s[0, 8] > s[1, 8] > s[2, 8]
+    assert list(x[:, 8]) == [0.0, 0.0, 1.0] and list(x[:, 9]) == [1.0, 0.0, 1.0]  # written first; written at all
+    s = with_llm(x, [-1.0, -2.0, -3.0])  # (3, 11): the LLM's scores log-softmaxed over the k names
+    assert np.exp(s[:, 10]).sum() == pytest.approx(1.0) and s[0, 10] > s[1, 10] > s[2, 10]
 
 
 def test_the_llm_feature_forms_and_their_choice_by_cross_validation():
@@ -155,7 +157,7 @@ def test_a_fit_made_with_other_features_is_refused_with_one_line(tmp_path):
     save_fit(folder, {"ranker": other})
     with pytest.raises(ValueError, match=r"made with features .*chapter.*whoqa rerank --candidates features"):
         served_fit(tmp_path, "m")
-    weights = [0.5, 0.3, -1.0, 0.4, 0.2, 0.3, 0.1, 0.1][:len(STAGE1)]  # one per feature of the registry
+    weights = [0.5, 0.3, -1.0, 0.4, 0.2, 0.3, 0.1, 0.1, 0.2, 0.1][:len(STAGE1)]  # one per feature of the registry
     save_fit(folder, {"ranker": {**other, "stage1": weights, "features": {"stage1": list(STAGE1)},
                                  "version": FEATURE_VERSION + 1}})
     with pytest.raises(ValueError, match="version"):

@@ -40,6 +40,7 @@ class Inputs:
     #                    the ones in a sentence holding another of the question's arguments (whoqa.ranker.syntax)
     book_roles: np.ndarray  # (C, 2): the same over every sentence of the book holding one of the question's verbs
     network: np.ndarray  # (C,) the anonymous-slot memory network's log-probability (whoqa.memnet.slots; 0: none)
+    written: np.ndarray  # (C,) where the reader's written answer names it (whoqa.ranker.written): 1 first, 2 next..., 0
 
 
 FEATURES: dict[str, Callable[[Inputs], np.ndarray]] = {
@@ -59,10 +60,16 @@ FEATURES: dict[str, Callable[[Inputs], np.ndarray]] = {
     "book_role_with_args": lambda i: np.log1p(i.book_roles[:, 1]),
     # the memory network over anonymous slots: how likely it finds the character the answer, having read the context
     "network": lambda i: i.network,
+    # the reader, asked to write the answer from the passages it reads for other questions, named it first
+    "written": lambda i: (i.written == 1).astype(float),
+    # ... or named it at all (a second name it wrote)
+    "written_any": lambda i: (i.written >= 1).astype(float),
 }
 STAGE1 = tuple(FEATURES)  # every feature the registry computes; a fit uses these or some of them (its own list)
-FROM_BOOK = tuple(f for f in STAGE1 if f != "network")  # what the book and question alone give ("--stage1 all"); the
-#   network's needs a trained slot network (`whoqa slots train`)
+FROM_BOOK = tuple(f for f in STAGE1 if f not in ("network", "written", "written_any"))  # what the book and question
+#   alone give ("--stage1 all"); the network's needs a trained slot network (`whoqa slots train`), the written ones a
+#   reader's written answers (`whoqa.ranker.written`)
+WRITTEN = ("written", "written_any")
 BASE = ("book_share", "context_mentions", "named")  # issue 29's three: a fit that records no feature list used these
 SERVED = BASE + ("book_role", "book_role_with_args")  # the served fit's, over the book's cast: measured best with the
 #   LLM (docs/who-ranker.md#a-cast-of-people-and-the-questions-syntax-issue-51)
@@ -71,19 +78,22 @@ SERVED = BASE + ("book_role", "book_role_with_args")  # the served fit's, over t
 def character_features(characters: list[dict], context: Counter, named: set[int],
                        roles: dict[int, list[int]] | None = None,
                        book_roles: dict[int, list[int]] | None = None,
-                       network: dict[int, float] | None = None) -> tuple[list[int], np.ndarray]:
+                       network: dict[int, float] | None = None,
+                       written: list[int] | None = None) -> tuple[list[int], np.ndarray]:
     """(ids, (C, F) stage-1 features) of candidates given as records with an id and a count (the book's order), the
     question's context mentions (id -> count), the candidates the question names, their role matches in the context and
-    in the whole book (id -> [matches, matches beside another argument]) and the network's log-probabilities (id -> value; a candidate it
-    did not score gets the lowest it gave)."""
+    in the whole book (id -> [matches, matches beside another argument]), the network's log-probabilities (id -> value; a candidate it
+    did not score gets the lowest it gave) and the candidates the reader's written answer names, in order."""
     ids = [c["id"] for c in characters]
+    place = {r: k + 1 for k, r in reversed(list(enumerate(written or [])))}  # (the first place a name is written)
     roles, book_roles, network = roles or {}, book_roles or {}, network or {}
     low = min(network.values(), default=0.0)
     inputs = Inputs(np.array([c["count"] for c in characters], dtype=float),
                     np.array([context[i] for i in ids], dtype=float), np.array([i in named for i in ids]),
                     np.array([roles.get(i, [0, 0]) for i in ids], dtype=float).reshape(-1, 2),
                     np.array([book_roles.get(i, [0, 0]) for i in ids], dtype=float).reshape(-1, 2),
-                    np.array([network.get(i, low) for i in ids], dtype=float))
+                    np.array([network.get(i, low) for i in ids], dtype=float),
+                    np.array([place.get(i, 0) for i in ids], dtype=float))
     x = np.column_stack([f(inputs) for f in FEATURES.values()]) if ids else np.zeros((0, len(FEATURES)))
     return ids, x.reshape(-1, len(FEATURES))  # (C, F)
 
@@ -113,12 +123,14 @@ ROLE_FEATURES = ("role", "role_with_args", "book_role", "book_role_with_args")  
 
 
 def book_features(book, context: list[int], named: set[int], question: str = "", cast: bool = True,
-                  network: dict[int, float] | None = None, used: tuple[str, ...] = STAGE1) -> tuple[list[int], np.ndarray]:
+                  network: dict[int, float] | None = None, used: tuple[str, ...] = STAGE1,
+                  written: list[int] | None = None) -> tuple[list[int], np.ndarray]:
     """(ids, (C, F) features) of a book's answer candidates for a question whose context holds these sentence ids
     (best first; the first CONTEXT_SENTENCES are read) and which names these characters; `network`: the slot
     network's log-probability per character id (a person's: its clusters' summed). `used`: the features a fit reads;
     the question is parsed only for role features among them (the parse and WordNet's import cost a first answer
-    about 2.5 s), the others' columns left 0."""
+    about 2.5 s), the others' columns left 0. `written`: the character ids the reader's written answer names, in
+    order (`whoqa.ranker.written.Written.linked`)."""
     groups = candidates(book, cast)
     rep = {m: r for r, ms in groups.items() for m in ms}
     sentences = context[:CONTEXT_SENTENCES]
@@ -130,4 +142,6 @@ def book_features(book, context: list[int], named: set[int], question: str = "",
     if network:
         scored = {r: [network[m] for m in ms if m in network] for r, ms in groups.items()}
         network = {r: float(np.logaddexp.reduce(v)) for r, v in scored.items() if v}
-    return character_features(records, mentions, {rep[n] for n in named if n in rep}, roles, book_roles, network)
+    written = list(dict.fromkeys(rep[w] for w in written or () if w in rep))
+    return character_features(records, mentions, {rep[n] for n in named if n in rep}, roles, book_roles, network,
+                              written)

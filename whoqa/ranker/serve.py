@@ -37,12 +37,13 @@ def served_shots(prompt: dict, pool: ShotPool, book_id: str, question: str) -> l
 
 
 def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSpan], wins: list[list],
-         reader=None, pool: ShotPool | list = (), network=None) -> Ranked:
+         reader=None, pool: ShotPool | list = (), network=None, written: list[int] | None = None) -> Ranked:
     """The book's characters ranked for the question. `opened`: (Book, AliasIndex, BM25FIndex); `wins`: the
     question's BM25F windows (`question_windows`: its context, and the LLM's passages); `reader`: an LLMReader on the
     transformers runtime, or None for the first stage alone; `pool`: the questions the prompt's few shots are drawn
     from (whoqa.reader.prompt.who_pool: the question's own shots where it is one of them, as re-ranking drew);
-    `network`: a `whoqa.memnet.slot_ask.SlotScorer`, required by a fit that uses the network feature."""
+    `network`: a `whoqa.memnet.slot_ask.SlotScorer`, required by a fit that uses the network feature; `written`: the
+    characters the reader's written answer names (whoqa.ranker.written), for a fit that uses the written features."""
     book, aliases, index = opened
     context = context_sentences(wins, CONTEXT_SENTENCES)
     scores = None
@@ -52,7 +53,7 @@ def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSp
                                     "train --final`")
         scores = network.scores(book, question, spans, context)
     ids, x = book_features(book, context, named_characters(spans), question, ranker.cast, scores,
-                           tuple(ranker.features["stage1"]))
+                           tuple(ranker.features["stage1"]), written)
     x = x[:, columns(ranker.features["stage1"])]  # (C, F): the fit's own features
     llm = None
     if reader is not None:

@@ -76,11 +76,12 @@ def measured_variant(cfg: RerankConfig) -> str:
 
 
 def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage1: tuple[str, ...] = STAGE1,
-                      network: dict[str, dict] | None = None) -> list[dict]:
+                      network: dict[str, dict] | None = None, written: dict[str, list[int]] | None = None) -> list[dict]:
     """Per question of a run: its candidates' ids (the book's cast, or every character with `cast=False`), stage-1
     features (C, F) from its stored BM25F context (the recipe `ask` builds afresh, read by the same `book_features`;
     only the `stage1` ones, in the registry's order) and right answers (C,) bool. `network`: question id -> the slot
-    network's held-out log-probabilities {character id: value} (book-level CV), for its feature."""
+    network's held-out log-probabilities {character id: value} (book-level CV), for its feature; `written`: question
+    id -> the characters the reader's written answer names, in order (whoqa.ranker.written), for theirs."""
     chars, questions = load_who_set(ws)
     who = {q["question_id"]: q for q in questions}
     books: dict = {}  # book id -> (Book, its BM25F contexts, its AliasIndex)
@@ -96,7 +97,7 @@ def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage
         context = question_context(contexts, c["question_id"], CONTEXT_SENTENCES)
         scored = (network or {}).get(str(c["question_id"])) or {}
         ids, x = book_features(book, context, named, q["question"], cast, {int(k): v for k, v in scored.items()},
-                               stage1)
+                               stage1, (written or {}).get(str(c["question_id"])))
         answers = answer_ids(book, c["answers"], cast)
         out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x[:, columns(stage1)],
                     "y": np.array([i in answers for i in ids]), "answers": answers,

@@ -19,7 +19,7 @@ from whoqa.reader.grounding import ground
 from whoqa.reader.prompt import ShotPool
 from whoqa.retrieval.bm25f import NothingMatched, matches_question
 from whoqa.service.routing import Route, RoutingTable, measured_rouge, native_answers, state_key
-from whoqa.service.evidence import evidence_for, who_reasons
+from whoqa.service.evidence import evidence_for, who_reasons, written_evidence, written_reasons
 from whoqa.service.intake import KEEP_BOOKS, BookIntake
 from whoqa.service.schema import Answer, Evidence, Ranked, ServiceConfig, check_request, one_per_name
 
@@ -336,7 +336,11 @@ class Service(BookIntake):
         if llm:
             base, cfg = self._scoring_llm(llm, fit)
             reader = self.llm(base, scores=True, cfg=cfg)
-        got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True), self.slot_scorer(fit))
+        written = None
+        if "written" in fit.ranker.features["stage1"] or "written_any" in fit.ranker.features["stage1"]:
+            written, _ = self._write(book_id, question, opened)  # the reader writes the answer; linked to the cast
+        got = rank(fit.ranker, opened, question, spans, wins, reader, self.pool(who=True), self.slot_scorer(fit),
+                   written.linked if written else None)
         book = opened[0]
         chars = one_per_name([Ranked(i, book.characters[i].name, p, s)
                               for i, p, s in zip(got.ids, got.probabilities, got.llm)], self.cfg.top)
@@ -347,10 +351,13 @@ class Service(BookIntake):
                        "fit_of": f"run {fit.measured_on}" if fit.measured_on else "the 41 shared books (shipped)",
                        "questions": r.questions, "ece": r.ece, "provenance": fit.provenance,
                        "stage": "both" if got.read else "first"}
-        return Answer(question, book_id, "who", "features", "", model, chars,
-                      evidence=evidence_for(book, context[:CONTEXT_SENTENCES], chars, question, self.cfg.evidence),
-                      calibration=calibration, warnings=warnings,
-                      why=who_reasons(book, context[:CONTEXT_SENTENCES], chars, named_characters(spans)))
+        evidence = evidence_for(book, context[:CONTEXT_SENTENCES], chars, question, self.cfg.evidence)
+        why = who_reasons(book, context[:CONTEXT_SENTENCES], chars, named_characters(spans))
+        if written is not None:
+            evidence, why = written_evidence(book, written, chars, evidence, self.cfg.evidence), \
+                written_reasons(book, written, chars) + why
+        return Answer(question, book_id, "who", "features", "", model, chars, evidence=evidence,
+                      calibration=calibration, warnings=warnings, why=why)
 
     def _reader_answer(self, book_id: str, question: str, opened: tuple, model: str | None = None) -> Answer:
         from whoqa.reader.ask import ReaderAsker
@@ -368,14 +375,30 @@ class Service(BookIntake):
         return self._grounded(Answer(question, book_id, "reader", "reader", "", f"FiD reader {reader.model_name}",
                                      answer=got.answer, passages=got.passages, why=why), opened[0], wins, got.answer)
 
-    def _llm_answer(self, book_id: str, question: str, opened: tuple, options: dict | None = None) -> Answer:
+    def written(self, book_id: str, question: str, upto: str | None = None):
+        """A Who question answered as the reader of other questions writes answers, linked to the book's cast
+        (whoqa.ranker.written): (Written, the reader's Answer)."""
+        with self.lock:
+            return self._write(book_id, question, self.upto(book_id, upto)[0])
+
+    def _write(self, book_id: str, question: str, opened: tuple):
+        from whoqa.core.names import name_spans, named_characters
+        from whoqa.ranker.written import link
+        wins = self._passage_windows(opened, question)
+        ans = self._llm_answer(book_id, question, opened, wins=wins)
+        sentences = [s for a, b, *_ in wins[:len(ans.passages)] for s in range(int(a), int(b) + 1)]
+        named = named_characters(name_spans(question, opened[1]))
+        return link(opened[0], opened[1], question, named, ans.answer or ans.withheld, sentences), ans
+
+    def _llm_answer(self, book_id: str, question: str, opened: tuple, options: dict | None = None,
+                    wins: list | None = None) -> Answer:
         """The installed LLM's answer, with the options of the LLM run the route measured (else LLMConfig's)."""
         from whoqa.reader.llm import answer_from_book
         llm = self.routes().llm
         if llm is None:
             raise FileNotFoundError("no local LLM installed: `bash install.sh` installs one")
         base, cfg = self.answering_llm(llm, options)
-        wins = self._passage_windows(opened, question)
+        wins = wins if wins is not None else self._passage_windows(opened, question)
         reader, pool = self.llm(base, scores=False, cfg=cfg), self.pool(who=False)
         text, passages = answer_from_book(reader, opened, question, pool, cfg, wins)
         shown = ", ".join([f"{k} {v}" for k, v in sorted(asdict(cfg).items())

@@ -64,3 +64,26 @@ def sentence_marks(book, sid: int, char: int) -> tuple[list[tuple[int, int]], st
              for m in book.sentence_mentions(sid) if m.char_id == char or person(m.char_id) == char]
     return marks, text
 
+
+
+def written_evidence(book, written, chars: list[Ranked], evidence: list[Evidence], n: int) -> list[Evidence]:
+    """The evidence with the passage sentence the reader's written answer came from first, where it names (or
+    resolves to) the top character: the event, not the sentence with most mentions."""
+    if written.sentence is None or not chars or written.answer != chars[0].id:
+        return evidence
+    marks, text = sentence_marks(book, written.sentence, chars[0].id)
+    first = Evidence(written.sentence, text, marks)
+    return ([first] + [e for e in evidence if e.sentence != written.sentence])[:n]
+
+
+def written_reasons(book, written, chars: list[Ranked]) -> list[str]:
+    """What the reader wrote, in plain words: whom it named, or that what it wrote names no character of the book."""
+    if not written.text:
+        return []
+    if written.answer is None:
+        return [f"a language model that read the passages wrote {written.text!r}, which names none of the book's "
+                f"characters" + (", only the one the question names" if written.named_passed else "")]
+    name = book.characters[written.answer].name if written.answer in book.characters else "?"
+    agree = bool(chars) and chars[0].id == written.answer
+    return [f"a language model that read the passages wrote {written.text!r}"
+            + (f", naming {name}" if agree else f", naming {name}, though the counts weigh against it")]

@@ -1,0 +1,102 @@
+"""Issue 63: the Who answer the reader writes, linked to the cast (`Service.written`, whoqa.ranker.written), question
+by question, resumable (rows already in OUT are kept and not asked again).
+
+The Who set of a workspace (the 41 shared books' 254 questions, after `whoqa prepare --data ../shared/data
+--workspace ws51 --no-unlabeled --no-artificial --no-embeddings` and `whoqa index --workspace ws51`):
+
+    .venv/bin/python docs/experiments/issue63/written.py --workspace ws51 --out docs/experiments/issue63/written_1.5b.jsonl.gz
+
+The readers' questions (their Who rows, judged by name as `eval --questions` judges them):
+
+    .venv/bin/python docs/experiments/issue63/written.py --workspace ws-readers \
+        --questions data_prep/readers/questions.tsv --out docs/experiments/issue63/written_readers_1.5b.jsonl.gz
+
+Each row: the question, the reader's text (shown or withheld), whom it links (cast representatives, in order), how
+(by name, through a passage mention, or not at all), the right answers (as cast representatives) and whether the first
+linked one is right. `--llm` names another reader (default: the one `ask` serves for other questions).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import time
+from pathlib import Path
+
+from whoqa.core.progress import bar
+from whoqa.retrieval.bm25f import NothingMatched
+from whoqa.service import Service, ServiceConfig
+
+
+def done_rows(out: Path) -> dict[str, dict]:
+    if not out.is_file():
+        return {}
+    with gzip.open(out, "rt", encoding="utf-8") as f:
+        return {r["key"]: r for r in map(json.loads, f)}
+
+
+def who_set_items(ws: Path) -> list[dict]:
+    from whoqa.core.store import load_who_set
+    from whoqa.ranker.train import book_fold_candidates
+    _, questions = load_who_set(ws)
+    by_id = {int(q["question_id"]): q for q in questions}
+    return [{"key": str(c["question_id"]), "book": by_id[c["question_id"]]["document_id"],
+             "question": by_id[c["question_id"]]["question"], "answers": c["answers"]}
+            for c in book_fold_candidates(ws, 10, 13)]
+
+
+def readers_items(svc: Service, questions: Path, books: Path) -> list[dict]:
+    from whoqa.evaluation.readers import load_questions
+    rows = [q for q in load_questions(questions) if q.kind == "who"]
+    ids = {b: svc.resolve(books / f"{b}.txt") for b in dict.fromkeys(q.book for q in rows)}
+    return [{"key": f"{q.book}:{q.question}", "book": ids[q.book], "question": q.question, "names": q.answers}
+            for q in rows]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workspace", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--questions", type=Path)
+    ap.add_argument("--books", type=Path, default=Path("../shared/data/books-unlabeled"))
+    ap.add_argument("--llm")
+    a = ap.parse_args()
+    svc = Service(a.workspace, ServiceConfig(llm=a.llm))
+    items = readers_items(svc, a.questions, a.books) if a.questions else who_set_items(a.workspace)
+    have = done_rows(a.out)
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    from whoqa.evaluation.readers import who_rank
+    from whoqa.ranker.features import answer_ids
+    for it in bar(items, desc="written Who answers", unit="question"):
+        if it["key"] in have:
+            continue
+        t0 = time.perf_counter()
+        try:
+            w, ans = svc.written(it["book"], it["question"])
+        except NothingMatched as e:
+            row = {**it, "error": str(e)}
+        else:
+            book = svc.book(it["book"])
+            names = [book.characters[r].name for r in w.linked]
+            row = {**it, "text": w.text, "shown": bool(ans.answer), "linked": w.linked, "linked_names": names,
+                   "named_passed": w.named_passed, "how": w.how, "sentence": w.sentence,
+                   "seconds": round(time.perf_counter() - t0, 3)}
+            if "answers" in it:
+                right = answer_ids(book, it["answers"])
+                row.update(right=right, correct=bool(w.linked) and w.linked[0] in right)
+            else:
+                rank = who_rank(names, it["names"])
+                row.update(correct=rank == 1)
+        with gzip.open(a.out, "at", encoding="utf-8") as f:
+            f.write(json.dumps(row, sort_keys=True) + "\n")
+        have[it["key"]] = row
+    rows = list(have.values())
+    linked = [r for r in rows if r.get("linked")]
+    print(f"{len(rows)} questions; written answer linked to a character: {len(linked)} "
+          f"({100 * len(linked) / max(len(rows), 1):.1f}%); first linked right: {sum(r.get('correct', False) for r in rows)}"
+          f" ({100 * sum(r.get('correct', False) for r in rows) / max(len(rows), 1):.2f}% of all, "
+          f"{100 * sum(r.get('correct', False) for r in linked) / max(len(linked), 1):.1f}% of the linked)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""A Who answer the reader writes, linked to the book's cast (issue 63): by the names it writes, a possessive's owner
+and the question's own person passed over, and a description linked through the passage mention it describes."""
+import pytest
+
+from whoqa.core.aliases import AliasIndex
+from whoqa.core.names import name_spans, named_characters
+from whoqa.ranker.cast import cast_of
+from whoqa.ranker.written import link
+
+STORY = ("Roy Glenister sailed north with Joe Dextry. On the ship Glenister met Helen Chester, and he loved Helen. "
+         "Helen's uncle, Judge Stillman, hated Glenister. Judge Stillman said so. Mr. Glenister fought McNamara in "
+         "the street. The peddler sold a gun to McNamara. Joe Dextry laughed at McNamara. Glenister thanked Joe "
+         "Dextry. Judge Stillman ran.")
+
+
+@pytest.fixture(scope="module")
+def book(parsed):
+    return parsed(STORY)
+
+
+def _link(book, question, text):
+    aliases = AliasIndex(book.characters)
+    named = named_characters(name_spans(question, aliases))
+    w = link(book, aliases, question, named, text, list(range(len(book.sentences))))
+    return w, [cast_of(book).names[r] for r in w.linked]
+
+
+def test_names_link_in_order_and_the_questions_person_is_passed_over(book):
+    w, names = _link(book, "Who does Glenister fall in love with?", "Glenister falls in love with Helen Chester")
+    assert names[0].startswith("Helen") and w.how == "name"
+    assert w.named_passed and cast_of(book).names[w.named_passed[0]].endswith("Glenister")
+    assert "Helen" in book.sentence_text(w.sentence)[0]  # the sentence it came from names the answer
+    _, names = _link(book, "Who fights McNamara?", "Mr. Glenister")  # a title and a surname: the full name
+    assert names[0].endswith("Glenister")
+    _, names = _link(book, "Who hates Glenister?", "Helen's uncle, Judge Stillman")
+    assert names[0].endswith("Stillman")  # Helen owns the uncle; the uncle is the answer
+    w, names = _link(book, "Who does Glenister thank?", "Glenister thanks himself")
+    assert names == [] and w.answer is None  # the question's own person, not reflexive: no answer
+    w, names = _link(book, "Who thanks himself?", "Glenister")
+    assert names[0].endswith("Glenister")  # reflexive: it may be
+
+
+def test_an_answer_naming_nobody_links_through_the_passage_or_stays_unlinked(book):
+    w, names = _link(book, "Who sold a gun to McNamara?", "the peddler")
+    assert w.answer is None and w.how == ""  # no character of the book: unlinked, and the caller says so
+    w, names = _link(book, "Who laughed at McNamara?", "")
+    assert w.answer is None
+
+
+def test_a_fit_that_reads_the_written_answer_gets_it_and_says_what_it_wrote(tmp_path, tiny_llm_path, monkeypatch):
+    """Where the served fit weighs the written answer (issue 63), the Who route has the reader write it and links it:
+    the answer's reasons say what it wrote, in plain words."""
+    from dataclasses import replace
+    from tests.test_any_book import STORY as LIGHTHOUSE
+    from whoqa.ranker import fits
+    from whoqa.ranker.features import SERVED, WRITTEN
+    from whoqa.ranker.written import Written
+    from whoqa.service import Service, ServiceConfig
+    shipped = fits.shipped_fit()
+    r = shipped.ranker
+    n = len(SERVED)
+    reading = replace(shipped, ranker=replace(r, stage1=list(r.stage1) + [2.0, 0.5],
+                                              stage2=list(r.stage2[:n]) + [1.0, 0.2] + list(r.stage2[n:]),
+                                              features={"stage1": list(SERVED + WRITTEN),
+                                                        "stage2": list(SERVED + WRITTEN) + r.features["stage2"][n:]}))
+    monkeypatch.setattr(fits, "shipped_fit", lambda: reading)
+    (tmp_path / "l.txt").write_text(LIGHTHOUSE)
+    svc = Service(tmp_path / "ws", ServiceConfig(device="cpu", llm=tiny_llm_path))
+    book = svc.intake(text=tmp_path / "l.txt")
+    ans = svc.answer(book, "Who rowed to the village for bread?")
+    assert any("wrote" in w for w in ans.why), ans.why
+    w, reader = svc.written(book, "Who rowed to the village for bread?")
+    assert isinstance(w, Written) and w.text == (reader.answer or reader.withheld)

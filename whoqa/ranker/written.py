@@ -1,0 +1,111 @@
+"""A Who answer as the reader writes it ("Ignosi, the rightful king"), linked to the book's cast.
+
+Counting finds the central character; reading finds the one the event names. The reader of other questions writes a
+short answer from the passages it read, and this module says whom it names:
+- each name the answer writes, left to right (the book's aliases: full names, titles, first or last names, spelling
+  variants; whoqa.core.aliases.AliasIndex.match), through its person's cast representative;
+- a possessive names someone else ("Helen's uncle" is the uncle, not Helen): such a name is passed over;
+- a name the question itself names is not the answer unless the question is reflexive ("Who does Glenister love?"
+  is not answered "Glenister"); the next name written stands;
+- an answer naming nobody the cast holds is linked through the passage sentence that holds its words: the character
+  mentioned there as the answer's words are (a pronoun or "the peddler" resolved by the book's coreference), else it
+  stays unlinked, and says so.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from whoqa.core.aliases import AliasIndex
+from whoqa.core.names import CAP_SPAN
+from whoqa.ranker.cast import cast_of
+
+REFLEXIVE = re.compile(r"\b(himself|herself|themselves|itself|oneself)\b", re.I)
+WORD = re.compile(r"[A-Za-z][\w\-']*")
+FUNCTION = {"the", "a", "an", "of", "to", "in", "on", "and", "or", "his", "her", "their", "who", "is", "was", "he",
+            "she", "it", "they", "by", "with", "for", "at", "from", "that", "as", "be", "been", "has", "had"}
+
+
+@dataclass
+class Written:
+    """A written Who answer and the cast members it names, the answer first."""
+    text: str
+    linked: list[int] = field(default_factory=list)  # cast representatives, in the order written (named ones out)
+    named_passed: list[int] = field(default_factory=list)  # ones the question names, passed over
+    sentence: int | None = None  # the passage sentence the answer came from (holds its name or its words)
+    how: str = ""  # "name" (the answer names them), "mention" (through the passage's resolved mention), ""
+
+    @property
+    def answer(self) -> int | None:
+        return self.linked[0] if self.linked else None
+
+
+def _named_ids(text: str, aliases: AliasIndex) -> list[int]:
+    """The characters the answer's names name, left to right; a possessive's owner left out."""
+    out: list[int] = []
+    for m in CAP_SPAN.finditer(text):
+        span = m.group(0)
+        if span.endswith(("'s", "’s")) or text[m.end():m.end() + 2] in ("'s", "’s"):
+            continue  # "Helen's uncle": not Helen
+        if span.split()[0].lower() in {"who", "the", "a", "an", "he", "she", "it", "they", "i"} and len(span.split()) == 1:
+            continue
+        ids, _ = aliases.match(span)
+        for i in sorted(ids, key=lambda c: -aliases.characters[c].count):
+            if i not in out:
+                out.append(i)
+    return out
+
+
+def _content(text: str) -> set[str]:
+    return {w.lower() for w in WORD.findall(text) if w.lower() not in FUNCTION}
+
+
+def _best_sentence(book, sentences: list[int], text: str, people: set[int] | None = None) -> int | None:
+    """The passage sentence sharing most of the answer's words (one mentioning these people first)."""
+    want = _content(text)
+    best, score = None, 0.0
+    for s in sentences:
+        got = _content(book.sentence_text(s)[0])
+        overlap = len(want & got) / max(len(want), 1)
+        mentioned = bool(people) and any(m.char_id in people for m in book.sentence_mentions(s))
+        value = overlap + (1.0 if mentioned else 0.0)
+        if value > score:
+            best, score = s, value
+    return best
+
+
+def link(book, aliases: AliasIndex, question: str, named: set[int], text: str | None,
+         sentences: list[int] = ()) -> Written:
+    """The written answer `text` linked to the cast of `book` (module docstring); `named`: the characters the question
+    names (their ids, any cluster); `sentences`: the ids of the passage sentences the reader read."""
+    written = Written(text or "")
+    if not text:
+        return written
+    cast = cast_of(book)
+    reflexive = bool(REFLEXIVE.search(question))
+    named_reps = {cast.of(n) for n in named} - {None}
+    for cid in _named_ids(text, aliases):
+        rep = cast.of(cid)
+        if rep is None or rep in written.linked or rep in written.named_passed:
+            continue
+        if rep in named_reps and not reflexive:
+            written.named_passed.append(rep)
+            continue
+        written.linked.append(rep)
+    if written.linked:
+        written.how = "name"
+        members = set(cast.groups[written.linked[0]])
+        written.sentence = _best_sentence(book, list(sentences), text, members)
+        return written
+    s = _best_sentence(book, list(sentences), text)  # a description: who the passage says it is
+    if s is None:
+        return written
+    want = _content(text)
+    for m in book.sentence_mentions(s):
+        rep = cast.of(m.char_id)
+        words = {t.word.lower() for t in book.tokens[m.start:m.end + 1]}
+        if rep is None or rep in named_reps and not reflexive or not words & want:
+            continue
+        written.linked, written.sentence, written.how = [rep], s, "mention"
+        break
+    return written
