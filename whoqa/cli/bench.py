@@ -112,8 +112,16 @@ def bench_terminal(
     question: str = typer.Argument("Who is the main character?", help="The question asked."),
     workspace: Optional[Path] = typer.Option(None, help="Passed to `ask` (default: ask's own, WHOQA_HOME or the "
                                                         "user's data folder)."),
+    other: Optional[str] = typer.Option(None, help="Also time this question that is not a Who question as the first "
+                                                   "one about the book, each in a new data folder of its own (e.g. "
+                                                   "\"Where does the story take place?\"): the two first answers and "
+                                                   "their ratio."),
 ):
     """`whoqa ask BOOK QUESTION` in a pseudo-terminal, as a person runs it: time to the first visible output, each
-    stage shown and when, and when the answer came."""
-    from whoqa.evaluation.bench import run_terminal
-    echo_json(stage(run_terminal, str(book), question, str(workspace) if workspace else None))
+    stage shown and when, and when the answer came. With --other, a first Who answer and a first other answer about
+    the same new book, each from an empty data folder."""
+    from whoqa.evaluation.bench import run_first_answers, run_terminal
+    if other:
+        echo_json(stage(run_first_answers, str(book), question, other))
+    else:
+        echo_json(stage(run_terminal, str(book), question, str(workspace) if workspace else None))

@@ -260,6 +260,18 @@ def whoqa_command() -> list[str]:
     return [sys.executable, str(Path(__file__).resolve().parents[2] / "cli.py")]
 
 
+def run_first_answers(book: str, who: str, other: str) -> dict:
+    """The first answer about a new book from an empty data folder, as a person at a terminal gets it, for a Who
+    question and for one that is not (each in a folder of its own, one after the other): both runs and the ratio."""
+    import tempfile
+    out = {}
+    for kind, question in (("who", who), ("other", other)):
+        with tempfile.TemporaryDirectory(prefix="whoqa-first-") as home:
+            out[kind] = run_terminal(book, question, home)
+    out["other_over_who"] = round(out["other"]["answer_at_s"] / max(out["who"]["answer_at_s"], 1e-9), 2)
+    return out
+
+
 def run_terminal(book: str, question: str, workspace: str | None = None, args: list[str] | None = None,
                  timeout: float = 900.0) -> dict:
     """`whoqa ask BOOK QUESTION` as a person at a terminal runs it, in a pseudo-terminal (so the progress it shows

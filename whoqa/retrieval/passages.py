@@ -93,26 +93,35 @@ def sentence_text(book: Book, sid: int) -> str:
 @lru_cache(maxsize=2)
 def _encoder(path: str, device: str | None):
     from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
     from whoqa.core.device import as_device
+    hf_logging.disable_progress_bar()  # (it may load in a background thread, beside an answer being shown)
     return AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path).eval().to(as_device(device))
 
 
 def encode(texts: list[str], device: str | None = None, batch_size: int = 64):
-    """Mean-pooled, normalised MiniLM vectors of texts (float32 numpy, (len(texts), 384)); the model loads once."""
+    """Mean-pooled, normalised MiniLM vectors of texts (float32 numpy, (len(texts), 384)); the model loads once.
+    Batches hold texts of similar length (sorted by length, the order restored after), so little is padding: a book's
+    sentences run from 3 words to 128 tokens."""
     import numpy as np
     import torch
     from whoqa.core.minilm import bundled_minilm
     tok, model = _encoder(bundled_minilm("use PassageConfig.fusion 'bm25f'"), device)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     out = []
     with torch.no_grad():
         for i in range(0, len(texts), batch_size):
-            enc = tok(texts[i:i + batch_size], padding=True, truncation=True, max_length=128,
+            enc = tok([texts[j] for j in order[i:i + batch_size]], padding=True, truncation=True, max_length=128,
                       return_tensors="pt").to(model.device)
             hidden = model(**enc).last_hidden_state  # (batch, seq, hidden)
             mask = enc["attention_mask"].unsqueeze(-1).float()  # (batch, seq, 1)
             vec = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)  # (batch, hidden)
             out.append(torch.nn.functional.normalize(vec, dim=-1).cpu().numpy())
-    return np.concatenate(out).astype(np.float32) if out else np.zeros((0, model.config.hidden_size), np.float32)
+    if not out:
+        return np.zeros((0, model.config.hidden_size), np.float32)
+    vectors = np.empty((len(texts), out[0].shape[1]), np.float32)
+    vectors[order] = np.concatenate(out)
+    return vectors
 
 
 class DenseIndex:

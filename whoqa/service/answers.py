@@ -53,6 +53,8 @@ class Service(BookIntake):
         self._cuts: dict[tuple[str, int], tuple] = {}
         self.stages = Stages()  # silent; the CLI shows them on a terminal (Stages(on=True))
         self._dense: OrderedDict[tuple[str, int], object] = OrderedDict()
+        self._encoding: dict[str, object] = {}  # book id -> Future of its sentence vectors, encoded in the background
+        self._encoder = None
 
     # --- models ------------------------------------------------------------------------------------------------
     def network(self):
@@ -237,6 +239,7 @@ class Service(BookIntake):
             try:
                 chosen = self.route(book_id, question, route)
                 self._prefetch(book_id, chosen)
+                self.vectors_later(book_id)
                 opened, cut = self.upto(book_id, upto)
                 if cut and chosen.name == "network":  # its memory arrays hold the whole book
                     if route == "network":
@@ -270,6 +273,15 @@ class Service(BookIntake):
         dense = None
         if self.cfg.passages.fusion != "bm25f":
             key = (book.id, len(book.sentences))  # a book cut by --upto has an index of its own prefix
+            if key not in self._dense and book.id in self._encoding:
+                self.stages.stage("reading the book's sentences into vectors (once per book)")
+                try:
+                    self._encoding[book.id].result()  # (begun at intake: its file is then read below)
+                except Exception as e:  # noqa: BLE001 (encoded again in line below, which raises its own error)
+                    log.warning("encoding book %s's sentence vectors in the background failed (%s): again now",
+                                book.id, e)
+                finally:
+                    self._encoding.pop(book.id, None)
             if key not in self._dense:
                 self.stages.stage("reading the book's sentences into vectors (once per book)")
                 if len(self._dense) >= KEEP_BOOKS:
@@ -277,6 +289,20 @@ class Service(BookIntake):
                 self._dense[key] = DenseIndex(book, self.ws.book_vectors(book.id), self._device())
             dense = self._dense[key]
         return passage_windows(opened, question, self.cfg.passages, dense)
+
+    def vectors_later(self, book_id: str) -> None:
+        """Begin encoding a book's sentence vectors in a thread of their own (once per book; nothing where they are
+        kept already or retrieval reads none), so the first question that is not a Who question finds them made:
+        the book's intake and every answer call it."""
+        if self.cfg.passages.fusion == "bm25f" or book_id in self._encoding or self.ws.book_vectors(book_id).is_file():
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        from whoqa.core.book import Book
+        from whoqa.retrieval.passages import DenseIndex
+        self._encoder = self._encoder or ThreadPoolExecutor(1, thread_name_prefix="whoqa-vectors")
+        path, device = self.ws.book_vectors(book_id), self._device()
+        self._encoding[book_id] = self._encoder.submit(
+            lambda: DenseIndex(Book.load(self.ws.books / book_id, book_id), path, device))
 
     def _device(self) -> str | None:
         return None if self.cfg.device == "auto" else self.cfg.device

@@ -122,7 +122,7 @@ class Uploads:
         job.update(state="running", started=time.time())
         self._save_job(job)
         try:
-            self.answers.intake(text=path)
+            self.answers.vectors_later(self.answers.intake(text=path))  # (vectors for a first other question)
             job.update(state="done", finished=time.time())
         except Exception as e:  # the upload fails alone, and leaves no half-made book behind
             log.warning("upload %s failed: %s", job["file"], e)
