@@ -71,3 +71,14 @@ def test_a_fit_that_reads_the_written_answer_gets_it_and_says_what_it_wrote(tmp_
     assert any("wrote" in w for w in ans.why), ans.why
     w, reader = svc.written(book, "Who rowed to the village for bread?")
     assert isinstance(w, Written) and w.text == (reader.answer or reader.withheld)
+
+
+def test_which_with_a_noun_for_people_asks_for_a_person_without_changing_the_who_set():
+    from whoqa.core.questions import question_kind
+    from whoqa.service.routing import check_route
+    for q in ("Which widow takes the Italian twins in as lodgers?", "Which of the servants is killed by the bull?",
+              "Which American phrenologist turns up at the Glandier?"):
+        assert question_kind(q).person and not question_kind(q).who and check_route(q, "auto")  # the characters
+    for q in ("Which box at the Opera is reserved for the ghost?", "Which college is Tom sent to?"):
+        assert not question_kind(q).person and not check_route(q, "auto")
+    assert question_kind("Who kills Twala?").person and question_kind("Who kills Twala?").who

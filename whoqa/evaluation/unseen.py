@@ -182,6 +182,10 @@ def _other_row(q: dict, a, refused: str | None) -> dict:
     if refused is not None:  # no answer: counted as not answered
         return {**row, "route": "refused", "refused": refused, "reason": refused, "model": "", "answer": None,
                 "found": False, "support": None, "withheld": None, "seconds": 0.0}
+    if a.kind == "who":  # a question asking for a person ("Which knight ...?"): `ask` answers the top character
+        top = a.characters[0].name if a.characters else None
+        return {**row, "route": a.route, "reason": a.reason, "model": a.model, "answer": top, "found": top is not None,
+                "support": None, "withheld": None, "seconds": a.seconds}
     return {**row, "route": a.route, "reason": a.reason, "model": a.model, "answer": a.answer, "found": bool(a.found),
             "support": a.support, "withheld": a.withheld, "seconds": a.seconds}
 

@@ -24,7 +24,7 @@ from whoqa.ranker.config import RerankConfig
 from whoqa.reader.config import model_name
 from whoqa.reader.prompt import fixed_examples, who_pool
 from whoqa.ranker.features import CONTEXT_SENTENCES, FROM_BOOK, STAGE1, answer_ids, book_features, book_frequency, columns
-from whoqa.ranker.model import LLM_FEATURES, SELECT, fit, fit_ranker, select_llm_features
+from whoqa.ranker.model import LLM_FEATURES, SELECT, fit, fit_ranker, select_llm_features, softmax
 from whoqa.ranker.scores import NameScores, rerank_dir
 from whoqa.retrieval.contexts import load_contexts, question_context
 
@@ -201,3 +201,22 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
             "ranks": {str(r["question_id"]): {"book": r["book"], "first": rank_of_first_correct(f, r["answers"]),
                                               "final": rank_of_first_correct(o, r["answers"])}
                       for (r, o), (_, f) in zip(final, first_orders)}}
+
+
+def first_stage_folds(rows: list[dict], cols: list[int], first=None) -> list[dict]:
+    """Each question of `question_features`' rows ranked by the first stage fit on the other folds' questions, with
+    these feature columns: {question_id, book, confidence (its top candidate's probability), rank (of the first right
+    one; None: not among them)}. `first(row)`: a candidate index put first whatever the fit says (a route of its own,
+    judged beside it), or None."""
+    out = []
+    for f in sorted({r["fold"] for r in rows}):
+        w = fit([r["x"][:, cols] for r in rows if r["fold"] != f], [r["y"] for r in rows if r["fold"] != f])
+        for r in (r for r in rows if r["fold"] == f):
+            s = r["x"][:, cols] @ w  # (C,)
+            order = list(np.argsort(-s, kind="stable"))
+            chosen = first(r) if first else None
+            if chosen is not None:
+                order = [chosen] + [j for j in order if j != chosen]
+            out.append({"question_id": r["question_id"], "book": r["book"], "confidence": float(softmax(s)[order[0]]),
+                        "rank": rank_of_first_correct([r["ids"][j] for j in order], r["answers"])})
+    return out

@@ -377,9 +377,9 @@ def choose_route(ws: Workspace, book_id: str, question: str, cfg, forced: str = 
 
 
 def check_route(question: str, forced: str) -> bool:
-    """Whether the question is a Who question; a one-line ValueError for a route that is unknown or does not answer
-    its kind of question."""
-    who = question_kind(question).who
+    """Whether the question asks for a person (a Who question, or "Which widow ...?": answered with the book's
+    characters); a one-line ValueError for a route that is unknown or does not answer its kind of question."""
+    who = question_kind(question).person
     if forced not in ("auto", *ROUTES):
         raise ValueError(f"unknown route {forced!r}: use auto, {', '.join(ROUTES)}")
     if forced != "auto" and (forced in ("network", "features")) != who:

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from whoqa.core.calibration import ece
-from whoqa.core.metrics import paired_book_bootstrap, rank_of_first_correct
+from whoqa.core.metrics import paired_book_bootstrap
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.rerank import book_fold_candidates, question_features
+from whoqa.ranker.train import first_stage_folds
 from whoqa.ranker.features import FROM_BOOK, columns
-from whoqa.ranker.model import fit, softmax
 
 OLD = ("book_share", "context_mentions", "named")
 SYNTAX = OLD + ("role", "role_with_args")  # the question's role in its context
@@ -36,17 +36,7 @@ BASE = "today (3 features, every cluster)"
 
 def judge(rows: list[dict], columns: list[int]) -> list[dict]:
     """Each question ranked by the first stage fit on the other folds' questions."""
-    out = []
-    for f in sorted({r["fold"] for r in rows}):
-        train = [r for r in rows if r["fold"] != f]
-        w = fit([r["x"][:, columns] for r in train], [r["y"] for r in train])
-        for r in (r for r in rows if r["fold"] == f):
-            s = r["x"][:, columns] @ w
-            order = np.argsort(-s, kind="stable")
-            ranking = [r["ids"][j] for j in order]
-            out.append({"question_id": r["question_id"], "book": r["book"], "confidence": float(softmax(s)[order[0]]),
-                        "rank": rank_of_first_correct(ranking, r["answers"])})
-    return out
+    return first_stage_folds(rows, columns)
 
 
 def main() -> None:

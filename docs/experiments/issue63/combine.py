@@ -20,11 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from whoqa.core.calibration import ece
-from whoqa.core.metrics import paired_book_bootstrap, rank_of_first_correct
+from whoqa.core.metrics import paired_book_bootstrap
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.features import SERVED, STAGE1, WRITTEN, columns
-from whoqa.ranker.model import fit, softmax
-from whoqa.ranker.train import book_fold_candidates, question_features
+from whoqa.ranker.train import book_fold_candidates, first_stage_folds, question_features
 
 ARMS = {"served first stage": SERVED, "+ written": SERVED + WRITTEN, "written alone, else served": SERVED}
 
@@ -33,21 +32,9 @@ def scores(rank: int | None) -> list[float]:
     return [100.0 * (rank == 1), 100.0 * (rank is not None and rank <= 5), 1 / rank if rank else 0.0]
 
 
-def judge(rows: list[dict], cols: list[int], route: bool = False) -> list[dict]:
-    out = []
-    for f in sorted({r["fold"] for r in rows}):
-        w = fit([r["x"][:, cols] for r in rows if r["fold"] != f], [r["y"] for r in rows if r["fold"] != f])
-        for r in (r for r in rows if r["fold"] == f):
-            s = r["x"][:, cols] @ w
-            order = list(np.argsort(-s, kind="stable"))
-            if route and r["written"]:
-                first = r["ids"].index(r["written"][0]) if r["written"][0] in r["ids"] else None
-                if first is not None:
-                    order = [first] + [j for j in order if j != first]
-            ranking = [r["ids"][j] for j in order]
-            out.append({"question_id": r["question_id"], "book": r["book"], "confidence": float(softmax(s)[order[0]]),
-                        "rank": rank_of_first_correct(ranking, r["answers"])})
-    return out
+def written_first(row: dict) -> int | None:
+    """The written answer as a route: its first linked character first (the served first stage's order after)."""
+    return row["ids"].index(row["written"][0]) if row["written"] and row["written"][0] in row["ids"] else None
 
 
 def main() -> None:
@@ -69,7 +56,7 @@ def main() -> None:
         fold_of = {c["question_id"]: c["fold"] for c in book_fold_candidates(ws, 10, seed)}
         for arm, feats in ARMS.items():
             seeded = [{**r, "fold": fold_of[r["question_id"]]} for r in rows]
-            judged = judge(seeded, columns(feats), route=arm.startswith("written alone"))
+            judged = first_stage_folds(seeded, columns(feats), written_first if arm.startswith("written alone") else None)
             results[(arm, seed)] = judged
             ranks.append({"arm": arm, "seed": seed, "ranks": {str(j["question_id"]): [j["book"], j["rank"]]
                                                                for j in judged}})

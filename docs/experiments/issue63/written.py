@@ -60,8 +60,16 @@ def main() -> None:
     ap.add_argument("--questions", type=Path)
     ap.add_argument("--books", type=Path, default=Path("../shared/data/books-unlabeled"))
     ap.add_argument("--llm")
+    ap.add_argument("--fusion", help="the passages' retrieval (PassageConfig.fusion; default: what `ask` serves "
+                                     "other questions with); bm25f: the question's BM25F windows alone, as Who "
+                                     "questions read, with no sentence vectors to encode")
     a = ap.parse_args()
-    svc = Service(a.workspace, ServiceConfig(llm=a.llm))
+    from dataclasses import replace
+    from whoqa.retrieval.passages import PassageConfig
+    cfg = ServiceConfig(llm=a.llm)
+    if a.fusion:
+        cfg = replace(cfg, passages=replace(PassageConfig(), fusion=a.fusion))
+    svc = Service(a.workspace, cfg)
     items = readers_items(svc, a.questions, a.books) if a.questions else who_set_items(a.workspace)
     have = done_rows(a.out)
     a.out.parent.mkdir(parents=True, exist_ok=True)
