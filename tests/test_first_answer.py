@@ -1,5 +1,6 @@
-"""The first answer of every kind on time (issue 64): a book's sentence vectors are encoded in the background from its
-first answer (or its upload) on, so the first question that is not a Who question finds them made."""
+"""The first answer of every kind on time (issue 64): where the process lives on (chat, the page), a book's sentence
+vectors are encoded in the background once it is in, so the first question that is not a Who question finds them
+made."""
 from tests.test_any_book import STORY
 
 
@@ -12,7 +13,8 @@ def test_a_books_vectors_are_made_beside_its_first_answer_and_read_by_the_next(t
     (tmp_path / "l.txt").write_text(STORY)
     svc = Service(tmp_path / "ws", ServiceConfig(device="cpu", llm="none"))
     book = svc.intake(text=tmp_path / "l.txt")
-    svc.answer(book, "Who rowed to the village for bread?")  # a Who answer: the vectors begin beside it
+    svc.vectors_later(book)  # (chat and the page's upload call it once the book is in)
+    svc.answer(book, "Who rowed to the village for bread?")  # a Who answer, the vectors made beside it
     svc._encoding[book].result()
     assert svc.ws.book_vectors(book).is_file() and len(calls) == 1
     opened, _ = svc.upto(book, None)

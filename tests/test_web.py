@@ -422,7 +422,10 @@ def test_the_page_reads_the_cast_up_to_a_point_in_a_real_browser(chapters):
         page.wait_for_selector("#cast-note")
         assert "As of Chapter 2" in page.inner_text("#cast-note") and "Jacob" not in page.inner_text("#cast")
         # the header counts the part read, as after a reload (before, it kept the whole book's until one)
-        assert page.inner_text("#counts") != whole and page.inner_text("#counts").endswith("characters read so far")
+        counts = page.inner_text("#counts")  # the part read, and the people in it as the table lists them
+        people = page.locator("#cast tr").count() - 1
+        assert counts != whole and counts.endswith(f"{people} {'person' if people == 1 else 'people'} in them"), counts
+        assert "people" in whole
         assert page.inner_text("#answer") == ""  # no question: only the cast followed the cut
         assert page.evaluate("location.hash") == f"#/book/{b}?upto=Chapter%202"
         page.click("#cast a >> text=Anna")

@@ -90,6 +90,7 @@ def chat(
     svc = Service(home(workspace), ServiceConfig(device=device, llm=llm, top=top))
     svc.stages = Stages(on=True)
     book_id = stage(quietly, svc, verbose, svc.resolve, book)
+    stage(quietly, svc, verbose, svc.vectors_later, book_id)  # (encoded while the reader types: other questions' search)
     history = line_history(Path(svc.ws, "chat_history"))
     typer.echo(f"Ask about {title(svc, book_id)}" + (f" (up to {upto})" if upto else "")
                + '. End with Ctrl-D or "quit".', err=True)

@@ -239,7 +239,6 @@ class Service(BookIntake):
             try:
                 chosen = self.route(book_id, question, route)
                 self._prefetch(book_id, chosen)
-                self.vectors_later(book_id)
                 opened, cut = self.upto(book_id, upto)
                 if cut and chosen.name == "network":  # its memory arrays hold the whole book
                     if route == "network":
@@ -292,15 +291,19 @@ class Service(BookIntake):
 
     def vectors_later(self, book_id: str) -> None:
         """Begin encoding a book's sentence vectors in a thread of their own (once per book; nothing where they are
-        kept already or retrieval reads none), so the first question that is not a Who question finds them made:
-        the book's intake and every answer call it."""
+        kept already or retrieval reads none), so the first question that is not a Who question finds them made: a
+        process that lives on calls it once a book is in (`chat`, the page's upload). The encoder loads here, in the
+        caller's thread: a model's loading patches torch for the process (empty weights), which no other thread's
+        tensors may meet; only the encoding runs beside."""
         if self.cfg.passages.fusion == "bm25f" or book_id in self._encoding or self.ws.book_vectors(book_id).is_file():
             return
         from concurrent.futures import ThreadPoolExecutor
         from whoqa.core.book import Book
-        from whoqa.retrieval.passages import DenseIndex
-        self._encoder = self._encoder or ThreadPoolExecutor(1, thread_name_prefix="whoqa-vectors")
+        from whoqa.core.minilm import bundled_minilm
+        from whoqa.retrieval.passages import DenseIndex, _encoder
         path, device = self.ws.book_vectors(book_id), self._device()
+        _encoder(bundled_minilm("use PassageConfig.fusion 'bm25f'"), device)  # (loaded once, in this thread)
+        self._encoder = self._encoder or ThreadPoolExecutor(1, thread_name_prefix="whoqa-vectors")
         self._encoding[book_id] = self._encoder.submit(
             lambda: DenseIndex(Book.load(self.ws.books / book_id, book_id), path, device))
 

@@ -43,17 +43,22 @@ def main() -> None:
     ap.add_argument("--written", type=Path, required=True)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent)
     ap.add_argument("--seeds", type=int, nargs="*", default=[13, 14, 15])
+    ap.add_argument("--only-written", action="store_true", help="judge only the questions the written file holds")
+    ap.add_argument("--name", default="combine", help="the output files' stem")
     a = ap.parse_args()
     ws = Workspace(a.workspace)
     with gzip.open(a.written, "rt", encoding="utf-8") as f:
         written = {r["key"]: r.get("linked") or [] for r in map(json.loads, f)}
-    rows = question_features(ws, book_fold_candidates(ws, 10, a.seeds[0]), True, STAGE1, written=written)
+    cands = book_fold_candidates(ws, 10, a.seeds[0])
+    if a.only_written:  # (a partial file: the questions it reaches, each still judged by a fit on other books)
+        cands = [c for c in cands if str(c["question_id"]) in written]
+    rows = question_features(ws, cands, True, STAGE1, written=written)
     for r in rows:
         r["written"] = written.get(str(r["question_id"]), [])
     missing = sum(str(r["question_id"]) not in written for r in rows)
     results, ranks = {}, []
     for seed in a.seeds:
-        fold_of = {c["question_id"]: c["fold"] for c in book_fold_candidates(ws, 10, seed)}
+        fold_of = {c["question_id"]: c["fold"] for c in book_fold_candidates(ws, 10, seed)}  # (folds of all books)
         for arm, feats in ARMS.items():
             seeded = [{**r, "fold": fold_of[r["question_id"]]} for r in rows]
             judged = first_stage_folds(seeded, columns(feats), written_first if arm.startswith("written alone") else None)
@@ -78,8 +83,8 @@ def main() -> None:
             [scores(j["rank"]) for j in this], [scores(base[j["question_id"]]["rank"]) for j in this],
             [j["book"] for j in this], ("p@1", "p@5", "mrr")) if arm != "served first stage" else None
         table["arms"][arm] = row
-    (a.out / "combine.json").write_text(json.dumps(table, indent=1))
-    with gzip.open(a.out / "combine_ranks.jsonl.gz", "wt", encoding="utf-8") as f:
+    (a.out / f"{a.name}.json").write_text(json.dumps(table, indent=1))
+    with gzip.open(a.out / f"{a.name}_ranks.jsonl.gz", "wt", encoding="utf-8") as f:
         for r in ranks:
             f.write(json.dumps(r) + "\n")
     for arm, row in table["arms"].items():
