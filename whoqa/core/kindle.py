@@ -11,13 +11,17 @@ from whoqa.core.errors import DataError
 KINDLE_SUFFIXES = (".mobi", ".azw", ".azw3", ".kf8", ".prc")
 
 
+def is_kindle(head: bytes) -> bool:
+    """Whether a file's first bytes are a Kindle book's (a Palm database of type BOOKMOBI or TEXtREAd)."""
+    return head[60:68] in (b"BOOKMOBI", b"TEXtREAd")
+
+
 def read_kindle(path: Path) -> str:
     """A Kindle book's text in reading order (module docstring)."""
     from whoqa.core.epub import read_epub, read_html
     from whoqa.core.pdf import read_pdf
     path = Path(path)
-    head = path.read_bytes()[:78]
-    if len(head) < 68 or head[60:68] not in (b"BOOKMOBI", b"TEXtREAd"):
+    if not is_kindle(path.read_bytes()[:78]):
         raise DataError(f"{path} is not a Kindle book (no MOBI header): give a .mobi/.azw3 file without DRM, or the "
                         f"book as EPUB or plain text")
     try:

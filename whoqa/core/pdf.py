@@ -17,6 +17,7 @@ from pathlib import Path
 from whoqa.core.errors import DataError
 
 PDF_SUFFIXES = (".pdf",)
+PDF_MAGIC = b"%PDF-"  # what a PDF file opens with (within its first 1,024 bytes)
 REPEATED_SHARE = 0.3  # a top or bottom line on this share of the pages (at least 3) is a running head or foot
 EDGE_LINES = 2  # lines at each end of a page where heads, feet and page numbers are looked for
 TEXT_PER_PAGE = 200  # characters a page of a text PDF holds at least on average; fewer: scanned images
@@ -132,7 +133,7 @@ def read_pdf(path: Path) -> str:
         from pypdf.errors import PdfReadError
     except ImportError:
         raise DataError("reading PDF files needs pypdf: `pip install pypdf` (install.sh installs it)") from None
-    if path.read_bytes()[:1024].find(b"%PDF-") < 0:
+    if PDF_MAGIC not in path.read_bytes()[:1024]:
         raise DataError(f"{path} is not a PDF (no %PDF- header): give a .pdf file, or the book as plain text")
     try:
         reader = PdfReader(str(path))

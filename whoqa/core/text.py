@@ -12,8 +12,8 @@ from pathlib import Path
 
 from whoqa.core.epub import EPUB_SUFFIXES, HTML_SUFFIXES
 from whoqa.core.errors import DataError
-from whoqa.core.kindle import KINDLE_SUFFIXES
-from whoqa.core.pdf import PDF_SUFFIXES
+from whoqa.core.kindle import KINDLE_SUFFIXES, is_kindle
+from whoqa.core.pdf import PDF_MAGIC, PDF_SUFFIXES
 
 log = logging.getLogger(__name__)
 
@@ -170,9 +170,9 @@ def read_book_text(path: Path) -> str:
         if suffix in suffixes:
             return readers[kind](path)
     raw = Path(path).read_bytes()[:1024]
-    if raw.startswith(b"%PDF-"):  # a PDF under another name is still read as one
+    if raw.startswith(PDF_MAGIC):  # a PDF under another name is still read as one
         return read_pdf(path)
-    if raw[60:68] in (b"BOOKMOBI", b"TEXtREAd"):
+    if is_kindle(raw):
         return read_kindle(path)
     return read_book(path)[0]
 
