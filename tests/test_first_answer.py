@@ -17,8 +17,8 @@ def test_a_books_vectors_are_made_beside_its_first_answer_and_read_by_the_next(t
     svc.answer(book, "Who rowed to the village for bread?")  # a Who answer, the vectors made beside it
     svc._encoding[book].result()
     assert svc.ws.book_vectors(book).is_file() and len(calls) == 1
-    opened, _ = svc.upto(book, None)
-    wins = svc._passage_windows(opened, "Where did Tom row every morning?")  # an other question's retrieval
+    ob = svc.open(book)
+    wins = svc._passages(ob, ob.query("Where did Tom row every morning?"))  # an other question's retrieval
     assert wins and calls[0] > 1 and calls[1:] == [1]  # the book's sentences not encoded again: only the question
     svc.vectors_later(book)
     assert book not in svc._encoding  # kept on disk: nothing begun twice

@@ -91,8 +91,8 @@ def test_chat_answers_each_question_with_the_book_loaded_once(monkeypatch, tmp_p
     book = tmp_path / "chapters.txt"
     book.write_text(CHAPTERS)
     opened = []
-    real = service.Service.opened
-    monkeypatch.setattr(service.Service, "opened", lambda self, b: opened.append(b) or real(self, b))
+    real = service.Service.open
+    monkeypatch.setattr(service.Service, "open", lambda self, b, upto=None: opened.append(b) or real(self, b, upto))
     r = run(app, ["chat", str(book), "--llm", "none"],
             input="Who rowed to the village for bread?\n\n   \nWho lit the great lamp?\nquit\nWho is never asked?\n")
     assert r.exit_code == 0, r.output

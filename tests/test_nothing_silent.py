@@ -500,7 +500,8 @@ def test_a_missing_lucene_package_is_one_line_and_deletes_no_index(dd_ws, monkey
     not taken for damaged and deleted."""
     import builtins
     from whoqa.retrieval import lucene
-    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    from whoqa.retrieval.bm25f import RetrievalConfig
+    from whoqa.retrieval.openbook import open_book
     open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())  # (the index built, the JVM started: as on any machine)
     index = dd_ws / "index" / "bm25f" / DYING_DETECTIVE
     files = sorted(p.name for p in index.iterdir())
@@ -542,7 +543,8 @@ def test_java_that_will_not_start_is_one_line_and_deletes_no_index(dd_ws, monkey
     failure, not the index's: one line naming what to install, the book's index unchanged byte for byte, and no
     half-built index folder, whether the index existed or had to be built."""
     from whoqa.retrieval import lucene
-    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    from whoqa.retrieval.bm25f import RetrievalConfig
+    from whoqa.retrieval.openbook import open_book
     open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())  # (the index built, the JVM started: as on any machine)
     index = dd_ws / "index" / "bm25f" / DYING_DETECTIVE
     before = _tree(index)
@@ -570,7 +572,8 @@ def test_an_old_java_is_one_line_and_a_damaged_index_is_still_rebuilt(dd_ws, mon
     """A Java too old for pyserini's classes (UnsupportedClassVersionError, raised as a Java exception while a class
     loads) is named in one line, and deletes nothing; Lucene's own words for a damaged index still rebuild it."""
     from whoqa.retrieval import lucene
-    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    from whoqa.retrieval.bm25f import RetrievalConfig
+    from whoqa.retrieval.openbook import open_book
     open_book(dd_ws, DYING_DETECTIVE, RetrievalConfig())
     index = dd_ws / "index" / "bm25f" / DYING_DETECTIVE
     before = _tree(index)

@@ -2,7 +2,7 @@
 import pytest
 
 from whoqa.reader.config import passage_variant as variant
-from whoqa.reader.render import RENDERINGS, characters, render, shown
+from whoqa.llm.render import RENDERINGS, characters, render, shown
 
 TEXT = ("Helen Chester walked to the harbour with Roy Glenister. She smiled at him, and he took her bag. "
         "Helen waved to the captain. Roy Glenister laughed.")

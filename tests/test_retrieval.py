@@ -3,7 +3,8 @@
 import pytest
 
 from whoqa.core.book import Book, write_book_files
-from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, context_sentences, question_fields, sentence_fields, windows
+from whoqa.core.query import Query
+from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, context_sentences, sentence_fields, windows
 
 TEXT = ("Mr. Holmes met Dr. Watson.\n\nWatson was tired. Watson slept.\n\nHolmes sang a song loudly.\n\n"
         "The station was crowded with people.\n\nWatson left the station at noon.\n\nWatson ate.\n")
@@ -31,7 +32,7 @@ def test_fields_take_mentions_out_of_the_words(book):
 
 def test_question_names_become_character_ids(book):
     b, _ = book
-    words, chars = question_fields("Who did Mr. Holmes meet at the station?", b.characters)
+    words, chars = Query.read("Who did Mr. Holmes meet at the station?").about(b.characters).fields
     assert chars == f"char_{ids(b)['Holmes']}" and "Holmes" not in words and "station" in words
 
 
@@ -77,18 +78,19 @@ def test_search_gives_exactly_anserinis_hits_and_scores(dd_ws):
     """BM25FIndex.search skips SimpleSearcher's loading of every hit (and redoes its tie adjustment): on a real book,
     for questions with many tied hits, the same sentences in the same order with the same scores."""
     from whoqa.core.workspace import Workspace
-    from whoqa.retrieval.bm25f import open_book
+    from whoqa.retrieval.openbook import open_book
     from whoqa.retrieval.lucene import analyzer, java
     from tests.conftest import DYING_DETECTIVE
     cfg = RetrievalConfig()
-    book, aliases, idx = open_book(Workspace(dd_ws), DYING_DETECTIVE, cfg)
+    ob = open_book(Workspace(dd_ws), DYING_DETECTIVE, cfg)
+    idx = ob.index
     anserini = java("io.anserini.search.SimpleSearcher")(str(Workspace(dd_ws).index / "bm25f" / DYING_DETECTIVE))
     anserini.set_bm25(cfg.k1, cfg.b)
     questions = ["Who is sent to fetch Culverton Smith?", "What is in the box?", "Who tells Watson that Holmes is "
                  "dying?", "Why does Holmes refuse food and water?", "Where does Watson hide?", "the", "said he"]
     tied = 0
     for q in questions:
-        words, chars = question_fields(q, aliases)
+        words, chars = ob.query(q).fields
         terms = list(dict.fromkeys(analyzer().analyze(words) + chars.lower().split()))
         bq = idx._bq()
         for term in terms:
@@ -106,38 +108,38 @@ def test_search_gives_exactly_anserinis_hits_and_scores(dd_ws):
 
 def test_a_non_who_query_keeps_what_the_question_asks(book):
     """Question words, auxiliaries and pronouns weigh nothing; named characters go in as their ids."""
-    from whoqa.retrieval.passages import content_query, content_words
+    from whoqa.core.words import content_words
     b, _ = book
     assert content_words("Where does he hide the box, and why did they leave?") == "hide box, leave?"
-    words, chars = content_query("Where did Mr. Holmes sing?", b.characters)
+    query = Query.read("Where did Mr. Holmes sing?").about(b.characters)
+    words, chars = query.content, query.characters
     assert words == "sing?" and chars == f"char_{ids(b)['Holmes']}"
 
 
 def test_passage_windows_by_query_and_fusion(book, tmp_path):
     """The question query is the stored contexts' recipe; the content query ranks by the asked words; RRF fuses
     rankings by rank alone."""
-    from whoqa.core.aliases import AliasIndex
     from whoqa.retrieval.bm25f import question_windows
     from whoqa.retrieval.passages import PassageConfig, passage_windows, rrf
     b, path = book
-    opened = (b, AliasIndex(b.characters), BM25FIndex(path, RetrievalConfig()))
-    q = "Where was the station crowded?"
-    old = passage_windows(opened, q, PassageConfig(query="question", fusion="bm25f"))
-    assert old == question_windows(opened[2], q, opened[1], len(b.sentences), RetrievalConfig())
+    idx = BM25FIndex(path, RetrievalConfig())
+    q = Query.read("Where was the station crowded?").about(b.characters)
+    old = passage_windows(b, idx, q, PassageConfig(query="question", fusion="bm25f"))
+    assert old == question_windows(idx, q, len(b.sentences), RetrievalConfig())
     sent = {" ".join(b.sentence_words(s)): s for s in range(len(b.sentences))}
-    top = passage_windows(opened, q, PassageConfig(query="content", fusion="bm25f"))[0]
+    top = passage_windows(b, idx, q, PassageConfig(query="content", fusion="bm25f"))[0]
     assert top[0] <= sent["The station was crowded with people ."] <= top[1]
     with pytest.raises(ValueError, match="DenseIndex"):
-        passage_windows(opened, q, PassageConfig(fusion="rrf"))
+        passage_windows(b, idx, q, PassageConfig(fusion="rrf"))
     assert [s for s, _ in rrf([(1, 9.0), (2, 8.0), (3, 7.0)], [(3, 0.9), (1, 0.8)], k=60)] == [1, 3, 2]
     from whoqa.retrieval.passages import DenseIndex
     dense = DenseIndex(b, tmp_path / "v.npy")  # encoded once, then read back
     assert (tmp_path / "v.npy").is_file() and DenseIndex(b, tmp_path / "v.npy").vectors.shape == dense.vectors.shape
-    fused = passage_windows(opened, q, PassageConfig(), dense)
+    fused = passage_windows(b, idx, q, PassageConfig(), dense)
     assert fused and fused[0][0] <= sent["The station was crowded with people ."] <= fused[0][1]
-    spanish = "¿Qué guarda ella en la cajita?"  # no word is in the book: nothing by BM25F, the nearest by MiniLM
-    assert passage_windows(opened, spanish, PassageConfig(fusion="bm25f")) == []
-    assert passage_windows(opened, spanish, PassageConfig(), dense)
+    spanish = Query.read("¿Qué guarda ella en la cajita?").about(b.characters)  # no word is in the book: nothing
+    assert passage_windows(b, idx, spanish, PassageConfig(fusion="bm25f")) == []  # by BM25F, the nearest by MiniLM
+    assert passage_windows(b, idx, spanish, PassageConfig(), dense)
 
 
 def test_best_span_rouge_finds_the_answer_inside_a_passage():

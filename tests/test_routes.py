@@ -61,8 +61,12 @@ def test_too_few_questions_keep_the_default_and_only_shared_questions_are_routed
 
 
 def test_the_served_reader_is_the_words_choice_only_where_routing_gained_out_of_fold(tmp_path):
-    from whoqa.reader.routes import write_routes
-    from whoqa.service.routing import served_reader
+    from whoqa.core.artifacts import read_cache
+    from whoqa.reader.routes import ROUTES_FILE, write_routes
+    from whoqa.service.routing import served_from
+
+    def served_reader(results, question):  # the record as the routing table reads it, for the question's word
+        return served_from(read_cache(results / ROUTES_FILE, dict), question.split()[0].lower())
     assert served_reader(tmp_path, "What is it?") is None  # no record: the service's other rules decide
     refs, kinds, books, readers = corpus(12, {"what": "a", "why": "b", "where": "b"})
     r = route_by_word(readers, refs, kinds, books, RouteConfig(folds=4, min_questions=2))
@@ -92,16 +96,16 @@ def test_a_service_reads_its_routing_table_once_until_the_measurements_change(tm
     calls = []
     monkeypatch.setattr(routing, "installed_llm", lambda wanted=None: calls.append(wanted) or None)
     svc = Service(tmp_path, ServiceConfig())
-    table = svc.routes()
-    assert table.llm is None and table.llm is None and svc.routes() is table and calls == [None]
-    assert table.words() is None and svc.routes() is table
+    table = svc.models.routes()
+    assert table.llm is None and table.llm is None and svc.models.routes() is table and calls == [None]
+    assert table.words() is None and svc.models.routes() is table
     refs, kinds, books, readers = corpus(12, {"what": "a", "why": "b", "where": "b"})
     r = route_by_word(readers, refs, kinds, books, RouteConfig(folds=4, min_questions=2))
     (tmp_path / "results").mkdir()
     write_routes(tmp_path / "results", r, {"a": {"kind": "llm", "model": "m"}, "b": {"kind": "fid"}}, {})
-    again = svc.routes()
-    assert again is not table and again.words()["served"] == r.served and svc.routes() is again
+    again = svc.models.routes()
+    assert again is not table and again.words()["served"] == r.served and svc.models.routes() is again
     path = tmp_path / "results" / "reader_routes.json"
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))  # rewritten: read again
-    assert svc.routes() is not again
+    assert svc.models.routes() is not again
     assert routing.by_word_serves(r.paired) == (r.paired["difference"]["rouge_l"]["mean"] > 0)

@@ -8,8 +8,9 @@ import pytest
 from tests.conftest import DYING_DETECTIVE
 from tests.test_any_book import STORY, trained  # noqa: F401  (the module's trained workspace fixture)
 from whoqa.ranker.fits import fit_dir, save_fit
-from whoqa.reader.grounding import GroundingConfig
+from whoqa.llm.grounding import GroundingConfig
 from whoqa.service import Service, ServiceConfig, choose_route
+from whoqa.core.query import Query
 from whoqa.core.workspace import Workspace
 
 NET = "memnet+salience[bm25f]"
@@ -101,7 +102,7 @@ def test_the_reader_says_it_cannot_answer_from_nothing(ws, tiny_llm_path):
     """No word of the question is in the book (another language): with BM25F alone or fused with MiniLM (the
     default), whoqa says so in one line before any model loads, and invents no answer from the nearest passages."""
     from dataclasses import replace
-    from whoqa.reader.llm import NothingMatched
+    from whoqa.llm.reader import NothingMatched
     from whoqa.retrieval.passages import PassageConfig
     cfg = ServiceConfig(llm=tiny_llm_path, device="cpu")
     svc = Service(ws, replace(cfg, passages=PassageConfig(fusion="bm25f")))
@@ -116,12 +117,12 @@ def test_training_and_ask_read_the_same_passages(ws):
     """A question's passages as the reader trains on them (the stored contexts, `build_examples`) and as `ask`
     makes them afresh (`bm25f_passages`) are equal, text and first sentences, for every question of the book."""
     from whoqa.reader.data import bm25f_passages, build_examples
-    from whoqa.retrieval.bm25f import RetrievalConfig, open_book
-    opened = open_book(ws, DYING_DETECTIVE, RetrievalConfig())
+    from whoqa.retrieval.openbook import open_book
+    ob = open_book(ws, DYING_DETECTIVE)
     examples = build_examples(ws, "bm25f", 5, progress=False)
     assert examples
     for e in examples:
-        assert bm25f_passages(*opened, e.question, 5, starts=True) == (e.passages, e.starts), e.question
+        assert bm25f_passages(ob, ob.query(e.question), 5, starts=True) == (e.passages, e.starts), e.question
 
 
 def test_a_reader_of_no_passage_serves_only_the_books_it_trained_on(ws, tiny_llm_path, tmp_path):
@@ -154,25 +155,29 @@ def test_a_reader_of_no_passage_serves_only_the_books_it_trained_on(ws, tiny_llm
 def test_an_answer_is_shown_with_its_grounds_or_withheld(ws):
     """An answer some passage sentence holds comes with that sentence, its new words marked (not the question's);
     one no sentence holds ("from a heart attack") is withheld: not found, the best passages shown, the text apart."""
-    from whoqa.retrieval.passages import FUNCTION_WORDS
+    from whoqa.core.words import FUNCTION_WORDS
     from whoqa.service import Answer
+    from whoqa.service.evidence import grounded
     svc = Service(ws, ServiceConfig(llm="none"))
-    opened = svc.opened(DYING_DETECTIVE)
-    book = opened[0]
+    ob = svc.open(DYING_DETECTIVE)
+    book = ob.book
     q = "What is in the ivory box?"
-    wins = svc._passage_windows(opened, q)[:5]
+    query = ob.query(q)
+    wins = ob.passages(query, svc.cfg.passages)[:5]
     sids = [s for a, b, _ in wins for s in range(a, b + 1)]
     content = [[w for w in book.sentence_words(s) if w.isalpha() and w.lower() not in FUNCTION_WORDS] for s in sids]
     words = next(ws_[:3] for ws_ in content if len(ws_) >= 2)
     said = " ".join(words)
-    got = svc._grounded(Answer(q, DYING_DETECTIVE, "reader", "llm", "", "m", answer=said), book, wins, said)
+    got = grounded(Answer(q, DYING_DETECTIVE, "reader", "llm", "", "m", answer=said), book, wins, said,
+                   svc.cfg.grounding, query)
     assert got.found and got.answer == said and got.support == 1.0 and got.withheld is None
     g = got.grounds[0]
     new = {w.lower() for w in words} - set(q.lower().rstrip("?").split())  # the question's own words hold nothing
     assert g.sentence in sids and new and {g.text[a:b].lower() for a, b in g.marks} >= new
     assert all(x.text == book.sentence_text(x.sentence)[0] for x in got.grounds)  # as written, not "do n't"
     made_up = "from a heart attack"
-    got = svc._grounded(Answer(q, DYING_DETECTIVE, "reader", "llm", "", "m", answer=made_up), book, wins, made_up)
+    got = grounded(Answer(q, DYING_DETECTIVE, "reader", "llm", "", "m", answer=made_up), book, wins, made_up,
+                   svc.cfg.grounding, query)
     assert not got.found and got.answer is None and got.withheld == made_up and got.grounds
     assert json.loads(json.dumps(got.to_json()))["found"] is False
 
@@ -205,8 +210,8 @@ def test_the_prompt_served_is_the_prompt_measured(ws, tiny_llm_path, tmp_path, m
     from whoqa.ranker.scores import NameScores
     from whoqa.reader.config import model_name
     from whoqa.reader.data import build_examples
-    from whoqa.reader.llm import LLMReader
-    from whoqa.reader.prompt import question_pool
+    from whoqa.llm.reader import LLMReader
+    from whoqa.llm.prompt import question_pool
     assert [(e.question, e.answers[0], e.document_id) for e in build_examples(ws, "bm25f", 5, False)] == \
         question_pool(ws).rows  # every book indexed: the LLM runs' pool, in their order
     path = ws.who_questions  # other books' Who questions, for the shots (never the asked book's)
@@ -246,25 +251,25 @@ def test_who_names_are_scored_by_the_llm_the_fit_weighs(tmp_path, monkeypatch, c
     weights were fit to the 0.5B's scores: the 0.5B does where installed, else the first stage answers (said once);
     an LLM the user names is served as asked."""
     import logging
-    import whoqa.reader.models as models
+    import whoqa.llm.models as models
     from whoqa.service.routing import RoutingTable
-    assert Service(tmp_path, ServiceConfig()).fit(None).ranker.llm_prompt()["llm"] == "qwen2.5-coder-0.5b"
+    assert Service(tmp_path, ServiceConfig()).models.fit(None).ranker.llm_prompt()["llm"] == "qwen2.5-coder-0.5b"
     monkeypatch.setattr(RoutingTable, "llm", property(lambda self: "qwen2.5-coder-1.5b"))
     monkeypatch.setattr(models, "llm_installed", lambda name: True)
-    assert Service(tmp_path, ServiceConfig()).who_llm() == "qwen2.5-coder-0.5b"
+    assert Service(tmp_path, ServiceConfig()).models.who_llm() == "qwen2.5-coder-0.5b"
     monkeypatch.setattr(models, "llm_installed", lambda name: False)
     svc = Service(tmp_path, ServiceConfig())
     with caplog.at_level(logging.WARNING):
-        assert svc.who_llm() is None and svc.who_llm() is None
+        assert svc.models.who_llm() is None and svc.models.who_llm() is None
     assert sum("not installed" in r.getMessage() for r in caplog.records) == 1
-    assert Service(tmp_path, ServiceConfig(llm="qwen2.5-coder-1.5b")).who_llm() == "qwen2.5-coder-1.5b"
+    assert Service(tmp_path, ServiceConfig(llm="qwen2.5-coder-1.5b")).models.who_llm() == "qwen2.5-coder-1.5b"
 
 
 def test_the_default_reader_is_the_best_measured_that_answers_within_the_bound_here(monkeypatch):
     """`installed_llm`: the 1.5B answers within READ_SECONDS only through llama-cpp-python on the weights it was
     measured with there; where that runtime does not run it, the 0.5B is the default reader; an LLM not installed is
     passed over."""
-    import whoqa.reader.models as models
+    import whoqa.llm.models as models
     from whoqa.service import routing
     assert routing.measured_llm("qwen2.5-coder-1.5b").answer_seconds(native=False) > routing.READ_SECONDS
     monkeypatch.setattr(models, "llm_installed", lambda name: True)
@@ -287,28 +292,30 @@ def test_answers_come_from_the_weights_and_runtime_they_were_measured_with(ws, t
     """An LLM measured answering through llama-cpp-python answers so wherever that runtime runs it, on the weights it
     was measured with (requantised, or as installed), and the answer names both; an LLM not measured so answers as
     before."""
+    from dataclasses import replace
     from whoqa.reader.config import LLMConfig
-    from whoqa.service import routing
     monkeypatch.setenv("WHOQA_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(routing, "MEASURED_LLMS", (routing.MeasuredLLM("smollm2-135m", 9.38, 12.0, 1.0, "Q8_0"),))
+    from whoqa.llm import registry
+    smollm = registry.registered("smollm2-135m")
+    monkeypatch.setattr(registry, "LLMS", (replace(smollm, seconds=12.0, fast_seconds=1.0, weights="Q8_0"),))
     svc = Service(ws, ServiceConfig(llm="smollm2-135m", device="cpu"))
-    base, cfg = svc.answering_llm("smollm2-135m")
+    base, cfg = svc.models.answering_llm("smollm2-135m")
     assert base.endswith(".q8_0.gguf") and cfg.runtime == "llama-cpp-python"
     got = svc.answer(DYING_DETECTIVE, "Where does Holmes lie ill?")
     assert got.route == "llm" and "llama-cpp-python" in got.model and "q8_0" in got.model
-    monkeypatch.setattr(routing, "MEASURED_LLMS", (routing.MeasuredLLM("smollm2-135m", 9.38, 12.0, 1.0),))
-    assert Service(ws).answering_llm("smollm2-135m") == ("smollm2-135m", LLMConfig(runtime="llama-cpp-python"))
-    monkeypatch.setattr(routing, "MEASURED_LLMS", (routing.MeasuredLLM("smollm2-135m", 9.38, 1.5),))
-    assert Service(ws).answering_llm("smollm2-135m") == ("smollm2-135m", LLMConfig())
+    monkeypatch.setattr(registry, "LLMS", (replace(smollm, seconds=12.0, fast_seconds=1.0),))
+    assert Service(ws).models.answering_llm("smollm2-135m") == ("smollm2-135m", LLMConfig(runtime="llama-cpp-python"))
+    monkeypatch.setattr(registry, "LLMS", (smollm,))
+    assert Service(ws).models.answering_llm("smollm2-135m") == ("smollm2-135m", LLMConfig())
 
 
 def test_a_workspace_without_questions_gets_the_shipped_examples(ws, tmp_path, caplog):
     """The answers' examples: a workspace's own questions where it has them, in the order its LLM runs drew them;
     a user's workspace (none) gets the shipped ones, which are the main job's training workspace's pool, written
     and read back row for row; a damaged file is said, not served."""
-    from whoqa.reader.prompt import question_pool, shipped_pool, write_shipped_pool
-    assert Service(ws).pool(who=False).rows == question_pool(ws).rows
-    shipped = Service(tmp_path / "empty").pool(who=False).rows
+    from whoqa.llm.prompt import question_pool, shipped_pool, write_shipped_pool
+    assert Service(ws).models.pool(who=False).rows == question_pool(ws).rows
+    shipped = Service(tmp_path / "empty").models.pool(who=False).rows
     assert len(shipped) > 100 and shipped == shipped_pool().rows and len({b for _, _, b in shipped}) > 10
     assert write_shipped_pool(ws, tmp_path / "shots.json") == len(question_pool(ws).rows)
     assert shipped_pool(tmp_path / "shots.json").rows == [r[:3] for r in question_pool(ws).rows]
@@ -322,7 +329,7 @@ def test_the_who_route_weighs_the_fit_of_the_llm_that_scores_names(ws, monkeypat
     questions with the 0.5B, the network is judged against that fit's P@1 (the 0.5B scores names), not the shipped
     figure a fit for the 1.5B would fall back to."""
     from dataclasses import asdict
-    import whoqa.reader.models as models
+    import whoqa.llm.models as models
     from whoqa.ranker.fits import shipped_fit
     from whoqa.service import routing
     monkeypatch.setattr(models, "llm_installed", lambda name: True)
@@ -333,14 +340,14 @@ def test_the_who_route_weighs_the_fit_of_the_llm_that_scores_names(ws, monkeypat
               "combined": {"p@1": net_p1 + 1, "p@5": 0, "mrr": 0}})
     table = routing.RoutingTable.load(ws, ServiceConfig())
     assert table.llm == "qwen2.5-coder-1.5b" and table.who_llm == "qwen2.5-coder-0.5b"
-    r = table.route(DYING_DETECTIVE, "Who poisons Holmes with a box?")
+    r = table.route(DYING_DETECTIVE, Query.read("Who poisons Holmes with a box?"))
     assert r.name == "features" and f"{net_p1 + 1:.2f}" in r.reason and f"run {NET}'s questions" in r.reason
 
 
 def test_whoqa_models_says_which_llm_answers_and_which_scores_names(monkeypatch, tmp_path):
     """`whoqa models` ends with the service's own choice: the reader of other questions (through the runtime that
     makes it fast enough) and the LLM whose name scores the shipped fit weighs, or that none is installed."""
-    import whoqa.reader.models as models
+    import whoqa.llm.models as models
     from whoqa.cli.models import served_line
     from whoqa.service import routing
     monkeypatch.setenv("WHOQA_HOME", str(tmp_path))  # (a data folder without fits of its own: the shipped one)

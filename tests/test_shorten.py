@@ -1,7 +1,7 @@
 """Short answers cut from what an LLM said: its first words, or the passages' span that best matches it."""
 import pytest
 
-from whoqa.reader.shorten import passage_span, shortener
+from whoqa.llm.shorten import passage_span, shortener
 
 
 def test_the_span_is_the_books_words_for_what_the_model_meant():

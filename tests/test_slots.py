@@ -106,7 +106,7 @@ def test_whoqa_slots_trains_the_network_ask_scores_any_book_with(mini_data, dd_w
     from data_prep.prepare import PrepareConfig, prepare
     from tests.conftest import DYING_DETECTIVE, write_qaps
     from whoqa.core.aliases import AliasIndex
-    from whoqa.core.names import name_spans
+    from whoqa.core.query import Query
     from whoqa.memnet.slot_ask import SlotScorer
     from whoqa.retrieval.contexts import build_contexts
     write_qaps(mini_data, [(DYING_DETECTIVE, "Who does Holmes send Watson to fetch?", "Culverton Smith",
@@ -123,8 +123,8 @@ def test_whoqa_slots_trains_the_network_ask_scores_any_book_with(mini_data, dd_w
     assert len(scorer.models) == 2
     book = parsed(story(["Edith Vane", "Felix Wold", "Gemma Yates", "Hector Zorn"], 2))
     question = "Who did Edith Vane thank?"
-    scores = scorer.scores(book, question, name_spans(question, AliasIndex(book.characters)),
-                           list(range(len(book.sentences))))
+    query = Query.read(question).about(AliasIndex(book.characters))
+    scores = scorer.scores(book, query, list(range(len(book.sentences))))
     assert set(scores) == set(book.characters)
     alone = [st.predict(m, [st.SlotExample(book.id, *st.split_question(
         ["who", "did", f"CHAR_{c}", "thank", "?"], scorer._arrays(book), scorer.vocab), list(range(len(
@@ -139,8 +139,9 @@ def test_whoqa_slots_trains_the_network_ask_scores_any_book_with(mini_data, dd_w
     only_network = FeatureRanker([0.0, 0.0, 0.0, 1.0], [], features={"stage1": ["book_share", "context_mentions",
                                                                                "named", "network"], "stage2": []})
     wins = [[0, len(book.sentences) - 1, 1.0]]  # (first sentence, last, score): the whole book, as scored above
-    spans = name_spans(question, AliasIndex(book.characters))
-    got = rank(only_network, (book, None, None), question, spans, wins, network=scorer)
+    from whoqa.retrieval.openbook import OpenBook
+    ob = OpenBook(book, AliasIndex(book.characters), None)
+    got = rank(only_network, ob, query, wins, network=scorer)
     assert got.ids[0] == max(scores, key=scores.get)  # the network's first choice
     with pytest.raises(FileNotFoundError, match="whoqa slots train --final"):
-        rank(only_network, (book, None, None), question, spans, wins)
+        rank(only_network, ob, query, wins)

@@ -3,7 +3,7 @@ and the question's own person passed over, and a description linked through the 
 import pytest
 
 from whoqa.core.aliases import AliasIndex
-from whoqa.core.names import name_spans, named_characters
+from whoqa.core.query import Query
 from whoqa.ranker.cast import cast_of
 from whoqa.ranker.written import link
 
@@ -20,8 +20,7 @@ def book(parsed):
 
 def _link(book, question, text):
     aliases = AliasIndex(book.characters)
-    named = named_characters(name_spans(question, aliases))
-    w = link(book, aliases, question, named, text, list(range(len(book.sentences))))
+    w = link(book, aliases, Query.read(question).about(aliases), text, list(range(len(book.sentences))))
     return w, [cast_of(book).names[r] for r in w.linked]
 
 
@@ -78,7 +77,7 @@ def test_which_with_a_noun_for_people_asks_for_a_person_without_changing_the_who
     from whoqa.service.routing import check_route
     for q in ("Which widow takes the Italian twins in as lodgers?", "Which of the servants is killed by the bull?",
               "Which American phrenologist turns up at the Glandier?"):
-        assert question_kind(q).person and not question_kind(q).who and check_route(q, "auto")  # the characters
+        assert question_kind(q).person and not question_kind(q).who and check_route(question_kind(q), "auto")  # the characters
     for q in ("Which box at the Opera is reserved for the ghost?", "Which college is Tom sent to?"):
-        assert not question_kind(q).person and not check_route(q, "auto")
+        assert not question_kind(q).person and not check_route(question_kind(q), "auto")
     assert question_kind("Who kills Twala?").person and question_kind("Who kills Twala?").who

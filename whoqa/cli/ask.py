@@ -59,9 +59,8 @@ def ask(
     given, book, question = book_and_question(book_or_question, question, book, text, data)
     cfg = ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model, top=top)
     question = stage(check_request, question, route, cfg)  # before a book is prepared for it
-    svc = Service(home(workspace), cfg)
+    svc = Service(home(workspace), cfg, stages=Stages(on=not as_json))
     verbose = verbose or VERBOSE["on"]
-    svc.stages = Stages(on=not as_json)
     if given is not None:
         book_id = stage(quietly, svc, verbose, svc.resolve, given)
     else:
@@ -87,8 +86,7 @@ def chat(
     load once. Ctrl-D, Ctrl-C or "quit" ends it; arrow keys recall earlier questions (kept in WS/chat_history)."""
     from whoqa.service import Service
     verbose = verbose or VERBOSE["on"]
-    svc = Service(home(workspace), ServiceConfig(device=device, llm=llm, top=top))
-    svc.stages = Stages(on=True)
+    svc = Service(home(workspace), ServiceConfig(device=device, llm=llm, top=top), stages=Stages(on=True))
     book_id = stage(quietly, svc, verbose, svc.resolve, book)
     stage(quietly, svc, verbose, svc.vectors_later, book_id)  # (encoded while the reader types: other questions' search)
     history = line_history(Path(svc.ws, "chat_history"))

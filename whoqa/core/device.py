@@ -35,7 +35,7 @@ def as_device(device=None):
 
 def on_cpu(device=None) -> bool:
     """Whether a --device value (or torch.device) means the CPU: where llama.cpp's CPU kernels are the faster way to
-    run a GGUF model (whoqa.reader.llm.scoring_runtime)."""
+    run a GGUF model (whoqa.llm.reader.scoring_runtime)."""
     return as_device(device).type == "cpu"
 
 

@@ -122,7 +122,7 @@ def read_run_file(run_dir: Path, name: str = RUN_SUMMARY, default=None):
 
 def rerank_name(model: str, top_k: int, candidates: str, variant: str = "") -> str:
     """An LLM re-ranking's folder inside its run: rerank@<model>+k<k>[+<candidates>][<passage variant>] (the
-    network's candidates have no suffix; raw passages no variant: `whoqa.reader.render`)."""
+    network's candidates have no suffix; raw passages no variant: `whoqa.llm.render`)."""
     return f"rerank@{model}+k{top_k}" + ("" if candidates == "network" else f"+{candidates}") + variant
 
 

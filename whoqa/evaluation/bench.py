@@ -9,10 +9,11 @@ import time
 from pathlib import Path
 
 from whoqa.core.book import Book
+from whoqa.core.query import Query
 from whoqa.core.workspace import Workspace
 from whoqa.core.store import load_questions, read_artificial
 from whoqa.retrieval.bert_ranker import CrossEncoder, RankerConfig, base_model_path
-from whoqa.retrieval.bm25f import BM25FIndex, NothingMatched, RetrievalConfig, matches_question, question_fields
+from whoqa.retrieval.bm25f import BM25FIndex, NothingMatched, RetrievalConfig
 from whoqa.core.aliases import AliasIndex
 from data_prep.addbook import add_text
 from whoqa.service import Service, ServiceConfig
@@ -25,7 +26,7 @@ from whoqa.reader.steps import decoder_start_id
 from whoqa.reader.train import fit, predict
 from whoqa.core.distributed import world
 from whoqa.reader.config import LLMConfig
-from whoqa.reader.llm import LLMReader
+from whoqa.llm.reader import LLMReader
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -56,11 +57,11 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
             texts = [q["t"] for q in read_artificial(art)][:queries]
         texts = texts or ["Who went to the house?"] * queries
         aliases = AliasIndex(book.characters)
-        idx.search(*question_fields(texts[0], aliases), 1000)  # warm the JVM
+        idx.search(*Query.read(texts[0]).about(aliases).fields, 1000)  # warm the JVM
         lat = []
         for q in texts:
             t = time.perf_counter()
-            idx.search(*question_fields(q, aliases), 1000)
+            idx.search(*Query.read(q).about(aliases).fields, 1000)
             lat.append(time.perf_counter() - t)
         sents = [" ".join(book.sentence_words(s)) for s in range(len(book.sentences))]
         ranker = CrossEncoder(base_model_path(RankerConfig()))
@@ -70,7 +71,7 @@ def run(workspace: str, queries: int = 200, bert_questions: int = 3) -> dict:
             t = time.perf_counter()
             ranker.score(q, sents)
             whole.append(time.perf_counter() - t)
-            cands = [s for s, _ in idx.search(*question_fields(q, aliases), 200)]
+            cands = [s for s, _ in idx.search(*Query.read(q).about(aliases).fields, 200)]
             t = time.perf_counter()
             ranker.score(q, [sents[s] for s in cands])
             pooled.append(time.perf_counter() - t)
@@ -97,9 +98,9 @@ def run_ask(workspace: str, n: int = 20, route: str = "auto") -> dict:
     by_book = load_questions(ws)
     book_id = max(by_book, key=lambda b: len(by_book[b]))
     t0 = time.perf_counter()
-    _, aliases, index = svc.opened(book_id)
+    ob = svc.open(book_id)
     read_s = time.perf_counter() - t0
-    qs = [q["question"] for q in by_book[book_id] if matches_question(index, q["question"], aliases)][:n]
+    qs = [q["question"] for q in by_book[book_id] if ob.matches(ob.query(q["question"]))][:n]
     t0 = time.perf_counter()  # (the questions the service answers: it refuses one no sentence matches)
     first = svc.answer(book_id, qs[0], route)
     first_s = read_s + time.perf_counter() - t0
@@ -136,8 +137,8 @@ def run_new_book(workspace: str, text: str, route: str = "auto", llm: str | None
         except NothingMatched:
             continue
     answered = time.perf_counter() - t
-    _, aliases, index = svc.opened(book_id)
-    questions = [q for q in questions if matches_question(index, q, aliases)]  # the service answers no other
+    ob = svc.open(book_id)
+    questions = [q for q in questions if ob.matches(ob.query(q))]  # the service answers no other
     if first is None:
         raise ValueError(f"no benchmark question matches a word of {text}: pass questions the book can answer")
     lat = []

@@ -16,6 +16,7 @@ from whoqa.core.runs import RUN_CONFIG, read_run_file
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.ensemble import read_fold_files
 from whoqa.core.aliases import AliasIndex
+from whoqa.core.query import Query
 from whoqa.core.store import load_who_set
 from whoqa.evaluation.evaluate import ContextView, ensemble_result
 from whoqa.memnet.data import question_tokens
@@ -57,7 +58,7 @@ def question_facts(workspace: Path, run: str, ranker: str = "bm25f", memories: i
         if b not in aliases:
             aliases[b] = AliasIndex.from_records(characters[b])
         chars = {c["id"]: c for c in characters[b]}
-        named = {int(t.split("_")[1].split("@")[0]) for t in question_tokens(q["question"], b, aliases[b])
+        named = {int(t.split("_")[1].split("@")[0]) for t in question_tokens(Query.read(q["question"]).about(aliases[b]), b)
                  if t.startswith("CHAR_")}
         top_book = max(chars, key=lambda c: chars[c]["count"])
         mentioned = set(ctx.mentions(b, qid))

@@ -26,7 +26,7 @@ from whoqa.ranker.fits import read_summary, workspace_fits
 from whoqa.ranker.scores import who_names
 from whoqa.reader.train import current_folds
 from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
-from whoqa.reader.llm_runs import llm_runs, read_llm_summary
+from whoqa.llm.runs import llm_runs, read_llm_summary
 from whoqa.reader.train import read_run
 from whoqa.memnet.choose import choose_run as choose_memnet
 from whoqa.reader.choose import choose_run as choose_reader

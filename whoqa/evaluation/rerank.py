@@ -37,8 +37,8 @@ from whoqa.ranker.model import check_llm_features, log_softmax
 from whoqa.ranker.scores import NameScores, llm_key, rerank_dir  # noqa: F401  (their names, as tests import them)
 from whoqa.ranker.train import (book_fold_candidates, feature_run, features_run, measured_variant,  # noqa: F401
                                 question_features, stage1_features)
-from whoqa.reader.prompt import check_shot_policy
-from whoqa.reader.render import check_rendering
+from whoqa.llm.prompt import check_shot_policy
+from whoqa.llm.render import check_rendering
 
 # the LLM's weights tried (one number per fold: a grid is enough); 100 is the LLM's order alone, ties to the network's
 WEIGHTS = np.array([0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 100.0])

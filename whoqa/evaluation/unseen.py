@@ -26,8 +26,8 @@ from whoqa.core.questions import question_kind
 import json
 from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import digest
-from whoqa.reader.llama_cpp_python import NAMES_READ
-from whoqa.reader.llm import model_fingerprint
+from whoqa.llm.llama_cpp_python import NAMES_READ
+from whoqa.llm.reader import model_fingerprint
 from whoqa.service import Service, ServiceConfig, installed_llm
 from whoqa.core.calibration import Item, ece, reliability, top_confidence
 from whoqa.core.device import as_device
@@ -122,9 +122,9 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     as a miss), with ECE and a reliability curve. Answers are kept per question in target's served/<key>.jsonl (the
     key: the LLM's fingerprint, its scoring runtime and the fit), so a second run is fast and an interrupted one resumes."""
     svc = svc or served_service(workspace, target, llm, device)
-    base = svc.who_llm()  # the LLM the served fit weighs (the shipped fit's 0.5B, whatever else reads)
-    fit = svc.fit(base)
-    runtime = svc.scoring_runtime(base) if base else None  # the service's own choice (transformers' keys stay)
+    base = svc.models.who_llm()  # the LLM the served fit weighs (the shipped fit's 0.5B, whatever else reads)
+    fit = svc.models.fit(base)
+    runtime = svc.models.scoring_runtime(base) if base else None  # the service's own choice (transformers' keys stay)
     key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__]
                  + ([runtime] if runtime not in (None, "transformers") else [])
                  + ([NAMES_READ] if runtime == "llama-cpp-python" else []))[:16]
@@ -167,10 +167,10 @@ def _route_key(svc: Service, route, base: str | None) -> str:
     pool; the final FiD readers' files), the device, and how passages are retrieved and answers grounded. A cached answer is reused only under the same key."""
     weights = None
     if route.name == "llm" and base:
-        model, cfg = svc.answering_llm(base, route.options)  # (its requantised weights, where they answer here)
-        weights = [model_fingerprint(base), Path(model).name, cfg.runtime, digest(svc.pool(who=False).rows)]
+        model, cfg = svc.models.answering_llm(base, route.options)  # (its requantised weights, where they answer here)
+        weights = [model_fingerprint(base), Path(model).name, cfg.runtime, digest(svc.models.pool(who=False).rows)]
     elif route.name == "reader":
-        root = svc.home.reader_models
+        root = svc.models.home.reader_models
         weights = [(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
                    for p in sorted(root.glob("*/final/*")) if p.is_file()]
     return digest([route.name, route.model, route.options, route.reason, weights, svc.cfg.device,

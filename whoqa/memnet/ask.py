@@ -14,19 +14,20 @@ import torch
 from whoqa.core.store import load_who_set
 from whoqa.core.book import is_done
 from whoqa.core.device import resolve_device
-from whoqa.core.names import name_spans, unknown_names
 from whoqa.core.numerics import intra_op_threads
+from whoqa.core.query import Query
 from whoqa.core.workspace import Workspace
 from whoqa.memnet.adapt import book_rows, cached_adapt, patched
 from whoqa.memnet.checkpoint import load_members, member_folders, saved_config
 from whoqa.memnet.choose import choose_model
 from whoqa.memnet.data import Example, MemoryCache, Vocab, book_arrays, collate, question_tokens
 from whoqa.memnet.train import calibration_for
-from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences, open_book, question_windows
+from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences
+from whoqa.retrieval.openbook import OpenBook, open_book
 
 
 @dataclass
-class Answer:
+class NetworkAnswer:
     characters: list[tuple[str, float | None]]  # (name, calibrated probability or None if uncalibrated), best first
     evidence: list[tuple[float, str]]  # (attention, sentence), most attended first
     warnings: list[str] = field(default_factory=list)  # the answer stands, but the question may not fit the book
@@ -69,8 +70,8 @@ class Asker:
         self.rcfg = RetrievalConfig()
         self._books: dict[str, tuple] = {}
 
-    def _book(self, book_id: str, opened: tuple | None = None):
-        """The book's (Book, AliasIndex, BM25FIndex) (`opened`, when the caller has them) with its memory arrays."""
+    def _book(self, book_id: str, ob: OpenBook | None = None):
+        """The opened book (`ob`, when the caller has it) with its memory arrays."""
         if book_id not in self._books:
             if is_done(self.ws.books / book_id, book_id) and book_id not in self.vocab.books:
                 if self.fold is None:
@@ -78,7 +79,7 @@ class Asker:
                                      f"whoqa.service, which folds it in, or run `whoqa prepare --book {book_id}`")
                 self.fold(self.ws, [book_id])  # prepared without vectors (e.g. --no-embeddings): fold it in now
                 self._load()
-            book, aliases, index = opened or open_book(self.ws, book_id, self.rcfg)
+            ob = ob or open_book(self.ws, book_id, self.rcfg)
             arrays = book_arrays(self.ws, book_id, self.vocab)
             patches = [None] * len(self.members)
             if self.adapt:
@@ -89,16 +90,16 @@ class Asker:
             cache = None  # the book's sentences encoded once (members sharing their frozen embeddings, unadapted)
             if self.shared_embeddings and not any(patches) and len(arrays.candidates):
                 cache = MemoryCache(self.model, {book_id: arrays})
-            self._books[book_id] = (book, aliases, index, arrays, patches, cache)
+            self._books[book_id] = (ob, arrays, patches, cache)
         return self._books[book_id]
 
-    def ask(self, book_id: str, question: str, top: int = 5, evidence: int = 3, opened: tuple | None = None,
-            spans: list | None = None, context: list[int] | None = None) -> Answer:
+    def ask(self, book_id: str, question: str | Query, top: int = 5, evidence: int = 3, ob: OpenBook | None = None,
+            context: list[int] | None = None) -> NetworkAnswer:
         """The book's characters ranked for a Who question, with calibrated probabilities and the sentences attended
-        to most. The caller may pass what it has already read: the opened book, the question's `name_spans` and its
-        BM25F context sentences (`question_windows`' recipe)."""
+        to most. The caller may pass what it has already read: the opened book, and the question's BM25F context
+        sentences (`OpenBook.windows`' recipe)."""
         with intra_op_threads(self.threads), torch.no_grad():
-            return self._ask(book_id, question, top, evidence, opened, spans, context)
+            return self._ask(book_id, question, top, evidence, ob, context)
 
     def trained_on(self, book_id: str) -> bool:
         """Whether the model trained on questions about the book (models saved before the record: the books with
@@ -121,21 +122,20 @@ class Asker:
                           f"measures one for new books, and `ask --rerank` gives calibrated ones without training")
         return cal, None
 
-    def _ask(self, book_id: str, question: str, top: int, evidence: int, opened, spans, context) -> Answer:
-        if not question.strip():
+    def _ask(self, book_id: str, question: str | Query, top: int, evidence: int, ob, context) -> NetworkAnswer:
+        if not (question.text if isinstance(question, Query) else question).strip():
             raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
-        book, aliases, index, arrays, patches, cache = self._book(book_id, opened)
+        ob, arrays, patches, cache = self._book(book_id, ob)
+        book, query = ob.book, ob.query(question)
         if len(arrays.candidates) == 0:
             raise ValueError(f"book {book_id} has no characters to answer with (the engine found no person in it)")
-        spans = name_spans(question, aliases) if spans is None else spans
-        warnings = [f"the question names {n!r}, who is not a character of this book" for n in unknown_names(spans)]
+        warnings = [f"the question names {n!r}, who is not a character of this book" for n in query.unknown]
         calibration, why = self.calibration_for_book(book_id)
         warnings += [why] if why else []
         if context is None:
-            context = context_sentences(question_windows(index, question, aliases, len(book.sentences), self.rcfg,
-                                                         spans), len(book.sentences))
+            context = context_sentences(ob.windows(query, self.rcfg), len(book.sentences))
         ctx = context[:self.memories]  # (the stored contexts' recipe, cut where the model reads)
-        ex = Example(book_id, self.vocab.ids(question_tokens(question, book_id, aliases, spans)), ctx, [])
+        ex = Example(book_id, self.vocab.ids(question_tokens(query, book_id)), ctx, [])
         b = collate([ex], {book_id: arrays}, self.memories)
         chars = b.cand_chars
         b = b.to(self.device)
@@ -158,5 +158,5 @@ class Asker:
         best = weight.argsort(descending=True)[:evidence]
         best = [int(i) for i in best if weight[i] > 0]
         ev = [(float(weight[i]), " ".join(book.sentence_words(ctx[i]))) for i in best]
-        return Answer(names, ev, warnings, any(p is not None for p in patches), calibration,
+        return NetworkAnswer(names, ev, warnings, any(p is not None for p in patches), calibration,
                       [int(chars[0, i]) for i in order], [int(ctx[i]) for i in best])

@@ -17,7 +17,7 @@ import torch
 from whoqa.core.artifacts import forget_checksum, load_binary, record_checksum
 from whoqa.core.book import Book
 from whoqa.core.store import load_vectors, load_who_set, read_artificial, read_state, scoped
-from whoqa.core.names import name_spans
+from whoqa.core.query import Query
 from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
 from whoqa.core.book import POSSESSIVE_TAGS, span_head
@@ -145,12 +145,13 @@ def _tokenizer():
     return spacy.blank("en").tokenizer
 
 
-def question_tokens(question: str, book_id: str, aliases, spans: list | None = None) -> list[str]:
-    """A question as corpus tokens: spans naming a book character become its character token, the rest is
-    tokenised as the books were and lowercased (`spans`: the question's `name_spans`, when the caller has them)."""
+def question_tokens(query: Query, book_id: str) -> list[str]:
+    """A question (read in its book) as corpus tokens: spans naming a book character become its character token, the
+    rest is tokenised as the books were and lowercased."""
+    question = query.text
     out: list[str] = []
     pos = 0
-    for s in spans if spans is not None else name_spans(question, aliases):
+    for s in query.spans:
         if s.ids:
             out += [t.text.lower() for t in _tokenizer()(question[pos:s.start])]
             out += [scoped(f"CHAR_{c}", book_id) for c in s.ids]
@@ -263,7 +264,7 @@ def who_examples(workspace: Path, ranker: str, vocab: Vocab, books: dict[str, Bo
         if not set(q["answers"]) & set(books[b].char_ids.tolist()):
             skipped["answer_not_candidate"] += 1
             continue
-        ids = vocab.ids(question_tokens(q["question"], b, aliases[b]))
+        ids = vocab.ids(question_tokens(Query.read(q["question"]).about(aliases[b]), b))
         out.append(Example(b, ids, question_context(contexts[b], q["question_id"], memories), q["answers"],
                            q["question_id"]))
     if any(skipped.values()):

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from whoqa.core.book import Book
-from whoqa.core.names import NameSpan
 from whoqa.core.numerics import intra_op_threads
+from whoqa.core.query import Query
 from whoqa.memnet.data import question_tokens
 from whoqa.memnet.slot_train import ensemble_logp, load
 from whoqa.memnet.slots import SlotExample, slot_book, split_question
@@ -35,22 +34,13 @@ class SlotScorer:
             self._books[key] = slot_book(book, self.vocab).with_word_sums(self.vocab.matrix)
         return self._books[key]
 
-    def scores(self, book: Book, question: str, spans: list[NameSpan], context: list[int],
-               memories: int = 100) -> dict[int, float]:
-        """{character id: log-probability} for a question with these name spans and context sentences (best
+    def scores(self, book: Book, query: Query, context: list[int], memories: int = 100) -> dict[int, float]:
+        """{character id: log-probability} for a question (read in the book) with these context sentences (best
         first)."""
         arrays = self._arrays(book)
-        words, named = split_question(question_tokens(question, book.id, None, spans), arrays, self.vocab)
+        words, named = split_question(question_tokens(query, book.id), arrays, self.vocab)
         with intra_op_threads(self.threads), torch.no_grad():
             got = ensemble_logp(self.models, [SlotExample(book.id, words, named, list(context), [])],
                                 {book.id: arrays}, memories)[0]
         return {int(c): float(v) for c, v in got.items()}
 
-
-def group_scores(scores: dict[int, float], groups: dict[int, list[int]]) -> dict[int, float]:
-    """A person's log-probability from its clusters' (the cast's groups: representative -> member ids)."""
-    out = {}
-    for rep, members in groups.items():
-        vals = [scores[m] for m in members if m in scores]
-        out[rep] = float(np.logaddexp.reduce(vals)) if vals else min(scores.values(), default=0.0)
-    return out

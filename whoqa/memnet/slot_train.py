@@ -22,6 +22,7 @@ from whoqa.core.metrics import ranking_metrics
 from whoqa.core.numerics import intra_op_threads
 from whoqa.core.device import resolve_device
 from whoqa.core.progress import bar as progress_bar
+from whoqa.core.query import Query
 from whoqa.core.seed import SEED, set_seed
 from whoqa.core.runs import file_digest, files_digest, provenance
 from whoqa.core.store import fingerprint, load_vectors, load_who_set, read_artificial, read_state
@@ -124,7 +125,7 @@ def who_examples(workspace: Path, books: dict[str, SlotBook], vocab: WordVocab, 
             aliases[b] = AliasIndex.from_records(characters.get(b, []))
         if contexts[b] is None or b not in books or not any(books[b].local(a) is not None for a in q["answers"]):
             continue
-        words, named = split_question(question_tokens(q["question"], b, aliases[b]), books[b], vocab)
+        words, named = split_question(question_tokens(Query.read(q["question"]).about(aliases[b]), b), books[b], vocab)
         out.append(SlotExample(b, words, named, question_context(contexts[b], q["question_id"], memories),
                                [int(a) for a in q["answers"]], int(q["question_id"])))
     return out

@@ -22,15 +22,15 @@ class RerankConfig:
     passages: int = LLMConfig.top_k  # BM25F passages offered (as many as fit the prompt budget, in book order)
     prompt_tokens: int = LLMConfig.prompt_tokens
     shots: int = LLMConfig.shots  # Who questions of other books with their answers, before the question
-    shot_policy: str = "question"  # how they are drawn (whoqa.reader.prompt.SHOT_POLICIES): per question, or
+    shot_policy: str = "question"  # how they are drawn (whoqa.llm.prompt.SHOT_POLICIES): per question, or
     #                                "fixed": the same for every question of a book (llama.cpp reads them once)
     folds: int = 10  # the feature ranker without a network run: book folds of its own (the paper's 10)
     fold_seed: int = SEED  # which books go together in those folds (other seeds: the figures' spread over folds)
-    rendering: str = "raw"  # how the passages show the engine's coreference (whoqa.reader.render.RENDERINGS)
+    rendering: str = "raw"  # how the passages show the engine's coreference (whoqa.llm.render.RENDERINGS)
     marks: str = "all"  # whose mentions a rendering marks: all characters' or only the candidates'
     character_list: bool = False  # list the characters the passages mention in the prompt
     runtime: str = "auto"  # what scores the names: auto (transformers, float32) or llama-cpp-python (llama.cpp's
-    #                        quantised kernels: whoqa.reader.runtimes; its own LLM key and folder)
+    #                        quantised kernels: whoqa.llm.runtimes; its own LLM key and folder)
     llm_features: str = "select"  # how the LLM's scores enter the feature ranker (feature_ranker.LLM_FEATURES), or
     # "select": the form with the best likelihood in cross-validation on the training books, chosen per fold
     cast: bool = False  # the feature ranker's candidates: every character cluster (issue 29's arm, which the

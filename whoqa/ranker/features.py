@@ -17,8 +17,9 @@ from typing import Callable
 
 import numpy as np
 
+from whoqa.core.query import Query
+from whoqa.core.syntax import role_matches, verb_sentences
 from whoqa.ranker.cast import cast_of
-from whoqa.ranker.syntax import question_frame, role_matches, verb_sentences
 
 FEATURE_VERSION = 1  # the definitions' version (features added since keep it: a fit names the ones it uses)
 CONTEXT_SENTENCES = 100  # the question's BM25F context, as the memory network reads it (MemNetConfig's memories)
@@ -37,7 +38,7 @@ class Inputs:
     context: np.ndarray  # (C,) mentions in the question's context (its first CONTEXT_SENTENCES sentences)
     named: np.ndarray  # (C,) bool: the question names the character
     roles: np.ndarray  # (C, 2): its mentions in the context playing the question's role for its verb, and of those
-    #                    the ones in a sentence holding another of the question's arguments (whoqa.ranker.syntax)
+    #                    the ones in a sentence holding another of the question's arguments (whoqa.core.syntax)
     book_roles: np.ndarray  # (C, 2): the same over every sentence of the book holding one of the question's verbs
     network: np.ndarray  # (C,) the anonymous-slot memory network's log-probability (whoqa.memnet.slots; 0: none)
     written: np.ndarray  # (C,) where the reader's written answer names it (whoqa.ranker.written): 1 first, 2 next..., 0
@@ -122,7 +123,7 @@ def columns(names) -> list[int]:
 ROLE_FEATURES = ("role", "role_with_args", "book_role", "book_role_with_args")  # the ones that parse the question
 
 
-def book_features(book, context: list[int], named: set[int], question: str = "", cast: bool = True,
+def book_features(book, context: list[int], named: set[int], query: Query | None = None, cast: bool = True,
                   network: dict[int, float] | None = None, used: tuple[str, ...] = STAGE1,
                   written: list[int] | None = None) -> tuple[list[int], np.ndarray]:
     """(ids, (C, F) features) of a book's answer candidates for a question whose context holds these sentence ids
@@ -135,7 +136,7 @@ def book_features(book, context: list[int], named: set[int], question: str = "",
     rep = {m: r for r, ms in groups.items() for m in ms}
     sentences = context[:CONTEXT_SENTENCES]
     mentions = Counter(rep[m.char_id] for s in sentences for m in book.sentence_mentions(s) if m.char_id in rep)
-    frame = question_frame(question) if question and set(used) & set(ROLE_FEATURES) else None
+    frame = query.frame if query is not None and set(used) & set(ROLE_FEATURES) else None
     roles = role_matches(book, sentences, frame, named, rep.get) if frame else {}
     book_roles = role_matches(book, verb_sentences(book, frame.verbs), frame, named, rep.get) if frame else {}
     records = [{"id": r, "count": sum(book.characters[m].count for m in ms)} for r, ms in groups.items()]

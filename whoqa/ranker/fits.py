@@ -20,7 +20,7 @@ SUMMARY = RUN_SUMMARY
 
 def fit_dir(workspace: Path, run: str, model: str, top_k: int, candidates: str, variant: str = "") -> Path:
     """WS/runs/<run>/rerank@<model>+k<k>[+<candidates>][<passage variant>]/: one LLM re-ranking of a run (the
-    network's candidates have no suffix; raw passages none: `whoqa.reader.render.variant`)."""
+    network's candidates have no suffix; raw passages none: `whoqa.llm.render.variant`)."""
     return Workspace(workspace).runs / run / rerank_name(model, top_k, candidates, variant)
 
 

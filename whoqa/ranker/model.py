@@ -130,7 +130,7 @@ class FeatureRanker:
         LLM's weights requantised as they were ("weights": a llama.cpp type such as "Q4_0", or None: the model as
         installed), by the LLM that made them ("llm": its name; None: whichever the workspace's fit folder is named
         for), and its shots drawn as they were ("shot_policy"; with "fixed", "examples": the fixed order's first
-        [question, answer, book] rows, whoqa.reader.prompt.fixed_examples)."""
+        [question, answer, book] rows, whoqa.llm.prompt.fixed_examples)."""
         return {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
                 "shots": RerankConfig.shots, "weights": None, "llm": None, "shot_policy": "question",
                 "examples": None} | (self.prompt or {})

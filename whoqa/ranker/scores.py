@@ -1,5 +1,5 @@
 """The LLM's name scores: each (question, character) scored once by a local LLM reading the question's passages
-with the prompt every path builds (whoqa.reader.prompt), kept per re-ranking folder (scores.jsonl) and resumable;
+with the prompt every path builds (whoqa.llm.prompt), kept per re-ranking folder (scores.jsonl) and resumable;
 what both the memory network's re-ranking and the feature ranker's training read."""
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ from whoqa.ranker.config import RerankConfig, prompt_variant
 from whoqa.ranker.fits import fit_dir
 from whoqa.reader.config import LLMConfig, model_name, passage_variant, runtime_variant
 from whoqa.reader.data import build_examples
-from whoqa.reader.llama_cpp_python import NAMES_READ
-from whoqa.reader.llm import LLMReader
-from whoqa.reader.models import model_fingerprint
-from whoqa.reader.prompt import shares_start, who_pool
-from whoqa.reader.remote import on_cluster
-from whoqa.reader.render import WorkspacePassages
+from whoqa.llm.llama_cpp_python import NAMES_READ
+from whoqa.llm.reader import LLMReader
+from whoqa.llm.models import model_fingerprint
+from whoqa.llm.prompt import shares_start, who_pool
+from whoqa.llm.remote import on_cluster
+from whoqa.llm.render import WorkspacePassages
 
 
 def rerank_dir(workspace: Path, run: str, cfg: RerankConfig) -> Path:
@@ -86,7 +86,7 @@ class NameScores:
         names = who_names(ws)
         who = {q["question_id"]: q for q in load_who_set(ws)[1]}
         examples = {e.question_id: e for e in build_examples(ws, "bm25f", cfg.passages, progress=False)}
-        pool = who_pool(ws)  # the shots `ask` draws for the same question (whoqa.reader.prompt)
+        pool = who_pool(ws)  # the shots `ask` draws for the same question (whoqa.llm.prompt)
         plain = not passage_variant(cfg.rendering, cfg.marks, cfg.character_list)
         rendered = WorkspacePassages(ws, "bm25f")
         items = []  # what one LLM call reads: (qid, candidates, question, passages, names, shots, starts, order, list,

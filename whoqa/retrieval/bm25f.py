@@ -13,19 +13,15 @@ windows in rank order, merged where they overlap, until they hold `context_sente
 from __future__ import annotations
 
 import json
-import logging
-import re
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from whoqa.core.book import Book, is_done
+from whoqa.core.book import Book
 from whoqa.core.files import atomic_write
-from whoqa.core.names import name_spans
+from whoqa.core.query import Query
 from whoqa.core.registry import positive, require
-from whoqa.core.workspace import ReadOnly, Workspace
-
-log = logging.getLogger(__name__)
+from whoqa.core.workspace import Workspace
 
 
 @dataclass
@@ -55,16 +51,6 @@ def sentence_fields(book: Book, sid: int) -> tuple[str, str]:
     return " ".join(words), " ".join(chars)
 
 
-def question_fields(question: str, characters, spans: list | None = None) -> tuple[str, str]:
-    """(words, character ids) of a question: capitalised spans that name a character of the book become its id
-    (`spans`: the question's `name_spans`, when the caller has them already)."""
-    chars: list[str] = []
-    words = question
-    for s in spans if spans is not None else name_spans(question, characters):
-        if s.ids:
-            chars += [f"char_{c}" for c in s.ids]
-            words = words.replace(s.text, " ", 1)
-    return " ".join(words.split()), " ".join(chars)
 
 
 def windows(ranked: list[tuple[int, float]], n_sentences: int, total: int, width: int = 5) -> list[list]:
@@ -104,25 +90,17 @@ class NothingMatched(ValueError):
     nothing (every route refuses it, as one line: exit 2 in the CLI, a 4xx from the API)."""
 
 
-# Words every question has that say nothing of the book (Lucene's English stopwords are dropped by its analyzer
-# already; these are not among them): a sentence matching only "who" or "did" is no evidence for an answer.
-QUESTION_STOPWORDS = frozenset("who whom whose what which where when why how do does did done has have had he she him "
-                           "his her hers they them their i me my you your we us our one ones".split())
 
 
-def matches_question(index: "BM25FIndex", question: str, aliases, spans: list | None = None) -> bool:
+def matches_question(index: "BM25FIndex", query: Query) -> bool:
     """Whether any sentence of the book matches a content word (or a named character) of the question."""
-    words, chars = question_fields(question, aliases, spans)
-    content = " ".join(w for w in re.findall(r"[^\W_]+", words) if w.lower() not in QUESTION_STOPWORDS)
-    return bool(index.search(content, chars, 1))
+    return bool(index.search(query.probe, query.characters, 1))
 
 
-def question_windows(index: "BM25FIndex", text: str, aliases, total: int, cfg: RetrievalConfig,
-                     spans: list | None = None) -> list[list]:
+def question_windows(index: "BM25FIndex", query: Query, total: int, cfg: RetrievalConfig) -> list[list]:
     """A question's BM25F windows as the index stage stores them (cfg.context_sentences sentences, rank order): the
     one recipe for the contexts models are trained and judged on and the ones `ask` builds for a new question."""
-    words, chars = question_fields(text, aliases, spans)
-    return windows(index.search(words, chars, cfg.pool), cfg.context_sentences, total, cfg.window)
+    return windows(index.search(query.words, query.characters, cfg.pool), cfg.context_sentences, total, cfg.window)
 
 
 class DamagedIndex(Exception):
@@ -278,33 +256,7 @@ def index_book(workspace: Path, book_id: str, questions: list[dict], cfg: Retrie
     out = {}
     for q in questions:
         text = " ".join([q["question"], q["answer1"], q["answer2"]]) if oracle else q["question"]
-        out[str(q["question_id"])] = question_windows(idx, text, aliases, len(book.sentences), cfg)
+        out[str(q["question_id"])] = question_windows(idx, Query.read(text).about(aliases), len(book.sentences), cfg)
     atomic_write(ws.contexts_file("oracle" if oracle else "bm25f", book_id),
                  json.dumps({"config": asdict(cfg), "questions": out}))
     return {"questions": len(out), "sentences": len(book.sentences)}
-
-
-def open_book(workspace: Path, book_id: str, rcfg):
-    """(Book, AliasIndex, BM25FIndex) of a prepared book; its index is built the first time."""
-    from whoqa.core.aliases import AliasIndex
-    folder = Workspace(workspace).books / book_id
-    if not is_done(folder, book_id):
-        raise FileNotFoundError(f"book {book_id} is not prepared in {workspace}: run `whoqa prepare "
-                                f"--workspace {workspace} --book {book_id}` first (or ask with --text FILE)")
-    book = Book.load(folder, book_id)
-    ws = Workspace(workspace)
-    index = ws.book_index(book_id)
-    fix = (f"run `whoqa index --workspace {workspace}` where it is writable (it is served read-only here, so the "
-           f"index is not built)")
-    if ws.read_only and not any(Path(index).glob("segments_*")):
-        raise ReadOnly(f"book {book_id} has no BM25F index ({index}): {fix}")
-    BM25FIndex.ensure(book, index)
-    try:
-        searcher = BM25FIndex(index, rcfg)
-    except DamagedIndex as e:  # Lucene's own words for damaged files: derived from the book, so it is rebuilt
-        if ws.read_only:
-            raise ReadOnly(f"book {book_id}'s BM25F index {index} is damaged ({e}): {fix}") from None
-        log.warning("BM25F index %s is damaged (%s): rebuilt", index, e)
-        BM25FIndex.build(book, Path(index), replace=True)  # (the damaged one is replaced once the new one is whole)
-        searcher = BM25FIndex(index, rcfg)
-    return book, AliasIndex(book.characters), searcher

@@ -19,30 +19,14 @@ from pathlib import Path
 
 from whoqa.core.book import Book
 from whoqa.core.files import atomic_write
-from whoqa.core.names import name_spans
+from whoqa.core.query import Query
 from whoqa.core.registry import positive
-from whoqa.retrieval.bm25f import RetrievalConfig, question_fields, question_windows, windows
+from whoqa.retrieval.bm25f import RetrievalConfig, question_windows, windows
 
 log = logging.getLogger(__name__)
 
 QUERIES = ("question", "content")  # every word of the question (the stored contexts' query) | its content words
 FUSIONS = ("bm25f", "rrf", "dense")  # BM25F alone | BM25F and MiniLM by reciprocal rank fusion | MiniLM alone
-# Words that hold a sentence together, not what it is about (lowercase, Lucene's tokens).
-FUNCTION_WORDS = frozenset("""
-what whats which who whom whose where when why how whether
-is are was were be been being am do does did done doing have has had having will would shall should can could
-may might must ought get gets got getting
-a an the this that these those there here then than so such very too also just only even ever
-of to in on at by for with from into onto upon about above below over under after before during while until
-through throughout between among against without within along across around toward towards off out up down
-and or but nor not no yes if as because though although since unless whereas
-i me my mine myself you your yours yourself he him his himself she her hers herself it its itself we us our ours
-they them their theirs themselves one ones someone somebody something anyone anything everyone everything
-many much more most some any all each every other another own same several
-""".split())
-# ... and, in a question, the words that only frame what kind of answer is wanted.
-STOPWORDS = FUNCTION_WORDS | frozenset("name named kind type sort way happen happens happened happening story book "
-                                       "novel play chapter end mr mrs ms dr".split())
 
 
 @dataclass
@@ -63,26 +47,10 @@ class PassageConfig:
                              f"fusion in {FUSIONS}")
 
 
-def content_words(text: str) -> str:
-    """The words of `text` that say what it is about: stopwords and question words dropped (case kept)."""
-    return " ".join(w for w in text.split() if w.strip("?!.,;:'\"()").lower().replace("'s", "") not in STOPWORDS
-                    and any(c.isalnum() for c in w))
 
 
-def answer_tokens(text: str) -> list[str]:
-    """An answer's or a passage's tokens for matching (normalize_text's, lowercase): function words and punctuation
-    dropped, unless nothing else is left (an answer of function words alone keeps its words)."""
-    from whoqa.core.metrics import normalize_text
-    tokens = [t for t in normalize_text(text).split() if t[0].isalnum()]
-    content = [t for t in tokens if t not in FUNCTION_WORDS]
-    return content or tokens
 
 
-def content_query(question: str, aliases, spans: list | None = None) -> tuple[str, str]:
-    """(content words, character ids) of a question: named characters as their ids, question words and stopwords
-    dropped."""
-    words, chars = question_fields(question, aliases, spans)
-    return content_words(words), chars
 
 
 def sentence_text(book: Book, sid: int) -> str:
@@ -170,26 +138,23 @@ def rrf(*rankings: list[tuple[int, float]], k: int = 60) -> list[tuple[int, floa
     return sorted(score.items(), key=lambda x: (-x[1], order[x[0]]))
 
 
-def passage_windows(opened: tuple, question: str, cfg: PassageConfig | None = None, dense: DenseIndex | None = None,
-                    rcfg: RetrievalConfig | None = None, spans: list | None = None) -> list[list]:
-    """A non-Who question's windows ([[first, last, score], ...], rank order, as `question_windows`) in an opened
-    book ((Book, AliasIndex, BM25FIndex)); `dense`: the book's DenseIndex where cfg.fusion needs one."""
+def passage_windows(book: Book, index, query: Query, cfg: PassageConfig | None = None, dense: DenseIndex | None = None,
+                    rcfg: RetrievalConfig | None = None) -> list[list]:
+    """A non-Who question's windows ([[first, last, score], ...], rank order, as `question_windows`) in a book and its
+    BM25F index; `dense`: the book's DenseIndex where cfg.fusion needs one."""
     cfg, rcfg = cfg or PassageConfig(), rcfg or RetrievalConfig()
     cfg.check()  # (a field set after it was made)
-    book, aliases, index = opened
-    spans = spans if spans is not None else name_spans(question, aliases)
     if cfg.fusion == "bm25f" and cfg.query == "question":
-        return question_windows(index, question, aliases, len(book.sentences), rcfg, spans)
+        return question_windows(index, query, len(book.sentences), rcfg)
     if cfg.fusion != "bm25f" and dense is None:
         raise ValueError(f"passage fusion {cfg.fusion!r} needs the book's DenseIndex")
-    words, chars = content_query(question, aliases, spans) if cfg.query == "content" else \
-        question_fields(question, aliases, spans)
-    ranked = index.search(words, chars, rcfg.pool)
+    words = query.content if cfg.query == "content" else query.words
+    ranked = index.search(words, query.characters, rcfg.pool)
     if not ranked and cfg.query == "content":  # only function words (and no character): the whole question
-        ranked = index.search(*question_fields(question, aliases, spans), rcfg.pool)
+        ranked = index.search(query.words, query.characters, rcfg.pool)
     if not ranked and cfg.fusion == "bm25f":  # no word of the question is in the book: nothing to read
         return []
     if cfg.fusion != "bm25f":  # (with no word matched, the MiniLM ranking alone: "feline siblings" finds kittens)
-        near = dense.search(question, cfg.dense_pool)
+        near = dense.search(query.text, cfg.dense_pool)
         ranked = near if cfg.fusion == "dense" else rrf(ranked, near, k=cfg.rrf_k)
     return windows(ranked, rcfg.context_sentences, len(book.sentences), rcfg.window)

@@ -19,17 +19,19 @@ measurements change), from what the workspace measured:
   those its score was measured on; any other book gets a reader of its passages.
 Every Who answer carries evidence: the context sentences that mention its top character (by name or a resolved
 pronoun), those matching the question best first. Every other answer carries the passage sentences it rests on, the
-words it shares with them marked (whoqa.reader.grounding); where no passage sentence holds it (support under the
+words it shares with them marked (whoqa.llm.grounding); where no passage sentence holds it (support under the
 measured threshold), the answer is withheld and whoqa says it did not find it in the book, showing the best passages.
 The LLM reads passages retrieved for what the question asks (whoqa.retrieval.passages), not its function words. The
 models load once per process and are shared by every caller (one lock: answers run one at a time on a 2-core
-machine). The package: schema (settings, the Answer), intake (books), answers (Service), evidence.
+machine). The package: schema (settings, the Answer), intake (books, opened once as OpenBooks), models (every model,
+in one cache), routing, answers (Service: the question read once as a Query, then route -> model -> Answer),
+evidence (why, and what an answer rests on).
 """
 from __future__ import annotations
 
-from whoqa.service.routing import (ANSWERABLE, MEASURED_LLMS, READ_SECONDS, ROUTES, Route, RoutingTable,  # noqa: F401
+from whoqa.service.routing import (ANSWERABLE, READ_SECONDS, ROUTES, Route, RoutingTable,  # noqa: F401
                            check_route, choose_route, features_p1, installed_llm, network_for, training_books)
-from whoqa.reader.models import llm_installed  # noqa: F401
+from whoqa.llm.models import llm_installed  # noqa: F401
 from whoqa.service.answers import Service  # noqa: F401
 from whoqa.service.evidence import sentence_marks, who_reasons  # noqa: F401
 from whoqa.service.intake import KEEP_BOOKS  # noqa: F401

@@ -3,27 +3,25 @@ those sharing the most of the question's words first, and the facts the feature 
 words."""
 from __future__ import annotations
 
-import re
-
-from whoqa.service.schema import Evidence, Ranked
-
-WORD = re.compile(r"[a-z]+")
-STOP = {"who", "whom", "whose", "what", "the", "a", "an", "of", "to", "in", "on", "at", "is", "was", "does", "did",
-        "do", "and", "or", "his", "her", "their", "he", "she", "they", "it", "for", "with", "by", "from", "that", "be"}
+from whoqa.core.query import Query
+from whoqa.core.words import terms
+from whoqa.llm.grounding import GroundingConfig, ground
+from whoqa.service.schema import Answer, Evidence, Ranked
 
 
-def evidence_for(book, context: list[int], chars: list[Ranked], question: str, n: int) -> list[Evidence]:
+
+def evidence_for(book, context: list[int], chars: list[Ranked], query: Query, n: int) -> list[Evidence]:
     """The context sentences that mention the top character (by name or a resolved pronoun), those sharing the
     most of the question's words first (ties: the context's order), its mentions marked."""
     if not chars:
         return []
     best = chars[0].id
-    asked = set(WORD.findall(question.lower())) - STOP
+    asked = query.terms
     found = []
     for rank_, s in enumerate(dict.fromkeys(context)):
         marks, text = sentence_marks(book, s, best)
         if marks:
-            found.append((-len(asked & set(WORD.findall(text.lower()))), rank_, Evidence(s, text, marks)))
+            found.append((-len(asked & terms(text)), rank_, Evidence(s, text, marks)))
     return [e for *_, e in sorted(found, key=lambda x: x[:2])[:n]]
 
 
@@ -87,3 +85,13 @@ def written_reasons(book, written, chars: list[Ranked]) -> list[str]:
     agree = bool(chars) and chars[0].id == written.answer
     return [f"a language model that read the passages wrote {written.text!r}"
             + (f", naming {name}" if agree else f", naming {name}, though the counts weigh against it")]
+
+
+def grounded(ans: Answer, book, wins: list[list], text: str | None, cfg: GroundingConfig, query: Query) -> Answer:
+    """The answer with the sentences it rests on; withheld (found False) where no passage sentence holds it."""
+    best, grounds = ground(book, wins, text, cfg, query.asked)
+    ans.support, ans.found = round(best, 3), bool(text) and best >= cfg.threshold
+    ans.grounds = [Evidence(x.sentence, x.text, x.marks, support=round(x.support, 3)) for x in grounds]
+    if not ans.found:
+        ans.answer, ans.withheld = None, text
+    return ans

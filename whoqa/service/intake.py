@@ -2,8 +2,13 @@
 most recent), and cut where a reader asked for no spoilers."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+from whoqa.core.query import Query
+from whoqa.retrieval.openbook import OpenBook
+
+log = logging.getLogger(__name__)
 KEEP_BOOKS = 4  # books kept open (a workspace may hold hundreds)
 
 
@@ -15,7 +20,8 @@ def book_stages():
 
 
 class BookIntake:
-    """The books half of whoqa.service.Service (its ws, lock, stages, _opened and _cuts)."""
+    """The books half of whoqa.service.Service (its ws, cfg, models, lock, stages, _opened, _cuts, _encoding and
+    _encoder)."""
 
     def intake(self, text: str | Path | None = None, data: str | Path | None = None, book: str | None = None) -> str:
         """The id of the book asked about: a plain-text file (prepared the first time), a NarrativeQA folder's book
@@ -48,9 +54,10 @@ class BookIntake:
         raise FileNotFoundError(f"{book} is neither a book file (.txt, .epub, .html) nor the id of a book in {self.ws} "
                                 f"({len(ids)} book(s) there)")
 
-    def opened(self, book_id: str) -> tuple:
-        """(Book, AliasIndex, BM25FIndex) of a prepared book, read once and kept (the few most recent)."""
-        from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+    def open(self, book_id: str, upto: str | None = None) -> OpenBook:
+        """A prepared book, opened once and kept (the few most recent); with `upto` ("40%", "Chapter 12"), as far as
+        a reader has read (OpenBook.upto), kept as well."""
+        from whoqa.retrieval.openbook import open_book
         with self.lock:
             if book_id in self._opened:
                 self._opened.move_to_end(book_id)
@@ -58,28 +65,48 @@ class BookIntake:
                 if len(self._opened) >= KEEP_BOOKS:
                     self._opened.popitem(last=False)
                 self.stages.stage("opening the book and its index of passages")
-                self._opened[book_id] = open_book(self.ws, book_id, RetrievalConfig())
-            return self._opened[book_id]
-
-    def book(self, book_id: str):
-        return self.opened(book_id)[0]
-
-    def upto(self, book_id: str, upto: str | None) -> tuple[tuple, dict | None]:
-        """(the opened book as far as a reader has read, the cut as Answer.upto records it): `upto` is a share
-        ("40%") or a chapter heading ("Chapter 12"; whoqa.core.book.Book.cut); None, the whole book. The cut book
-        has only its first sentences, the characters mentioned there and an index that finds nothing after them, so
-        its passages, candidates, their features and the evidence all come from the text before the cut."""
-        from whoqa.core.aliases import AliasIndex
-        from whoqa.retrieval.bm25f import CutIndex
-        opened = self.opened(book_id)
-        if not upto:
-            return opened, None
-        book, _, index = opened
-        n, total = book.cut(upto), len(book.sentences)
-        with self.lock:
-            if (book_id, n) not in self._cuts:
+                self._opened[book_id] = open_book(self.ws, book_id, device=self.models.device())
+            if not upto:
+                return self._opened[book_id]
+            if (book_id, upto) not in self._cuts:
                 if len(self._cuts) >= KEEP_BOOKS:
                     self._cuts.pop(next(iter(self._cuts)))
-                cut = book.upto(n)
-                self._cuts[(book_id, n)] = (cut, AliasIndex(cut.characters), CutIndex(index, n, total))
-            return self._cuts[(book_id, n)], {"spec": upto, "sentences": n, "of": total}
+                self._cuts[(book_id, upto)] = self._opened[book_id].upto(upto)
+            return self._cuts[(book_id, upto)]
+
+    def book(self, book_id: str):
+        return self.open(book_id).book
+
+    def vectors_later(self, book_id: str) -> None:
+        """Begin encoding a book's sentence vectors in a thread of their own (once per book; nothing where they are
+        kept already or retrieval reads none), so the first question that is not a Who question finds them made: a
+        process that lives on calls it once a book is in (`chat`, the page's upload). The encoder loads here, in the
+        caller's thread: a model's loading patches torch for the process (empty weights), which no other thread's
+        tensors may meet; only the encoding runs beside."""
+        if self.cfg.passages.fusion == "bm25f" or book_id in self._encoding or self.ws.book_vectors(book_id).is_file():
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        from whoqa.core.book import Book
+        from whoqa.core.minilm import bundled_minilm
+        from whoqa.retrieval.passages import DenseIndex, _encoder
+        path, device = self.ws.book_vectors(book_id), self.models.device()
+        _encoder(bundled_minilm("use PassageConfig.fusion 'bm25f'"), device)  # (loaded once, in this thread)
+        self._encoder = self._encoder or ThreadPoolExecutor(1, thread_name_prefix="whoqa-vectors")
+        self._encoding[book_id] = self._encoder.submit(
+            lambda: DenseIndex(Book.load(self.ws.books / book_id, book_id), path, device))
+
+    def _passages(self, ob: OpenBook, query: Query) -> list[list]:
+        """An other question's windows by ServiceConfig.passages (whoqa.retrieval.passages): its content words and
+        characters, fused with the book's sentence vectors where so configured (those `vectors_later` began are
+        waited for, their file then read; failed, they are encoded again in line, which raises its own error)."""
+        if self.cfg.passages.fusion != "bm25f" and ob.id in self._encoding:
+            self.stages.stage("reading the book's sentences into vectors (once per book)")
+            try:
+                self._encoding[ob.id].result()
+            except Exception as e:  # noqa: BLE001
+                log.warning("encoding book %s's sentence vectors in the background failed (%s): again now", ob.id, e)
+            finally:
+                self._encoding.pop(ob.id, None)
+        if self.cfg.passages.fusion != "bm25f" and not ob.vectors_read:
+            self.stages.stage("reading the book's sentences into vectors (once per book)")
+        return ob.passages(query, self.cfg.passages)

@@ -19,53 +19,32 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from whoqa.core.artifacts import read_cache
-from whoqa.core.questions import question_kind
+from whoqa.core.query import Query
+from whoqa.core.questions import QuestionKind
 from whoqa.core.workspace import Workspace
+from whoqa.llm.registry import ANSWERS, LLM, measured, registered
 from whoqa.ranker.config import RerankConfig
 from whoqa.reader.config import LLMConfig, model_name
 from whoqa.reader.routes import ROUTES_FILE, WordRoutes, gain, reads_the_book, route_by_word
 
 ROUTES = ("network", "features", "reader", "llm")
-ANSWERABLE = ("bm25f",)  # passages an LLM answer is given per question (whoqa.reader.llm.answer_from_book)
+ANSWERABLE = ("bm25f",)  # passages an LLM answer is given per question (whoqa.llm.reader.answer_from_book)
 READ_SECONDS = 10.0  # the slowest LLM answer (p50, 2 cores) the default route accepts
 
 
-@dataclass(frozen=True)
-class MeasuredLLM:
-    """A local LLM measured as a reader (docs/reader.md), and how it answers fastest on a CPU."""
-    name: str
-    rouge_l: float  # ROUGE-L on the 200-question sample of the 41 shared books
-    seconds: float  # s/answer p50 on 2 quiet cores through gpt4all's llama.cpp, its weights as installed
-    fast_seconds: float | None = None  # the same through llama-cpp-python (None: not measured, not served so)
-    weights: str | None = None  # llama-cpp-python reads its weights requantised to this llama.cpp type (None: as
-    #                             installed; whoqa.reader.models.requantised)
-
-    def answer_seconds(self, native: bool) -> float:
-        """Its measured s/answer here: through llama-cpp-python where that runs it (`native`) and was measured."""
-        return self.fast_seconds if native and self.fast_seconds else self.seconds
+def measured_llm(llm: str | None) -> LLM | None:
+    """The registry's entry of an LLM measured as a reader (a path given as --llm: by its name), else None."""
+    m = registered(llm)
+    return m if m is not None and ANSWERS in m.roles else None
 
 
-# Best first; the default reader is the first one installed whose answer here takes at most READ_SECONDS.
-# The 1.5B (2026-11-27, 2 quiet cores, the fused passages; docs/reader.md, "The 1.5B through llama-cpp-python"): 14.7 s
-# p50 through gpt4all, beyond READ_SECONDS; 5.4 s through llama-cpp-python on the same Q4_K_M weights, with the same
-# answers' scores on the 10 unseen books (its Q4_0 requantisation: 6.6 s and 2.3 ROUGE-L worse, so not used).
-MEASURED_LLMS = (MeasuredLLM("qwen2.5-coder-1.5b", 15.61, 14.7, 5.4),
-                 MeasuredLLM("qwen2.5-coder-0.5b", 12.25, 4.3), MeasuredLLM("smollm2-135m", 9.38, 1.5))
-
-
-def measured_llm(llm: str | None) -> MeasuredLLM | None:
-    """The measurement of an LLM named as MEASURED_LLMS names it (a path given as --llm: by its name), else None."""
-    return next((m for m in MEASURED_LLMS if llm and m.name == model_name(llm)), None)
-
-
-def native_answers(llm: str, device=None) -> MeasuredLLM | None:
+def native_answers(llm: str, device=None) -> LLM | None:
     """The LLM's measurement where its answers come through llama-cpp-python here (measured so, and that runtime runs
-    it on this machine's CPU: whoqa.reader.runtimes.scoring_runtime), else None (gpt4all's llama.cpp, or the runtime
+    it on this machine's CPU: whoqa.llm.runtimes.scoring_runtime), else None (gpt4all's llama.cpp, or the runtime
     LLMConfig chooses)."""
-    from whoqa.reader.runtimes import scoring_runtime
+    from whoqa.llm.runtimes import scoring_runtime
     m = measured_llm(llm)
     if m is None or m.fast_seconds is None:
         return None
@@ -98,13 +77,12 @@ def word_routes(runs: dict[str, dict[int, str]], routable: dict[str, float], ref
                          books)
 
 
-def served_from(record: dict | None, question: str) -> tuple[str, dict, str] | None:
-    """(the reader `whoqa eval` chose for this question, its record, why in one line) from its record
+def served_from(record: dict | None, word: str) -> tuple[str, dict, str] | None:
+    """(the reader `whoqa eval` chose for a question of this wh-word, its record, why in one line) from its record
     (reader_routes.json): the one its question word chose where `by_word_serves`, else the best single reader; None
     without a usable record."""
     if not record or not isinstance(record.get("served"), dict) or not record.get("default"):
         return None  # missing, damaged or of another shape: the service's other rules decide (`whoqa eval` remakes it)
-    word = question_kind(question).word
     paired = record.get("paired_vs_default") or {}
     routed = gain(paired)
     default, readers = record["default"], record.get("readers") or {}
@@ -123,9 +101,6 @@ def served_from(record: dict | None, question: str) -> tuple[str, dict, str] | N
     return name, readers.get(name, {}), why
 
 
-def served_reader(results: Path, question: str) -> tuple[str, dict, str] | None:
-    """`served_from` the record under WS/results/."""
-    return served_from(read_cache(Path(results) / ROUTES_FILE, dict), question)
 
 
 # --- what the table is read from -----------------------------------------------------------------------------------
@@ -133,13 +108,13 @@ def installed_llm(wanted: str | None = None) -> str | None:
     """The LLM to read with: `wanted` (checked to exist), else the best measured one installed within READ_SECONDS,
     else None (no local LLM: the feature ranker's first stage answers Who questions; other questions need a
     reader)."""
-    from whoqa.reader.models import llm_installed, locate
+    from whoqa.llm.models import llm_installed, locate
     if wanted == "none":
         return None
     if wanted:
         locate(wanted)  # a clear FileNotFoundError naming it and how to install it
         return wanted
-    for m in MEASURED_LLMS:
+    for m in measured(ANSWERS):
         if llm_installed(m.name) and m.answer_seconds(native_answers(m.name) is not None) <= READ_SECONDS:
             return m.name
     return None
@@ -151,7 +126,7 @@ def who_llm_for(ws: Workspace, llm: str | None, named: bool) -> str | None:
     0.5B) if installed; None (the first stage alone) if not. A better reader installed for other questions (the 1.5B)
     never scores names for weights fit to another model's scores."""
     from whoqa.ranker.fits import served_fit
-    from whoqa.reader.models import llm_installed
+    from whoqa.llm.models import llm_installed
     if llm is None:
         return None
     made_with = served_fit(ws, model_name(llm)).ranker.llm_prompt()["llm"]
@@ -280,12 +255,12 @@ class RoutingTable:
                 return None
         return self._once(("fid", contexts), make)
 
-    def route(self, book_id: str, question: str, forced: str = "auto") -> Route:
+    def route(self, book_id: str, query: Query, forced: str = "auto") -> Route:
         """The route for a question (the one place it is decided), with its reason."""
-        who = check_route(question, forced)
+        who = check_route(query.kind, forced)
         if forced != "auto":
             return Route(forced, "as asked")
-        return self._who_route(book_id) if who else self._reader_route(book_id, question)
+        return self._who_route(book_id) if who else self._reader_route(book_id, query)
 
     def _who_route(self, book_id: str) -> Route:
         llm = self.who_llm
@@ -303,12 +278,12 @@ class RoutingTable:
                                  f"{choice.name}'s " + (f"{choice.score:.2f}" if choice.score is not None else
                                                         "(not cross-validated)") + alone)
 
-    def _reader_route(self, book_id: str, question: str) -> Route:
+    def _reader_route(self, book_id: str, query: Query) -> Route:
         from whoqa.reader.ask import SERVABLE
         from whoqa.reader.choose import final_config
         llm = self.llm
         seen = book_id in self.books()
-        by_word = None if self.reader_model else self.word_route(question, seen)
+        by_word = None if self.reader_model else self.word_route(query, seen)
         if isinstance(by_word, Route):
             return by_word
         unmet = f"; {by_word}" if by_word else ""  # the measured best reader cannot serve here: say what would let it
@@ -333,14 +308,14 @@ class RoutingTable:
                             + (f": the FiD reader {fid.name} did not beat it by cross-validation" if fid else
                                ": no trained FiD reader") + unmet)
 
-    def word_route(self, question: str, seen: bool = True) -> Route | str | None:
+    def word_route(self, query: Query, seen: bool = True) -> Route | str | None:
         """The reader `whoqa eval` chose for the question's word on this workspace's books, where it can serve here
         (the installed LLM it measured, or a final FiD reader of the run it measured; one reading no passage only
         for a book the workspace trained on: `seen`); where it cannot, a line saying why or what would let it; None
         without a record."""
         from whoqa.reader.ask import SERVABLE
         from whoqa.reader.model import READER_FILE
-        got = served_from(self.words(), question)
+        got = served_from(self.words(), query.word)
         if got is None:
             return None
         llm = self.llm
@@ -366,20 +341,21 @@ class RoutingTable:
 
 
 def measured_rouge(llm: str | None) -> float | None:
-    """An LLM's measured ROUGE-L as a reader (MEASURED_LLMS), None where it was not measured."""
+    """An LLM's measured ROUGE-L as a reader (whoqa.llm.registry), None where it was not measured."""
     m = measured_llm(llm)
     return m.rouge_l if m else None
 
 
-def choose_route(ws: Workspace, book_id: str, question: str, cfg, forced: str = "auto") -> Route:
+def choose_route(ws: Workspace, book_id: str, question: str | Query, cfg, forced: str = "auto") -> Route:
     """The route for a question, from a table read afresh (a Service keeps its table: Service.route)."""
-    return RoutingTable.load(ws, cfg).route(book_id, question, forced)
+    query = question if isinstance(question, Query) else Query.read(question)
+    return RoutingTable.load(ws, cfg).route(book_id, query, forced)
 
 
-def check_route(question: str, forced: str) -> bool:
-    """Whether the question asks for a person (a Who question, or "Which widow ...?": answered with the book's
-    characters); a one-line ValueError for a route that is unknown or does not answer its kind of question."""
-    who = question_kind(question).person
+def check_route(kind: QuestionKind, forced: str) -> bool:
+    """Whether a question of this kind asks for a person (a Who question, or "Which widow ...?": answered with the
+    book's characters); a one-line ValueError for a route that is unknown or does not answer its kind of question."""
+    who = kind.person
     if forced not in ("auto", *ROUTES):
         raise ValueError(f"unknown route {forced!r}: use auto, {', '.join(ROUTES)}")
     if forced != "auto" and (forced in ("network", "features")) != who:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from whoqa.reader.grounding import GroundingConfig
+from whoqa.core.query import Query
+from whoqa.llm.grounding import GroundingConfig
 from whoqa.retrieval.passages import PassageConfig
 from whoqa.service.routing import check_route
 
@@ -95,13 +96,13 @@ class Answer:
         return asdict(self)
 
 
-def check_request(question: str, route: str, cfg: ServiceConfig) -> str:
-    """The question (stripped), route and settings checked before any work: `ask --text` prepares no book for a
-    question, route or --top that would be refused after. One-line ValueError."""
-    question = check_question(question)
-    check_route(question, route)
+def check_request(question: str | Query, route: str, cfg: ServiceConfig) -> Query:
+    """The question (stripped, read once: a Query is read already), route and settings checked before any work: `ask
+    --text` prepares no book for a question, route or --top that would be refused after. One-line ValueError."""
+    query = question if isinstance(question, Query) else Query.read(check_question(question))
+    check_route(query.kind, route)
     cfg.check()
-    return question
+    return query
 
 
 def check_question(question: str) -> str:

@@ -19,7 +19,7 @@ one lock), one worker thread processes uploads in turn, holding the workspace lo
 are checked against their 40-hex-digit form before any path is built, so no request reaches outside the workspace;
 only the page itself can change the workspace (`only_the_page`).
 
-This module holds the routes; what they do is whoqa.web.books.Service (books, cast, answers) and
+This module holds the routes; what they do is whoqa.web.books.Library (books, cast, answers) and
 whoqa.web.uploads (jobs), guarded by whoqa.web.guard (body limits, Host names), errors by whoqa.web.errors.
 """
 from __future__ import annotations
@@ -36,18 +36,18 @@ from starlette.exceptions import HTTPException
 
 from whoqa.core.errors import DataError
 from whoqa.retrieval.lucene import MissingPackage
-from whoqa.web.books import Service
+from whoqa.web.books import Library
 from whoqa.web.config import ServeConfig
 from whoqa.web.errors import ApiError, expected_status, one_line
 from whoqa.web.guard import LOOPBACK, BodyLimit, _ip_literal, allowed_hosts, host_name, over_limit, size
 
-__all__ = ["ApiError", "LOOPBACK", "ServeConfig", "Service", "create_app", "expected_status", "host_name",
+__all__ = ["ApiError", "LOOPBACK", "Library", "ServeConfig", "create_app", "expected_status", "host_name",
            "one_line", "serve", "size"]
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).with_name("page.html")
 
 
-class Question(BaseModel):
+class AskRequest(BaseModel):
     question: str
     route: str = "auto"  # as `whoqa ask --route`
     upto: str | None = None  # as `whoqa ask --upto`: "40%" or "Chapter 12", no spoilers after it
@@ -56,7 +56,7 @@ class Question(BaseModel):
 
 def create_app(cfg: ServeConfig) -> FastAPI:
     """The FastAPI application of a workspace (uvicorn serves it; tests call it directly)."""
-    service = Service(cfg)
+    service = Library(cfg)
     app = FastAPI(title="whoqa", description="Questions about whole books: the cast, Who answers with evidence, and "
                                              "a reader for the rest.", version="1")
     app.state.service = service
@@ -170,7 +170,7 @@ def create_app(cfg: ServeConfig) -> FastAPI:
         return {**out, "upto": service.cut(book_id, upto)} if upto else out
 
     @app.post("/api/books/{book_id}/ask")
-    def ask(book_id: str, q: Question) -> dict:
+    def ask(book_id: str, q: AskRequest) -> dict:
         return service.ask(book_id, q.question, q.route, q.upto, q.html)
 
     return app

@@ -22,7 +22,7 @@ from whoqa.web.uploads import BOOK_ID, Uploads
 log = logging.getLogger(__name__)
 
 
-class Service(Uploads):
+class Library(Uploads):
     """What the API does, without HTTP: books, the cast, jobs and answers of one workspace."""
 
     def __init__(self, cfg: ServeConfig):
@@ -106,7 +106,7 @@ class Service(Uploads):
             return self.book(book_id)
         book_id = self.book_id(book_id)
         try:
-            return self.answers.upto(book_id, upto)[0][0]
+            return self.answers.open(book_id, upto).book
         except ReadOnly:
             book = Book.load(self.ws.books / book_id, book_id)
             return book.upto(book.cut(upto))

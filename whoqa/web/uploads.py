@@ -29,7 +29,7 @@ JOB_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
 class Uploads:
-    """The upload half of the web service (whoqa.web.books.Service): needs its cfg, ws, jobs_dir, uploads, answers,
+    """The upload half of the web service (whoqa.web.books.Library): needs its cfg, ws, jobs_dir, uploads, answers,
     worker and owner."""
 
     def upload(self, name: str, data: bytes) -> dict:

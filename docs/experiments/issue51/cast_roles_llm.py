@@ -5,7 +5,7 @@ one fold seed per run:
     .venv/bin/python docs/experiments/issue51/cast_roles_llm.py --workspace ws51 --gguf Q40.gguf --seed 13 \
         [--shot-policy fixed] [--shots 0]
 
-(--shot-policy fixed: the same shots for every question of a book, whoqa.reader.prompt; --shots 0: none, what a
+(--shot-policy fixed: the same shots for every question of a book, whoqa.llm.prompt; --shots 0: none, what a
 workspace without questions of its own served before the fit recorded its examples.) Prints the row and appends it to cast_roles_llm.jsonl; the per-question ranks go to cast_roles_llm_ranks.jsonl.gz."""
 import argparse
 import gzip

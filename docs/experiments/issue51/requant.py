@@ -18,7 +18,7 @@ from pathlib import Path
 
 from whoqa.evaluation.rerank import rerank
 from whoqa.ranker.config import RerankConfig
-from whoqa.reader.models import locate
+from whoqa.llm.models import locate
 
 SEEDS = (13, 14, 15)
 

@@ -2,7 +2,7 @@
 
 Each non-Who question of a prepared workspace's books (the first --per-book of each) is answered by the service's LLM
 route (the installed local LLM reading ServiceConfig.passages' windows) with nothing withheld; its support (the best
-ROUGE-L of the answer against a span of a passage sentence it read, whoqa.reader.grounding) and its ROUGE-L against
+ROUGE-L of the answer against a span of a passage sentence it read, whoqa.llm.grounding) and its ROUGE-L against
 the two gold answers are kept. For each threshold: the share of questions answered (support >= threshold), the mean
 ROUGE-L of those, of the withheld ones, and over all questions with a withheld answer scoring 0. The threshold
 served is the one that best separates the two (the largest gap between answered and withheld ROUGE-L; of equal
@@ -25,7 +25,7 @@ from whoqa.core.lexicon import is_who_question
 from whoqa.core.store import load_questions
 from whoqa.core.metrics import normalize_text, rouge_l
 from whoqa.core.workspace import Workspace
-from whoqa.reader.grounding import GroundingConfig
+from whoqa.llm.grounding import GroundingConfig
 from whoqa.service import Service, ServiceConfig, installed_llm
 
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)

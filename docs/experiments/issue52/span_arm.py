@@ -28,7 +28,7 @@ from whoqa.core.lexicon import is_who_question, load_nlp
 from whoqa.core.store import load_questions
 from whoqa.reader.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
-from whoqa.reader.prompt import ShotPool
+from whoqa.llm.prompt import ShotPool
 from whoqa.service import Service
 
 CLAUSES = {"advcl", "xcomp", "ccomp", "relcl", "acl", "pcomp"}
@@ -70,7 +70,7 @@ class Scorer:
 
     def __init__(self, base: str, context: int):
         import llama_cpp
-        from whoqa.reader.models import locate
+        from whoqa.llm.models import locate
         folder, gguf = locate(base)
         threads = int(os.environ.get("SPAN_THREADS", "2"))
         self.llama = llama_cpp.Llama(str(Path(folder) / gguf), n_ctx=context, n_batch=512, n_threads=threads,
@@ -121,8 +121,8 @@ def main() -> None:
     ap.add_argument("--per-book", type=int, default=None)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
-    from whoqa.reader.llm import LLMReader, clean_answer
-    from whoqa.reader.shorten import shortener
+    from whoqa.llm.reader import LLMReader, clean_answer
+    from whoqa.llm.shorten import shortener
     svc = Service(a.workspace, fits_from=a.home)
     llm = svc.routes().llm
     cfg = LLMConfig()

@@ -4,7 +4,7 @@ touches those)."""
 import collections, sys
 from whoqa.core.workspace import Workspace
 from whoqa.evaluation.fulltask import reader_runs
-from whoqa.reader.llm_runs import read_predictions
+from whoqa.llm.runs import read_predictions
 from whoqa.reader.routes import per_question_rouge, question_word
 from whoqa.core.store import load_questions, load_who_set
 ws = Workspace("ws41")

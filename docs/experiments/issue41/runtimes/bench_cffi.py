@@ -23,7 +23,7 @@ import numpy as np
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LLMConfig
 from whoqa.reader.data import build_examples
-from whoqa.reader.llm import LLMReader, locate
+from whoqa.llm.reader import LLMReader, locate
 
 p = argparse.ArgumentParser()
 p.add_argument("--workspace", default="ws41")

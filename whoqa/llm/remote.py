@@ -49,7 +49,7 @@ def _answer(items: list[tuple]) -> list[dict]:
 def on_cluster(kind: str, items: list[tuple], make, reader: dict, executor: ExecutorConfig,
                batch: int = BATCH) -> Iterator[list[dict]]:
     """The rows of `kind` ("scores" or "answers") for every item, a batch at a time as its task finishes, each
-    worker's model made once by make(**reader) (whoqa.reader.llm.LLMReader); a batch
+    worker's model made once by make(**reader) (whoqa.llm.reader.LLMReader); a batch
     whose task failed on every try raises (its questions are done again by the next run, as after an interruption)."""
     fn = {"scores": _score, "answers": _answer}[kind]
     cfg = ExecutorConfig(executor.executor, executor.ray_address, executor.task_cpus,

@@ -1,4 +1,4 @@
-"""An LLM run: every question of a workspace answered zero-shot by a local LLM (whoqa.reader.llm.LLMReader), its
+"""An LLM run: every question of a workspace answered zero-shot by a local LLM (whoqa.llm.reader.LLMReader), its
 answers scored as the full task scores the FiD rows.
 
 Artifact: WS/reader/llm/<name>/ (run.json: config, inputs, code; predictions.jsonl, appended per question, so an
@@ -24,13 +24,13 @@ from whoqa.core.seed import SEED, set_seed
 from whoqa.core.workspace import Workspace
 from whoqa.reader.config import LLMConfig, llm_record, llm_run_name
 from whoqa.reader.data import build_examples, examples_path
-from whoqa.reader.llm import LLMReader
-from whoqa.reader.models import model_fingerprint
-from whoqa.reader.prompt import ShotPool
-from whoqa.reader.remote import on_cluster
-from whoqa.reader.render import WorkspacePassages, check_rendering
+from whoqa.llm.reader import LLMReader
+from whoqa.llm.models import model_fingerprint
+from whoqa.llm.prompt import ShotPool
+from whoqa.llm.remote import on_cluster
+from whoqa.llm.render import WorkspacePassages, check_rendering
 from whoqa.reader.reports import LLMRunReport
-from whoqa.reader.shorten import SHORTENERS, shortener
+from whoqa.llm.shorten import SHORTENERS, shortener
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ import torch
 
 from whoqa.core.device import as_device, mixed_precision
 from whoqa.core.registry import Registry
-from whoqa.reader.gpt4all_runtime import (LLAMACPP_ARCHITECTURES, LLAMACPP_BATCH, LlamaCppRuntime,  # noqa: F401
+from whoqa.llm.gpt4all_runtime import (LLAMACPP_ARCHITECTURES, LLAMACPP_BATCH, LlamaCppRuntime,  # noqa: F401
                                           llamacpp, llamacpp_generate)
-from whoqa.reader.llama_cpp_python import LlamaCppPythonRuntime, llama_cpp_works
+from whoqa.llm.llama_cpp_python import LlamaCppPythonRuntime, llama_cpp_works
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ class TransformersRuntime:
     scores = True
 
     def __init__(self, model, device=None, half: bool = False):
-        """`model`: a transformers causal LM (loaded by whoqa.reader.llm from a folder, hub id or GGUF file)."""
+        """`model`: a transformers causal LM (loaded by whoqa.llm.reader from a folder, hub id or GGUF file)."""
         if model.config.is_encoder_decoder:
             raise ValueError("an encoder-decoder model is a FiD reader (`whoqa reader train`), not an LLM reader")
         device = as_device(device)
@@ -123,7 +123,7 @@ def scoring_runtime(base: str, device=None) -> str:
     else transformers (a GPU, a model folder, or no llama-cpp-python)."""
     import importlib.util
     from whoqa.core.device import on_cpu
-    from whoqa.reader.models import locate
+    from whoqa.llm.models import locate
     if not (on_cpu(device) and locate(base)[1]) or importlib.util.find_spec("llama_cpp") is None:
         return "transformers"
     try:

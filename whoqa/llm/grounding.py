@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from whoqa.core.metrics import best_span_rouge_l
-from whoqa.retrieval.passages import answer_tokens
+from whoqa.core.words import answer_tokens
 
 _WORD = re.compile(r"\w+")
 
@@ -39,26 +39,25 @@ def sentence_words_text(book, sid: int) -> str:
     return " ".join(t.word for t in book.tokens[first:last])
 
 
-def new_words(answer: str, question: str = "") -> list[str]:
-    """The answer's tokens that the question does not already hold ("Lisbeth" for "What is Lisbeth's nickname?" is
-    no answer, and every passage about her would seem to hold it)."""
-    asked = set(answer_tokens(question)) if question else set()
+def new_words(answer: str, asked: frozenset[str] = frozenset()) -> list[str]:
+    """The answer's tokens that the question does not already hold (`asked`: its tokens, `Query.asked`; "Lisbeth" for
+    "What is Lisbeth's nickname?" is no answer, and every passage about her would seem to hold it)."""
     return [t for t in answer_tokens(answer) if t not in asked]
 
 
-def support(answer: str, text: str, question: str = "") -> float:
+def support(answer: str, text: str, asked: frozenset[str] = frozenset()) -> float:
     """How well one text holds the answer: the best ROUGE-L of the answer's new words against a span of it (0..1)."""
-    return best_span_rouge_l(new_words(answer, question), answer_tokens(text))
+    return best_span_rouge_l(new_words(answer, asked), answer_tokens(text))
 
 
-def shared_marks(text: str, answer: str, question: str = "") -> list[tuple[int, int]]:
+def shared_marks(text: str, answer: str, asked: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
     """Offsets of the words of text that are also new content words of the answer (case and punctuation aside)."""
-    wanted = set(new_words(answer, question))
+    wanted = set(new_words(answer, asked))
     return [(m.start(), m.end()) for m in _WORD.finditer(text) if m.group().lower() in wanted]
 
 
 def ground(book, wins: list[list], answer: str | None, cfg: GroundingConfig | None = None,
-           question: str = "") -> tuple[float, list[Ground]]:
+           asked: frozenset[str] = frozenset()) -> tuple[float, list[Ground]]:
     """(the answer's support: its best sentence's, the sentences to show): the passages' sentences ([[first, last,
     score], ...] windows, best first) that hold the answer's words best (those not already in the question), marked;
     with no answer or no support, the hit sentences of the best passages, so the reader sees what was found."""
@@ -70,14 +69,14 @@ def ground(book, wins: list[list], answer: str | None, cfg: GroundingConfig | No
 
     def shown(s: int, sc: float) -> Ground:  # what the reader sees: the sentence as written, its shared words marked
         text = book.sentence_text(s)[0]
-        return Ground(s, text, shared_marks(text, answer, question) if answer else [], sc)
+        return Ground(s, text, shared_marks(text, answer, asked) if answer else [], sc)
     if not answer or not answer.strip():
         return 0.0, [shown(s, 0.0) for s in sids[:cfg.sentences]]
-    scored = [(support(answer, texts[s], question), -i, s) for i, s in enumerate(sids)]
+    scored = [(support(answer, texts[s], asked), -i, s) for i, s in enumerate(sids)]
     scored.sort(reverse=True)
     best = scored[0][0]
     if best < cfg.threshold:  # not found: what was read, best windows first
-        return best, [shown(s, support(answer, texts[s], question)) for s in _window_middles(wins, cfg.sentences)]
+        return best, [shown(s, support(answer, texts[s], asked)) for s in _window_middles(wins, cfg.sentences)]
     return best, [shown(s, sc) for sc, _, s in scored[:cfg.sentences] if sc > 0]
 
 

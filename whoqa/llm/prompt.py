@@ -1,7 +1,7 @@
 """The one prompt a local LLM reads, and its one few-shot policy, for what measures and what serves alike.
 
-Re-ranking's name scores (whoqa.ranker.scores) and LLM runs (whoqa.reader.llm_runs) measure with prompts built here;
-the service's name scores (whoqa.ranker.serve.rank) and answers (whoqa.reader.llm.answer_from_book) serve with the
+Re-ranking's name scores (whoqa.ranker.scores) and LLM runs (whoqa.llm.runs) measure with prompts built here;
+the service's name scores (whoqa.ranker.serve.rank) and answers (whoqa.llm.reader.answer_from_book) serve with the
 same ones, so the prompt that was measured is the prompt that is served.
 
 Shot policies (SHOT_POLICIES): k (question, answer) pairs of other books' questions (never the asked book's).
@@ -162,8 +162,8 @@ def write_shipped_pool(workspace: Path, path: Path = SHIPPED_SHOTS) -> int:
         raise ValueError(f"{workspace} has no questions to ship as examples")
     head = {"about": "NarrativeQA questions (Kocisky et al. 2018, Apache-2.0) of the main job's training books: the "
                      "examples a local LLM's answers are prompted with where a workspace has no questions of its own "
-                     "(whoqa.reader.prompt.shipped_pool)",
-            "made_by": "python -c \"from whoqa.reader.prompt import write_shipped_pool; write_shipped_pool('ws')\" "
+                     "(whoqa.llm.prompt.shipped_pool)",
+            "made_by": "python -c \"from whoqa.llm.prompt import write_shipped_pool; write_shipped_pool('ws')\" "
                        "after `whoqa reproduce main --workspace ws`",
             "books": len(load_questions(workspace))}
     lines = ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows)  # one example a line

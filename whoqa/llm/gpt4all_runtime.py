@@ -1,5 +1,5 @@
 """llama.cpp through the gpt4all wheel (runtime "llamacpp"): GGUF files of the architectures it knows, on the CPU;
-loads in a second and generates 3x faster than transformers, but gives no token probabilities (whoqa.reader.runtimes
+loads in a second and generates 3x faster than transformers, but gives no token probabilities (whoqa.llm.runtimes
 has the interface and the choice)."""
 from __future__ import annotations
 

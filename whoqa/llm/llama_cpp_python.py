@@ -1,6 +1,6 @@
 """llama.cpp through llama-cpp-python (runtime "llama-cpp-python"): built from source on the user's machine, any
 architecture today's llama.cpp knows, its logits, so it generates and scores names from the GGUF file; a build that
-crashes on this system is found by a probe in a child process and not used (whoqa.reader.runtimes has the interface
+crashes on this system is found by a probe in a child process and not used (whoqa.llm.runtimes has the interface
 and the choice)."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from whoqa.reader.gpt4all_runtime import LLAMACPP_BATCH
+from whoqa.llm.gpt4all_runtime import LLAMACPP_BATCH
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def llama_cpp_works(gguf: Path) -> bool:
     from whoqa.core.artifacts import read_cache
     from whoqa.core.files import atomic_write
     from whoqa.core.runs import digest
-    from whoqa.reader.models import cache_dir
+    from whoqa.llm.models import cache_dir
     gguf = Path(gguf)
     lib = Path(llama_cpp.__file__).parent / "lib"
     build = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(lib.glob("*.so*"))]
