@@ -81,3 +81,22 @@ def test_which_with_a_noun_for_people_asks_for_a_person_without_changing_the_who
     for q in ("Which box at the Opera is reserved for the ghost?", "Which college is Tom sent to?"):
         assert not question_kind(q).person and not check_route(question_kind(q), "auto")
     assert question_kind("Who kills Twala?").person and question_kind("Who kills Twala?").who
+
+
+def test_written_answers_are_read_back_per_question_and_a_damaged_file_is_one_line(tmp_path):
+    """The written answers a cross-validation reads (`whoqa rerank --written FILE`): question id -> the characters
+    linked, in order; a file that is not one is named with how to make it again."""
+    import gzip
+    import json
+    from whoqa.ranker.written import load_written
+    path = tmp_path / "w.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write(json.dumps({"key": "17", "linked": [4, 2], "text": "Helen"}) + "\n")
+        f.write(json.dumps({"key": "18", "linked": [], "text": "the peddler"}) + "\n")
+    assert load_written(path) == {"17": [4, 2], "18": []}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"key": "1", "linked": [1]}\nnot json\n')
+    with pytest.raises(ValueError, match="bad.jsonl is not a file of written answers"):
+        load_written(bad)
+    with pytest.raises(FileNotFoundError, match="written.py"):
+        load_written(tmp_path / "missing.jsonl.gz")

@@ -53,6 +53,9 @@ def rerank(
                          "(book_share, context_mentions, named, role, role_with_args, book_role, book_role_with_args), "
                          "or all; others than the "
                          "default are kept as summary+f-<names>.json."),
+    written: Optional[str] = option(RerankConfig, "written", help="--candidates features: the reader's written Who "
+                                    "answers, linked (a .jsonl.gz of docs/experiments/issue63/written.py), for the "
+                                    "written features of --stage1 (kept as summary+...+written-<digest>.json)."),
     max_eval_samples: Optional[int] = option(RerankConfig, "max_eval_samples", help="Debug: the first N questions."),
     executor: str = option(ExecutorConfig, "executor", help="The LLM's name scores: local (this process) or ray "
                            "(batches of questions as tasks on a Ray cluster; the same rows, resumable)."),
@@ -66,8 +69,7 @@ def rerank(
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
                        folds=folds, fold_seed=fold_seed, llm_features=llm_features, rendering=rendering, marks=marks,
                        character_list=character_list, runtime=runtime, cast=cast, stage1=stage1,
-                       shot_policy=shot_policy,
-                       max_eval_samples=max_eval_samples)
+                       shot_policy=shot_policy, written=written, max_eval_samples=max_eval_samples)
     report = stage(rerank_run, workspace, run, cfg, device=device, executor=ExecutorConfig(executor, ray_address))
     typer.echo("\n".join(report.summary()))
 

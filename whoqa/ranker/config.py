@@ -39,6 +39,9 @@ class RerankConfig:
     stage1: str = ",".join(BASE)  # its features, comma-separated (whoqa.ranker.features; "all":
     #                     every one the book gives, the syntax features included; "network", the slot network's
     #                     held-out scores, is named on its own after `whoqa slots train`)
+    written: str | None = None  # the reader's written Who answers, linked (a .jsonl[.gz] of rows {"key": question id,
+    #                             "linked": [character ids]}: docs/experiments/issue63/written.py), for the written
+    #                             features of --stage1
     max_eval_samples: int | None = None  # debug: the first N questions
 
 

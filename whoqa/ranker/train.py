@@ -72,6 +72,9 @@ def measured_variant(cfg: RerankConfig) -> str:
         parts.append("cast" if cfg.cast else "nocast")
     if cfg.candidates == "features" and stage1_features(cfg.stage1) != stage1_features(RerankConfig.stage1):
         parts.append("f-" + "-".join(stage1_features(cfg.stage1)))
+    if cfg.candidates == "features" and cfg.written:  # (another file of written answers: another measurement)
+        from whoqa.core.runs import file_digest
+        parts.append("written-" + file_digest(Path(cfg.written))[:8])
     return "+".join(parts)
 
 
@@ -116,7 +119,14 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
     if "network" in stage1:  # the slot network's held-out scores on the same book folds
         from whoqa.memnet.slot_train import held_out_scores
         network = held_out_scores(ws, cfg.folds, cfg.fold_seed)
-    rows = question_features(ws, cands[:cfg.max_eval_samples], cfg.cast, stage1, network)
+    written = None
+    if set(stage1) & {"written", "written_any"}:  # the reader's written answers, linked, per question
+        from whoqa.ranker.written import load_written
+        if not cfg.written:
+            raise ValueError("the written features need the reader's written answers: --written FILE (made by "
+                             "docs/experiments/issue63/written.py)")
+        written = load_written(Path(cfg.written))
+    rows = question_features(ws, cands[:cfg.max_eval_samples], cfg.cast, stage1, network, written)
     folds = sorted({r["fold"] for r in rows})
     xs, ys = [r["x"] for r in rows], [r["y"] for r in rows]
     train = {f: [i for i, r in enumerate(rows) if r["fold"] != f] for f in folds}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from whoqa.core.aliases import AliasIndex
 from whoqa.core.names import CAP_SPAN
@@ -108,3 +109,19 @@ def link(book, aliases: AliasIndex, query: Query, text: str | None, sentences: l
         written.linked, written.sentence, written.how = [rep], s, "mention"
         break
     return written
+
+
+def load_written(path: Path) -> dict[str, list[int]]:
+    """question id -> the characters its written answer names (cast representatives, in order), from a file of
+    written answers (.jsonl or .jsonl.gz rows with "key" and "linked"); a missing or damaged file is one line."""
+    import gzip
+    import json
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            return {str(r["key"]): [int(c) for c in r.get("linked") or []] for r in map(json.loads, f)}
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} not found: make it with docs/experiments/issue63/written.py") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path} is not a file of written answers ({e}): make it again with "
+                         f"docs/experiments/issue63/written.py") from None
