@@ -91,6 +91,25 @@ def test_a_one_word_name_joins_the_one_person_whose_names_hold_it():
     assert groups[11] == [11] and groups[12] == [12] and groups[13] == [13, 14]
 
 
+def test_titles_of_one_surname_are_one_person_and_a_title_gender_keeps_apart():
+    """Several clusters with a title and one surname, of one gender and no first name among them, are one person
+    (William Stangerson, named by a first name, stays apart); "Daddy Bernier" does not join "Madame Bernier"; a
+    "name" with punctuation inside, or an initial alone, is nobody."""
+    chars = {1: Character(1, "Mademoiselle Stangerson", ["Mademoiselle Stangerson"], 800, "female"),
+             2: Character(2, "Monsieur Stangerson", ["Monsieur Stangerson"], 300, "male"),
+             3: Character(3, "Professor Stangerson", ["Professor Stangerson"], 28, "male"),
+             4: Character(4, "M. Stangerson", ["M. Stangerson"], 11, "male"),
+             5: Character(5, "William Stangerson", ["William Stangerson"], 8, "male"),
+             6: Character(6, "Madame Bernier", ["Madame Bernier", "Bernier"], 100, "female"),
+             7: Character(7, "Bernier", ["Bernier", "Daddy Bernier"], 17, "male"),
+             8: Character(8, "Monsieur?--Do", ["Monsieur?--Do"], 9, "male"),
+             9: Character(9, "A.", ["A."], 7, None)}
+    cast = cast_of(Book("b", [], [], [], chars))
+    assert sorted(cast.groups[2]) == [2, 3, 4] and cast.groups[5] == [5] and cast.groups[1] == [1]
+    assert cast.groups[6] == [6] and cast.groups[7] == [7]
+    assert cast.dropped == {8: "not a name (punctuation inside it)", 9: "an initial alone"}
+
+
 def test_places_families_and_exclamations_are_not_people(parsed):
     story = ("Hush, child! Hush, be quiet, said Anna Pellow. Hush! Anna Pellow walked to Durban Point with Tom "
              "Pellow. Tom Pellow loved Durban. Durban was hot. The Pellows were happy. The Pellows sang. "

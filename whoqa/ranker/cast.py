@@ -29,7 +29,7 @@ PLACE_HEADS = {"lane", "street", "road", "square", "hall", "house", "corner", "c
                "avenue", "palace", "tower", "harbour", "harbor", "cottage", "grange", "heights", "common", "fields"}
 PLACE_HEADS |= {"berg", "point", "kraal", "mount", "peak", "desert", "plain", "plains", "pass", "falls", "creek"}
 KIN = {**dict.fromkeys(["daddy", "papa", "pa", "pere", "père", "grandpa", "granddad", "grandfather", "marse", "mars",
-                        "massa", "mas'r"], "male"),
+                        "massa", "mas'r", "baas", "jedge"], "male"),  # (dialect: "Baas" master, "Jedge" judge)
        **dict.fromkeys(["mamma", "mama", "mammy", "ma", "mere", "mère", "granny", "grandma", "grandmother"], "female")}
 PLACE_PREFIXES = {"rue", "mount", "lake", "cape", "port", "fort", "river", "boulevard", "avenue", "place"}  # "Rue Scribe"
 INTERJECTION_SHARE = 0.6  # a word that starts its sentences this often, a comma or "!" after it, is an exclamation
@@ -86,6 +86,11 @@ def _titled(aliases: list[str]) -> bool:
     return any(a.split() and a.split()[0].lower() in MALE_TITLES | FEMALE_TITLES for a in aliases)
 
 
+def _any_title(aliases: list[str]) -> bool:
+    """Whether some name carries a title, one that says no gender included ("Professor Stangerson")."""
+    return any(a.split() and _plain(a.split()[0]) in {_plain(t) for t in TITLES} for a in aliases)
+
+
 @dataclass
 class _Usage:
     """How the book writes each word: capitalised inside a sentence, in lower case, and inside other entities."""
@@ -134,7 +139,11 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list, others: set
     c = book.characters[cid]
     if not c.aliases and (c.name == "NARRATOR" or c.name == char_token(cid)):
         return "no name (a narrator or group that is never named)"
+    if any(p in c.name for p in ("?", "!", "--", "—")):
+        return "not a name (punctuation inside it)"
     words = [w for w in name_words(c.name) if w.lower() not in KIN]
+    if words and all(len(w.rstrip(".")) == 1 for w in words) and not _any_title(c.aliases):
+        return "an initial alone"
     if not words:
         return "a deity" if c.name.lower().rstrip(".") in DEITIES else "a title or form of address, without a name"
     if _titled(c.aliases) and all(_common(w, usage) and not _known_name(w) for w in words):
@@ -213,6 +222,9 @@ def _merged(book: Book, people: list[int]) -> dict[int, int]:
         forms = {words[0].lower()} | table.get(words[0].lower(), set())
         bearers = [t for t in titled if t != cid and any(
             w.lower() in forms for a in chars[t].aliases if _titled([a]) for w in name_words(a)[:1])]
+        said = _said_gender(chars[cid].aliases)  # (what its titles or kinship words say, not its pronouns)
+        bearers = [t for t in bearers if not said or _said_gender(chars[t].aliases) in (None, said)]  # ("Daddy
+        #                                                                        Bernier" is not Madame Bernier)
         if len(bearers) == 1 and chars[bearers[0]].count > chars[cid].count:  # (a bigger one is someone else)
             into[cid] = bearers[0]
     _merge_by_name_word(book, [c for c in people if c not in into], into)
@@ -241,6 +253,15 @@ def _gender(book: Book, cid: int) -> str | None:
     return book.characters[cid].gender if book.characters[cid].gender in ("male", "female") else None  # its pronouns'
 
 
+def _said_gender(aliases: list[str]) -> str | None:
+    """The gender a cluster's titles or kinship words give ("Madame Bernier", "Daddy Bernier"), None if none do or
+    they disagree."""
+    said = {title_gender(aliases)} | {KIN[a.split()[0].lower()] for a in aliases
+                                      if len(a.split()) > 1 and a.split()[0].lower() in KIN}
+    said.discard(None)
+    return said.pop() if len(said) == 1 else None
+
+
 def _titled_or_kin(name: str) -> bool:
     first = name.split()[0].lower() if name.split() else ""
     return len(name.split()) > 1 and (first in KIN or first in MALE_TITLES | FEMALE_TITLES)
@@ -262,7 +283,7 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
 
     for cid in people:
         words = [w for w in name_words(chars[cid].name) if w.lower() not in KIN]  # "Marse Percy": a Percy
-        if len(words) != 1:
+        if len(words) != 1 or cid in into:  # (joined already: its person is found)
             continue
         word = words[0].lower()
         bearers = {root(p) for p in people if p != cid and (any(word in n for n in names[p] if len(n) > 1)
@@ -270,12 +291,21 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
         bearers.discard(root(cid))
         fits = [b for b in bearers if (not genders[cid] or not genders.get(b) or genders[cid] == genders[b])
                 and firsts[cid] <= firsts.get(b, set()) | {word}]
-        if len(fits) != 1:
+        bare = [b for b in fits if not firsts.get(b)]
+        same = {g for g in [genders[cid], *(genders.get(b) for b in bare)] if g}
+        if len(fits) > 1 and bare and not firsts[cid] and _any_title(chars[cid].aliases) and len(same) == 1 \
+                and genders[cid]:
+            fits = bare  # titles of one surname and one gender, none with a first name: one person ("Monsieur
+            #              Stangerson", "Professor Stangerson", "M. Stangerson"; William Stangerson stays apart)
+        elif len(fits) != 1:
             continue  # nobody, or several (a family: "Mr. Driscoll" among Tom, Percy and York Driscoll)
-        a, b = sorted([root(cid), fits[0]], key=lambda c: (-chars[c].count, c))
-        into[b] = a
-        for m in [m for m, r in into.items() if r == b]:
-            into[m] = a
+        for other in fits:
+            a, b = sorted([root(cid), root(other)], key=lambda c: (-chars[c].count, c))
+            if a == b:
+                continue
+            into[b] = a
+            for m in [m for m, r in into.items() if r == b]:
+                into[m] = a
 
 
 def cast_of(book: Book) -> Cast:
