@@ -28,4 +28,4 @@ svc = Service(a.workspace, ServiceConfig(llm="qwen2.5-coder-1.5b"))
 book = svc.resolve(a.book)
 seconds = [svc.answer(book, q).seconds for q in QUESTIONS]
 print(a.weights, "warm p50", round(statistics.median(seconds[1:]), 2), [round(s, 2) for s in seconds],
-      svc.answering_llm("qwen2.5-coder-1.5b")[0])
+      svc.models.answering_llm("qwen2.5-coder-1.5b")[0])

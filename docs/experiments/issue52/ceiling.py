@@ -27,7 +27,7 @@ from whoqa.core.metrics import best_span_rouge_l, normalize_text, text_metrics
 from whoqa.core.store import load_questions
 from whoqa.core.workspace import Workspace
 from whoqa.reader.data import window_text
-from whoqa.retrieval.bm25f import RetrievalConfig, open_book
+from whoqa.retrieval.openbook import open_book
 from whoqa.retrieval.passages import DenseIndex, PassageConfig, passage_windows
 
 KS = (1, 3, 5, 10)
@@ -48,14 +48,14 @@ def main() -> None:
     by_book = load_questions(ws)
     rows, t0 = [], time.perf_counter()
     for b in sorted(b for b in by_book if (ws.books / b).is_dir()):
-        opened = open_book(ws, b, RetrievalConfig())
-        dense = DenseIndex(opened[0], ws.book_vectors(b))
+        ob = open_book(ws, b)
+        dense = DenseIndex(ob.book, ws.book_vectors(b))
         for q in by_book[b]:
             if is_who_question(q["question"]):
                 continue
             golds = [tokens(q["answer1"]), tokens(q["answer2"])]
-            wins = passage_windows(opened, q["question"], PassageConfig(), dense)[:max(KS)]
-            per_window = [max(best_span_rouge_l(g, tokens(window_text(opened[0], int(a), int(e)))) for g in golds)
+            wins = passage_windows(ob.book, ob.index, ob.query(q["question"]), PassageConfig(), dense)[:max(KS)]
+            per_window = [max(best_span_rouge_l(g, tokens(window_text(ob.book, int(a), int(e)))) for g in golds)
                           for a, e, _ in wins]
             rows.append({"book": b, "question_id": q["question_id"], "answers": [q["answer1"], q["answer2"]],
                          "oracle": {k: 100 * max(per_window[:k], default=0.0) for k in KS}})

@@ -24,8 +24,9 @@ from whoqa.core.store import load_questions
 from whoqa.core.metrics import best_span_rouge_l, paired_book_bootstrap
 from whoqa.core.workspace import Workspace
 from whoqa.reader.data import window_text
-from whoqa.retrieval.bm25f import RetrievalConfig, open_book
-from whoqa.retrieval.passages import DenseIndex, PassageConfig, answer_tokens, passage_windows
+from whoqa.core.words import answer_tokens
+from whoqa.retrieval.openbook import open_book
+from whoqa.retrieval.passages import DenseIndex, PassageConfig, passage_windows
 
 RETRIEVALS = {  # name -> PassageConfig
     "bm25f question (old)": PassageConfig(query="question", fusion="bm25f"),
@@ -49,8 +50,8 @@ def main() -> None:
     books = sorted(b for b in by_book if (ws.books / b).is_dir())[:args.books]
     rows, t0 = [], time.perf_counter()
     for b in books:
-        opened = open_book(ws, b, RetrievalConfig())
-        book = opened[0]
+        ob = open_book(ws, b)
+        book = ob.book
         dense = DenseIndex(book, ws.book_vectors(b))
         cache: dict[tuple[int, int], list[str]] = {}
         for q in by_book[b]:
@@ -59,7 +60,7 @@ def main() -> None:
             golds = [answer_tokens(q["answer1"]), answer_tokens(q["answer2"])]
             row = {"book": b, "question_id": q["question_id"], "question": q["question"], "rank": {}}
             for name, cfg in RETRIEVALS.items():
-                wins = passage_windows(opened, q["question"], cfg, dense)[:max(KS)]
+                wins = passage_windows(book, ob.index, ob.query(q["question"]), cfg, dense)[:max(KS)]
                 rank = None
                 for r, (a, e, _) in enumerate(wins, start=1):
                     if (a, e) not in cache:

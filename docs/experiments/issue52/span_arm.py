@@ -124,7 +124,7 @@ def main() -> None:
     from whoqa.llm.reader import LLMReader, clean_answer
     from whoqa.llm.shorten import shortener
     svc = Service(a.workspace, fits_from=a.home)
-    llm = svc.routes().llm
+    llm = svc.models.routes().llm
     cfg = LLMConfig()
     reader = LLMReader(llm, None, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half, "llama-cpp-python")
     scorer = Scorer(llm, cfg.prompt_tokens + cfg.max_new_tokens + 2 * MAX_WORDS + 64)
@@ -139,16 +139,17 @@ def main() -> None:
         if not (svc.ws.books / b).is_dir():
             continue
         qs = [q for q in by_book[b] if not is_who_question(q["question"])][:a.per_book]
-        opened = svc.opened(b)
+        ob = svc.open(b)
         for q in qs:
             if q["question_id"] in done:
                 continue
             question = q["question"]
-            wins = svc._passage_windows(opened, question)
-            passages, starts = bm25f_passages(*opened, question, cfg.top_k, True, wins)
+            query = ob.query(question)
+            wins = svc._passages(ob, query)
+            passages, starts = bm25f_passages(ob, query, cfg.top_k, True, wins)
             if not passages:
                 continue
-            shots = ShotPool.of(svc.pool(who=False)).shots(b, question, cfg.shots, cfg.seed)
+            shots = ShotPool.of(svc.models.pool(who=False)).shots(b, question, cfg.shots, cfg.seed)
             ids, kept = reader.prompt(question, passages, shots, starts, cfg.order)
             scorer.read(ids)
             written = shortener(cfg.shorten)(clean_answer(reader.tokenizer.decode(

@@ -1,0 +1,93 @@
+"""The README's headline figures are docs/results.md's and the reproductions' (issue 65, "docs that describe what
+is"): each decimal figure of the README's "Results" is stated the same way in results.md's "The headline figures", and
+where a reproduction checks one (whoqa/evaluation/reproductions/*.json, an "expect" entry's "value"), the README's
+figure is that value within its tolerance. Pure file reading: no model, no workspace."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REPRODUCTIONS = ROOT / "whoqa" / "evaluation" / "reproductions"
+# a decimal figure ("26.90", "0.038"), not part of a longer number, a version or a model's size ("1.5B")
+FIGURE = re.compile(r"(?<![\w.])\d+\.\d+(?![\w]|\.\d)")
+
+# The README figures a reproduction checks: (what, the README's words around the figure with (...) on it, the
+# reproduction, its result file, its metric). A figure's words may wrap onto the next line (any whitespace matches).
+CHECKED = [
+    ("book frequency's P@1 on books never trained on", r"most-mentioned character: (\d+\.\d+)%",
+     "new-books-features", "results/book_frequency.json", "p@1"),
+    ("the memory network's averaged trials, Table 2's P@1", r"right first (\d+\.\d+)% of the time",
+     "who", "results/ensemble:memnet+pretrain+salience[bm25f].json", "p@1"),
+    ("the routed full task's ROUGE-L", r"\(ROUGE-L[^)]*\): (\d+\.\d+)",
+     "reader-routes", "results/full_task.json",
+     ["rows", "routed: features+by-book+rerank@qwen2.5-coder-0.5b+k5+features + fid[none]+lookup", "metrics",
+      "rouge_l"]),
+    ("the 1.5B's ROUGE-L over the answers it shows, unseen books", r"(\d+\.\d+) on the answers it shows",
+     "main", "results/served-other:llm@unseen.json", "text_answered.rouge_l"),
+    ("LitBank CoNLL F1", r"CoNLL F1 (\d+\.\d+)", "coref", "coref/rules.json", "conll_f1"),
+]
+
+
+def section(text: str, heading: str) -> str:
+    """The text under a `## heading` up to the next `## ` heading."""
+    assert f"\n{heading}\n" in text, f"no '{heading}' section"
+    return text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def readme_results() -> str:
+    return section((ROOT / "README.md").read_text(), "## Results")
+
+
+def results_headline() -> str:
+    return section((ROOT / "docs" / "results.md").read_text(), "## The headline figures")
+
+
+def stated(figure: str, text: str) -> bool:
+    """`figure` written in `text` as the same number ("71.2" is not in "71.21", nor "1.20" in "11.20")."""
+    return re.search(rf"(?<![\w.]){re.escape(figure)}(?![\w]|\.\d)", text) is not None
+
+
+def expected(name: str, file: str, metric) -> dict:
+    spec = json.loads((REPRODUCTIONS / f"{name}.json").read_text())
+    found = [e for e in spec["expect"] if e["file"] == file and e["metric"] == metric]
+    assert len(found) == 1, f"{name}.json expects no single {file} {metric}"
+    return found[0]
+
+
+def test_the_readme_results_have_figures_to_check():
+    figures = FIGURE.findall(readme_results())
+    assert len(figures) >= 10, figures
+    assert "1.5" not in figures  # the model's size (1.5B) is no figure
+
+
+def test_every_readme_figure_is_results_md_s():
+    """Each decimal figure of the README's Results is in results.md's headline section, written the same way: a
+    figure changed in one file and not the other fails here."""
+    headline = results_headline()
+    missing = [f for f in FIGURE.findall(readme_results()) if not stated(f, headline)]
+    assert not missing, f"the README's Results state {missing}, which docs/results.md's headline figures do not"
+
+
+def test_every_headline_figure_of_results_md_is_the_readme_s():
+    """And the other way round: results.md's headline section states no figure in bold that the README lacks."""
+    readme = readme_results()
+    bold = [f for b in re.findall(r"\*\*([^*]+)\*\*", results_headline()) for f in FIGURE.findall(b)]
+    assert bold, "results.md's headline figures mark none in bold"
+    assert all(stated(f, readme) for f in bold), [f for f in bold if not stated(f, readme)]
+
+
+@pytest.mark.parametrize("what, words, name, file, metric", CHECKED, ids=[c[0] for c in CHECKED])
+def test_readme_figures_equal_the_reproductions_expected_values(what, words, name, file, metric):
+    """A README figure a reproduction checks is its expected value within the reproduction's tolerance (and half a
+    unit of the README's last digit, since the README may round: 71.2 for 71.21)."""
+    text = readme_results()
+    m = re.search(words.replace(" ", r"\s+"), text)
+    assert m, f"the README's Results no longer state {what} as r'{words}': update this test with the README"
+    shown = m.group(1)
+    e = expected(name, file, metric)
+    rounding = 0.5 * 10 ** -len(shown.split(".")[1])
+    assert abs(float(shown) - e["value"]) <= e["tolerance"] + rounding + 1e-9, \
+        f"README: {what} = {shown}; {name}.json expects {e['value']} ± {e['tolerance']}"
+    assert stated(shown, results_headline()), f"docs/results.md's headline figures lack {what} = {shown}"
