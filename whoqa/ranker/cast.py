@@ -67,10 +67,12 @@ def _plain(word: str) -> str:
     return word.lower().rstrip(".")
 
 
+PLAIN_TITLES = {_plain(t) for t in TITLES}  # titles as `_plain` writes a name's words
+
+
 def name_words(name: str) -> list[str]:
     """A name's words without titles: "Lord Henry Wotton" -> ["Henry", "Wotton"]."""
-    plain_titles = {_plain(t) for t in TITLES}
-    return [w for w in name.replace("'s", "").split() if _plain(w) not in plain_titles and w[:1].isalpha()]
+    return [w for w in name.replace("'s", "").split() if _plain(w) not in PLAIN_TITLES and w[:1].isalpha()]
 
 
 def title_gender(aliases: list[str]) -> str | None:
@@ -88,7 +90,7 @@ def _titled(aliases: list[str]) -> bool:
 
 def _any_title(aliases: list[str]) -> bool:
     """Whether some name carries a title, one that says no gender included ("Professor Stangerson")."""
-    return any(a.split() and _plain(a.split()[0]) in {_plain(t) for t in TITLES} for a in aliases)
+    return any(a.split() and _plain(a.split()[0]) in PLAIN_TITLES for a in aliases)
 
 
 @dataclass
@@ -179,7 +181,7 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list, others: set
         if low >= 3 and low >= COMMON_SHARE * (low + usage.capital[head]):
             return "a common word written with a capital"
     after_article = sum(1 for m in proper if m.start > 0 and book.tokens[m.start - 1].word.lower() in ARTICLES)
-    titled = _plain(c.name.split()[0]) in {_plain(t) for t in TITLES}  # "the Reverend Archibald Jones"
+    titled = _plain(c.name.split()[0]) in PLAIN_TITLES  # "the Reverend Archibald Jones"
     first_name = any(_known_name(w) for w in words)
     if proper and not (titled or first_name) and not any(_in_role(tokens, m) for m in proper):
         return "never a subject, object or owner (an exclamation, or a place after a preposition)"
@@ -238,7 +240,7 @@ def _gender(book: Book, cid: int) -> str | None:
     said = title_gender(aliases)
     if said:
         return said
-    kin = {KIN[a.split()[0].lower()] for a in aliases if len(a.split()) > 1 and a.split()[0].lower() in KIN}
+    kin = _kin_genders(aliases)
     if len(kin) == 1:
         return kin.pop()
     votes = Counter()
@@ -253,11 +255,15 @@ def _gender(book: Book, cid: int) -> str | None:
     return book.characters[cid].gender if book.characters[cid].gender in ("male", "female") else None  # its pronouns'
 
 
+def _kin_genders(aliases: list[str]) -> set[str]:
+    """The genders the kinship words before its names give ("Mamma Valerius": female)."""
+    return {KIN[a.split()[0].lower()] for a in aliases if len(a.split()) > 1 and a.split()[0].lower() in KIN}
+
+
 def _said_gender(aliases: list[str]) -> str | None:
     """The gender a cluster's titles or kinship words give ("Madame Bernier", "Daddy Bernier"), None if none do or
     they disagree."""
-    said = {title_gender(aliases)} | {KIN[a.split()[0].lower()] for a in aliases
-                                      if len(a.split()) > 1 and a.split()[0].lower() in KIN}
+    said = {title_gender(aliases)} | _kin_genders(aliases)
     said.discard(None)
     return said.pop() if len(said) == 1 else None
 

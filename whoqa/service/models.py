@@ -43,10 +43,10 @@ class Models:
         """The memory network that serves (whoqa.memnet.ask.Asker), folding in books prepared without vectors."""
         from whoqa.memnet.ask import Asker
         if self._network is None:
-            from data_prep import addbook
+            from whoqa.service.intake import book_stages
             self.stages.stage("loading the memory network")
             self._network = Asker(self.ws, self.cfg.model, device=self.cfg.device,
-                                  fold=lambda ws, ids: addbook.fold_books(ws, ids))
+                                  fold=lambda ws, ids: book_stages().fold_books(ws, ids))
         return self._network
 
     def slots(self, fit):
