@@ -18,7 +18,7 @@ def test_a_books_vectors_are_made_beside_its_first_answer_and_read_by_the_next(t
     svc._encoding[book].result()
     assert svc.ws.book_vectors(book).is_file() and len(calls) == 1
     ob = svc.open(book)
-    wins = svc._passages(ob, ob.query("Where did Tom row every morning?"))  # an other question's retrieval
+    wins = svc.passages(ob, ob.query("Where did Tom row every morning?"))  # an other question's retrieval
     assert wins and calls[0] > 1 and calls[1:] == [1]  # the book's sentences not encoded again: only the question
     svc.vectors_later(book)
     assert book not in svc._encoding  # kept on disk: nothing begun twice

@@ -126,7 +126,7 @@ def test_the_character_list_follows_the_passages_and_a_rendering_is_its_own_run(
     import tempfile
     from whoqa.core.runs import feature_fits
     from whoqa.core.workspace import Workspace
-    from whoqa.reader.config import model_name
+    from whoqa.llm.config import model_name
     with tempfile.TemporaryDirectory() as ws:
         for cfg in (longer, default):
             rerank_dir(ws, "features+by-book", cfg).mkdir(parents=True)

@@ -208,7 +208,7 @@ def test_the_prompt_served_is_the_prompt_measured(ws, tiny_llm_path, tmp_path, m
     from whoqa.ranker.config import RerankConfig
     from whoqa.ranker.fits import shipped_fit
     from whoqa.ranker.scores import NameScores
-    from whoqa.reader.config import model_name
+    from whoqa.llm.config import model_name
     from whoqa.reader.data import build_examples
     from whoqa.llm.reader import LLMReader
     from whoqa.llm.prompt import question_pool
@@ -293,7 +293,7 @@ def test_answers_come_from_the_weights_and_runtime_they_were_measured_with(ws, t
     was measured with (requantised, or as installed), and the answer names both; an LLM not measured so answers as
     before."""
     from dataclasses import replace
-    from whoqa.reader.config import LLMConfig
+    from whoqa.llm.config import LLMConfig
     monkeypatch.setenv("WHOQA_CACHE", str(tmp_path / "cache"))
     from whoqa.llm import registry
     smollm = registry.registered("smollm2-135m")

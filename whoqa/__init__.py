@@ -8,7 +8,7 @@
     whoqa.memnet      the key-value memory networks (Who questions)  | whoqa.reader  the trained readers (FiD, ...)
     whoqa.llm         the local LLMs: registry, files, runtimes, prompt, the reader that writes answers and scores names
     whoqa.ranker      the feature ranker of a book's characters (Who questions on any book), its cast and features
-    whoqa.service     one path from a book and a question to an answer: Query -> route -> model -> Answer
+    whoqa.service     one path from a book and a question to an answer: Query -> route -> scorer -> Answer
     whoqa.evaluation  tables, unseen books, the routed full task, benchmarks, reproductions
     whoqa.answer_view an answer drawn for people: text for the terminal, JSON for the page
     whoqa.web         `whoqa serve`: the page and its JSON API

@@ -8,7 +8,7 @@ import typer
 
 from whoqa.cli.util import DEFAULT_DATA, echo_json, option, stage
 from whoqa.ranker.config import RerankConfig
-from whoqa.reader.config import LLMConfig
+from whoqa.llm.config import LLMConfig
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures (JSON): one command per stage timed. "
                   "Tables and how they were made: docs/benchmarks.md.")

@@ -10,7 +10,8 @@ import typer
 from whoqa.cli.util import DEVICE_HELP, RAY_ADDRESS_HELP, option, stage
 from whoqa.core.device import AUTO
 from whoqa.core.executor import ExecutorConfig
-from whoqa.reader.config import LLMConfig, LookupConfig, PrereadConfig, ReaderConfig
+from whoqa.reader.config import LookupConfig, PrereadConfig, ReaderConfig
+from whoqa.llm.config import LLMConfig
 
 app = typer.Typer(no_args_is_help=True, help="The reader for every other question: the FiD reader's pretraining and "
                   "cross-validated training, and a local LLM's zero-shot answers.")

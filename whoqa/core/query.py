@@ -3,6 +3,7 @@ characters it names, the ranker its names and its syntax, the prompt its text, g
 reads it from a `Query`; none parses the question string again.
 
     Query.read(text)          what needs no book: the kind (routing reads it before the book opens), the syntax frame
+    Query.ask(text)           the same, for a person's question: checked first (empty, too long, not valid text)
     query.about(aliases)      the same question in a book: its name spans, and BM25F's two fields
 """
 from __future__ import annotations
@@ -27,6 +28,14 @@ class Query:
 
     @classmethod
     def read(cls, text: str) -> Query:
+        return cls(text, question_kind(text))
+
+    @classmethod
+    def ask(cls, text: str | Query) -> Query:
+        """A person's question, checked (`check_question`) and read; a Query is read already."""
+        if isinstance(text, Query):
+            return text
+        text = check_question(text)
         return cls(text, question_kind(text))
 
     def about(self, aliases) -> Query:
@@ -107,3 +116,22 @@ class Query:
         if self.spans is None:
             raise ValueError("the query is not read in a book yet: Query.about(aliases) first")
         return self.spans
+
+
+def check_question(question: str) -> str:
+    """The question stripped; an empty one, one too long or one that is not valid text is a one-line ValueError (a
+    byte a terminal passed that is not UTF-8, kept by Python as a surrogate, named as that byte)."""
+    question = (question or "").strip()
+    if not question:
+        raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
+    if len(question) > 500:
+        raise ValueError("the question is longer than 500 characters: ask one question")
+    bad = [ch for ch in question if "\ud800" <= ch <= "\udfff"]
+    if bad and all("\udc80" <= ch <= "\udcff" for ch in bad):  # a command line's bytes that were not UTF-8
+        raw = "".join(f"\\x{ord(ch) - 0xDC00:02x}" for ch in dict.fromkeys(bad))
+        raise ValueError(f"the question holds a byte that is not valid UTF-8 ({raw}): type it again, or set your "
+                         f"terminal to UTF-8")
+    if bad:
+        raise ValueError("the question holds a character that is not valid text (a lone surrogate): type it "
+                         "again")
+    return question

@@ -33,6 +33,17 @@ class MissingStage(FileNotFoundError):
     """An earlier stage's artifacts are missing; the message says which command to run."""
 
 
+class Part:
+    """A fixed part of the workspace's layout: `ws.books` is Path(ws, "books"). The layout is a table, read at a
+    glance, not a method per folder."""
+
+    def __init__(self, *parts: str):
+        self.parts = parts
+
+    def __get__(self, ws, owner=None) -> Path:
+        return self if ws is None else Path(ws, *self.parts)
+
+
 class Workspace(_PathBase):
     """A workspace folder: a Path (so every Path use keeps working) that names its parts.
 
@@ -64,9 +75,45 @@ class Workspace(_PathBase):
         """Whether this process serves the workspace read-only (`serve_read_only`): nothing may be written in it."""
         return str(self.resolve()) in _read_only
 
-    @property
-    def books(self) -> Path:
-        return Path(self, "books")
+    # the fixed parts, each named once (a Path under the workspace)
+    books = Part("books")
+    who = Part("who")
+    questions = Part("questions.json")
+    summaries = Part("summaries.json")
+    texts = Part("texts.json")
+    engine_record = Part("engine.json")  # the engine and coreference weights books are made with
+    data_record = Part("data.json")  # the NarrativeQA folder `prepare` took the books from (and takes again)
+    prepare_report = Part("prepare_report.json")
+    artificial = Part("artificial")
+    embeddings = Part("embeddings")
+    index = Part("index")
+    contexts = Part("contexts")
+    memdata = Part("memdata")
+    models = Part("models")
+    runs = Part("runs")
+    runs_archive = Part("runs-archive")
+    adapted = Part("adapted")
+    reader = Part("reader")
+    reader_runs = Part("reader", "runs")
+    reader_runs_archive = Part("reader", "runs-archive")
+    llm_runs = Part("reader", "llm")
+    llm_runs_archive = Part("reader", "llm-archive")
+    reader_models = Part("models", "reader")
+    eval_data = Part("eval-data")
+    results = Part("results")
+    served = Part("served")  # the served answers of `eval --data` (this workspace being an eval-data/<name>/ folder)
+    jobs = Part("jobs")  # the web page's upload jobs (<id>.json)
+    uploads = Part("uploads")
+    quarantine = Part("quarantine")  # where `whoqa check --repair` moves damaged artifacts (a folder per repair)
+    lock = Part(".lock")
+    who_characters = Part("who", "characters.json")
+    who_questions = Part("who", "who_questions.json")
+    who_report = Part("who", "report.json")
+    artificial_report = Part("artificial", "report.json")
+    corpus = Part("embeddings", "corpus")  # word2vec's corpus: one file of sentences per book
+    word2vec = Part("embeddings", "word2vec.model")
+    vocab = Part("embeddings", "vocab.json")
+    embeddings_state = Part("embeddings", "state.json")
 
     def book(self, book_id: str) -> Path:
         return Path(self, "books", book_id)
@@ -75,178 +122,18 @@ class Workspace(_PathBase):
         """One of a prepared book's files: suffix .tokens, .entities or .book (whoqa.core.book.SUFFIXES)."""
         return Path(self, "books", book_id, f"{book_id}{suffix}")
 
-    def book_source(self, book_id: str) -> Path:
-        """What a prepared book was made from (its file's sha1 and encoding; data_prep.prepare)."""
-        return Path(self, "books", book_id, "source.json")
-
     def page_summary(self, book_id: str) -> Path:
         """The web page's cached summary of a book (remade when its files change)."""
         return Path(self, "books", book_id, "summary.json")
 
-    @property
-    def who(self) -> Path:
-        return Path(self, "who")
-
-    @property
-    def questions(self) -> Path:
-        return Path(self, "questions.json")
-
-    @property
-    def summaries(self) -> Path:
-        return Path(self, "summaries.json")
-
-    @property
-    def texts(self) -> Path:
-        return Path(self, "texts.json")
-
-    @property
-    def engine_record(self) -> Path:
-        """The engine (and its coreference weights) `prepare` made the books with: what later books are made by."""
-        return Path(self, "engine.json")
-
-    @property
-    def data_record(self) -> Path:
-        """The NarrativeQA folder `prepare` took the books from: what `prepare` without --data (and `check`'s repair
-        commands) use again, so no book of another folder is added."""
-        return Path(self, "data.json")
-
-    @property
-    def prepare_report(self) -> Path:
-        return Path(self, "prepare_report.json")
-
-    @property
-    def artificial(self) -> Path:
-        return Path(self, "artificial")
-
-    @property
-    def embeddings(self) -> Path:
-        return Path(self, "embeddings")
-
-    @property
-    def index(self) -> Path:
-        return Path(self, "index")
-
-    @property
-    def contexts(self) -> Path:
-        return Path(self, "contexts")
-
-    @property
-    def memdata(self) -> Path:
-        return Path(self, "memdata")
-
-    @property
-    def models(self) -> Path:
-        return Path(self, "models")
-
-    @property
-    def runs(self) -> Path:
-        return Path(self, "runs")
-
-    @property
-    def runs_archive(self) -> Path:
-        return Path(self, "runs-archive")
-
-    @property
-    def adapted(self) -> Path:
-        return Path(self, "adapted")
-
-    @property
-    def reader(self) -> Path:
-        return Path(self, "reader")
-
-    @property
-    def reader_runs(self) -> Path:
-        return Path(self, "reader", "runs")
-
-    @property
-    def reader_runs_archive(self) -> Path:
-        return Path(self, "reader", "runs-archive")
-
-    @property
-    def llm_runs(self) -> Path:
-        return Path(self, "reader", "llm")
-
-    @property
-    def llm_runs_archive(self) -> Path:
-        return Path(self, "reader", "llm-archive")
-
-    @property
-    def reader_models(self) -> Path:
-        return Path(self, "models", "reader")
-
-    @property
-    def eval_data(self) -> Path:
-        return Path(self, "eval-data")
-
-    @property
-    def results(self) -> Path:
-        return Path(self, "results")
-
-    @property
-    def served(self) -> Path:
-        """The served answers of `eval --data` (this workspace being an eval-data/<name>/ folder)."""
-        return Path(self, "served")
-
-    @property
-    def jobs(self) -> Path:
-        """The web page's upload jobs (<id>.json)."""
-        return Path(self, "jobs")
-
-    @property
-    def uploads(self) -> Path:
-        return Path(self, "uploads")
-
-    @property
-    def quarantine(self) -> Path:
-        """Where `whoqa check --repair` moves damaged artifacts (a folder per repair)."""
-        return Path(self, "quarantine")
-
     def reader_examples(self, context: str) -> Path:
         return Path(self, "reader", "examples", f"{context}.json")
-
-    @property
-    def lock(self) -> Path:
-        return Path(self, ".lock")
-
-    # --- the files inside the folders, each named once ------------------------------------------------------------
-    @property
-    def who_characters(self) -> Path:
-        return Path(self, "who", "characters.json")
-
-    @property
-    def who_questions(self) -> Path:
-        return Path(self, "who", "who_questions.json")
-
-    @property
-    def who_report(self) -> Path:
-        return Path(self, "who", "report.json")
 
     def artificial_questions(self, book_id: str) -> Path:
         return Path(self, "artificial", f"{book_id}.jsonl.gz")
 
-    @property
-    def artificial_report(self) -> Path:
-        return Path(self, "artificial", "report.json")
-
-    @property
-    def corpus(self) -> Path:
-        """word2vec's corpus: one file of sentences per book."""
-        return Path(self, "embeddings", "corpus")
-
     def corpus_file(self, book_id: str) -> Path:
         return Path(self, "embeddings", "corpus", f"{book_id}.txt")
-
-    @property
-    def word2vec(self) -> Path:
-        return Path(self, "embeddings", "word2vec.model")
-
-    @property
-    def vocab(self) -> Path:
-        return Path(self, "embeddings", "vocab.json")
-
-    @property
-    def embeddings_state(self) -> Path:
-        return Path(self, "embeddings", "state.json")
 
     def book_index(self, book_id: str) -> Path:
         """A book's BM25F Lucene index."""

@@ -25,7 +25,7 @@ from whoqa.reader.config import ReaderConfig
 from whoqa.reader.steps import decoder_start_id
 from whoqa.reader.train import fit, predict
 from whoqa.core.distributed import world
-from whoqa.reader.config import LLMConfig
+from whoqa.llm.config import LLMConfig
 from whoqa.llm.reader import LLMReader
 
 

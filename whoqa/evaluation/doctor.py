@@ -17,7 +17,7 @@ from pathlib import Path
 from whoqa.core.artifacts import DamagedArtifact, load_binary, problem, read_json, verify_checksum
 from whoqa.core.workspace import Workspace
 import numpy as np
-from whoqa.core.store import (book_command, load_vectors, load_who_set, prepare_command, read_artificial,
+from whoqa.core.store import (SOURCE_FILE, book_command, load_vectors, load_who_set, prepare_command, read_artificial,
                               read_state, redo_book)
 from whoqa.core.book import Book, is_done
 
@@ -76,7 +76,7 @@ def check(workspace: str | Path) -> tuple[int, list[Finding]]:
             if unfinished:
                 found.append(unfinished)
             for path, repair, kind in ((ws.page_summary(folder.name), "none needed: the page remakes it", CACHE),
-                                       (ws.book_source(folder.name),
+                                       (ws.book(folder.name) / SOURCE_FILE,
                                         f"delete it; {prepare} records the book's source again", DERIVED)):
                 if path.is_file():
                     probe(path, _json, repair, kind)

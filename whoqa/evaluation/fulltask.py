@@ -25,7 +25,7 @@ from whoqa.memnet.ensemble import read_fold_files
 from whoqa.ranker.fits import read_summary, workspace_fits
 from whoqa.ranker.scores import who_names
 from whoqa.reader.train import current_folds
-from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
+from whoqa.llm.config import LLMConfig, llm_answer_options, model_name
 from whoqa.llm.runs import llm_runs, read_llm_summary
 from whoqa.reader.train import read_run
 from whoqa.memnet.choose import choose_run as choose_memnet

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from whoqa.reader.config import LLMConfig
+from whoqa.llm.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
 from whoqa.llm.models import (_causal_lm, _tokenizer, cache_dir, gguf_metadata, join_parts,  # noqa: F401
                               joined_model, locate, model_fingerprint, packaged_models)

@@ -66,7 +66,7 @@ LLMS = (
 
 def registered(name: str | None) -> LLM | None:
     """The entry of an LLM named as the registry names it (a path given as --llm: by its file's or folder's name)."""
-    from whoqa.reader.config import model_name
+    from whoqa.llm.config import model_name
     return next((m for m in LLMS if name and m.name == model_name(name)), None)
 
 

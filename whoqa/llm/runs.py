@@ -22,7 +22,7 @@ from whoqa.core.progress import bar as progress_bar
 from whoqa.core.runs import RUN_SUMMARY, claim, file_digest, provenance, read_run_file
 from whoqa.core.seed import SEED, set_seed
 from whoqa.core.workspace import Workspace
-from whoqa.reader.config import LLMConfig, llm_record, llm_run_name
+from whoqa.llm.config import LLMConfig, llm_record, llm_run_name
 from whoqa.reader.data import build_examples, examples_path
 from whoqa.llm.reader import LLMReader
 from whoqa.llm.models import model_fingerprint

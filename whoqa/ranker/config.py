@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from whoqa.core.seed import SEED
 from whoqa.ranker.features import BASE
-from whoqa.reader.config import LLMConfig
+from whoqa.llm.config import LLMConfig
 
 CANDIDATES = ("network", "book-frequency", "features")
 

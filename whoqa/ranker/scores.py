@@ -16,7 +16,7 @@ from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.config import RerankConfig, prompt_variant
 from whoqa.ranker.fits import fit_dir
-from whoqa.reader.config import LLMConfig, model_name, passage_variant, runtime_variant
+from whoqa.llm.config import LLMConfig, model_name, passage_variant, runtime_variant
 from whoqa.reader.data import build_examples
 from whoqa.llm.llama_cpp_python import NAMES_READ
 from whoqa.llm.reader import LLMReader

@@ -12,7 +12,7 @@ from whoqa.core.query import Query
 from whoqa.core.seed import SEED
 from whoqa.ranker.features import CONTEXT_SENTENCES, book_features, columns
 from whoqa.ranker.model import FeatureRanker, log_softmax
-from whoqa.reader.config import LLMConfig
+from whoqa.llm.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
 from whoqa.llm.prompt import ShotPool, first_shots, shares_start
 from whoqa.retrieval.bm25f import context_sentences

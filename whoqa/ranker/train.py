@@ -21,7 +21,7 @@ from whoqa.core.runs import RunName
 from whoqa.core.seed import SEED
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.config import RerankConfig
-from whoqa.reader.config import model_name
+from whoqa.llm.config import model_name
 from whoqa.llm.prompt import fixed_examples, who_pool
 from whoqa.ranker.features import CONTEXT_SENTENCES, FROM_BOOK, STAGE1, answer_ids, book_features, book_frequency, columns
 from whoqa.ranker.model import LLM_FEATURES, SELECT, fit, fit_ranker, select_llm_features, softmax

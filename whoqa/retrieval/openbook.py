@@ -11,8 +11,8 @@ from whoqa.core.aliases import AliasIndex
 from whoqa.core.book import Book, is_done
 from whoqa.core.query import Query
 from whoqa.core.workspace import ReadOnly, Workspace
-from whoqa.retrieval.bm25f import (BM25FIndex, CutIndex, DamagedIndex, RetrievalConfig, matches_question,
-                                   question_windows)
+from whoqa.retrieval.bm25f import (BM25FIndex, CutIndex, DamagedIndex, NothingMatched, RetrievalConfig,
+                                   matches_question, question_windows)
 from whoqa.retrieval.passages import DenseIndex, PassageConfig, passage_windows
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,15 @@ class OpenBook:
         if isinstance(question, Query):
             return question if question.spans is not None else question.about(self.aliases)
         return Query.read(question).about(self.aliases)
+
+    def read(self, question: str | Query) -> Query:
+        """The question read in this book, where the book holds something to answer it from: NothingMatched where no
+        sentence matches a content word of it or a character it names (before any model is asked)."""
+        query = self.query(question)
+        if not self.matches(query):
+            raise NothingMatched(f"nothing in book {self.id} matches the question's words, so there is nothing to "
+                                 f"answer from: ask with words (or character names) the book uses")
+        return query
 
     def matches(self, query: Query) -> bool:
         """Whether any sentence matches a content word (or a named character) of the question."""

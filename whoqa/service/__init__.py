@@ -24,8 +24,8 @@ measured threshold), the answer is withheld and whoqa says it did not find it in
 The LLM reads passages retrieved for what the question asks (whoqa.retrieval.passages), not its function words. The
 models load once per process and are shared by every caller (one lock: answers run one at a time on a 2-core
 machine). The package: schema (settings, the Answer), intake (books, opened once as OpenBooks), models (every model,
-in one cache), routing, answers (Service: the question read once as a Query, then route -> model -> Answer),
-evidence (why, and what an answer rests on).
+in one cache), routing, answers (Service: the question read once as a Query, then route -> scorer -> Answer),
+scorers (one per route, in a registry), evidence (why, and what an answer rests on).
 """
 from __future__ import annotations
 
@@ -35,5 +35,6 @@ from whoqa.llm.models import llm_installed  # noqa: F401
 from whoqa.service.answers import Service  # noqa: F401
 from whoqa.service.evidence import sentence_marks, who_reasons  # noqa: F401
 from whoqa.service.intake import KEEP_BOOKS  # noqa: F401
-from whoqa.service.schema import (Answer, Evidence, Ranked, ServiceConfig, check_question,  # noqa: F401
-                                  check_request)
+from whoqa.core.query import check_question  # noqa: F401
+from whoqa.service.schema import Answer, Evidence, Ranked, ServiceConfig, check_request  # noqa: F401
+from whoqa.service.scorers import SCORERS  # noqa: F401

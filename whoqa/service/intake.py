@@ -95,7 +95,7 @@ class BookIntake:
         self._encoding[book_id] = self._encoder.submit(
             lambda: DenseIndex(Book.load(self.ws.books / book_id, book_id), path, device))
 
-    def _passages(self, ob: OpenBook, query: Query) -> list[list]:
+    def passages(self, ob: OpenBook, query: Query) -> list[list]:
         """An other question's windows by ServiceConfig.passages (whoqa.retrieval.passages): its content words and
         characters, fused with the book's sentence vectors where so configured (those `vectors_later` began are
         waited for, their file then read; failed, they are encoded again in line, which raises its own error)."""

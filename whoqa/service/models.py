@@ -11,7 +11,7 @@ from whoqa.core.progress import Stages
 from whoqa.core.workspace import Workspace
 from whoqa.ranker.config import RerankConfig
 from whoqa.ranker.features import ROLE_FEATURES
-from whoqa.reader.config import LLMConfig, llm_answer_options, model_name
+from whoqa.llm.config import LLMConfig, llm_answer_options, model_name
 from whoqa.llm.prompt import ShotPool
 from whoqa.service.routing import Route, RoutingTable, native_answers, state_key
 from whoqa.service.schema import ServiceConfig

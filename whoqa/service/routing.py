@@ -26,7 +26,7 @@ from whoqa.core.questions import QuestionKind
 from whoqa.core.workspace import Workspace
 from whoqa.llm.registry import ANSWERS, LLM, measured, registered
 from whoqa.ranker.config import RerankConfig
-from whoqa.reader.config import LLMConfig, model_name
+from whoqa.llm.config import LLMConfig, model_name
 from whoqa.reader.routes import ROUTES_FILE, WordRoutes, gain, reads_the_book, route_by_word
 
 ROUTES = ("network", "features", "reader", "llm")
@@ -255,12 +255,20 @@ class RoutingTable:
                 return None
         return self._once(("fid", contexts), make)
 
-    def route(self, book_id: str, query: Query, forced: str = "auto") -> Route:
-        """The route for a question (the one place it is decided), with its reason."""
+    def route(self, book_id: str, query: Query, forced: str = "auto", upto: str | None = None) -> Route:
+        """The route for a question (the one place it is decided), with its reason; with `upto`, one that reads only
+        the text before the cut (the memory network's arrays hold the whole book)."""
         who = check_route(query.kind, forced)
+        if upto and forced == "network":
+            raise ValueError("--route network reads the whole book: with --upto, use the feature ranker "
+                             "(--route features or auto)")
         if forced != "auto":
             return Route(forced, "as asked")
-        return self._who_route(book_id) if who else self._reader_route(book_id, query)
+        chosen = self._who_route(book_id) if who else self._reader_route(book_id, query)
+        if upto and chosen.name == "network":
+            return Route("features", f"the memory network reads the whole book, and only the text up to {upto} may "
+                                     f"be read")
+        return chosen
 
     def _who_route(self, book_id: str) -> Route:
         llm = self.who_llm

@@ -97,28 +97,9 @@ class Answer:
 
 
 def check_request(question: str | Query, route: str, cfg: ServiceConfig) -> Query:
-    """The question (stripped, read once: a Query is read already), route and settings checked before any work: `ask
-    --text` prepares no book for a question, route or --top that would be refused after. One-line ValueError."""
-    query = question if isinstance(question, Query) else Query.read(check_question(question))
+    """The question (checked and read once: Query.ask), route and settings checked before any work: `ask --text`
+    prepares no book for a question, route or --top that would be refused after. One-line ValueError."""
+    query = Query.ask(question)
     check_route(query.kind, route)
     cfg.check()
     return query
-
-
-def check_question(question: str) -> str:
-    """The question stripped; an empty one, one too long or one that is not valid text is a one-line ValueError (a
-    byte a terminal passed that is not UTF-8, kept by Python as a surrogate, named as that byte)."""
-    question = (question or "").strip()
-    if not question:
-        raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
-    if len(question) > 500:
-        raise ValueError("the question is longer than 500 characters: ask one question")
-    bad = [ch for ch in question if "\ud800" <= ch <= "\udfff"]
-    if bad and all("\udc80" <= ch <= "\udcff" for ch in bad):  # a command line's bytes that were not UTF-8
-        raw = "".join(f"\\x{ord(ch) - 0xDC00:02x}" for ch in dict.fromkeys(bad))
-        raise ValueError(f"the question holds a byte that is not valid UTF-8 ({raw}): type it again, or set your "
-                         f"terminal to UTF-8")
-    if bad:
-        raise ValueError("the question holds a character that is not valid text (a lone surrogate): type it "
-                         "again")
-    return question

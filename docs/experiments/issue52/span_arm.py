@@ -26,7 +26,7 @@ import numpy as np
 
 from whoqa.core.lexicon import is_who_question, load_nlp
 from whoqa.core.store import load_questions
-from whoqa.reader.config import LLMConfig
+from whoqa.llm.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
 from whoqa.llm.prompt import ShotPool
 from whoqa.service import Service
@@ -145,7 +145,7 @@ def main() -> None:
                 continue
             question = q["question"]
             query = ob.query(question)
-            wins = svc._passages(ob, query)
+            wins = svc.passages(ob, query)
             passages, starts = bm25f_passages(ob, query, cfg.top_k, True, wins)
             if not passages:
                 continue

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from whoqa.core.workspace import Workspace
-from whoqa.reader.config import LLMConfig
+from whoqa.llm.config import LLMConfig
 from whoqa.reader.data import build_examples
 from whoqa.llm.reader import LLMReader, locate
 

@@ -1,0 +1,157 @@
+"""The route's scorer: what answers a question once it is routed, one function per route, in a registry
+(`SCORERS`, by route name) the service looks up, as spaCy's components are found. Each takes the service (its
+models, settings and books), the open book, the question read in it and the route, and gives the Answer:
+
+    features  the feature ranker (+ the local LLM scoring its top names, + the names it writes): a Who answer
+    network   the memory network trained on the book: a Who answer
+    reader    the trained FiD reader: an other answer, grounded in the passages it read
+    llm       the local LLM writing from the question's passages: an other answer, grounded
+
+A new route is one function here and its name in the registry (and in the routing table's choices)."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Callable, Protocol
+
+from whoqa.core.query import Query
+from whoqa.llm.config import LLMConfig, model_name
+from whoqa.retrieval.bm25f import context_sentences
+from whoqa.retrieval.openbook import OpenBook
+from whoqa.service.evidence import evidence_for, grounded, who_reasons, written_evidence, written_reasons
+from whoqa.service.models import Models
+from whoqa.service.routing import Route, measured_rouge
+from whoqa.service.schema import Answer, Evidence, Ranked, ServiceConfig, one_per_name
+
+
+class Serving(Protocol):
+    """What a scorer reads of the service (whoqa.service.answers.Service): its models, settings and passages."""
+    models: Models
+    cfg: ServiceConfig
+
+    def passages(self, ob: OpenBook, query: Query) -> list[list]: ...
+
+
+Scorer = Callable[[Serving, OpenBook, Query, Route], Answer]
+SCORERS: dict[str, Scorer] = {}
+
+
+def scorer(name: str):
+    """Register a route's scorer under its route's name."""
+    def register(fn: Scorer) -> Scorer:
+        SCORERS[name] = fn
+        return fn
+    return register
+
+
+@scorer("network")
+def network_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> Answer:
+    from whoqa.ranker.features import CONTEXT_SENTENCES
+    book, context, _ = who_context(ob, query)
+    net = svc.models.network()
+    got = net.ask(ob.id, query, svc.cfg.top, svc.cfg.evidence, ob, context)
+    chars = [Ranked(i, n, p) for i, (n, p) in zip(got.character_ids, got.characters)]
+    attention = [Evidence(s, text, [], w) for (w, text), s in zip(got.evidence, got.evidence_sentences)]
+    if net.calibration is None:
+        got.warnings.append("no cross-validated run of this model's recipe measured its calibration, so no "
+                            "probability is shown: run `whoqa train --folds 10` with the same options")
+    evidence = evidence_for(book, context[:CONTEXT_SENTENCES], chars, query, svc.cfg.evidence)
+    return Answer(query.text, ob.id, "who", "network", "", f"memory network {net.model_name} "
+                  f"({len(net.members)} member(s))", chars, evidence=evidence,
+                  attention=attention, calibration=got.calibration, warnings=got.warnings,
+                  why=["a model trained on questions about this workspace's books chose it"]
+                  + who_reasons(book, context[:CONTEXT_SENTENCES], chars, query.named))
+
+
+@scorer("features")
+def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> Answer:
+    from whoqa.ranker.features import CONTEXT_SENTENCES
+    from whoqa.ranker.serve import rank
+    book, context, wins = who_context(ob, query)
+    llm = svc.models.who_llm()
+    fit = svc.models.fit(llm)
+    reader = None
+    if llm:
+        base, cfg = svc.models.scoring_llm(llm, fit)
+        reader = svc.models.llm(base, scores=True, cfg=cfg)
+    written = None
+    if "written" in fit.ranker.features["stage1"] or "written_any" in fit.ranker.features["stage1"]:
+        written, _ = written_answer(svc, ob, query)  # linked to the cast
+    got = rank(fit.ranker, ob, query, wins, reader, svc.models.pool(who=True), svc.models.slots(fit),
+               written.linked if written else None)
+    chars = one_per_name([Ranked(i, book.characters[i].name, p, s)
+                          for i, p, s in zip(got.ids, got.probabilities, got.llm)], svc.cfg.top)
+    r = fit.ranker
+    model = (f"feature ranker + {llm} ({reader.runtime}) reading the passages for its top {r.top_k}" if llm else
+             "feature ranker, first stage (no local LLM)")
+    calibration = {"by": "maximum likelihood on other books' questions", "fit": fit.where,
+                   "fit_of": f"run {fit.measured_on}" if fit.measured_on else "the 41 shared books (shipped)",
+                   "questions": r.questions, "ece": r.ece, "provenance": fit.provenance,
+                   "stage": "both" if got.read else "first"}
+    evidence = evidence_for(book, context[:CONTEXT_SENTENCES], chars, query, svc.cfg.evidence)
+    why = who_reasons(book, context[:CONTEXT_SENTENCES], chars, query.named)
+    if written is not None:
+        evidence, why = written_evidence(book, written, chars, evidence, svc.cfg.evidence), \
+            written_reasons(book, written, chars) + why
+    return Answer(query.text, ob.id, "who", "features", "", model, chars, evidence=evidence,
+                  calibration=calibration, warnings=who_warnings(query), why=why)
+
+
+@scorer("reader")
+def reader_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> Answer:
+    reader = svc.models.fid(route.model)
+    got = reader.ask(ob.id, query, ob)
+    # what it read (the stored contexts' recipe it trained on); a reader of no passage: the book's best passages
+    wins = ob.windows(query)[:len(got.passages)] if reader.passages else svc.passages(ob, query)[:LLMConfig.top_k]
+    why = [f"a reader trained on other books' questions wrote it after reading the book's {len(got.passages)} "
+           f"passage{'s' * (len(got.passages) != 1)} closest to your question"]
+    return grounded(Answer(query.text, ob.id, "reader", "reader", "", f"FiD reader {reader.model_name}",
+                           answer=got.answer, passages=got.passages, why=why),
+                    ob.book, wins, got.answer, svc.cfg.grounding, query)
+
+
+@scorer("llm")
+def llm_answer(svc: Serving, ob: OpenBook, query: Query, route: Route | None = None,
+               wins: list | None = None) -> Answer:
+    """The installed LLM's answer, with the options of the LLM run the route measured (else LLMConfig's)."""
+    from whoqa.llm.reader import answer_from_book
+    llm = svc.models.routes().llm
+    if llm is None:
+        raise FileNotFoundError("no local LLM installed: `bash install.sh` installs one")
+    base, cfg = svc.models.answering_llm(llm, route.options if route else None)
+    wins = wins if wins is not None else svc.passages(ob, query)
+    reader, pool = svc.models.llm(base, scores=False, cfg=cfg), svc.models.pool(who=False)
+    text, passages = answer_from_book(reader, ob, query, pool, cfg, wins)
+    shown = ", ".join([f"{k} {v}" for k, v in sorted(asdict(cfg).items())
+                       if getattr(LLMConfig, k) != v and k != "runtime"]
+                      + [f"{min(cfg.shots, len(pool.rows))} example questions", reader.runtime]
+                      + ([f"weights {model_name(base)}"] if base != llm else []))
+    rouge = measured_rouge(llm)
+    why = ([f"a small language model ({model_name(llm)}) wrote it after reading the book's {len(passages)} "
+            f"passage{'s' * (len(passages) != 1)} closest to your question"]
+           + ([f"treat it as a rough guess: on test questions its answers share about {rouge:.0f}% of "
+               f"their wording with people's answers"] if rouge is not None else []))
+    return grounded(Answer(query.text, ob.id, "reader", "llm", "", f"{llm} ({shown})", answer=text,
+                           passages=passages, why=why), ob.book, wins[:len(passages)], text, svc.cfg.grounding,
+                    query)
+
+
+def written_answer(svc: Serving, ob: OpenBook, query: Query):
+    """A Who question answered as the reader of other questions writes answers, linked to the book's cast
+    (whoqa.ranker.written): (Written, the reader's Answer)."""
+    from whoqa.ranker.written import link
+    wins = svc.passages(ob, query)
+    ans = llm_answer(svc, ob, query, wins=wins)
+    sentences = [s for a, b, *_ in wins[:len(ans.passages)] for s in range(int(a), int(b) + 1)]
+    return link(ob.book, ob.aliases, query, ans.answer or ans.withheld, sentences), ans
+
+
+def who_context(ob: OpenBook, query: Query) -> tuple:
+    """(the book, the question's context sentences, its BM25F windows): what every Who route reads."""
+    if not ob.book.characters:
+        raise ValueError(f"book {ob.id} has no characters to answer with (the engine found no person in it)")
+    wins = ob.windows(query)
+    return ob.book, context_sentences(wins, len(ob.book.sentences)), wins
+
+
+def who_warnings(query: Query) -> list[str]:
+    return [f"the question names {n!r}, who is not a character of this book" for n in query.unknown]
