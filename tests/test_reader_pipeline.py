@@ -336,11 +336,12 @@ def test_bench_times_the_first_rerank_answer_about_a_new_book(ws, tiny_llm_path,
                      "storm. She warned Tom, and he pulled the boat ashore. John Hale came that night and thanked "
                      "Anna for the warning. Tom laughed at him.\n" * 3)
     r = run(app, ["bench", "new-book", "--workspace", str(ws), "--text", str(story),
-                  "--llm", tiny_llm_path])
+                  "--llm", tiny_llm_path, "--other", "Where did Anna row every morning?"])
     assert r.exit_code == 0, r.output
     got = json.loads(r.output[r.output.index("{"):])
     assert got["time_to_first_answer_s"] >= got["prepare_s"] > 0 and got["questions"] == 5
     assert got["route"] == "features" and got["calibrated"] and got["peak_rss_mb"] > 0
+    assert got["other_route"] == "llm" and got["first_other_answer_s (vectors, the reader loaded, answer)"] > 0
     assert (ws / "books" / got["book"]).is_dir()
 
 

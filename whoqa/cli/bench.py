@@ -60,10 +60,13 @@ def bench_new_book(
     workspace: Path = WS_OPTION,
     route: str = typer.Option("auto", help="The route to time (auto: what `ask` chooses)."),
     llm: Optional[str] = typer.Option(None, help="The local LLM that reads (default: the best installed)."),
+    other: Optional[str] = typer.Option(None, help="Also time a first question that is not a Who question (e.g. "
+                                                   "\"Where does the story take place?\"), after the Who answers."),
 ):
-    """Time to the first answer about a new book: processed, the models loaded, then answered."""
+    """Time to the first answer about a new book: processed, the models loaded, then answered (with --other, what a
+    first other answer adds after them)."""
     from whoqa.evaluation.bench import run_new_book
-    echo_json(stage(run_new_book, str(workspace), str(text), route, llm))
+    echo_json(stage(run_new_book, str(workspace), str(text), route, llm, other=other))
 
 
 @app.command("reader")

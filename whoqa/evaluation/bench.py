@@ -116,12 +116,15 @@ def run_ask(workspace: str, n: int = 20, route: str = "auto") -> dict:
 
 
 def run_new_book(workspace: str, text: str, route: str = "auto", llm: str | None = None,
-                 questions: list[str] | None = None, n: int = 5, device: str = "auto") -> dict:
+                 questions: list[str] | None = None, n: int = 5, device: str = "auto",
+                 other: str | None = None) -> dict:
     """Time to the first answer about a book the workspace has never seen (`ask --text`, the default route unless
     `route` says otherwise), split by stage: prepare the text (the book engine; artificial questions and word vectors
     where the workspace has them), then the first answer (open the book and its index, load the models, answer);
-    then the p50/p95 of later questions, and the peak memory. Run it on a copy of a workspace, or the book stays in
-    it (a second run on the same text then measures reuse)."""
+    then the p50/p95 of later questions, and the peak memory. `other`: a question that is not a Who question, timed
+    after them (what its first answer adds: the book's sentence vectors, the reader of other questions loaded, the
+    answer). Run it on a copy of a workspace, or the book stays in it (a second run on the same text then measures
+    reuse)."""
     questions = questions or QUESTIONS
     svc = Service(workspace, ServiceConfig(device=device, llm=llm))
     t = time.perf_counter()
@@ -146,8 +149,14 @@ def run_new_book(workspace: str, text: str, route: str = "auto", llm: str | None
         t = time.perf_counter()
         svc.answer(book_id, questions[(i + 1) % len(questions)], route)
         lat.append(time.perf_counter() - t)
+    extra = {}
+    if other:
+        t = time.perf_counter()
+        got = svc.answer(book_id, other)
+        extra = {"first_other_answer_s (vectors, the reader loaded, answer)": round(time.perf_counter() - t, 2),
+                 "other_route": got.route, "other_shown": bool(got.answer)}
     words = len(Path(text).read_text(encoding="utf-8", errors="replace").split())
-    return {"book": book_id, "words_in_file": words, "route": first.route, "model": first.model,
+    return {"book": book_id, "words_in_file": words, "route": first.route, "model": first.model, **extra,
             "prepare_s": round(added, 2), **parts,
             "first_answer_s (book and index open, models load, answer)": round(answered, 2),
             "time_to_first_answer_s": round(added + answered, 2),
