@@ -1,0 +1,115 @@
+"""Issue 64, item 3: can a first other question skip encoding the whole book? Recall@k of an answer-bearing window
+(issue 52's criterion: a span of ROUGE-L >= 0.5 against a gold answer) when MiniLM ranks only the sentences BM25F
+found (its top N), fused with BM25F by reciprocal rank fusion as served, against the served fusion over the whole
+book's vectors and BM25F alone. Only N sentences need vectors for such a question (the whole book: thousands).
+
+    python docs/experiments/issue64/pool_recall.py --workspace WS [--books 10] [--out DIR]
+
+The books are the first N prepared books by id (issue 52's recall.json took the same 10); every non-Who question.
+Writes DIR/pool_recall.json (recall@1/5/10 per arm, paired differences against the served arm resampled by book,
+sentences to encode per question) and DIR/pool_recall.jsonl.gz (per question: each arm's first answer-bearing rank).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from whoqa.core.lexicon import is_who_question
+from whoqa.core.metrics import best_span_rouge_l, paired_book_bootstrap
+from whoqa.core.store import load_questions
+from whoqa.core.words import answer_tokens
+from whoqa.core.workspace import Workspace
+from whoqa.reader.data import window_text
+from whoqa.retrieval.bm25f import RetrievalConfig, windows
+from whoqa.retrieval.openbook import open_book
+from whoqa.retrieval.passages import DenseIndex, PassageConfig, encode, passage_windows, rrf
+
+POOLS = (100, 300, 1000)
+THRESHOLD = 0.5
+KS = (1, 5, 10)
+
+
+def pool_windows(ob, query, dense: DenseIndex, n: int, cfg: PassageConfig, rcfg: RetrievalConfig):
+    """As passage_windows' rrf, with MiniLM ranking only BM25F's top n sentences: (windows, sentences ranked)."""
+    ranked = ob.index.search(query.content, query.characters, rcfg.pool) or \
+        ob.index.search(query.words, query.characters, rcfg.pool)
+    pool = [s for s, _ in ranked[:n]]
+    if not pool:
+        return [], 0
+    q = encode([query.text])[0]
+    scores = dense.vectors[pool] @ q  # (pool,)
+    near = [(pool[i], float(scores[i])) for i in np.argsort(-scores, kind="stable")[:cfg.dense_pool]]
+    return windows(rrf(ranked, near, k=cfg.rrf_k), rcfg.context_sentences, len(ob.book.sentences), rcfg.window), \
+        len(pool)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workspace", required=True)
+    ap.add_argument("--books", type=int, default=10)
+    ap.add_argument("--out", default=str(Path(__file__).parent))
+    a = ap.parse_args()
+    ws = Workspace(a.workspace)
+    by_book = load_questions(ws)
+    books = sorted(b for b in by_book if (ws.books / b).is_dir())[:a.books]
+    cfg, rcfg = PassageConfig(), RetrievalConfig()
+    bm25f = PassageConfig(fusion="bm25f")
+    arms = ["served: rrf over the whole book's vectors", "bm25f content alone",
+            *(f"rrf, MiniLM over BM25F's top {n}" for n in POOLS)]
+    rows, t0 = [], time.perf_counter()
+    for b in books:
+        ob = open_book(ws, b)
+        book = ob.book
+        dense = DenseIndex(book, ws.book_vectors(b))
+        texts: dict[tuple[int, int], list[str]] = {}
+        for q in by_book[b]:
+            if is_who_question(q["question"]):
+                continue
+            query = ob.query(q["question"])
+            golds = [answer_tokens(q["answer1"]), answer_tokens(q["answer2"])]
+            got = {arms[0]: passage_windows(book, ob.index, query, cfg, dense),
+                   arms[1]: passage_windows(book, ob.index, query, bm25f)}
+            encoded = {}
+            for n, arm in zip(POOLS, arms[2:]):
+                got[arm], encoded[arm] = pool_windows(ob, query, dense, n, cfg, rcfg)
+            row = {"book": b, "question_id": q["question_id"], "sentences": len(book.sentences),
+                   "encoded": encoded, "rank": {}}
+            for arm, wins in got.items():
+                row["rank"][arm] = None
+                for r, (x, y, _) in enumerate(wins[:max(KS)], start=1):
+                    if (x, y) not in texts:
+                        texts[(x, y)] = answer_tokens(window_text(book, int(x), int(y)))
+                    if max(best_span_rouge_l(g, texts[(x, y)]) for g in golds) >= THRESHOLD:
+                        row["rank"][arm] = r
+                        break
+            rows.append(row)
+        print(f"{b}: {sum(1 for r in rows if r['book'] == b)} questions, {time.perf_counter() - t0:.0f}s", flush=True)
+    keys = [f"recall@{k}" for k in KS]
+
+    def hits(arm):
+        return [[100.0 * (r["rank"][arm] is not None and r["rank"][arm] <= k) for k in KS] for r in rows]
+    table = {arm: dict(zip(keys, (round(float(np.mean(col)), 1) for col in np.array(hits(arm)).T))) for arm in arms}
+    for arm in arms[2:]:
+        table[arm]["sentences encoded per question (mean)"] = round(float(np.mean([r["encoded"][arm] for r in rows])))
+    table[arms[0]]["sentences encoded per question (mean)"] = round(float(np.mean([r["sentences"] for r in rows])))
+    paired = {arm: paired_book_bootstrap(hits(arm), hits(arms[0]), [r["book"] for r in rows], keys)["difference"]
+              for arm in arms[1:]}
+    summary = {"criterion": f"a window with a span of ROUGE-L >= {THRESHOLD} against a gold answer (answer_tokens)",
+               "books": books, "questions": len(rows), "seconds": round(time.perf_counter() - t0, 1),
+               "recall": table, f"minus {arms[0]}, resampled by book": paired}
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pool_recall.json").write_text(json.dumps(summary, indent=1) + "\n")
+    with gzip.open(out / "pool_recall.jsonl.gz", "wt") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    print(json.dumps(summary["recall"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
