@@ -1,7 +1,7 @@
 """Passages rendered with the engine's coreference, on a real spaCy parse of a text written for it."""
 import pytest
 
-from whoqa.reader.config import passage_variant as variant
+from whoqa.llm.config import passage_variant as variant
 from whoqa.llm.render import RENDERINGS, characters, render, shown
 
 TEXT = ("Helen Chester walked to the harbour with Roy Glenister. She smiled at him, and he took her bag. "
