@@ -33,10 +33,7 @@ class Query:
     @classmethod
     def ask(cls, text: str | Query) -> Query:
         """A person's question, checked (`check_question`) and read; a Query is read already."""
-        if isinstance(text, Query):
-            return text
-        text = check_question(text)
-        return cls(text, question_kind(text))
+        return text if isinstance(text, Query) else cls.read(check_question(text))
 
     def about(self, aliases) -> Query:
         """The question in a book (`aliases`: its AliasIndex, or its characters): the names it holds resolved."""
