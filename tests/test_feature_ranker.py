@@ -55,6 +55,26 @@ def test_probabilities_of_the_fit_are_calibrated_on_new_questions_of_the_same_ki
     assert ece(np.array(conf), np.array(hit)) > 0.1
 
 
+def test_the_written_answer_goes_first_with_the_share_it_was_right_and_the_rest_keep_their_order():
+    xs, ys = _questions([2.0, -1.0, 0.5], 400, 5)
+    rng = np.random.default_rng(6)
+    # a reader right for 3 questions in 5 where it links, and linking half the questions
+    right = [int(np.flatnonzero(y)[0]) for y in ys]
+    written = [None if k % 2 else (r if rng.random() < 0.6 else (r + 1) % 8) for k, r in enumerate(right)]
+    r = fit_ranker(xs, ys, 8, written_first=written)
+    shown = np.mean([ys[k][w] for k, w in enumerate(written) if w is not None])
+    assert r.written_first == pytest.approx(shown) and 0.5 < r.written_first < 0.7
+    assert fit_ranker(xs, ys, 8).written_first is None  # (no written answers: the two stages alone)
+    x = xs[0]
+    counted, p = r.probabilities(x, None)
+    order, probs = r.probabilities(x, None, int(counted[3]))
+    assert order[0] == counted[3] and probs[0] == pytest.approx(r.written_first)
+    assert list(order[1:]) == [j for j in counted if j != counted[3]]  # the rest as counted, rescaled
+    assert probs.sum() == pytest.approx(1.0)
+    assert probs[1] / probs[2] == pytest.approx(p[0] / p[1])
+    assert list(r.probabilities(x, None, None)[0]) == list(counted)  # no written link: counting alone
+
+
 def test_the_second_stage_follows_an_informative_llm_and_keeps_the_first_stage_outside_the_top_k():
     rng = np.random.default_rng(4)
     x1, y1, right = [], [], []

@@ -56,6 +56,9 @@ def rerank(
     written: Optional[str] = option(RerankConfig, "written", help="--candidates features: the reader's written Who "
                                     "answers, linked (a .jsonl.gz of docs/experiments/issue63/written.py), for the "
                                     "written features of --stage1 (kept as summary+...+written-<digest>.json)."),
+    written_first: bool = option(RerankConfig, "written_first", help="--candidates features, with --written: the "
+                                 "written answer, where it links to a candidate, first (with the share it was right "
+                                 "in the fit's questions); the two stages order the rest."),
     max_eval_samples: Optional[int] = option(RerankConfig, "max_eval_samples", help="Debug: the first N questions."),
     executor: str = option(ExecutorConfig, "executor", help="The LLM's name scores: local (this process) or ray "
                            "(batches of questions as tasks on a Ray cluster; the same rows, resumable)."),
@@ -69,7 +72,8 @@ def rerank(
     cfg = RerankConfig(base=reader_base, top_k=top_k, candidates=candidates, prompt_tokens=prompt_tokens,
                        folds=folds, fold_seed=fold_seed, llm_features=llm_features, rendering=rendering, marks=marks,
                        character_list=character_list, runtime=runtime, cast=cast, stage1=stage1,
-                       shot_policy=shot_policy, written=written, max_eval_samples=max_eval_samples)
+                       shot_policy=shot_policy, written=written, written_first=written_first,
+                       max_eval_samples=max_eval_samples)
     report = stage(rerank_run, workspace, run, cfg, device=device, executor=ExecutorConfig(executor, ray_address))
     typer.echo("\n".join(report.summary()))
 

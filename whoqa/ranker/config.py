@@ -42,6 +42,9 @@ class RerankConfig:
     written: str | None = None  # the reader's written Who answers, linked (a .jsonl[.gz] of rows {"key": question id,
     #                             "linked": [character ids]}: docs/experiments/issue63/written.py), for the written
     #                             features of --stage1
+    written_first: bool = False  # the reader's written answer, where it links to a candidate, goes first with the
+    #                              probability it was right in the fit's questions; the two stages order the rest
+    #                              (one ranking from reading and counting: docs/who-ranker.md)
     max_eval_samples: int | None = None  # debug: the first N questions
 
 

@@ -106,6 +106,14 @@ def candidates(book, cast: bool = True) -> dict[int, list[int]]:
     return {c: [c] for c in book.characters}
 
 
+def first_written(book, ids: list[int], written: list[int] | None, cast: bool = True) -> int | None:
+    """The index in `ids` (the candidates) of the first character the reader's written answer names, None when it
+    names none of them: what a fit with `written_first` puts first."""
+    rep = {m: r for r, ms in candidates(book, cast).items() for m in ms}
+    place = {r: j for j, r in enumerate(ids)}
+    return next((place[rep[w]] for w in written or () if w in rep and rep[w] in place), None)
+
+
 def answer_ids(book, answers, cast: bool = True) -> list[int]:
     """A question's right character ids as candidates: each through its person's representative (a character that is
     not a person stays itself, so no candidate is right for it)."""

@@ -121,6 +121,8 @@ class FeatureRanker:
     llm_features: str = "log_softmax"  # how the LLM's scores enter stage 2 (LLM_FEATURES)
     version: int = FEATURE_VERSION  # of the feature registry the fit was made with
     cast: bool = False  # its candidates: the book's cast (whoqa.ranker.cast), or every character cluster
+    written_first: float | None = None  # where set: the share of the fit's questions whose reader-written answer,
+    #                                    linked to a candidate, was right; that candidate goes first with it
     prompt: dict | None = None  # how the LLM's scores it weighs were made (passages, prompt_tokens, shots, weights;
     #                             None: the defaults)
 
@@ -134,6 +136,11 @@ class FeatureRanker:
         return {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
                 "shots": RerankConfig.shots, "weights": None, "llm": None, "shot_policy": "question",
                 "examples": None} | (self.prompt or {})
+
+    @property
+    def reads_written(self) -> bool:
+        """Whether the fit reads the reader's written answer (its features, or the written answer first)."""
+        return self.written_first is not None or bool({"written", "written_any"} & set(self.features["stage1"]))
 
     def check(self, where: str = "this fit") -> "FeatureRanker":
         """The fit itself if it was made with today's features; else a ValueError naming it and the fix (a changed
@@ -151,9 +158,21 @@ class FeatureRanker:
         """Stage 1: (C, 3) features -> (C,) the candidates' order, best first."""
         return np.argsort(-(x @ np.array(self.stage1)), kind="stable")
 
-    def probabilities(self, x: np.ndarray, llm: list[float] | None) -> tuple[np.ndarray, np.ndarray]:
+    def probabilities(self, x: np.ndarray, llm: list[float] | None,
+                      written: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(order (C,) best first, probabilities (C,) in that order). Without the LLM's scores of the first stage's
-        top k, the first stage alone (its own probabilities)."""
+        top k, the first stage alone (its own probabilities). `written`: the candidate the reader's written answer
+        names first (an index into x), which a fit with `written_first` puts first."""
+        order, probs = self._counted(x, llm)
+        if self.written_first is None or written is None:
+            return order, probs
+        rest = order != written
+        scale = (1 - self.written_first) / max(float(probs[rest].sum()), 1e-12)
+        return (np.concatenate([[written], order[rest]]),
+                np.concatenate([[self.written_first], probs[rest] * scale]))
+
+    def _counted(self, x: np.ndarray, llm: list[float] | None) -> tuple[np.ndarray, np.ndarray]:
+        """The two stages' order and probabilities, before the written answer."""
         order = self.first(x)
         p1 = softmax(x @ np.array(self.stage1))  # (C,)
         if llm is None:
@@ -166,16 +185,19 @@ class FeatureRanker:
         return np.concatenate([top[inner], rest]), probs
 
     def right_probability(self, x: np.ndarray, y: np.ndarray, llm: list[float] | None) -> float:
-        """The probability it gives the question's right characters (y (C,) bool)."""
-        order, probs = self.probabilities(x, llm)
+        """The probability the two stages give the question's right characters (y (C,) bool)."""
+        order, probs = self._counted(x, llm)
         return float(probs[y[order]].sum())
 
 
 def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
                llm: Callable[[int, np.ndarray], list[float]] | None = None, source: str = "",
-               llm_features: str = "log_softmax", stage1: tuple[str, ...] = STAGE1, cast: bool = False) -> FeatureRanker:
+               llm_features: str = "log_softmax", stage1: tuple[str, ...] = STAGE1, cast: bool = False,
+               written_first: list[int | None] | None = None) -> FeatureRanker:
     """Both stages fit on these questions: stage 1 on all their characters; stage 2 on each question's stage-1 top
-    k, with llm(i, top) giving the LLM's scores of question i's candidates `top` (indices into its characters)."""
+    k, with llm(i, top) giving the LLM's scores of question i's candidates `top` (indices into its characters).
+    `written_first`: each question's candidate that the reader's written answer names first (or None): the fit then
+    puts it first, with the share of these questions where it was right (maximum likelihood of that one number)."""
     w1 = fit(x1, y1)
     tops = [np.argsort(-(x @ w1), kind="stable")[:top_k] for x in x1]
     p_in = float(np.mean([y[t].any() for y, t in zip(y1, tops)])) if x1 else 0.0
@@ -186,8 +208,10 @@ def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
                  [y[t] for y, t in zip(y1, tops)])
     names = {"stage1": list(stage1),
              "stage2": list(stage1) + [f"llm:{llm_features}:{k}" for k in range(width - len(stage1))]}
+    named = [bool(y[w]) for y, w in zip(y1, written_first or []) if w is not None]
     return FeatureRanker([float(v) for v in w1], [float(v) for v in w2], top_k, p_in, len(x1), source,
-                         features=names, llm_features=llm_features, cast=cast)
+                         features=names, llm_features=llm_features, cast=cast,
+                         written_first=float(np.mean(named)) if named else None)
 
 
 def select_llm_features(x1: list[np.ndarray], y1: list[np.ndarray], groups: list[int], top_k: int,

@@ -10,7 +10,7 @@ import numpy as np
 
 from whoqa.core.query import Query
 from whoqa.core.seed import SEED
-from whoqa.ranker.features import CONTEXT_SENTENCES, book_features, columns
+from whoqa.ranker.features import CONTEXT_SENTENCES, book_features, columns, first_written
 from whoqa.ranker.model import FeatureRanker, log_softmax
 from whoqa.llm.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
@@ -43,7 +43,8 @@ def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[list], re
     transformers runtime, or None for the first stage alone; `pool`: the questions the prompt's few shots are drawn
     from (whoqa.llm.prompt.who_pool: the question's own shots where it is one of them, as re-ranking drew);
     `network`: a `whoqa.memnet.slot_ask.SlotScorer`, required by a fit that uses the network feature; `written`: the
-    characters the reader's written answer names (whoqa.ranker.written), for a fit that uses the written features."""
+    characters the reader's written answer names (whoqa.ranker.written), for a fit that uses the written features
+    or puts the written answer first."""
     book = ob.book
     context = context_sentences(wins, CONTEXT_SENTENCES)
     scores = None
@@ -65,6 +66,6 @@ def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[list], re
         llm = reader.name_scores(query.text, passages, names, shots, starts, LLMConfig.order,
                                  shared_start=shares_start(prompt["shots"], prompt["shot_policy"]))  # (k,)
         share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))
-    order, probs = ranker.probabilities(x, llm)
+    order, probs = ranker.probabilities(x, llm, first_written(book, ids, written, ranker.cast))
     return Ranking([ids[j] for j in order], [float(p) for p in probs],
                   [float(share[j]) if llm is not None and j in share else None for j in order], llm is not None)

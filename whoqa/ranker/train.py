@@ -23,7 +23,8 @@ from whoqa.core.workspace import Workspace
 from whoqa.ranker.config import RerankConfig
 from whoqa.llm.config import model_name
 from whoqa.llm.prompt import fixed_examples, who_pool
-from whoqa.ranker.features import CONTEXT_SENTENCES, FROM_BOOK, STAGE1, answer_ids, book_features, book_frequency, columns
+from whoqa.ranker.features import (CONTEXT_SENTENCES, FROM_BOOK, STAGE1, answer_ids, book_features, book_frequency,
+                                   columns, first_written)
 from whoqa.ranker.model import LLM_FEATURES, SELECT, fit, fit_ranker, select_llm_features, softmax
 from whoqa.ranker.scores import NameScores, rerank_dir
 from whoqa.retrieval.contexts import load_contexts, question_context
@@ -72,6 +73,8 @@ def measured_variant(cfg: RerankConfig) -> str:
         parts.append("cast" if cfg.cast else "nocast")
     if cfg.candidates == "features" and stage1_features(cfg.stage1) != stage1_features(RerankConfig.stage1):
         parts.append("f-" + "-".join(stage1_features(cfg.stage1)))
+    if cfg.candidates == "features" and cfg.written_first:
+        parts.append("writtenfirst")
     if cfg.candidates == "features" and cfg.written:  # (another file of written answers: another measurement)
         from whoqa.core.runs import file_digest
         parts.append("written-" + file_digest(Path(cfg.written))[:8])
@@ -102,9 +105,10 @@ def question_features(ws: Workspace, cands: list[dict], cast: bool = True, stage
         ids, x = book_features(book, context, query.named, query, cast, {int(k): v for k, v in scored.items()},
                                stage1, (written or {}).get(str(c["question_id"])))
         answers = answer_ids(book, c["answers"], cast)
+        first = first_written(book, ids, (written or {}).get(str(c["question_id"])), cast)
         out.append({"question_id": c["question_id"], "fold": c["fold"], "ids": ids, "x": x[:, columns(stage1)],
                     "y": np.array([i in answers for i in ids]), "answers": answers,
-                    "frequency": book_frequency(chars[d]), "book": d})
+                    "frequency": book_frequency(chars[d]), "book": d, "written_first": first})
     return out
 
 
@@ -120,11 +124,11 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
         from whoqa.memnet.slot_train import held_out_scores
         network = held_out_scores(ws, cfg.folds, cfg.fold_seed)
     written = None
-    if set(stage1) & {"written", "written_any"}:  # the reader's written answers, linked, per question
+    if set(stage1) & {"written", "written_any"} or cfg.written_first:  # the reader's written answers, linked
         from whoqa.ranker.written import load_written
         if not cfg.written:
-            raise ValueError("the written features need the reader's written answers: --written FILE (made by "
-                             "docs/experiments/issue63/written.py)")
+            raise ValueError("the written features and --written-first need the reader's written answers: --written "
+                             "FILE (made by docs/experiments/issue63/written.py)")
         written = load_written(Path(cfg.written))
     rows = question_features(ws, cands[:cfg.max_eval_samples], cfg.cast, stage1, network, written)
     folds = sorted({r["fold"] for r in rows})
@@ -142,6 +146,10 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
     folder.mkdir(parents=True, exist_ok=True)
     scores = NameScores(ws, folder, cfg, progress, device, executor)
     scores.ensure(wanted)
+
+    def written_firsts(sub: list[dict]) -> list[int | None] | None:
+        """Each question's written first candidate, for a fit that puts it first (--written-first), else None."""
+        return [r["written_first"] for r in sub] if cfg.written_first else None
 
     def llm_of(sub):
         return lambda i, top: scores.of(sub[i]["question_id"], [sub[i]["ids"][j] for j in top])
@@ -161,12 +169,12 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
             sub = [rows[i] for i in train[f]]
             form, _ = (kind, {}) if kind else chosen(sub)
             ranker = fit_ranker([r["x"] for r in sub], [r["y"] for r in sub], cfg.top_k, llm_of(sub),
-                                llm_features=form, stage1=stage1, cast=cfg.cast)
+                                llm_features=form, stage1=stage1, cast=cfg.cast, written_first=written_firsts(sub))
             fitted[str(f)] = asdict(ranker)
             for r in (r for r in rows if r["fold"] == f):
                 top = ranker.first(r["x"])
                 llm = scores.of(r["question_id"], [r["ids"][j] for j in top[:cfg.top_k]])
-                order, probs = ranker.probabilities(r["x"], llm)
+                order, probs = ranker.probabilities(r["x"], llm, r["written_first"])
                 first.append((r, [r["ids"][j] for j in top]))
                 final.append((r, [r["ids"][j] for j in order]))
                 by_llm = top[:cfg.top_k][np.argsort(-np.array(llm), kind="stable")]
@@ -188,7 +196,7 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
         v.pop("first", None)
     form, losses = chosen(rows)
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
-                        llm_features=form, stage1=stage1, cast=cfg.cast)
+                        llm_features=form, stage1=stage1, cast=cfg.cast, written_first=written_firsts(rows))
     served.ece = result["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
     served.prompt = {"passages": cfg.passages, "prompt_tokens": cfg.prompt_tokens, "shots": cfg.shots, "weights": None,
                      "llm": model_name(cfg.base), "shot_policy": cfg.shot_policy}

@@ -74,7 +74,7 @@ def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> A
         base, cfg = svc.models.scoring_llm(llm, fit)
         reader = svc.models.llm(base, scores=True, cfg=cfg)
     written = None
-    if "written" in fit.ranker.features["stage1"] or "written_any" in fit.ranker.features["stage1"]:
+    if fit.ranker.reads_written:
         written, _ = written_answer(svc, ob, query)  # linked to the cast
     got = rank(fit.ranker, ob, query, wins, reader, svc.models.pool(who=True), svc.models.slots(fit),
                written.linked if written else None)
