@@ -31,12 +31,18 @@ PLACE_HEADS |= {"berg", "point", "kraal", "mount", "peak", "desert", "plain", "p
 KIN = {**dict.fromkeys(["daddy", "papa", "pa", "pere", "père", "grandpa", "granddad", "grandfather", "marse", "mars",
                         "massa", "mas'r", "baas", "jedge"], "male"),  # (dialect: "Baas" master, "Jedge" judge)
        **dict.fromkeys(["mamma", "mama", "mammy", "ma", "mere", "mère", "granny", "grandma", "grandmother"], "female")}
+PARTICLES = {"da", "de", "di", "du", "del", "della", "van", "von", "der", "le", "la"}  # of a surname ("da Silvestra")
 PLACE_PREFIXES = {"rue", "mount", "lake", "cape", "port", "fort", "river", "boulevard", "avenue", "place"}  # "Rue Scribe"
 INTERJECTION_SHARE = 0.6  # a word that starts its sentences this often, a comma or "!" after it, is an exclamation
 COMMON_SHARE = 0.5  # a name whose word is written in lower case this often is a common word ("death", "nay")
 ARTICLE_SHARE = 0.5  # a name after an article this often is a noun ("the Jew")
 PLACE_SHARE = 0.5  # a name that NER calls a place or organisation this often is one
 LOCATIVE_SHARE = 0.4  # a name after "in", "into", "near", ... this often is a place
+DESTINATIONS = LOCATIVES | {"at", "to", "from"}  # "went to Perros", "at Epinay": said of people too ("said to Raoul")
+DESTINATION_SHARE = 0.6  # so only a name written after them this often, and as their object, is a place
+OWNED_SHARE = 0.6  # a name after a possessive this often is a thing ("Wilson's Calendar")
+OWNING_SHARE = 0.5  # one whose possessive is followed by the same capitalised word this often is part of a place's
+#                     name ("Dawson's Landing", "Sheba's Breasts")
 NAME_REFERENCES = 100  # a word Gutenberg's books refer to with he or she this often is a name ("Rose", "Will", "Grace")
 ROLES = {"nsubj", "nsubjpass", "dobj", "iobj", "dative", "poss", "appos", "attr", "agent", "oprd"}  # what a person
 # is in a sentence: one who acts, is acted on, owns, is named ("call me Ishmael") or named again; or one addressed
@@ -132,7 +138,8 @@ def _exclaimed(tokens: list, proper: list, book: Book) -> int:
     starts = book._starts if hasattr(book, "_starts") else None
     if starts is None:
         starts = book._starts = {a for a, _ in book.sentences}
-    return sum(1 for m in proper if (m.start in starts or m.start > 0 and tokens[m.start - 1].word in ('"', "“", "'"))
+    return sum(1 for m in proper if (m.start in starts or m.start > 0 and tokens[m.start - 1].word in ('"', "“", "'",
+                                                                                                 "!", "?"))
                and m.end + 1 < len(tokens) and tokens[m.end + 1].word in (",", "!", "?", "—", "--"))
 
 
@@ -146,6 +153,8 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list, others: set
     words = [w for w in name_words(c.name) if w.lower() not in KIN]
     if words and all(len(w.rstrip(".")) == 1 for w in words) and not _any_title(c.aliases):
         return "an initial alone"
+    if len(words) == 1 and not any(ch in "aeiouy" for ch in words[0].lower()):
+        return "not a name (no vowel: an interjection such as \"Mm\" or \"Hm\")"
     if not words:
         return "a deity" if c.name.lower().rstrip(".") in DEITIES else "a title or form of address, without a name"
     if _titled(c.aliases) and all(_common(w, usage) and not _known_name(w) for w in words):
@@ -176,6 +185,20 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list, others: set
                   and not (m.end + 1 < len(tokens) and tokens[m.end + 1].word in ("'s", "’s")))
     if proper and located >= LOCATIVE_SHARE * len(proper):
         return "a place (written after in, into, near, ...)"
+    owned = sum(1 for m in proper if m.start > 0 and tokens[m.start - 1].word in ("'s", "’s"))
+    owned_by = Counter(tokens[m.end + 2].word for m in proper if m.end + 2 < len(tokens)
+                       and tokens[m.end + 1].word in ("'s", "’s") and tokens[m.end + 2].word[:1].isupper()
+                       and not (m.start > 0 and tokens[m.start - 1].word.lstrip("-—_'\"“")[:1].isupper()))  # ("Pudd'nhead Wilson's
+    #                                                                       Calendar": a person's full name owns it)
+    thing, owning = owned_by.most_common(1)[0] if owned_by else ("", 0)  # ("Sheba's Breasts", "Dawson's Landing")
+    if len(proper) >= 3 and owned >= OWNED_SHARE * len(proper):
+        return "a thing someone owns, a title (\"Pudd'nhead Wilson's Calendar\")"
+    if len(proper) >= 3 and owning >= OWNING_SHARE * len(proper) and not _titled(c.aliases):
+        return f"part of a place's name (\"{head}'s {thing}\")"
+    reached = sum(1 for m in proper if m.start > 0 and tokens[m.start - 1].word.lower() in DESTINATIONS
+                  and tokens[m.end].dep == "pobj")
+    if len(proper) >= 5 and reached >= DESTINATION_SHARE * len(proper) and not known:
+        return "a place (gone to, at or from)"
     if len(words) == 1 and not known:
         low = usage.lower[head.lower()]
         if low >= 3 and low >= COMMON_SHARE * (low + usage.capital[head]):
@@ -277,8 +300,10 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
     """The one-word-name rule of `_merged`: each such cluster joins the one other person whose names hold its word
     (merging into whichever of the two is mentioned more)."""
     chars = book.characters
-    names = {c: {tuple(w.lower() for w in name_words(a) if w.lower() not in KIN) for a in chars[c].aliases} - {()}
-             for c in people}  # (kinship words are titles here: "Mamma Valerius" is a Valerius, named by no first name)
+    names = {c: {tuple(w.lower() for w in name_words(a) if w.lower() not in KIN and w.lower() not in PARTICLES)
+                 for a in chars[c].aliases} - {()}
+             for c in people}  # (kinship words are titles here: "Mamma Valerius" is a Valerius, named by no first name;
+    #                            a surname's particle is part of it: "Da Silvestra" is a Silvestra)
     firsts = {c: {n[0] for n in ns if len(n) > 1} for c, ns in names.items()}
     genders = {c: _gender(book, c) for c in people}
 
@@ -287,8 +312,10 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
             c = into[c]
         return c
 
+    _merge_short_first_names(book, people, names, genders, into, root)
     for cid in people:
-        words = [w for w in name_words(chars[cid].name) if w.lower() not in KIN]  # "Marse Percy": a Percy
+        words = [w for w in name_words(chars[cid].name) if w.lower() not in KIN.keys() | PARTICLES]  # "Marse Percy": a
+        #                                                                  Percy; "Da Silvestra": a Silvestra
         if len(words) != 1 or cid in into:  # (joined already: its person is found)
             continue
         word = words[0].lower()
@@ -312,6 +339,25 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
             into[b] = a
             for m in [m for m, r in into.items() if r == b]:
                 into[m] = a
+
+
+def _merge_short_first_names(book: Book, people: list[int], names: dict, genders: dict, into: dict, root) -> None:
+    """"Pem Howard" is "Pembroke Howard": two names with the same last word whose first names are one the start (3
+    letters or more) of the other, where exactly one person's names fit so and the genders do not disagree."""
+    for cid in people:
+        short = [n for n in names[cid] if len(n) == 2 and len(n[0]) >= 3]
+        fits = {root(p) for p in people if p != cid for n in names[p] for s in short
+                if len(n) == 2 and n[1] == s[1] and n[0] != s[0] and n[0].startswith(s[0])}
+        fits.discard(root(cid))
+        if len(fits) != 1:
+            continue
+        other = fits.pop()
+        if genders[cid] and genders.get(other) and genders[cid] != genders[other]:
+            continue
+        a, b = sorted([root(cid), other], key=lambda c: (-book.characters[c].count, c))
+        into[b] = a
+        for m in [m for m, r in into.items() if r == b]:
+            into[m] = a
 
 
 def cast_of(book: Book) -> Cast:
