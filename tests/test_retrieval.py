@@ -142,6 +142,24 @@ def test_passage_windows_by_query_and_fusion(book, tmp_path):
     assert passage_windows(b, idx, spanish, PassageConfig(), dense)
 
 
+def test_the_pool_fusion_encodes_only_bm25fs_hits_and_ranks_them_as_the_whole_books_vectors_do(book, tmp_path):
+    from whoqa.retrieval.passages import DenseIndex, PassageConfig, PoolVectors, passage_windows
+    b, path = book
+    idx = BM25FIndex(path, RetrievalConfig())
+    q = Query.read("Who left the station?").about(b.characters)
+    pool = PoolVectors(b)
+    got = passage_windows(b, idx, q, PassageConfig(fusion="pool", pool_sentences=2), pool)
+    hits = [s for s, _ in idx.search(q.content, q.characters, RetrievalConfig().pool)]
+    assert sorted(pool.made) == sorted(hits[:2]) and len(pool.made) < len(b.sentences)  # only the first 2 hits
+    dense = DenseIndex(b, tmp_path / "v.npy")
+    whole = {s: v for s, v in dense.search(q.text, len(b.sentences))}
+    for s, v in pool.rank(q.text, hits[:2]):  # the same cosines as the whole book's vectors give
+        assert v == pytest.approx(whole[s], abs=1e-5)
+    assert got and any(w[0] <= hits[0] <= w[1] for w in got)
+    spanish = Query.read("¿Qué guarda ella en la cajita?").about(b.characters)  # nothing matched: nothing to re-rank
+    assert passage_windows(b, idx, spanish, PassageConfig(fusion="pool"), pool) == []
+
+
 def test_best_span_rouge_finds_the_answer_inside_a_passage():
     from whoqa.core.metrics import best_span_rouge_l, rouge_l
     text = "he went up to the old mill by the river at dawn".split()

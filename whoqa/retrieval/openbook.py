@@ -13,7 +13,7 @@ from whoqa.core.query import Query
 from whoqa.core.workspace import ReadOnly, Workspace
 from whoqa.retrieval.bm25f import (BM25FIndex, CutIndex, DamagedIndex, NothingMatched, RetrievalConfig,
                                    matches_question, question_windows)
-from whoqa.retrieval.passages import DenseIndex, PassageConfig, passage_windows
+from whoqa.retrieval.passages import DenseIndex, PassageConfig, PoolVectors, passage_windows
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,7 @@ class OpenBook:
     cut: dict | None = None  # {"spec", "sentences", "of"}: read up to a point (`upto`), as Answer.upto records it
     device: str | None = None  # where its sentence vectors are encoded
     _dense: DenseIndex | None = field(default=None, repr=False)
+    _pool: PoolVectors | None = field(default=None, repr=False)
 
     @property
     def id(self) -> str:
@@ -59,7 +60,10 @@ class OpenBook:
     def passages(self, query: Query, cfg: PassageConfig) -> list[list]:
         """An other question's windows, by `cfg` (whoqa.retrieval.passages): with the sentence vectors where it fuses
         them."""
-        return passage_windows(self.book, self.index, query, cfg, self.dense() if cfg.fusion != "bm25f" else None)
+        if cfg.fusion == "pool":
+            self._pool = self._pool or PoolVectors(self.book, self.device)
+        dense = self.dense() if cfg.whole_book else self._pool if cfg.fusion == "pool" else None
+        return passage_windows(self.book, self.index, query, cfg, dense)
 
     @property
     def vectors_read(self) -> bool:

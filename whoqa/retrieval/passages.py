@@ -26,7 +26,10 @@ from whoqa.retrieval.bm25f import RetrievalConfig, question_windows, windows
 log = logging.getLogger(__name__)
 
 QUERIES = ("question", "content")  # every word of the question (the stored contexts' query) | its content words
-FUSIONS = ("bm25f", "rrf", "dense")  # BM25F alone | BM25F and MiniLM by reciprocal rank fusion | MiniLM alone
+FUSIONS = ("bm25f", "rrf", "dense", "pool")  # BM25F alone | BM25F and MiniLM by reciprocal rank fusion | MiniLM
+#   alone | "pool": rrf with MiniLM ranking only BM25F's first `pool_sentences` hits, encoded when a question needs
+#   them, so no book is encoded whole (a first question about a new book waits seconds, not a minute)
+WHOLE_BOOK = ("rrf", "dense")  # the fusions that read every sentence's vector
 
 
 @dataclass
@@ -36,10 +39,17 @@ class PassageConfig:
     #                      246 non-Who questions of 10 shared books (docs/experiments/issue52/recall.json)
     rrf_k: int = 60  # reciprocal rank fusion's constant (Cormack et al. 2009): score = sum 1 / (k + rank)
     dense_pool: int = 1000  # sentences the dense ranking contributes
+    pool_sentences: int = 300  # "pool": BM25F's hits MiniLM ranks (docs/experiments/issue64/pool_recall.json: 300
+    #                            kept recall@5 within 2 points of the whole book's vectors, 205 sentences encoded)
 
     def __post_init__(self):
         self.check()
-        positive(self, "rrf_k", "dense_pool")
+        positive(self, "rrf_k", "dense_pool", "pool_sentences")
+
+    @property
+    def whole_book(self) -> bool:
+        """Whether the fusion reads the whole book's sentence vectors (encoded once per book)."""
+        return self.fusion in WHOLE_BOOK
 
     def check(self) -> None:
         if self.query not in QUERIES or self.fusion not in FUSIONS:
@@ -127,6 +137,26 @@ class DenseIndex:
         return [(int(s), float(scores[s])) for s in top]
 
 
+class PoolVectors:
+    """A book's sentence vectors made only as questions need them ("pool" fusion), kept for the book's later
+    questions. (A vector agrees to about 1e-7 whichever batch encoded it.)"""
+
+    def __init__(self, book: Book, device: str | None = None):
+        self.book, self.device = book, device
+        self.made: dict[int, object] = {}  # sentence id -> its vector (384,)
+
+    def rank(self, text: str, sentences: list[int]) -> list[tuple[int, float]]:
+        """(sentence id, cosine) of these sentences to text, best first."""
+        import numpy as np
+        if not sentences or not text.strip():
+            return []
+        new = [s for s in dict.fromkeys(sentences) if s not in self.made]
+        vectors = encode([text] + [sentence_text(self.book, s) for s in new], self.device)  # (1 + new, 384)
+        self.made.update(zip(new, vectors[1:]))
+        scores = np.stack([self.made[s] for s in sentences]) @ vectors[0]  # (sentences,)
+        return [(sentences[i], float(scores[i])) for i in np.argsort(-scores, kind="stable")]
+
+
 def rrf(*rankings: list[tuple[int, float]], k: int = 60) -> list[tuple[int, float]]:
     """Reciprocal rank fusion of sentence rankings: each sentence scores sum 1 / (k + rank) (rank from 1); ties keep
     the first ranking's order."""
@@ -138,10 +168,10 @@ def rrf(*rankings: list[tuple[int, float]], k: int = 60) -> list[tuple[int, floa
     return sorted(score.items(), key=lambda x: (-x[1], order[x[0]]))
 
 
-def passage_windows(book: Book, index, query: Query, cfg: PassageConfig | None = None, dense: DenseIndex | None = None,
-                    rcfg: RetrievalConfig | None = None) -> list[list]:
+def passage_windows(book: Book, index, query: Query, cfg: PassageConfig | None = None,
+                    dense: DenseIndex | PoolVectors | None = None, rcfg: RetrievalConfig | None = None) -> list[list]:
     """A non-Who question's windows ([[first, last, score], ...], rank order, as `question_windows`) in a book and its
-    BM25F index; `dense`: the book's DenseIndex where cfg.fusion needs one."""
+    BM25F index; `dense`: the book's DenseIndex where cfg.fusion needs one (PoolVectors for "pool")."""
     cfg, rcfg = cfg or PassageConfig(), rcfg or RetrievalConfig()
     cfg.check()  # (a field set after it was made)
     if cfg.fusion == "bm25f" and cfg.query == "question":
@@ -152,9 +182,12 @@ def passage_windows(book: Book, index, query: Query, cfg: PassageConfig | None =
     ranked = index.search(words, query.characters, rcfg.pool)
     if not ranked and cfg.query == "content":  # only function words (and no character): the whole question
         ranked = index.search(query.words, query.characters, rcfg.pool)
-    if not ranked and cfg.fusion == "bm25f":  # no word of the question is in the book: nothing to read
+    if not ranked and cfg.fusion in ("bm25f", "pool"):  # no word of the question is in the book: nothing to read
         return []
-    if cfg.fusion != "bm25f":  # (with no word matched, the MiniLM ranking alone: "feline siblings" finds kittens)
+    if cfg.fusion == "pool":  # MiniLM re-ranks BM25F's first hits only (none matched: nothing to re-rank)
+        near = dense.rank(query.text, [s for s, _ in ranked[:cfg.pool_sentences]])
+        ranked = rrf(ranked, near, k=cfg.rrf_k)
+    elif cfg.fusion != "bm25f":  # (with no word matched, the MiniLM ranking alone: "feline siblings" finds kittens)
         near = dense.search(query.text, cfg.dense_pool)
         ranked = near if cfg.fusion == "dense" else rrf(ranked, near, k=cfg.rrf_k)
     return windows(ranked, rcfg.context_sentences, len(book.sentences), rcfg.window)

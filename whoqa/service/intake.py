@@ -83,7 +83,7 @@ class BookIntake:
         process that lives on calls it once a book is in (`chat`, the page's upload). The encoder loads here, in the
         caller's thread: a model's loading patches torch for the process (empty weights), which no other thread's
         tensors may meet; only the encoding runs beside."""
-        if self.cfg.passages.fusion == "bm25f" or book_id in self._encoding or self.ws.book_vectors(book_id).is_file():
+        if not self.cfg.passages.whole_book or book_id in self._encoding or self.ws.book_vectors(book_id).is_file():
             return
         from concurrent.futures import ThreadPoolExecutor
         from whoqa.core.book import Book
@@ -99,7 +99,7 @@ class BookIntake:
         """An other question's windows by ServiceConfig.passages (whoqa.retrieval.passages): its content words and
         characters, fused with the book's sentence vectors where so configured (those `vectors_later` began are
         waited for, their file then read; failed, they are encoded again in line, which raises its own error)."""
-        if self.cfg.passages.fusion != "bm25f" and ob.id in self._encoding:
+        if self.cfg.passages.whole_book and ob.id in self._encoding:
             self.stages.stage("reading the book's sentences into vectors (once per book)")
             try:
                 self._encoding[ob.id].result()
@@ -107,6 +107,6 @@ class BookIntake:
                 log.warning("encoding book %s's sentence vectors in the background failed (%s): again now", ob.id, e)
             finally:
                 self._encoding.pop(ob.id, None)
-        if self.cfg.passages.fusion != "bm25f" and not ob.vectors_read:
+        if self.cfg.passages.whole_book and not ob.vectors_read:
             self.stages.stage("reading the book's sentences into vectors (once per book)")
         return ob.passages(query, self.cfg.passages)
