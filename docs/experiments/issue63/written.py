@@ -61,8 +61,9 @@ def main() -> None:
     ap.add_argument("--books", type=Path, default=Path("../shared/data/books-unlabeled"))
     ap.add_argument("--llm")
     ap.add_argument("--fusion", help="the passages' retrieval (PassageConfig.fusion; default: what `ask` serves "
-                                     "other questions with); bm25f: the question's BM25F windows alone, as Who "
-                                     "questions read, with no sentence vectors to encode")
+                                     "other questions with); bm25f: BM25F alone over the question's content words "
+                                     "and named characters, no sentence vectors; pool: MiniLM re-ranking BM25F's "
+                                     "first hits only")
     a = ap.parse_args()
     from dataclasses import replace
     from whoqa.retrieval.passages import PassageConfig
