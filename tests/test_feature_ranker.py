@@ -62,13 +62,17 @@ def test_the_written_answer_goes_first_with_the_share_it_was_right_and_the_rest_
     right = [int(np.flatnonzero(y)[0]) for y in ys]
     written = [None if k % 2 else (r if rng.random() < 0.6 else (r + 1) % 8) for k, r in enumerate(right)]
     r = fit_ranker(xs, ys, 8, written_first=written)
-    shown = np.mean([ys[k][w] for k, w in enumerate(written) if w is not None])
-    assert r.written_first == pytest.approx(shown) and 0.5 < r.written_first < 0.7
+    agree = [r.probabilities(x, None)[0][0] == w for x, w in zip(xs, written)]
+    for k, same in enumerate((True, False)):  # the share right where counting agrees, and where it does not
+        shown = np.mean([ys[i][w] for i, w in enumerate(written) if w is not None and agree[i] == same])
+        assert r.written_first[k] == pytest.approx(shown)
+    assert r.written_first[0] > r.written_first[1]  # (where counting agrees, the written answer is right more often)
     assert fit_ranker(xs, ys, 8).written_first is None  # (no written answers: the two stages alone)
     x = xs[0]
     counted, p = r.probabilities(x, None)
     order, probs = r.probabilities(x, None, int(counted[3]))
-    assert order[0] == counted[3] and probs[0] == pytest.approx(r.written_first)
+    assert order[0] == counted[3] and probs[0] == pytest.approx(r.written_first[1])
+    assert r.probabilities(x, None, int(counted[0]))[1][0] == pytest.approx(r.written_first[0])
     assert list(order[1:]) == [j for j in counted if j != counted[3]]  # the rest as counted, rescaled
     assert probs.sum() == pytest.approx(1.0)
     assert probs[1] / probs[2] == pytest.approx(p[0] / p[1])

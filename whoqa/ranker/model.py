@@ -121,8 +121,9 @@ class FeatureRanker:
     llm_features: str = "log_softmax"  # how the LLM's scores enter stage 2 (LLM_FEATURES)
     version: int = FEATURE_VERSION  # of the feature registry the fit was made with
     cast: bool = False  # its candidates: the book's cast (whoqa.ranker.cast), or every character cluster
-    written_first: float | None = None  # where set: the share of the fit's questions whose reader-written answer,
-    #                                    linked to a candidate, was right; that candidate goes first with it
+    written_first: list[float] | None = None  # where set: the shares of the fit's questions whose reader-written
+    #   answer, linked to a candidate, was right, [where counting also put it first, where it did not]; that
+    #   candidate goes first with the share that applies (reading and counting agreeing are right more often)
     prompt: dict | None = None  # how the LLM's scores it weighs were made (passages, prompt_tokens, shots, weights;
     #                             None: the defaults)
 
@@ -166,10 +167,10 @@ class FeatureRanker:
         order, probs = self._counted(x, llm)
         if self.written_first is None or written is None:
             return order, probs
+        p = self.written_first[0 if order[0] == written else 1]
         rest = order != written
-        scale = (1 - self.written_first) / max(float(probs[rest].sum()), 1e-12)
-        return (np.concatenate([[written], order[rest]]),
-                np.concatenate([[self.written_first], probs[rest] * scale]))
+        scale = (1 - p) / max(float(probs[rest].sum()), 1e-12)
+        return np.concatenate([[written], order[rest]]), np.concatenate([[p], probs[rest] * scale])
 
     def _counted(self, x: np.ndarray, llm: list[float] | None) -> tuple[np.ndarray, np.ndarray]:
         """The two stages' order and probabilities, before the written answer."""
@@ -197,7 +198,8 @@ def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
     """Both stages fit on these questions: stage 1 on all their characters; stage 2 on each question's stage-1 top
     k, with llm(i, top) giving the LLM's scores of question i's candidates `top` (indices into its characters).
     `written_first`: each question's candidate that the reader's written answer names first (or None): the fit then
-    puts it first, with the share of these questions where it was right (maximum likelihood of that one number)."""
+    puts it first, with the share of these questions where it was right, apart where the two stages also put it
+    first and where they did not (the maximum-likelihood value of each)."""
     w1 = fit(x1, y1)
     tops = [np.argsort(-(x @ w1), kind="stable")[:top_k] for x in x1]
     p_in = float(np.mean([y[t].any() for y, t in zip(y1, tops)])) if x1 else 0.0
@@ -208,10 +210,17 @@ def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
                  [y[t] for y, t in zip(y1, tops)])
     names = {"stage1": list(stage1),
              "stage2": list(stage1) + [f"llm:{llm_features}:{k}" for k in range(width - len(stage1))]}
-    named = [bool(y[w]) for y, w in zip(y1, written_first or []) if w is not None]
-    return FeatureRanker([float(v) for v in w1], [float(v) for v in w2], top_k, p_in, len(x1), source,
-                         features=names, llm_features=llm_features, cast=cast,
-                         written_first=float(np.mean(named)) if named else None)
+    ranker = FeatureRanker([float(v) for v in w1], [float(v) for v in w2], top_k, p_in, len(x1), source,
+                           features=names, llm_features=llm_features, cast=cast)
+    if written_first and any(w is not None for w in written_first):
+        right: dict[bool, list[bool]] = {True: [], False: []}  # counting agreeing with reading -> was it right
+        for i, (x, y, w) in enumerate(zip(x1, y1, written_first)):
+            if w is not None:
+                counted = ranker._counted(x, llm(i, tops[i]) if llm is not None else None)[0]
+                right[bool(counted[0] == w)].append(bool(y[w]))
+        every = [r for v in right.values() for r in v]
+        ranker.written_first = [float(np.mean(right[k])) if right[k] else float(np.mean(every)) for k in (True, False)]
+    return ranker
 
 
 def select_llm_features(x1: list[np.ndarray], y1: list[np.ndarray], groups: list[int], top_k: int,
