@@ -33,6 +33,8 @@ def test_names_link_in_order_and_the_questions_person_is_passed_over(book):
     assert names[0].endswith("Glenister")
     _, names = _link(book, "Who hates Glenister?", "Helen's uncle, Judge Stillman")
     assert names[0].endswith("Stillman")  # Helen owns the uncle; the uncle is the answer
+    _, names = _link(book, "Whose uncle hates Glenister?", "Helen's uncle")
+    assert names[0].startswith("Helen")  # a "Whose" question asks for the owner
     w, names = _link(book, "Who does Glenister thank?", "Glenister thanks himself")
     assert names == [] and w.answer is None  # the question's own person, not reflexive: no answer
     w, names = _link(book, "Who thanks himself?", "Glenister")

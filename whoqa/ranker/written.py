@@ -4,7 +4,8 @@ Counting finds the central character; reading finds the one the event names. The
 short answer from the passages it read, and this module says whom it names:
 - each name the answer writes, left to right (the book's aliases: full names, titles, first or last names, spelling
   variants; whoqa.core.aliases.AliasIndex.match), through its person's cast representative;
-- a possessive names someone else ("Helen's uncle" is the uncle, not Helen): such a name is passed over;
+- a possessive names someone else ("Helen's uncle" is the uncle, not Helen): such a name is passed over, unless the
+  question asks "Whose ...?";
 - a name the question itself names is not the answer unless the question is reflexive ("Who does Glenister love?"
   is not answered "Glenister"); the next name written stands;
 - an answer naming nobody the cast holds is linked through the passage sentence that holds its words: the character
@@ -41,13 +42,16 @@ class Written:
         return self.linked[0] if self.linked else None
 
 
-def _named_ids(text: str, aliases: AliasIndex) -> list[int]:
-    """The characters the answer's names name, left to right; a possessive's owner left out."""
+def _named_ids(text: str, aliases: AliasIndex, owners: bool = False) -> list[int]:
+    """The characters the answer's names name, left to right; a possessive's owner left out, unless the question
+    asks for an owner (`owners`: "Whose doll house ...?" is answered "Lucinda's doll house")."""
     out: list[int] = []
     for m in CAP_SPAN.finditer(text):
         span = m.group(0)
-        if span.endswith(("'s", "’s")) or text[m.end():m.end() + 2] in ("'s", "’s"):
+        owned = span.endswith(("'s", "’s")) or text[m.end():m.end() + 2] in ("'s", "’s")
+        if owned and not owners:
             continue  # "Helen's uncle": not Helen
+        span = span.removesuffix("'s").removesuffix("’s")
         if span.split()[0].lower() in {"who", "the", "a", "an", "he", "she", "it", "they", "i"} and len(span.split()) == 1:
             continue
         ids, _ = aliases.match(span)
@@ -84,7 +88,8 @@ def link(book, aliases: AliasIndex, query: Query, text: str | None, sentences: l
     cast = cast_of(book)
     reflexive = query.reflexive
     named_reps = {cast.of(n) for n in query.named} - {None}
-    for cid in _named_ids(text, aliases):
+    owners = query.text.lstrip(" \"'“").lower().startswith("whose")
+    for cid in _named_ids(text, aliases, owners):
         rep = cast.of(cid)
         if rep is None or rep in written.linked or rep in written.named_passed:
             continue
