@@ -320,12 +320,13 @@ def test_the_llm_loads_beside_a_new_books_index_once_and_its_failure_is_the_answ
     first = svc.answer(book, "Who rowed to the village for bread?")
     again = svc.answer(book, "Who rowed to the village for bread?")
     assert first.route == "features" and first.calibration["stage"] == "both"
-    assert len(loads) == 1 and loads[0].startswith("whoqa-load")  # in the thread, and kept
+    # the name scorer and the reader that writes the answer (the shipped fit reads it), in the threads, and kept
+    assert len(loads) == 2 and all(t.startswith("whoqa-load") for t in loads)
     assert len(warmed) == 1 and warmed[0].startswith("whoqa-load")  # the fit parses questions: its parser too
     prefetch = Models.prefetch
     monkeypatch.setattr(Models, "prefetch", lambda self, *a: None)
     inline = Service(ws, cfg).answer(book, "Who rowed to the village for bread?")
-    assert len(loads) == 2 and loads[1] == threading.current_thread().name
+    assert len(loads) == 4 and loads[2:] == [threading.current_thread().name] * 2
     key = [(c.id, round(c.probability, 6)) for c in first.characters]
     assert key == [(c.id, round(c.probability, 6)) for c in inline.characters]
     assert key == [(c.id, round(c.probability, 6)) for c in again.characters]
@@ -336,8 +337,8 @@ def test_the_llm_loads_beside_a_new_books_index_once_and_its_failure_is_the_answ
     fresh = Service(ws, cfg)
     with pytest.raises(Exception, match="nothing in book"):
         fresh.answer(book, "Who xyzzy plugh?")
-    assert len(loads) == 3 and all(f.done() for f in fresh.models._loading.values())
-    assert fresh.answer(book, "Who rowed to the village for bread?").route == "features" and len(loads) == 3
+    assert len(loads) == 6 and all(f.done() for f in fresh.models._loading.values())
+    assert fresh.answer(book, "Who rowed to the village for bread?").route == "features" and len(loads) == 6
 
     def broken(self, *a):
         raise RuntimeError("llama-cpp-python crashes here reading a prompt")
@@ -361,7 +362,9 @@ def test_a_fit_is_served_with_the_prompt_it_was_measured_with(ws, tmp_path, tiny
     shipped = fits.shipped_fit()
     assert shipped.ranker.llm_prompt() == {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
                                            "shots": 0, "weights": "Q4_0", "llm": "qwen2.5-coder-0.5b",
-                                           "shot_policy": "question", "examples": None}  # (measured: who-ranker.md)
+                                           "shot_policy": "question", "examples": None,
+                                           "written_llm": "qwen2.5-coder-1.5b", "written_passages": "pool"}
+    # (measured: who-ranker.md; the written answers' reader and passages, issue 63)
     short = replace(shipped, ranker=replace(shipped.ranker, prompt={"passages": 2, "prompt_tokens": 200, "shots": 0}))
     monkeypatch.setattr(fits, "shipped_fit", lambda: short)
     seen = []

@@ -79,6 +79,23 @@ def test_the_written_answer_goes_first_with_the_share_it_was_right_and_the_rest_
     assert list(r.probabilities(x, None, None)[0]) == list(counted)  # no written link: counting alone
 
 
+def test_a_written_only_fit_asks_the_llm_nothing_where_the_written_answer_links():
+    """`written_only` (a warm answer's time): where the written answer links, the shares are judged against the first
+    stage's order, not the two stages' (whose name scores it will not have), and serving skips the LLM there."""
+    xs, ys = _questions([2.0, -1.0, 0.5], 400, 5)
+    right = [int(np.flatnonzero(y)[0]) for y in ys]
+    written = [None if k % 2 else r if k % 3 else (r + 1) % 8 for k, r in enumerate(right)]
+    # an LLM that puts the right character first among the top k: the two stages then agree with a right reader
+    llm = lambda i, top: [5.0 if ys[i][j] else 0.0 for j in top]  # noqa: E731
+    both = fit_ranker(xs, ys, 3, llm, written_first=written)
+    alone = fit_ranker(xs, ys, 3, llm, written_first=written, written_only=True)
+    first_agree = [alone.first(x)[0] == w for x, w in zip(xs, written)]
+    for k, same in enumerate((True, False)):
+        shown = np.mean([ys[i][w] for i, w in enumerate(written) if w is not None and first_agree[i] == same])
+        assert alone.written_first[k] == pytest.approx(shown)
+    assert alone.written_first != both.written_first  # (the LLM moved agreement: the two fits differ)
+    assert alone.skips_llm(2) and not alone.skips_llm(None) and not both.skips_llm(2)
+
 def test_the_second_stage_follows_an_informative_llm_and_keeps_the_first_stage_outside_the_top_k():
     rng = np.random.default_rng(4)
     x1, y1, right = [], [], []

@@ -49,27 +49,34 @@ def test_an_answer_naming_nobody_links_through_the_passage_or_stays_unlinked(boo
 
 
 def test_a_fit_that_reads_the_written_answer_gets_it_and_says_what_it_wrote(tmp_path, tiny_llm_path, monkeypatch):
-    """Where the served fit weighs the written answer (issue 63), the Who route has the reader write it and links it:
-    the answer's reasons say what it wrote, in plain words."""
+    """Where the served fit weighs the written answer (issue 63), the Who route has the reader write it, from the
+    passages the fit's written answers were read from (its prompt's "written_passages"), and links it: the answer's
+    reasons say what it wrote, in plain words."""
     from dataclasses import replace
     from tests.test_any_book import STORY as LIGHTHOUSE
     from whoqa.ranker import fits
     from whoqa.ranker.features import SERVED, WRITTEN
     from whoqa.ranker.written import Written
     from whoqa.service import Service, ServiceConfig
+    from whoqa.service.intake import BookIntake
     shipped = fits.shipped_fit()
     r = shipped.ranker
     n = len(SERVED)
     reading = replace(shipped, ranker=replace(r, stage1=list(r.stage1) + [2.0, 0.5],
                                               stage2=list(r.stage2[:n]) + [1.0, 0.2] + list(r.stage2[n:]),
                                               features={"stage1": list(SERVED + WRITTEN),
-                                                        "stage2": list(SERVED + WRITTEN) + r.features["stage2"][n:]}))
+                                                        "stage2": list(SERVED + WRITTEN) + r.features["stage2"][n:]},
+                                              prompt={**(r.prompt or {}), "written_passages": "bm25f"}))
     monkeypatch.setattr(fits, "shipped_fit", lambda: reading)
+    read_by = []
+    monkeypatch.setattr(Service, "passages", lambda self, ob, query, cfg=None: read_by.append(cfg) or
+                        BookIntake.passages(self, ob, query, cfg))
     (tmp_path / "l.txt").write_text(LIGHTHOUSE)
     svc = Service(tmp_path / "ws", ServiceConfig(device="cpu", llm=tiny_llm_path))
     book = svc.intake(text=tmp_path / "l.txt")
     ans = svc.answer(book, "Who rowed to the village for bread?")
     assert any("wrote" in w for w in ans.why), ans.why
+    assert [c.fusion for c in read_by] == ["bm25f"]  # the fit's recipe, not the service's default
     w, reader = svc.written(book, "Who rowed to the village for bread?")
     assert isinstance(w, Written) and w.text == (reader.answer or reader.withheld)
 

@@ -10,6 +10,7 @@ import typer
 from whoqa import answer_view as view
 from whoqa.cli.util import DEVICE_HELP, VERBOSE, echo_lines, fail, option, stage
 from whoqa.core.progress import Stages
+from whoqa.retrieval.passages import PassageConfig
 from whoqa.service import ServiceConfig
 
 app = typer.Typer()
@@ -19,6 +20,9 @@ VERBOSE_HELP = ("Also show the libraries' own messages and the answer's internal
                 "the calibration, the language model's own share (on stderr).")
 UPTO_HELP = ("No spoilers: answer from the book only up to this point, a share of it (\"40%\") or a chapter "
              "heading (\"Chapter 12\": the text before that heading).")
+PASSAGES_HELP = ("How other questions' passages are found: pool (the sentence vectors of the best BM25F hits, made as "
+                 "a question needs them), rrf (BM25F fused with the whole book's sentence vectors, made once a book), "
+                 "bm25f, dense.")
 QUIT = {"quit", "exit", "q", ":q"}
 
 
@@ -50,6 +54,7 @@ def ask(
                                                            "packaged model; default: the best measured one installed)."),
     device: str = option(ServiceConfig, "device", help=f"Where the models run: {DEVICE_HELP}."),
     upto: Optional[str] = typer.Option(None, help=UPTO_HELP),
+    passages: str = option(PassageConfig, "fusion", help=PASSAGES_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ):
     """Ask a book a question: `whoqa ask BOOK "QUESTION"` with BOOK a file (text, EPUB, HTML) or a book's id; or
@@ -57,7 +62,8 @@ def ask(
     the sentences that mention the answer; other questions: a reader's answer and the passages it read."""
     from whoqa.service import Service, check_request
     given, book, question = book_and_question(book_or_question, question, book, text, data)
-    cfg = ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model, top=top)
+    cfg = ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model, top=top,
+                        passages=stage(PassageConfig, fusion=passages))
     question = stage(check_request, question, route, cfg)  # before a book is prepared for it
     svc = Service(home(workspace), cfg, stages=Stages(on=not as_json))
     verbose = verbose or VERBOSE["on"]
@@ -80,13 +86,15 @@ def chat(
     llm: Optional[str] = option(ServiceConfig, "llm", help="The local LLM that reads (default: the best measured one "
                                                            "installed)."),
     device: str = option(ServiceConfig, "device", help=f"Where the models run: {DEVICE_HELP}."),
+    passages: str = option(PassageConfig, "fusion", help=PASSAGES_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ):
     """Talk with a book: questions one after another, each answered as `whoqa ask` answers it; the book and the models
     load once. Ctrl-D, Ctrl-C or "quit" ends it; arrow keys recall earlier questions (kept in WS/chat_history)."""
     from whoqa.service import Service
     verbose = verbose or VERBOSE["on"]
-    svc = Service(home(workspace), ServiceConfig(device=device, llm=llm, top=top), stages=Stages(on=True))
+    svc = Service(home(workspace), ServiceConfig(device=device, llm=llm, top=top,
+                                                 passages=stage(PassageConfig, fusion=passages)), stages=Stages(on=True))
     book_id = stage(quietly, svc, verbose, svc.resolve, book)
     stage(quietly, svc, verbose, svc.vectors_later, book_id)  # (encoded while the reader types: other questions' search)
     history = line_history(Path(svc.ws, "chat_history"))

@@ -39,6 +39,9 @@ def eval_(
     kinds: str = option(EvalConfig, "kinds", help="With --data: the questions judged, who (the Who set), other (the "
                                                   "rest, answered as `ask` serves them: ROUGE-L, METEOR, BLEU-1, "
                                                   "the share answered) or both."),
+    passages: str = option(EvalConfig, "passages", help="With --data or --questions: how the served answers' passages "
+                           "are retrieved: pool (MiniLM over BM25F's hits), rrf (BM25F and the whole book's MiniLM "
+                           "vectors), bm25f, dense."),
     questions: Optional[Path] = typer.Option(None, help="Readers' questions (a TSV like data_prep/readers/"
                                                         "questions.tsv): answered as `ask` serves them, in WORKSPACE "
                                                         "(its books taken in from --books); Who P@1/P@5, other "
@@ -55,13 +58,13 @@ def eval_(
     whole novels, answered as `ask` serves them."""
     if questions is not None:
         from whoqa.evaluation.readers import evaluate_readers_questions
-        res = stage(evaluate_readers_questions, workspace, questions, books, llm, device, out)
+        res = stage(evaluate_readers_questions, workspace, questions, books, llm, device, out, True, passages)
         typer.echo(res["by_eye"] + "\n\n" + res["table"])
         return
     from whoqa.evaluation.evaluate import evaluate
     res = stage(evaluate, EvalConfig(workspace=str(workspace), data=str(data) if data else None, seed=seed,
                                      random_trials=random_trials, jobs=jobs, device=device, adapt=adapt, llm=llm,
-                                     executor=executor, ray_address=ray_address, kinds=kinds))
+                                     executor=executor, ray_address=ray_address, kinds=kinds, passages=passages))
     typer.echo(res["table"])
     if res.get("full_task"):
         typer.echo("\n" + res["full_task"]["table"])

@@ -19,6 +19,7 @@ from whoqa.core.workspace import Workspace
 from whoqa.core.seed import SEED
 from whoqa.memnet.ensemble import read_fold_files
 from whoqa.ranker.fits import read_summary
+from whoqa.retrieval.passages import PassageConfig
 
 log = logging.getLogger(__name__)
 RANKING_KEYS = ("p@1", "p@5", "mrr")
@@ -39,6 +40,7 @@ class EvalConfig:
     executor: str = "local"  # --data: where its books are prepared and indexed: local | ray (whoqa.core.executor)
     ray_address: str | None = None
     kinds: str = "who,other"  # --data: the questions judged: who (the Who set), other (the rest, as `ask` serves them)
+    passages: str = PassageConfig.fusion  # --data, --questions: how the served answers' passages are retrieved
 
     def judged(self) -> set[str]:
         """The kinds of question judged; a one-line ValueError for an unknown kind or one that needs --data."""
@@ -48,6 +50,7 @@ class EvalConfig:
         if "who" not in kinds and not self.data:
             raise ValueError("--kinds other judges what `ask` serves on another folder's books: give --data DIR "
                              "(without it, `whoqa eval` judges the Who set and the full task)")
+        PassageConfig(fusion=self.passages)  # (an unknown one: its one line, before any book is prepared)
         return kinds
 
 
@@ -112,7 +115,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     if cfg.data:
         from whoqa.evaluation.unseen import (final_results, other_questions, served_other_results, served_results,
                                              served_service)
-        svc = served_service(ws, target, cfg.llm, cfg.device)  # one service for both kinds, as `ask` has
+        svc = served_service(ws, target, cfg.llm, cfg.device, cfg.passages)  # one service for both kinds, as `ask` has
         if "who" in kinds:
             results.update(served_results(ws, target, characters, questions, cfg.llm, cfg.device, svc=svc))
             results.update(final_results(ws, target, characters, questions, device=cfg.device, adapt=cfg.adapt))

@@ -152,14 +152,17 @@ def by_eye(rows: list[dict]) -> str:
 
 
 def evaluate_readers_questions(workspace: str | Path, questions: str | Path, books: str | Path, llm: str | None = None,
-                               device: str = "auto", out: str | Path | None = None, progress: bool = True) -> dict:
+                               device: str = "auto", out: str | Path | None = None, progress: bool = True,
+                               passages: str | None = None) -> dict:
     """Answer every question of the file as `ask` serves it, in a workspace of its own books (taken in from
     BOOKS/<id>.txt the first time); per-question rows to `out` (.jsonl, gzipped when it ends .gz) and the table."""
     from whoqa.core.progress import bar
     from whoqa.retrieval.bm25f import NothingMatched
+    from whoqa.retrieval.passages import PassageConfig
     from whoqa.service import Service, ServiceConfig
     rows_in = load_questions(questions)
-    svc = Service(workspace, ServiceConfig(device=device, llm=llm))
+    svc = Service(workspace, ServiceConfig(device=device, llm=llm, passages=PassageConfig(
+        **({"fusion": passages} if passages else {}))))
     ids: dict[str, str] = {}
     for b in dict.fromkeys(q.book for q in rows_in):
         path = Path(books) / f"{b}.txt"

@@ -21,6 +21,7 @@ from whoqa.core.executor import ExecutorConfig
 from data_prep.addbook import fold_books, prepare_folder
 from whoqa.retrieval.bm25f import NothingMatched
 from whoqa.retrieval.contexts import build_contexts
+from whoqa.retrieval.passages import PassageConfig
 from whoqa.core.store import load_questions, load_who_set, read_state
 from whoqa.core.questions import question_kind
 import json
@@ -67,10 +68,13 @@ def prepare_other(workspace: Path, data: str, jobs: int = 1, executor: str = "lo
     return target
 
 
-def served_service(workspace: Path, target: Path, llm: str | None = None, device: str = "auto") -> Service:
+def served_service(workspace: Path, target: Path, llm: str | None = None, device: str = "auto",
+                   passages: str = PassageConfig.fusion) -> Service:
     """The service `eval --data` judges: target's books served with the training workspace's fits and measurements
-    (`fits_from`), every character of a Who answer kept (top) so its whole ranking is scored."""
-    return Service(target, ServiceConfig(device=device, llm=llm or None, top=10 ** 6), fits_from=workspace)
+    (`fits_from`), every character of a Who answer kept (top) so its whole ranking is scored; `passages`: the
+    fusion its passages are retrieved by (PassageConfig.fusion)."""
+    return Service(target, ServiceConfig(device=device, llm=llm or None, top=10 ** 6,
+                                         passages=PassageConfig(fusion=passages)), fits_from=workspace)
 
 
 def _served_rows(svc: Service, cache: Path, questions: list[dict], row, desc: str, progress: bool,
@@ -127,6 +131,7 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     runtime = svc.models.scoring_runtime(base) if base else None  # the service's own choice (transformers' keys stay)
     key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__]
                  + ([runtime] if runtime not in (None, "transformers") else [])
+                 + ([asdict(svc.cfg.passages)] if fit.ranker.reads_written else [])  # (the written answer's passages)
                  + ([NAMES_READ] if runtime == "llama-cpp-python" else []))[:16]
     cache = Workspace(target).served / f"{key}.jsonl"
     usable = [q for q in questions if characters.get(q["document_id"])]

@@ -45,6 +45,8 @@ class RerankConfig:
     written_first: bool = False  # the reader's written answer, where it links to a candidate, goes first with the
     #                              probability it was right in the fit's questions; the two stages order the rest
     #                              (one ranking from reading and counting: docs/who-ranker.md)
+    written_only: bool = False  # with written_first: where the written answer links to a candidate, the LLM does
+    #                             not score names (the first stage orders the rest): a warm answer's time
     max_eval_samples: int | None = None  # debug: the first N questions
 
 

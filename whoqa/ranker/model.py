@@ -27,6 +27,7 @@ import numpy as np
 from whoqa.core.registry import check_name
 from whoqa.ranker.config import RerankConfig
 from whoqa.ranker.features import BASE, FEATURE_VERSION, STAGE1
+from whoqa.retrieval.passages import PassageConfig
 
 CLIP = -10.0  # nats: below this the LLM's log-likelihood says only "not this name"
 
@@ -124,6 +125,8 @@ class FeatureRanker:
     written_first: list[float] | None = None  # where set: the shares of the fit's questions whose reader-written
     #   answer, linked to a candidate, was right, [where counting also put it first, where it did not]; that
     #   candidate goes first with the share that applies (reading and counting agreeing are right more often)
+    written_only: bool = False  # with written_first: where the written answer links to a candidate, the LLM is not
+    #                             asked; the first stage orders the rest (and its agreement picks the share)
     prompt: dict | None = None  # how the LLM's scores it weighs were made (passages, prompt_tokens, shots, weights;
     #                             None: the defaults)
 
@@ -137,6 +140,16 @@ class FeatureRanker:
         return {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
                 "shots": RerankConfig.shots, "weights": None, "llm": None, "shot_policy": "question",
                 "examples": None} | (self.prompt or {})
+
+    def written_passages(self) -> PassageConfig | None:
+        """The retrieval the fit's written answers read (a PassageConfig; its prompt's "written_passages", the
+        fusion, where recorded; else None: the service's own)."""
+        fusion = (self.prompt or {}).get("written_passages")
+        return PassageConfig(fusion=fusion) if fusion else None
+
+    def skips_llm(self, written: int | None) -> bool:
+        """Whether this question's name scores go unasked: a `written_only` fit whose written answer links."""
+        return self.written_only and self.written_first is not None and written is not None
 
     @property
     def reads_written(self) -> bool:
@@ -194,12 +207,13 @@ class FeatureRanker:
 def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
                llm: Callable[[int, np.ndarray], list[float]] | None = None, source: str = "",
                llm_features: str = "log_softmax", stage1: tuple[str, ...] = STAGE1, cast: bool = False,
-               written_first: list[int | None] | None = None) -> FeatureRanker:
+               written_first: list[int | None] | None = None, written_only: bool = False) -> FeatureRanker:
     """Both stages fit on these questions: stage 1 on all their characters; stage 2 on each question's stage-1 top
     k, with llm(i, top) giving the LLM's scores of question i's candidates `top` (indices into its characters).
     `written_first`: each question's candidate that the reader's written answer names first (or None): the fit then
     puts it first, with the share of these questions where it was right, apart where the two stages also put it
-    first and where they did not (the maximum-likelihood value of each)."""
+    first and where they did not (the maximum-likelihood value of each); `written_only`: where it links, the LLM is
+    not asked, so the first stage alone decides that agreement."""
     w1 = fit(x1, y1)
     tops = [np.argsort(-(x @ w1), kind="stable")[:top_k] for x in x1]
     p_in = float(np.mean([y[t].any() for y, t in zip(y1, tops)])) if x1 else 0.0
@@ -211,12 +225,12 @@ def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
     names = {"stage1": list(stage1),
              "stage2": list(stage1) + [f"llm:{llm_features}:{k}" for k in range(width - len(stage1))]}
     ranker = FeatureRanker([float(v) for v in w1], [float(v) for v in w2], top_k, p_in, len(x1), source,
-                           features=names, llm_features=llm_features, cast=cast)
+                           features=names, llm_features=llm_features, cast=cast, written_only=written_only)
     if written_first and any(w is not None for w in written_first):
         right: dict[bool, list[bool]] = {True: [], False: []}  # counting agreeing with reading -> was it right
         for i, (x, y, w) in enumerate(zip(x1, y1, written_first)):
             if w is not None:
-                counted = ranker._counted(x, llm(i, tops[i]) if llm is not None else None)[0]
+                counted = ranker._counted(x, llm(i, tops[i]) if llm is not None and not written_only else None)[0]
                 right[bool(counted[0] == w)].append(bool(y[w]))
         every = [r for v in right.values() for r in v]
         ranker.written_first = [float(np.mean(right[k])) if right[k] else float(np.mean(every)) for k in (True, False)]

@@ -44,7 +44,7 @@ def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[list], re
     from (whoqa.llm.prompt.who_pool: the question's own shots where it is one of them, as re-ranking drew);
     `network`: a `whoqa.memnet.slot_ask.SlotScorer`, required by a fit that uses the network feature; `written`: the
     characters the reader's written answer names (whoqa.ranker.written), for a fit that uses the written features
-    or puts the written answer first."""
+    or puts the written answer first (a `written_only` fit then asks the reader nothing)."""
     book = ob.book
     context = context_sentences(wins, CONTEXT_SENTENCES)
     scores = None
@@ -56,8 +56,9 @@ def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[list], re
     ids, x = book_features(book, context, query.named, query, ranker.cast, scores,
                            tuple(ranker.features["stage1"]), written)
     x = x[:, columns(ranker.features["stage1"])]  # (C, F): the fit's own features
+    first_w = first_written(book, ids, written, ranker.cast)
     llm = None
-    if reader is not None:
+    if reader is not None and not ranker.skips_llm(first_w):
         first = ranker.first(x)[:ranker.top_k]
         names = [book.characters[ids[j]].name for j in first]
         prompt = ranker.llm_prompt()  # (the reader's budget is prompt["prompt_tokens"]: Service.llm)
@@ -66,6 +67,6 @@ def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[list], re
         llm = reader.name_scores(query.text, passages, names, shots, starts, LLMConfig.order,
                                  shared_start=shares_start(prompt["shots"], prompt["shot_policy"]))  # (k,)
         share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))
-    order, probs = ranker.probabilities(x, llm, first_written(book, ids, written, ranker.cast))
+    order, probs = ranker.probabilities(x, llm, first_w)
     return Ranking([ids[j] for j in order], [float(p) for p in probs],
                   [float(share[j]) if llm is not None and j in share else None for j in order], llm is not None)

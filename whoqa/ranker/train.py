@@ -74,7 +74,7 @@ def measured_variant(cfg: RerankConfig) -> str:
     if cfg.candidates == "features" and stage1_features(cfg.stage1) != stage1_features(RerankConfig.stage1):
         parts.append("f-" + "-".join(stage1_features(cfg.stage1)))
     if cfg.candidates == "features" and cfg.written_first:
-        parts.append("writtenfirst")
+        parts.append("writtenfirst" + ("+writtenonly" if cfg.written_only else ""))
     if cfg.candidates == "features" and cfg.written:  # (another file of written answers: another measurement)
         from whoqa.core.runs import file_digest
         parts.append("written-" + file_digest(Path(cfg.written))[:8])
@@ -169,12 +169,14 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
             sub = [rows[i] for i in train[f]]
             form, _ = (kind, {}) if kind else chosen(sub)
             ranker = fit_ranker([r["x"] for r in sub], [r["y"] for r in sub], cfg.top_k, llm_of(sub),
-                                llm_features=form, stage1=stage1, cast=cfg.cast, written_first=written_firsts(sub))
+                                llm_features=form, stage1=stage1, cast=cfg.cast, written_first=written_firsts(sub),
+                                written_only=cfg.written_only)
             fitted[str(f)] = asdict(ranker)
             for r in (r for r in rows if r["fold"] == f):
                 top = ranker.first(r["x"])
                 llm = scores.of(r["question_id"], [r["ids"][j] for j in top[:cfg.top_k]])
-                order, probs = ranker.probabilities(r["x"], llm, r["written_first"])
+                order, probs = ranker.probabilities(r["x"], None if ranker.skips_llm(r["written_first"]) else llm,
+                                                    r["written_first"])
                 first.append((r, [r["ids"][j] for j in top]))
                 final.append((r, [r["ids"][j] for j in order]))
                 by_llm = top[:cfg.top_k][np.argsort(-np.array(llm), kind="stable")]
@@ -196,7 +198,8 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
         v.pop("first", None)
     form, losses = chosen(rows)
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
-                        llm_features=form, stage1=stage1, cast=cfg.cast, written_first=written_firsts(rows))
+                        llm_features=form, stage1=stage1, cast=cfg.cast, written_first=written_firsts(rows),
+                        written_only=cfg.written_only)
     served.ece = result["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
     served.prompt = {"passages": cfg.passages, "prompt_tokens": cfg.prompt_tokens, "shots": cfg.shots, "weights": None,
                      "llm": model_name(cfg.base), "shot_policy": cfg.shot_policy}

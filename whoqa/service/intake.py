@@ -7,6 +7,7 @@ from pathlib import Path
 
 from whoqa.core.query import Query
 from whoqa.retrieval.openbook import OpenBook
+from whoqa.retrieval.passages import PassageConfig
 
 log = logging.getLogger(__name__)
 KEEP_BOOKS = 4  # books kept open (a workspace may hold hundreds)
@@ -95,11 +96,12 @@ class BookIntake:
         self._encoding[book_id] = self._encoder.submit(
             lambda: DenseIndex(Book.load(self.ws.books / book_id, book_id), path, device))
 
-    def passages(self, ob: OpenBook, query: Query) -> list[list]:
-        """An other question's windows by ServiceConfig.passages (whoqa.retrieval.passages): its content words and
-        characters, fused with the book's sentence vectors where so configured (those `vectors_later` began are
+    def passages(self, ob: OpenBook, query: Query, cfg: PassageConfig | None = None) -> list[list]:
+        """A question's passages by `cfg` (default ServiceConfig.passages; whoqa.retrieval.passages): its content words
+        and characters, fused with the book's sentence vectors where so configured (those `vectors_later` began are
         waited for, their file then read; failed, they are encoded again in line, which raises its own error)."""
-        if self.cfg.passages.whole_book and ob.id in self._encoding:
+        cfg = cfg or self.cfg.passages
+        if cfg.whole_book and ob.id in self._encoding:
             self.stages.stage("reading the book's sentences into vectors (once per book)")
             try:
                 self._encoding[ob.id].result()
@@ -107,6 +109,6 @@ class BookIntake:
                 log.warning("encoding book %s's sentence vectors in the background failed (%s): again now", ob.id, e)
             finally:
                 self._encoding.pop(ob.id, None)
-        if self.cfg.passages.whole_book and not ob.vectors_read:
+        if cfg.whole_book and not ob.vectors_read:
             self.stages.stage("reading the book's sentences into vectors (once per book)")
-        return ob.passages(query, self.cfg.passages)
+        return ob.passages(query, cfg)

@@ -154,7 +154,8 @@ class Models:
         return served_runtime(base, self.cfg.device, scores=True)
 
     def prefetch(self, opened: bool, chosen: Route) -> None:
-        """Begin loading the LLM the route will read, in a thread, while the book and its index open (Lucene builds a
+        """Begin loading the LLMs the route will read (a Who fit's name scorer, and the reader that writes its answer
+        where the fit reads one), in threads, while the book and its index open (Lucene builds a
         new book's index in its JVM; llama.cpp reads the model outside Python's lock): a first answer then waits for
         the longer of the two, not their sum. Nothing to overlap once the book is open."""
         scores = chosen.name == "features"
@@ -168,10 +169,14 @@ class Models:
             self._loading[PARSER] = self._loader.submit(warm)  # (the fit parses each question)
         if llm is None:
             return
-        base, cfg = self.scoring_llm(llm, self.fit(llm)) if scores else self.answering_llm(llm, chosen.options)
-        key, cfg = self._key(base, scores, cfg)
-        if key not in self._llms and key not in self._loading:
-            self._loading[key] = self._loader.submit(self._load, base, scores, cfg)
+        loads = [self.scoring_llm(llm, self.fit(llm)) + (True,)] if scores else []
+        if not scores or self.fit(llm).ranker.reads_written:  # (a fit that reads the written answer: its writer too)
+            writer = self.routes().llm
+            loads += [self.answering_llm(writer, None if scores else chosen.options) + (False,)] if writer else []
+        for base, cfg, scoring in loads:
+            key, cfg = self._key(base, scoring, cfg)
+            if key not in self._llms and key not in self._loading:
+                self._loading[key] = self._loader.submit(self._load, base, scoring, cfg)
 
     def settle(self) -> None:
         """Wait for the loads `prefetch` began, and forget the failed ones: a model's load redirects the process's

@@ -17,6 +17,7 @@ from whoqa.core.query import Query
 from whoqa.llm.config import LLMConfig, model_name
 from whoqa.retrieval.bm25f import context_sentences
 from whoqa.retrieval.openbook import OpenBook
+from whoqa.retrieval.passages import PassageConfig
 from whoqa.service.evidence import evidence_for, grounded, who_reasons, written_evidence, written_reasons
 from whoqa.service.models import Models
 from whoqa.service.routing import Route, measured_rouge
@@ -28,7 +29,7 @@ class Serving(Protocol):
     models: Models
     cfg: ServiceConfig
 
-    def passages(self, ob: OpenBook, query: Query) -> list[list]: ...
+    def passages(self, ob: OpenBook, query: Query, cfg: PassageConfig | None = None) -> list[list]: ...
 
 
 Scorer = Callable[[Serving, OpenBook, Query, Route], Answer]
@@ -74,8 +75,9 @@ def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> A
         base, cfg = svc.models.scoring_llm(llm, fit)
         reader = svc.models.llm(base, scores=True, cfg=cfg)
     written = None
-    if fit.ranker.reads_written:
-        written, _ = written_answer(svc, ob, query)  # linked to the cast
+    if fit.ranker.reads_written and svc.models.routes().llm is not None:  # (no LLM: the first stage alone)
+        # linked to the cast, from the passages the fit's written answers were read from
+        written, _ = written_answer(svc, ob, query, fit.ranker.written_passages())
     got = rank(fit.ranker, ob, query, wins, reader, svc.models.pool(who=True), svc.models.slots(fit),
                written.linked if written else None)
     chars = one_per_name([Ranked(i, book.characters[i].name, p, s)
@@ -135,11 +137,11 @@ def llm_answer(svc: Serving, ob: OpenBook, query: Query, route: Route | None = N
                     query)
 
 
-def written_answer(svc: Serving, ob: OpenBook, query: Query):
-    """A Who question answered as the reader of other questions writes answers, linked to the book's cast
-    (whoqa.ranker.written): (Written, the reader's Answer)."""
+def written_answer(svc: Serving, ob: OpenBook, query: Query, passages: PassageConfig | None = None):
+    """A Who question answered as the reader of other questions writes answers (from `passages`' windows; default
+    the service's), linked to the book's cast (whoqa.ranker.written): (Written, the reader's Answer)."""
     from whoqa.ranker.written import link
-    wins = svc.passages(ob, query)
+    wins = svc.passages(ob, query, passages)
     ans = llm_answer(svc, ob, query, wins=wins)
     sentences = [s for a, b, *_ in wins[:len(ans.passages)] for s in range(int(a), int(b) + 1)]
     return link(ob.book, ob.aliases, query, ans.answer or ans.withheld, sentences), ans

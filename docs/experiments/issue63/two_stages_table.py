@@ -1,6 +1,7 @@
 """Issue 63: the table of two_stages_written.py's runs (the last row per arm and fold seed): P@1 / P@5 / MRR / ECE as
 mean ± sd over fold seeds, and each arm minus `served` paired over books (95% intervals, resampling whole books) per
-seed. Writes two_stages_written.json.
+seed; an arm is named with the written answers it read where they are not the fusion passages' (`(pool)`). Writes
+two_stages_written.json.
 
     .venv/bin/python docs/experiments/issue63/two_stages_table.py
 """
@@ -13,9 +14,20 @@ import numpy as np
 from whoqa.core.metrics import paired_book_bootstrap
 
 HERE = Path(__file__).parent
-rows = {(r["arm"], r["seed"]): r for r in map(json.loads, (HERE / "two_stages_written.jsonl").open())}
+
+
+def label(r: dict) -> str:
+    """An arm with the written answers it read: `written-first` from the fusion passages (the first file made), else
+    `written-first (pool)`."""
+    w = r.get("written")
+    return r["arm"] if w in (None, "written_fusion_1.5b.jsonl.gz") else f"{r['arm']} ({w.split('_')[1]})"
+
+
+lines = [json.loads(line) for line in (HERE / "two_stages_written.jsonl").open()]
 with gzip.open(HERE / "two_stages_written_ranks.jsonl.gz", "rt") as f:
-    ranks = {(r["arm"], r["seed"]): r["ranks"] for r in map(json.loads, f)}
+    rank_lines = [json.loads(line) for line in f]  # (appended with the rows, in their order)
+rows = {(label(r), r["seed"]): r for r in lines}
+ranks = {(label(r), r["seed"]): k["ranks"] for r, k in zip(lines, rank_lines)}
 seeds = sorted({s for _, s in rows})
 table = {}
 for arm in dict.fromkeys(a for a, _ in rows):

@@ -6,7 +6,8 @@ by book-level CV, one fold seed per run, with the reader's written answers linke
         --written docs/experiments/issue63/written_fusion_1.5b.jsonl.gz --arm written-first
 
 Arms: `served` (no written answer), `written-first` (the written answer, where it links to a candidate, first with
-the share it was right in the fit's questions; the two stages order the rest), `written-features` (its two features
+the share it was right in the fit's questions; the two stages order the rest), `written-only` (as written-first, but
+where the written answer links the 0.5B scores no names: the first stage orders the rest), `written-features` (its two features
 in both stages), `both`. Appends the row to two_stages_written.jsonl and the per-question ranks to
 two_stages_written_ranks.jsonl.gz."""
 import argparse
@@ -20,7 +21,7 @@ from whoqa.evaluation.rerank import rerank
 from whoqa.ranker.config import RerankConfig
 
 SERVED = "book_share,context_mentions,named,book_role,book_role_with_args"
-ARMS = {"served": (SERVED, False), "written-first": (SERVED, True),
+ARMS = {"served": (SERVED, False), "written-first": (SERVED, True), "written-only": (SERVED, True),
         "written-features": (SERVED + ",written,written_any", False), "both": (SERVED + ",written,written_any", True)}
 
 ap = argparse.ArgumentParser()
@@ -35,7 +36,8 @@ t = time.perf_counter()
 stage1, first = ARMS[a.arm]
 cfg = replace(RerankConfig(), base=str(a.gguf.resolve()), candidates="features", fold_seed=a.seed,
               runtime="llama-cpp-python", cast=True, stage1=stage1, shots=0,
-              written=str(a.written) if a.arm != "served" else None, written_first=first)
+              written=str(a.written) if a.arm != "served" else None, written_first=first,
+              written_only=a.arm == "written-only")
 s = rerank(a.workspace, None, cfg, progress=True).record
 row = {"arm": a.arm, "seed": a.seed, "written": a.written.name if a.arm != "served" else None,
        "first_stage": {k: s["candidates"][k] for k in ("p@1", "p@5", "mrr")},
@@ -44,5 +46,5 @@ row = {"arm": a.arm, "seed": a.seed, "written": a.written.name if a.arm != "serv
 with (a.out / "two_stages_written.jsonl").open("a") as f:
     f.write(json.dumps(row) + "\n")
 with gzip.open(a.out / "two_stages_written_ranks.jsonl.gz", "at") as f:
-    f.write(json.dumps({"arm": a.arm, "seed": a.seed, "ranks": s["ranks"]}) + "\n")
+    f.write(json.dumps({"arm": a.arm, "seed": a.seed, "written": row["written"], "ranks": s["ranks"]}) + "\n")
 print(json.dumps(row))
