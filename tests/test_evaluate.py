@@ -241,6 +241,10 @@ def test_kinds_are_checked_before_any_work(tmp_path):
     with pytest.raises(ValueError, match="give --data DIR"):
         evaluate(EvalConfig(str(tmp_path), kinds="other"))
     assert EvalConfig(str(tmp_path), data="d").judged() == {"who", "other"}
+    with pytest.raises(ValueError, match="unknown passage retrieval"):  # --passages: before any book is prepared
+        evaluate(EvalConfig(str(tmp_path), data=str(tmp_path / "nowhere"), passages="nope"))
+    from whoqa.evaluation.unseen import served_service
+    assert served_service(tmp_path, tmp_path / "t", "none", "cpu", "pool").cfg.passages.fusion == "pool"
 
 
 def test_eval_data_serves_the_training_workspaces_reader_of_passages(mini_data, tmp_path, tiny_reader_path):

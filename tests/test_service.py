@@ -361,3 +361,32 @@ def test_whoqa_models_says_which_llm_answers_and_which_scores_names(monkeypatch,
     assert "scored by nothing (the first stage alone" in served_line()
     monkeypatch.setattr(routing, "installed_llm", lambda wanted=None: None)
     assert served_line().startswith("No local LLM installed")
+
+
+def test_llms_loading_beside_each_other_leave_the_process_streams_as_they_were(tmp_path, monkeypatch):
+    """A Who fit that reads the written answer loads two LLMs while a book opens (the name scorer and the writer); each
+    load silences stdout and stderr by redirecting them (llama.cpp's way), so two at once would each restore the
+    other's redirection and leave the process silent (a lost table, a frozen progress bar). Loads run one at a time."""
+    import os
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    suppress = pytest.importorskip("llama_cpp._utils").suppress_stdout_stderr
+    from whoqa.core.progress import Stages
+    from whoqa.core.workspace import Workspace
+    from whoqa.service.models import Models
+    from whoqa.service.schema import ServiceConfig
+
+    def silenced_load(self, base, scores, cfg):
+        if not scores:
+            time.sleep(0.05)  # (the second begins while the first is silenced, and ends after it)
+        with suppress(disable=False):
+            time.sleep(0.1 if scores else 0.3)
+        return base
+    monkeypatch.setattr(Models, "_load_now", silenced_load)
+    models = Models(Workspace(tmp_path), Workspace(tmp_path), ServiceConfig(), Stages())
+    before = os.fstat(1), os.fstat(2)
+    with ThreadPoolExecutor(2) as pool:
+        loads = [pool.submit(models._load, name, scores, None) for name, scores in (("a", True), ("b", False))]
+        assert [f.result() for f in loads] == ["a", "b"]
+    after = os.fstat(1), os.fstat(2)
+    assert [(s.st_dev, s.st_ino) for s in after] == [(s.st_dev, s.st_ino) for s in before]

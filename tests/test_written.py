@@ -46,6 +46,8 @@ def test_an_answer_naming_nobody_links_through_the_passage_or_stays_unlinked(boo
     assert w.answer is None and w.how == ""  # no character of the book: unlinked, and the caller says so
     w, names = _link(book, "Who laughed at McNamara?", "")
     assert w.answer is None
+    w, names = _link(book, "Who ran?", "Judge Stillman's enemy")
+    assert not any(n.endswith("Stillman") for n in names)  # the owner's title is not the description's person
 
 
 def test_a_fit_that_reads_the_written_answer_gets_it_and_says_what_it_wrote(tmp_path, tiny_llm_path, monkeypatch):

@@ -124,15 +124,18 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     chooses for a book no network trained on, the feature ranker fit on the training workspace's books only), its
     whole ranking scored beside the baselines (same denominator: a question whose answer is not a character counts
     as a miss), with ECE and a reliability curve. Answers are kept per question in target's served/<key>.jsonl (the
-    key: the LLM's fingerprint, its scoring runtime and the fit), so a second run is fast and an interrupted one resumes."""
+    key: the LLM's fingerprint, its scoring runtime and the fit; for a fit that reads the written answer, its passages and
+    its writer's fingerprint), so a second run is fast and an interrupted one resumes."""
     svc = svc or served_service(workspace, target, llm, device)
     base = svc.models.who_llm()  # the LLM the served fit weighs (the shipped fit's 0.5B, whatever else reads)
     fit = svc.models.fit(base)
     runtime = svc.models.scoring_runtime(base) if base else None  # the service's own choice (transformers' keys stay)
+    writer = svc.models.routes().llm if fit.ranker.reads_written else None  # (the written answer's reader)
     key = digest([model_fingerprint(base) if base else None, fit.ranker.__dict__]
                  + ([runtime] if runtime not in (None, "transformers") else [])
-                 + ([asdict(svc.cfg.passages)] if fit.ranker.reads_written else [])  # (the written answer's passages)
-                 + ([NAMES_READ] if runtime == "llama-cpp-python" else []))[:16]
+                 + ([NAMES_READ] if runtime == "llama-cpp-python" else [])
+                 + ([model_fingerprint(writer), asdict(fit.ranker.written_passages() or svc.cfg.passages)]
+                    if writer else []))[:16]
     cache = Workspace(target).served / f"{key}.jsonl"
     usable = [q for q in questions if characters.get(q["document_id"])]
     rows = _served_rows(svc, cache, usable, _who_row, "served answers", progress)

@@ -48,8 +48,7 @@ def _named_ids(text: str, aliases: AliasIndex, owners: bool = False) -> list[int
     out: list[int] = []
     for m in CAP_SPAN.finditer(text):
         span = m.group(0)
-        owned = span.endswith(("'s", "’s")) or text[m.end():m.end() + 2] in ("'s", "’s")
-        if owned and not owners:
+        if _owned(text, m) and not owners:
             continue  # "Helen's uncle": not Helen
         span = span.removesuffix("'s").removesuffix("’s")
         if span.split()[0].lower() in {"who", "the", "a", "an", "he", "she", "it", "they", "i"} and len(span.split()) == 1:
@@ -59,6 +58,18 @@ def _named_ids(text: str, aliases: AliasIndex, owners: bool = False) -> list[int
             if i not in out:
                 out.append(i)
     return out
+
+
+def _owned(text: str, m: re.Match) -> bool:
+    """Whether a name span of the answer is a possessive's owner ("Helen's" in "Helen's uncle")."""
+    return m.group(0).endswith(("'s", "’s")) or text[m.end():m.end() + 2] in ("'s", "’s")
+
+
+def _owner_words(text: str) -> set[str]:
+    """The words of the answer's possessive owners: "Helen's murderer" describes someone who is not Helen, so her
+    name's words never link the description to her mention."""
+    return {w.lower() for m in CAP_SPAN.finditer(text) if _owned(text, m)
+            for w in WORD.findall(m.group(0).removesuffix("'s").removesuffix("’s"))}
 
 
 def _content(text: str) -> set[str]:
@@ -105,7 +116,7 @@ def link(book, aliases: AliasIndex, query: Query, text: str | None, sentences: l
     s = _best_sentence(book, list(sentences), text)  # a description: who the passage says it is
     if s is None:
         return written
-    want = _content(text)
+    want = _content(text) - (set() if owners else _owner_words(text))
     for m in book.sentence_mentions(s):
         rep = cast.of(m.char_id)
         words = {t.word.lower() for t in book.tokens[m.start:m.end + 1]}

@@ -4,6 +4,7 @@ the routing table. Each loads the first time it is asked for and stays for the p
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import Future
 from dataclasses import replace
 
@@ -32,6 +33,7 @@ class Models:
         self._llms: dict[tuple, object] = {}
         self._loading: dict[tuple, Future] = {}  # key -> Future of an LLM `prefetch` is loading
         self._loader = None
+        self._one_load = threading.Lock()  # (`_load`)
         self._weights: dict[tuple[str, str], str] = {}  # (LLM, weights) -> its model requantised so (`_requantised`)
         self._fits: dict[str, object] = {}
         self._warned: set[str] = set()  # fits' LLMs found missing (`who_llm`), said once
@@ -219,6 +221,12 @@ class Models:
         return llm
 
     def _load(self, base: str, scores: bool, cfg: LLMConfig):
+        """One LLM loaded, one at a time: a load redirects the process's stdout and stderr while it runs (llama.cpp's
+        silencing), and two at once would each restore what the other redirected, leaving them silenced."""
+        with self._one_load:
+            return self._load_now(base, scores, cfg)
+
+    def _load_now(self, base: str, scores: bool, cfg: LLMConfig):
         from whoqa.llm.reader import LLMReader
         from whoqa.llm.runtimes import served_runtime
         return LLMReader(base, self.cfg.device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half,
