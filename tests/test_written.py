@@ -81,6 +81,10 @@ def test_a_fit_that_reads_the_written_answer_gets_it_and_says_what_it_wrote(tmp_
     assert [c.fusion for c in read_by] == ["bm25f"]  # the fit's recipe, not the service's default
     w, reader = svc.written(book, "Who rowed to the village for bread?")
     assert isinstance(w, Written) and w.text == (reader.answer or reader.withheld)
+    read_by.clear()  # `ask --quick`: counting alone, no reader writing
+    quick = Service(tmp_path / "ws", ServiceConfig(device="cpu", llm=tiny_llm_path, reading=False))
+    ans = quick.answer(book, "Who rowed to the village for bread?")
+    assert read_by == [] and not any("wrote" in w for w in ans.why) and ans.characters
 
 
 def test_which_with_a_noun_for_people_asks_for_a_person_without_changing_the_who_set():

@@ -23,6 +23,9 @@ UPTO_HELP = ("No spoilers: answer from the book only up to this point, a share o
 PASSAGES_HELP = ("How other questions' passages are found: pool (the sentence vectors of the best BM25F hits, made as "
                  "a question needs them), rrf (BM25F fused with the whole book's sentence vectors, made once a book), "
                  "bm25f, dense.")
+QUICK_HELP = ("Who questions: count only (how the book mentions each person, and a small model's vote), not the "
+              "reader writing the answer from the passages: about 4x faster, right first 26.9% of the time instead "
+              "of 31.5% on books whoqa never trained on.")
 QUIT = {"quit", "exit", "q", ":q"}
 
 
@@ -55,6 +58,7 @@ def ask(
     device: str = option(ServiceConfig, "device", help=f"Where the models run: {DEVICE_HELP}."),
     upto: Optional[str] = typer.Option(None, help=UPTO_HELP),
     passages: str = option(PassageConfig, "fusion", help=PASSAGES_HELP),
+    quick: bool = typer.Option(not ServiceConfig.reading, "--quick", help=QUICK_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ):
     """Ask a book a question: `whoqa ask BOOK "QUESTION"` with BOOK a file (text, EPUB, HTML) or a book's id; or
@@ -62,7 +66,7 @@ def ask(
     the sentences that mention the answer; other questions: a reader's answer and the passages it read."""
     from whoqa.service import Service, check_request
     given, book, question = book_and_question(book_or_question, question, book, text, data)
-    cfg = ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model, top=top,
+    cfg = ServiceConfig(device=device, llm=llm, model=model, reader_model=reader_model, top=top, reading=not quick,
                         passages=stage(PassageConfig, fusion=passages))
     question = stage(check_request, question, route, cfg)  # before a book is prepared for it
     svc = Service(home(workspace), cfg, stages=Stages(on=not as_json))
@@ -87,13 +91,14 @@ def chat(
                                                            "installed)."),
     device: str = option(ServiceConfig, "device", help=f"Where the models run: {DEVICE_HELP}."),
     passages: str = option(PassageConfig, "fusion", help=PASSAGES_HELP),
+    quick: bool = typer.Option(not ServiceConfig.reading, "--quick", help=QUICK_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ):
     """Talk with a book: questions one after another, each answered as `whoqa ask` answers it; the book and the models
     load once. Ctrl-D, Ctrl-C or "quit" ends it; arrow keys recall earlier questions (kept in WS/chat_history)."""
     from whoqa.service import Service
     verbose = verbose or VERBOSE["on"]
-    svc = Service(home(workspace), ServiceConfig(device=device, llm=llm, top=top,
+    svc = Service(home(workspace), ServiceConfig(device=device, llm=llm, top=top, reading=not quick,
                                                  passages=stage(PassageConfig, fusion=passages)), stages=Stages(on=True))
     book_id = stage(quietly, svc, verbose, svc.resolve, book)
     stage(quietly, svc, verbose, svc.vectors_later, book_id)  # (encoded while the reader types: other questions' search)

@@ -172,7 +172,7 @@ class Models:
         if llm is None:
             return
         loads = [self.scoring_llm(llm, self.fit(llm)) + (True,)] if scores else []
-        if not scores or self.fit(llm).ranker.reads_written:  # (a fit that reads the written answer: its writer too)
+        if not scores or self.fit(llm).ranker.reads_written and self.cfg.reading:  # (a fit that reads: its writer)
             writer = self.routes().llm
             loads += [self.answering_llm(writer, None if scores else chosen.options) + (False,)] if writer else []
         for base, cfg, scoring in loads:

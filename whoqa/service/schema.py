@@ -18,6 +18,8 @@ class ServiceConfig:
     model: str | None = None  # memory network under WS/models (None: the best cross-validated)
     reader_model: str | None = None  # FiD reader under WS/models/reader (None: the best cross-validated)
     top: int = 5  # characters in a Who answer
+    reading: bool = True  # Who: the reader writes the answer where the fit reads one (False: counting alone, about
+    #                       4x faster; docs/who-ranker.md, "Reading and counting")
     evidence: int = 3  # evidence sentences
     passages: PassageConfig = field(default_factory=PassageConfig)  # retrieval for the LLM's passages
     grounding: GroundingConfig = field(default_factory=GroundingConfig)  # when an answer counts as found

@@ -74,8 +74,8 @@ def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> A
     if llm:
         base, cfg = svc.models.scoring_llm(llm, fit)
         reader = svc.models.llm(base, scores=True, cfg=cfg)
-    written = None
-    if fit.ranker.reads_written and svc.models.routes().llm is not None:  # (no LLM: the first stage alone)
+    written, writer = None, svc.models.routes().llm
+    if fit.ranker.reads_written and svc.cfg.reading and writer is not None:  # (else counting alone)
         # linked to the cast, from the passages the fit's written answers were read from
         written, _ = written_answer(svc, ob, query, fit.ranker.written_passages())
     got = rank(fit.ranker, ob, query, wins, reader, svc.models.pool(who=True), svc.models.slots(fit),
@@ -84,7 +84,8 @@ def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> A
                           for i, p, s in zip(got.ids, got.probabilities, got.llm)], svc.cfg.top)
     r = fit.ranker
     model = (f"feature ranker + {llm} ({reader.runtime}) reading the passages for its top {r.top_k}" if llm else
-             "feature ranker, first stage (no local LLM)")
+             "feature ranker, first stage (no local LLM)") + (
+        f"; {model_name(writer)} writing the answer from the question's passages" if written is not None else "")
     calibration = {"by": "maximum likelihood on other books' questions", "fit": fit.where,
                    "fit_of": f"run {fit.measured_on}" if fit.measured_on else "the 41 shared books (shipped)",
                    "questions": r.questions, "ece": r.ece, "provenance": fit.provenance,
