@@ -79,8 +79,11 @@ def written_reasons(book, written, chars: list[Ranked]) -> list[str]:
     if not written.text:
         return []
     if written.answer is None:
+        if written.named_passed:
+            return [f"a language model that read the passages wrote {written.text!r}, the person the question names, "
+                    f"so the counts decide"]
         return [f"a language model that read the passages wrote {written.text!r}, which names none of the book's "
-                f"characters" + (", only the one the question names" if written.named_passed else "")]
+                f"characters, so the counts decide"]
     name = book.characters[written.answer].name if written.answer in book.characters else "?"
     agree = bool(chars) and chars[0].id == written.answer
     return [f"a language model that read the passages wrote {written.text!r}"
