@@ -115,3 +115,24 @@ def test_written_answers_are_read_back_per_question_and_a_damaged_file_is_one_li
         load_written(bad)
     with pytest.raises(FileNotFoundError, match="written.py"):
         load_written(tmp_path / "missing.jsonl.gz")
+
+
+def test_a_reader_that_wrote_only_the_questions_person_is_asked_once_more_told_so(book, monkeypatch):
+    """`write_again` (a fit with "written_again"): the question is asked again with "(The answer is not X.)" over the
+    same passages; the second answer stands where it links to someone, else the first (and its Answer) is kept."""
+    from types import SimpleNamespace
+    from whoqa.ranker.written import Written
+    from whoqa.service import scorers
+    aliases = AliasIndex(book.characters)
+    query = Query.read("Who does Glenister thank?").about(aliases)
+    glenister = cast_of(book).of(next(iter(query.named)))
+    asked, second = [], [Written("Joe Dextry", linked=[7])]
+    monkeypatch.setattr(scorers, "_write", lambda svc, ob, q, wins, a=None: (asked.append(a.text), (second[0], "ans2"))[1])
+    ob = SimpleNamespace(book=book, query=lambda text: Query.read(text).about(aliases))
+    first = (Written("Glenister thanks himself", named_passed=[glenister]), "ans1")
+    got, ans = scorers.write_again(None, ob, query, [], first)
+    name = book.characters[glenister].name
+    assert asked == [f"Who does Glenister thank? (The answer is not {name}.)"]
+    assert got.linked == [7] and ans == "ans2" and glenister in got.named_passed
+    second[0] = Written("himself")  # linking no one: the first stands
+    assert scorers.write_again(None, ob, query, [], first) == first

@@ -64,9 +64,10 @@ class Service(BookIntake):
         ans.seconds = round(time.perf_counter() - t0, 4)
         return ans
 
-    def written(self, book_id: str, question: str | Query, upto: str | None = None):
+    def written(self, book_id: str, question: str | Query, upto: str | None = None, again: bool = False):
         """A Who question answered as the reader of other questions writes answers, linked to the book's cast
-        (whoqa.ranker.written): (Written, the reader's Answer)."""
+        (whoqa.ranker.written): (Written, the reader's Answer); `again`: asked once more where it wrote only the
+        question's own person (whoqa.service.scorers.write_again)."""
         with self.lock:
             ob = self.open(book_id, upto)
-            return written_answer(self, ob, ob.query(question))
+            return written_answer(self, ob, ob.query(question), again=again)

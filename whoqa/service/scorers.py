@@ -77,7 +77,8 @@ def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> A
     written, writer = None, svc.models.routes().llm
     if fit.ranker.reads_written and svc.cfg.reading and writer is not None:  # (else counting alone)
         # linked to the cast, from the passages the fit's written answers were read from
-        written, _ = written_answer(svc, ob, query, fit.ranker.written_passages())
+        written, _ = written_answer(svc, ob, query, fit.ranker.written_passages(),
+                                    again=bool((fit.ranker.prompt or {}).get("written_again")))
     got = rank(fit.ranker, ob, query, wins, reader, svc.models.pool(who=True), svc.models.slots(fit),
                written.linked if written else None)
     chars = one_per_name([Ranked(i, book.characters[i].name, p, s)
@@ -138,12 +139,35 @@ def llm_answer(svc: Serving, ob: OpenBook, query: Query, route: Route | None = N
                     query)
 
 
-def written_answer(svc: Serving, ob: OpenBook, query: Query, passages: PassageConfig | None = None):
+def written_answer(svc: Serving, ob: OpenBook, query: Query, passages: PassageConfig | None = None,
+                   again: bool = False):
     """A Who question answered as the reader of other questions writes answers (from `passages`' windows; default
-    the service's), linked to the book's cast (whoqa.ranker.written): (Written, the reader's Answer)."""
-    from whoqa.ranker.written import link
+    the service's), linked to the book's cast (whoqa.ranker.written): (Written, the reader's Answer). `again`: where
+    it wrote only the person the question names, it is asked once more (`write_again`)."""
     wins = svc.passages(ob, query, passages)
-    ans = llm_answer(svc, ob, query, wins=wins)
+    written, ans = _write(svc, ob, query, wins)
+    if again and written.answer is None and written.named_passed:
+        return write_again(svc, ob, query, wins, (written, ans))
+    return written, ans
+
+
+def write_again(svc: Serving, ob: OpenBook, query: Query, wins: list, first: tuple):
+    """The reader asked once more, told that the person the question names is not the answer ("Who is Krag to
+    Maskull?" answered "Krag is to Maskull a friend" names only the question's own people): the question with "(The
+    answer is not Krag or Maskull.)", over the same passages. `first`: the first (Written, Answer); the second
+    stands where it links, else the first."""
+    names = " or ".join(dict.fromkeys(ob.book.characters[r].name for r in first[0].named_passed))
+    written, ans = _write(svc, ob, query, wins, ob.query(f"{query.text} (The answer is not {names}.)"))
+    if written.answer is None:
+        return first
+    written.named_passed = list(dict.fromkeys(first[0].named_passed + written.named_passed))
+    return written, ans
+
+
+def _write(svc: Serving, ob: OpenBook, query: Query, wins: list, asked: Query | None = None):
+    """The reader's answer to `asked` (default the question) from these windows, linked as an answer to `query`."""
+    from whoqa.ranker.written import link
+    ans = llm_answer(svc, ob, asked or query, wins=wins)
     sentences = [s for a, b, *_ in wins[:len(ans.passages)] for s in range(int(a), int(b) + 1)]
     return link(ob.book, ob.aliases, query, ans.answer or ans.withheld, sentences), ans
 

@@ -18,9 +18,10 @@ HERE = Path(__file__).parent
 
 def label(r: dict) -> str:
     """An arm with the written answers it read: `written-first` from the fusion passages (the first file made), else
-    `written-first (pool)`."""
+    `written-first (pool)`, `written-only (pool again)`."""
     w = r.get("written")
-    return r["arm"] if w in (None, "written_fusion_1.5b.jsonl.gz") else f"{r['arm']} ({w.split('_')[1]})"
+    return r["arm"] if w in (None, "written_fusion_1.5b.jsonl.gz") else \
+        f"{r['arm']} ({w.removeprefix('written_').split('_1.5b')[0].replace('_', ' ')})"
 
 
 lines = [json.loads(line) for line in (HERE / "two_stages_written.jsonl").open()]

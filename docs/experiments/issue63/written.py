@@ -14,6 +14,11 @@ The readers' questions (their Who rows, judged by name as `eval --questions` jud
 Each row: the question, the reader's text (shown or withheld), whom it links (cast representatives, in order), how
 (by name, through a passage mention, or not at all), the right answers (as cast representatives) and whether the first
 linked one is right. `--llm` names another reader (default: the one `ask` serves for other questions).
+`--again-from FIRST`: the rows of FIRST, each question whose reader wrote only the question's own person asked once
+more (`write_again`):
+
+    .venv/bin/python docs/experiments/issue63/written.py --workspace ws51 --fusion pool \
+        --again-from docs/experiments/issue63/written_pool_1.5b.jsonl.gz --out docs/experiments/issue63/written_pool_again_1.5b.jsonl.gz
 """
 from __future__ import annotations
 
@@ -53,6 +58,16 @@ def readers_items(svc: Service, questions: Path, books: Path) -> list[dict]:
             for q in rows]
 
 
+def again(svc: Service, it: dict, first: dict):
+    """The second write of a question whose first written answer named only the question's own person."""
+    from whoqa.ranker.written import Written
+    from whoqa.service.scorers import write_again
+    ob = svc.open(it["book"])
+    query = ob.read(it["question"])
+    wins = svc.passages(ob, query)
+    return write_again(svc, ob, query, wins, (Written(first["text"], named_passed=first["named_passed"]), None))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workspace", type=Path, required=True)
@@ -64,6 +79,9 @@ def main() -> None:
                                      "other questions with); bm25f: BM25F alone over the question's content words "
                                      "and named characters, no sentence vectors; pool: MiniLM re-ranking BM25F's "
                                      "first hits only")
+    ap.add_argument("--again-from", type=Path, help="a finished file of first written answers (same --fusion): each "
+                    "row copied, except where the reader wrote only the question's own person, which is asked once "
+                    "more (whoqa.service.scorers.write_again), as a fit with written_again serves")
     a = ap.parse_args()
     from dataclasses import replace
     from whoqa.retrieval.passages import PassageConfig
@@ -73,6 +91,7 @@ def main() -> None:
     svc = Service(a.workspace, cfg)
     items = readers_items(svc, a.questions, a.books) if a.questions else who_set_items(a.workspace)
     have = done_rows(a.out)
+    firsts = done_rows(a.again_from) if a.again_from else {}
     a.out.parent.mkdir(parents=True, exist_ok=True)
     from whoqa.evaluation.readers import who_rank
     from whoqa.ranker.features import answer_ids
@@ -80,16 +99,28 @@ def main() -> None:
         if it["key"] in have:
             continue
         t0 = time.perf_counter()
+        first = firsts.get(it["key"])
+        if first is not None and (first.get("linked") or not first.get("named_passed")):
+            row = {**first, "again": False}  # (linked, or no question's person passed over: as written first)
+            with gzip.open(a.out, "at", encoding="utf-8") as f:
+                f.write(json.dumps(row, sort_keys=True) + "\n")
+            have[it["key"]] = row
+            continue
         try:
-            w, ans = svc.written(it["book"], it["question"])
+            if first is not None:
+                w, ans = again(svc, it, first)
+            else:
+                w, ans = svc.written(it["book"], it["question"])
         except NothingMatched as e:
             row = {**it, "error": str(e)}
         else:
             book = svc.book(it["book"])
             names = [book.characters[r].name for r in w.linked]
-            row = {**it, "text": w.text, "shown": bool(ans.answer), "linked": w.linked, "linked_names": names,
+            row = {**it, "text": w.text, "shown": bool(ans.answer) if ans is not None else first.get("shown"), "linked": w.linked, "linked_names": names,
                    "named_passed": w.named_passed, "how": w.how, "sentence": w.sentence,
                    "seconds": round(time.perf_counter() - t0, 3)}
+            if first is not None:
+                row.update(again=True, first_text=first.get("text"))
             if "answers" in it:
                 right = answer_ids(book, it["answers"])
                 row.update(right=right, correct=bool(w.linked) and w.linked[0] in right)
