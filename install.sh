@@ -67,4 +67,5 @@ step "the name scorer's weights requantised, and WordNet for METEOR" "about 20 s
 # WordNet's data for METEOR's synonym stage (a download from GitHub: offline METEOR matches exact words and stems only)
 .venv/bin/python -m nltk.downloader -q wordnet > /dev/null 2>&1 || true
 .venv/bin/python -c "from whoqa.core.metrics import wordnet; wordnet() or print('WordNet not downloaded (offline?): METEOR matches exact words and stems only')"
+.venv/bin/python -c "from whoqa.cli.models import served_line; print(served_line())"  # (with llama.cpp now in place)
 step "done" "$(( SECONDS - began )) s in all"

@@ -357,6 +357,7 @@ def test_whoqa_models_says_which_llm_answers_and_which_scores_names(monkeypatch,
     line = served_line()
     assert "answered by qwen2.5-coder-1.5b through llama-cpp-python, about 5 s" in line
     assert "scored by qwen2.5-coder-0.5b" in line
+    assert "Who answers are written by qwen2.5-coder-1.5b first" in line  # (the shipped fit reads the written answer)
     monkeypatch.setattr(models, "llm_installed", lambda name: name != "qwen2.5-coder-0.5b")
     assert "scored by nothing (the first stage alone" in served_line()
     monkeypatch.setattr(routing, "installed_llm", lambda wanted=None: None)

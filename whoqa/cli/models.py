@@ -36,6 +36,8 @@ def served_line() -> str:
     m, native = measured_llm(reader), native_answers(reader)
     how = (f" through {'llama-cpp-python' if native else 'gpt4all'}, about {m.answer_seconds(native is not None):.0f} s"
            f" an answer on 2 cores" if m else "")
+    from whoqa.ranker.fits import shipped_fit
     names = who_llm_for(Workspace(default_home()), reader, named=False)
-    return (f"Other questions are answered by {reader}{how}; Who names are scored by "
+    writes = f"; Who answers are written by {reader} first" if shipped_fit().ranker.reads_written else ""
+    return (f"Other questions are answered by {reader}{how}{writes}; Who names are scored by "
             + (names if names else "nothing (the first stage alone: the LLM its fit weighs is not installed)"))
