@@ -25,7 +25,7 @@ CHECKED = [
      ["rows", "routed: features+by-book+rerank@qwen2.5-coder-0.5b+k5+features + fid[none]+lookup", "metrics",
       "rouge_l"]),
     ("the 1.5B's ROUGE-L over the answers it shows, unseen books", r"(\d+\.\d+) on the answers it shows",
-     "main", "results/served-other:llm@unseen.json", "text_answered.rouge_l"),
+     "main", "results/served-other:features+llm@unseen.json", "text_answered.rouge_l"),
     ("LitBank CoNLL F1", r"CoNLL F1 (\d+\.\d+)", "coref", "coref/rules.json", "conll_f1"),
 ]
 

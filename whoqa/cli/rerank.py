@@ -61,6 +61,9 @@ def rerank(
                                  "in the fit's questions); the two stages order the rest."),
     written_only: bool = option(RerankConfig, "written_only", help="With --written-first: where the written answer "
                                 "links to a candidate, no name scores (the first stage orders the rest)."),
+    written_mix: bool = option(RerankConfig, "written_mix", help="With --written-first: the written answer's "
+                               "candidate takes its place by the share it was right among the counted "
+                               "probabilities, instead of always first."),
     max_eval_samples: Optional[int] = option(RerankConfig, "max_eval_samples", help="Debug: the first N questions."),
     executor: str = option(ExecutorConfig, "executor", help="The LLM's name scores: local (this process) or ray "
                            "(batches of questions as tasks on a Ray cluster; the same rows, resumable)."),
@@ -75,7 +78,7 @@ def rerank(
                        folds=folds, fold_seed=fold_seed, llm_features=llm_features, rendering=rendering, marks=marks,
                        character_list=character_list, runtime=runtime, cast=cast, stage1=stage1,
                        shot_policy=shot_policy, written=written, written_first=written_first,
-                       written_only=written_only, max_eval_samples=max_eval_samples)
+                       written_only=written_only, written_mix=written_mix, max_eval_samples=max_eval_samples)
     report = stage(rerank_run, workspace, run, cfg, device=device, executor=ExecutorConfig(executor, ray_address))
     typer.echo("\n".join(report.summary()))
 

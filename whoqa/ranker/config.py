@@ -47,6 +47,9 @@ class RerankConfig:
     #                              (one ranking from reading and counting: docs/who-ranker.md)
     written_only: bool = False  # with written_first: where the written answer links to a candidate, the LLM does
     #                             not score names (the first stage orders the rest): a warm answer's time
+    written_mix: bool = False  # with written_first: the written answer's candidate takes its place by probability
+    #                            (the share it was right) among the two stages' probabilities, scaled to the rest,
+    #                            instead of always first: a counted answer surer than the reader stays first
     max_eval_samples: int | None = None  # debug: the first N questions
 
 

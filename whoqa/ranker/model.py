@@ -127,6 +127,8 @@ class FeatureRanker:
     #   candidate goes first with the share that applies (reading and counting agreeing are right more often)
     written_only: bool = False  # with written_first: where the written answer links to a candidate, the LLM is not
     #                             asked; the first stage orders the rest (and its agreement picks the share)
+    written_mix: bool = False  # with written_first: the written candidate takes its place by probability among the
+    #                            counted ones (scaled to the rest), not always first
     prompt: dict | None = None  # how the LLM's scores it weighs were made (passages, prompt_tokens, shots, weights;
     #                             None: the defaults)
 
@@ -183,7 +185,11 @@ class FeatureRanker:
         p = self.written_first[0 if order[0] == written else 1]
         rest = order != written
         scale = (1 - p) / max(float(probs[rest].sum()), 1e-12)
-        return np.concatenate([[written], order[rest]]), np.concatenate([[p], probs[rest] * scale])
+        order, probs = np.concatenate([[written], order[rest]]), np.concatenate([[p], probs[rest] * scale])
+        if self.written_mix:
+            by = np.argsort(-probs, kind="stable")  # (ties keep the written answer first)
+            order, probs = order[by], probs[by]
+        return order, probs
 
     def _counted(self, x: np.ndarray, llm: list[float] | None) -> tuple[np.ndarray, np.ndarray]:
         """The two stages' order and probabilities, before the written answer."""
@@ -207,13 +213,15 @@ class FeatureRanker:
 def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
                llm: Callable[[int, np.ndarray], list[float]] | None = None, source: str = "",
                llm_features: str = "log_softmax", stage1: tuple[str, ...] = STAGE1, cast: bool = False,
-               written_first: list[int | None] | None = None, written_only: bool = False) -> FeatureRanker:
+               written_first: list[int | None] | None = None, written_only: bool = False,
+               written_mix: bool = False) -> FeatureRanker:
     """Both stages fit on these questions: stage 1 on all their characters; stage 2 on each question's stage-1 top
     k, with llm(i, top) giving the LLM's scores of question i's candidates `top` (indices into its characters).
     `written_first`: each question's candidate that the reader's written answer names first (or None): the fit then
     puts it first, with the share of these questions where it was right, apart where the two stages also put it
     first and where they did not (the maximum-likelihood value of each); `written_only`: where it links, the LLM is
-    not asked, so the first stage alone decides that agreement."""
+    not asked, so the first stage alone decides that agreement; `written_mix`: it takes its place by that share
+    among the counted probabilities instead of always first."""
     w1 = fit(x1, y1)
     tops = [np.argsort(-(x @ w1), kind="stable")[:top_k] for x in x1]
     p_in = float(np.mean([y[t].any() for y, t in zip(y1, tops)])) if x1 else 0.0
@@ -225,7 +233,8 @@ def fit_ranker(x1: list[np.ndarray], y1: list[np.ndarray], top_k: int,
     names = {"stage1": list(stage1),
              "stage2": list(stage1) + [f"llm:{llm_features}:{k}" for k in range(width - len(stage1))]}
     ranker = FeatureRanker([float(v) for v in w1], [float(v) for v in w2], top_k, p_in, len(x1), source,
-                           features=names, llm_features=llm_features, cast=cast, written_only=written_only)
+                           features=names, llm_features=llm_features, cast=cast, written_only=written_only,
+                           written_mix=written_mix)
     if written_first and any(w is not None for w in written_first):
         right: dict[bool, list[bool]] = {True: [], False: []}  # counting agreeing with reading -> was it right
         for i, (x, y, w) in enumerate(zip(x1, y1, written_first)):

@@ -74,7 +74,8 @@ def measured_variant(cfg: RerankConfig) -> str:
     if cfg.candidates == "features" and stage1_features(cfg.stage1) != stage1_features(RerankConfig.stage1):
         parts.append("f-" + "-".join(stage1_features(cfg.stage1)))
     if cfg.candidates == "features" and cfg.written_first:
-        parts.append("writtenfirst" + ("+writtenonly" if cfg.written_only else ""))
+        parts.append("writtenfirst" + ("+writtenonly" if cfg.written_only else "")
+                     + ("+writtenmix" if cfg.written_mix else ""))
     if cfg.candidates == "features" and cfg.written:  # (another file of written answers: another measurement)
         from whoqa.core.runs import file_digest
         parts.append("written-" + file_digest(Path(cfg.written))[:8])
@@ -170,7 +171,7 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
             form, _ = (kind, {}) if kind else chosen(sub)
             ranker = fit_ranker([r["x"] for r in sub], [r["y"] for r in sub], cfg.top_k, llm_of(sub),
                                 llm_features=form, stage1=stage1, cast=cfg.cast, written_first=written_firsts(sub),
-                                written_only=cfg.written_only)
+                                written_only=cfg.written_only, written_mix=cfg.written_mix)
             fitted[str(f)] = asdict(ranker)
             for r in (r for r in rows if r["fold"] == f):
                 top = ranker.first(r["x"])
@@ -199,7 +200,7 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
     form, losses = chosen(rows)
     served = fit_ranker(xs, ys, cfg.top_k, llm_of(rows), source=f"run {run} of {ws}, {len(rows)} questions",
                         llm_features=form, stage1=stage1, cast=cfg.cast, written_first=written_firsts(rows),
-                        written_only=cfg.written_only)
+                        written_only=cfg.written_only, written_mix=cfg.written_mix)
     served.ece = result["ece"]  # (the cross-validated figure: what a user of the served fit can expect)
     served.prompt = {"passages": cfg.passages, "prompt_tokens": cfg.prompt_tokens, "shots": cfg.shots, "weights": None,
                      "llm": model_name(cfg.base), "shot_policy": cfg.shot_policy}

@@ -35,8 +35,11 @@ WHOLE_BOOK = ("rrf", "dense")  # the fusions that read every sentence's vector
 @dataclass
 class PassageConfig:
     query: str = "content"  # question | content (QUERIES)
-    fusion: str = "rrf"  # bm25f | rrf | dense (FUSIONS): rrf had the best recall@5 of an answer-bearing window on
-    #                      246 non-Who questions of 10 shared books (docs/experiments/issue52/recall.json)
+    fusion: str = "pool"  # bm25f | rrf | dense | pool (FUSIONS): rrf had the best recall@5 of an answer-bearing
+    #                      window on 246 non-Who questions of 10 shared books (docs/experiments/issue52/recall.json);
+    #                      pool keeps its answers (the 10 unseen books' 211 other questions: ROUGE-L 22.57 against
+    #                      22.15, "not found" 64 against 68: docs/experiments/issue64/pool_answers.json) without
+    #                      encoding the whole book, so a first other question waits seconds, not a minute
     rrf_k: int = 60  # reciprocal rank fusion's constant (Cormack et al. 2009): score = sum 1 / (k + rank)
     dense_pool: int = 1000  # sentences the dense ranking contributes
     pool_sentences: int = 300  # "pool": BM25F's hits MiniLM ranks (docs/experiments/issue64/pool_recall.json: 300

