@@ -85,9 +85,9 @@ def main() -> None:
     ws = Workspace(a.workspace)
     by_book = load_questions(ws)
     books = sorted(b for b in by_book if (ws.books / b).is_dir())[:a.books]
-    cfg, rcfg = PassageConfig(), RetrievalConfig()
+    cfg, rcfg = PassageConfig(fusion="rrf"), RetrievalConfig()  # (the whole book's vectors: the arms' reference)
     bm25f = PassageConfig(fusion="bm25f")
-    arms = ["served: rrf over the whole book's vectors", "bm25f content alone",
+    arms = ["rrf over the whole book's vectors (served until issue 64)", "bm25f content alone",
             *(f"rrf, MiniLM over BM25F's top {n}" for n in POOLS)]
     e5 = E5Pool() if a.e5 else None
     if e5:

@@ -29,7 +29,7 @@ from whoqa.service import Service
 
 SENTENCES = 3
 DEPTH = 60  # the cast members asked per book (the 40 shown, and the ones that move up when some are dropped)
-THRESHOLDS = (0.1, 0.2, 0.3, 0.5)
+THRESHOLDS = (0.5, 0.7, 0.8, 0.85, 0.875, 0.9)
 
 
 def prompt(name: str, sentences: list[str]) -> str:
@@ -56,15 +56,20 @@ def main() -> None:
     ap.add_argument("--labels", type=Path, default=Path("data_prep/readers/cast_labels.tsv"))
     ap.add_argument("--books", type=Path, default=Path("../shared/data/books-unlabeled"))
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--rescore", action="store_true", help="score OUT's answers again (other thresholds), asking nothing")
     a = ap.parse_args()
-    import llama_cpp
-    import torch
-    llm = llama_cpp.Llama(str(a.gguf), n_ctx=1024, n_threads=torch.get_num_threads(), verbose=False)
-    yes, no = llm.tokenize(b"Yes", add_bos=False)[0], llm.tokenize(b"No", add_bos=False)[0]
     labels: dict[str, dict[int, tuple[bool, str]]] = {}
     with a.labels.open(encoding="utf-8", newline="") as f:
         for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
             labels.setdefault(r["book"], {})[int(r["cluster"])] = (r["person"] == "yes", r["same"] or r["name"])
+    if a.rescore:
+        old = json.loads(a.out.read_text())
+        report(a, labels, old["asked"], old["seconds"])
+        return
+    import llama_cpp
+    import torch
+    llm = llama_cpp.Llama(str(a.gguf), n_ctx=1024, n_threads=torch.get_num_threads(), verbose=False)
+    yes, no = llm.tokenize(b"Yes", add_bos=False)[0], llm.tokenize(b"No", add_bos=False)[0]
     svc = Service(a.workspace)
     rows, t0 = [], time.perf_counter()
     for b, labelled in labels.items():
@@ -84,7 +89,10 @@ def main() -> None:
             rows.append({"book": b, "rep": r, "name": cast.names[r], "rank": rank, "mentions": mentions[r],
                          "label": labelled[r][0] if r in labelled else None, "p_yes": p_yes})
         print(f"{b}: {len(order)} asked, {time.perf_counter() - t0:.0f}s", flush=True)
+    report(a, labels, rows, round(time.perf_counter() - t0, 1))
 
+
+def report(a, labels: dict, rows: list[dict], seconds: float) -> None:
     def score(t: float | None) -> dict:
         """The top 40 after dropping those with P(Yes) < t (None: the rules alone), against the labels."""
         people = judged = dropped_people = dropped_not = 0
@@ -98,7 +106,7 @@ def main() -> None:
             dropped_not += sum(r["label"] is False for r in gone)
         return {"judged": judged, "people": people, "precision": round(100 * people / max(judged, 1), 2),
                 "dropped_from_top_40": {"people": dropped_people, "not_people": dropped_not}}
-    out = {"model": a.gguf.name, "seconds": round(time.perf_counter() - t0, 1), "rules_alone": score(None),
+    out = {"model": a.gguf.name, "seconds": seconds, "rules_alone": score(None),
            **{f"p_yes >= {t}": score(t) for t in THRESHOLDS}, "asked": rows}
     a.out.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: v for k, v in out.items() if k != "asked"}, indent=1))
