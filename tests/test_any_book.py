@@ -363,7 +363,8 @@ def test_a_fit_is_served_with_the_prompt_it_was_measured_with(ws, tmp_path, tiny
     assert shipped.ranker.llm_prompt() == {"passages": RerankConfig.passages, "prompt_tokens": RerankConfig.prompt_tokens,
                                            "shots": 0, "weights": "Q4_0", "llm": "qwen2.5-coder-0.5b",
                                            "shot_policy": "question", "examples": None,
-                                           "written_llm": "qwen2.5-coder-1.5b", "written_passages": "pool"}
+                                           "written_llm": "qwen2.5-coder-1.5b", "written_passages": "pool",
+                                           "written_again": True}
     # (measured: who-ranker.md; the written answers' reader and passages, issue 63)
     short = replace(shipped, ranker=replace(shipped.ranker, prompt={"passages": 2, "prompt_tokens": 200, "shots": 0}))
     monkeypatch.setattr(fits, "shipped_fit", lambda: short)

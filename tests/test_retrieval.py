@@ -135,11 +135,11 @@ def test_passage_windows_by_query_and_fusion(book, tmp_path):
     from whoqa.retrieval.passages import DenseIndex
     dense = DenseIndex(b, tmp_path / "v.npy")  # encoded once, then read back
     assert (tmp_path / "v.npy").is_file() and DenseIndex(b, tmp_path / "v.npy").vectors.shape == dense.vectors.shape
-    fused = passage_windows(b, idx, q, PassageConfig(), dense)
+    fused = passage_windows(b, idx, q, PassageConfig(fusion="rrf"), dense)
     assert fused and fused[0][0] <= sent["The station was crowded with people ."] <= fused[0][1]
     spanish = Query.read("¿Qué guarda ella en la cajita?").about(b.characters)  # no word is in the book: nothing
     assert passage_windows(b, idx, spanish, PassageConfig(fusion="bm25f")) == []  # by BM25F, the nearest by MiniLM
-    assert passage_windows(b, idx, spanish, PassageConfig(), dense)
+    assert passage_windows(b, idx, spanish, PassageConfig(fusion="rrf"), dense)
 
 
 def test_the_pool_fusion_encodes_only_bm25fs_hits_and_ranks_them_as_the_whole_books_vectors_do(book, tmp_path):
