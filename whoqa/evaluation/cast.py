@@ -89,13 +89,29 @@ def evaluate_cast(folder: Path, max_docs: int | None = None, progress: bool = Tr
 TOP_CAST = 40  # the cast's most mentioned people judged against the hand labels
 
 
+def most_mentioned(book: Book) -> list[int]:
+    """The cast's representatives, most mentioned first (a person's mentions under all of their names)."""
+    cast = cast_of(book)
+    mentions = {r: sum(book.characters[m].count for m in ms) for r, ms in cast.groups.items()}
+    return sorted(cast.groups, key=lambda r: (-mentions[r], r))
+
+
+def load_labels(path: Path) -> dict[str, dict[int, tuple[bool, str]]]:
+    """Hand labels of novels' casts (data_prep/readers/cast_labels.tsv): book -> cluster id -> (a person?, who)."""
+    import csv
+    rows: dict[str, dict[int, tuple[bool, str]]] = {}
+    with Path(path).open(encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
+            rows.setdefault(r["book"], {})[int(r["cluster"])] = (r["person"] == "yes", r["same"] or r["name"])
+    return rows
+
+
 def score_labels(book: Book, labels: dict[int, tuple[bool, str]], top: int = TOP_CAST) -> dict:
     """A whole novel's cast against hand labels (cluster id -> (a person?, who: one key per individual)): the share of
     its `top` most mentioned people that are people; the same-person pairs of labelled clusters it merges, and the
     pairs it merges that are two people (or a person and not one)."""
     cast = cast_of(book)
-    mentions = {r: sum(book.characters[m].count for m in ms) for r, ms in cast.groups.items()}
-    shown = sorted(cast.groups, key=lambda r: (-mentions[r], r))[:top]
+    shown = most_mentioned(book)[:top]
     judged = [r for r in shown if r in labels]
     same = [(a, b) for a in labels for b in labels if a < b and labels[a][0] and labels[b][0]
             and labels[a][1] == labels[b][1]]
@@ -113,12 +129,8 @@ def score_labels(book: Book, labels: dict[int, tuple[bool, str]], top: int = TOP
 def evaluate_labels(workspace: Path, labels: Path, books: Path) -> dict:
     """`whoqa eval-cast --labels`: each labelled novel (BOOKS/<id>.txt, taken into WORKSPACE as `ask` takes a file)
     scored by `score_labels`, and the totals."""
-    import csv
     from whoqa.service import Service
-    rows: dict[str, dict[int, tuple[bool, str]]] = {}
-    with Path(labels).open(encoding="utf-8", newline="") as f:
-        for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
-            rows.setdefault(r["book"], {})[int(r["cluster"])] = (r["person"] == "yes", r["same"] or r["name"])
+    rows = load_labels(labels)
     svc = Service(workspace)
     out = {}
     for b, labelled in rows.items():

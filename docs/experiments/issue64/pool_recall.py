@@ -34,17 +34,26 @@ THRESHOLD = 0.5
 KS = (1, 5, 10)
 
 
+def bm25f_ranked(ob, query, rcfg: RetrievalConfig) -> list[tuple[int, float]]:
+    """BM25F's sentence ranking for the question's content words (its whole words where none match), as served."""
+    return ob.index.search(query.content, query.characters, rcfg.pool) or \
+        ob.index.search(query.words, query.characters, rcfg.pool)
+
+
+def fused(ranked: list, pool: list[int], scores: np.ndarray, cfg: PassageConfig) -> list[tuple[int, float]]:
+    """BM25F's ranking fused by rrf with an embedder's ranking of its first hits `pool` (scores (pool,))."""
+    near = [(pool[i], float(scores[i])) for i in np.argsort(-scores, kind="stable")[:cfg.dense_pool]]
+    return rrf(ranked, near, k=cfg.rrf_k)
+
+
 def pool_windows(ob, query, dense: DenseIndex, n: int, cfg: PassageConfig, rcfg: RetrievalConfig):
     """As passage_windows' rrf, with MiniLM ranking only BM25F's top n sentences: (windows, sentences ranked)."""
-    ranked = ob.index.search(query.content, query.characters, rcfg.pool) or \
-        ob.index.search(query.words, query.characters, rcfg.pool)
+    ranked = bm25f_ranked(ob, query, rcfg)
     pool = [s for s, _ in ranked[:n]]
     if not pool:
         return [], 0
-    q = encode([query.text])[0]
-    scores = dense.vectors[pool] @ q  # (pool,)
-    near = [(pool[i], float(scores[i])) for i in np.argsort(-scores, kind="stable")[:cfg.dense_pool]]
-    return windows(rrf(ranked, near, k=cfg.rrf_k), rcfg.context_sentences, len(ob.book.sentences), rcfg.window), \
+    scores = dense.vectors[pool] @ encode([query.text])[0]  # (pool,)
+    return windows(fused(ranked, pool, scores, cfg), rcfg.context_sentences, len(ob.book.sentences), rcfg.window), \
         len(pool)
 
 
@@ -59,8 +68,7 @@ class E5Pool:
     def windows(self, ob, query, n: int, cfg: PassageConfig, rcfg: RetrievalConfig):
         if self.book != ob.book.id:
             self.book, self.cache = ob.book.id, {}
-        ranked = ob.index.search(query.content, query.characters, rcfg.pool) or \
-            ob.index.search(query.words, query.characters, rcfg.pool)
+        ranked = bm25f_ranked(ob, query, rcfg)
         pool = [s for s, _ in ranked[:n]]
         if not pool:
             return []
@@ -70,8 +78,7 @@ class E5Pool:
             for s, v in zip(new, self.model.passage([sentence_text(ob.book, s) for s in new])):
                 self.cache[s] = v
         scores = np.stack([self.cache[s] for s in pool]) @ self.model.query(query.text)  # (pool,)
-        near = [(pool[i], float(scores[i])) for i in np.argsort(-scores, kind="stable")[:cfg.dense_pool]]
-        return windows(rrf(ranked, near, k=cfg.rrf_k), rcfg.context_sentences, len(ob.book.sentences), rcfg.window)
+        return windows(fused(ranked, pool, scores, cfg), rcfg.context_sentences, len(ob.book.sentences), rcfg.window)
 
 
 def main() -> None:

@@ -29,7 +29,9 @@ from whoqa.core.workspace import Workspace
 from whoqa.reader.data import window_text
 from whoqa.retrieval.bm25f import RetrievalConfig, windows
 from whoqa.retrieval.openbook import open_book
-from whoqa.retrieval.passages import DenseIndex, PassageConfig, encode, rrf
+from whoqa.retrieval.passages import DenseIndex, PassageConfig, encode
+
+from pool_recall import bm25f_ranked, fused  # (this folder's: the served pool fusion's two steps)
 
 WIDTHS = (1, 3, 5, 9)  # sentences a window holds around its hit (5 served)
 BUDGETS = (150, 300, 600)  # words of passages read (300: about the served prompt)
@@ -38,14 +40,11 @@ THRESHOLD = 0.5
 
 def ranked_sentences(ob, query, dense: DenseIndex, cfg: PassageConfig, rcfg: RetrievalConfig) -> list:
     """The served pool fusion's sentence ranking (before windows)."""
-    ranked = ob.index.search(query.content, query.characters, rcfg.pool) or \
-        ob.index.search(query.words, query.characters, rcfg.pool)
+    ranked = bm25f_ranked(ob, query, rcfg)
     pool = [s for s, _ in ranked[:cfg.pool_sentences]]
     if not pool:
         return []
-    scores = dense.vectors[pool] @ encode([query.text])[0]  # (pool,)
-    near = [(pool[i], float(scores[i])) for i in np.argsort(-scores, kind="stable")[:cfg.dense_pool]]
-    return rrf(ranked, near, k=cfg.rrf_k)
+    return fused(ranked, pool, dense.vectors[pool] @ encode([query.text])[0], cfg)
 
 
 def main() -> None:

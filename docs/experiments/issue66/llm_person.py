@@ -15,7 +15,6 @@ labelled people it would drop.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from whoqa.core.book import Book
-from whoqa.evaluation.cast import TOP_CAST
+from whoqa.evaluation.cast import TOP_CAST, load_labels, most_mentioned
 from whoqa.ranker.cast import cast_of
 from whoqa.service import Service
 
@@ -58,13 +57,10 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--rescore", action="store_true", help="score OUT's answers again (other thresholds), asking nothing")
     a = ap.parse_args()
-    labels: dict[str, dict[int, tuple[bool, str]]] = {}
-    with a.labels.open(encoding="utf-8", newline="") as f:
-        for r in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
-            labels.setdefault(r["book"], {})[int(r["cluster"])] = (r["person"] == "yes", r["same"] or r["name"])
+    labels = load_labels(a.labels)
     if a.rescore:
         old = json.loads(a.out.read_text())
-        report(a, labels, old["asked"], old["seconds"])
+        report(a, labels, old["asked"], old["seconds"], old["model"])
         return
     import llama_cpp
     import torch
@@ -77,7 +73,7 @@ def main() -> None:
         book = Book.load(svc.ws.books / wid, wid)
         cast = cast_of(book)
         mentions = {r: sum(book.characters[m].count for m in ms) for r, ms in cast.groups.items()}
-        order = sorted(cast.groups, key=lambda r: (-mentions[r], r))[:DEPTH]
+        order = most_mentioned(book)[:DEPTH]
         for rank, r in enumerate(order):
             said = member_sentences(book, cast.groups[r])
             p_yes = None
@@ -89,10 +85,10 @@ def main() -> None:
             rows.append({"book": b, "rep": r, "name": cast.names[r], "rank": rank, "mentions": mentions[r],
                          "label": labelled[r][0] if r in labelled else None, "p_yes": p_yes})
         print(f"{b}: {len(order)} asked, {time.perf_counter() - t0:.0f}s", flush=True)
-    report(a, labels, rows, round(time.perf_counter() - t0, 1))
+    report(a, labels, rows, round(time.perf_counter() - t0, 1), a.gguf.name)
 
 
-def report(a, labels: dict, rows: list[dict], seconds: float) -> None:
+def report(a, labels: dict, rows: list[dict], seconds: float, model: str) -> None:
     def score(t: float | None) -> dict:
         """The top 40 after dropping those with P(Yes) < t (None: the rules alone), against the labels."""
         people = judged = dropped_people = dropped_not = 0
@@ -106,7 +102,7 @@ def report(a, labels: dict, rows: list[dict], seconds: float) -> None:
             dropped_not += sum(r["label"] is False for r in gone)
         return {"judged": judged, "people": people, "precision": round(100 * people / max(judged, 1), 2),
                 "dropped_from_top_40": {"people": dropped_people, "not_people": dropped_not}}
-    out = {"model": a.gguf.name, "seconds": seconds, "rules_alone": score(None),
+    out = {"model": model, "seconds": seconds, "rules_alone": score(None),
            **{f"p_yes >= {t}": score(t) for t in THRESHOLDS}, "asked": rows}
     a.out.write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps({k: v for k, v in out.items() if k != "asked"}, indent=1))
