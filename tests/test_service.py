@@ -199,6 +199,63 @@ def test_ask_shows_no_answer_the_passages_do_not_hold(ws, tiny_llm_path):
     assert doc["withheld"] not in r.stdout.splitlines()[0] and doc["grounds"][0]["text"] in r.output
 
 
+def test_a_second_look_reads_where_the_withheld_answer_points_and_shows_only_what_a_sentence_about_it_holds(
+        ws, tiny_llm_path, monkeypatch):
+    """A withheld answer's second look searches the book with the question and that answer: the passages it reads
+    hold the sentence the answer came from though the question's own passages did not. Its answer is shown only where
+    a sentence of those passages holds it and that passage is about the question (it holds a word of the question:
+    passages found by the answer's own words always hold the answer); else the first "not found" stands. The reader
+    is the real tiny LLM for the first case; then a reader that answers with the sentence it was told of, where it
+    reads it (so what is asserted is where it looked and what was let through)."""
+    from dataclasses import replace
+    from whoqa.core.words import FUNCTION_WORDS
+    from whoqa.service import scorers
+    from whoqa.service.evidence import grounded
+    from whoqa.service.schema import Answer
+    cfg = ServiceConfig(llm=tiny_llm_path, device="cpu")
+    cfg = replace(cfg, grounding=replace(cfg.grounding, second_look=True))
+    svc = Service(ws, cfg)
+    ob = svc.open(DYING_DETECTIVE)
+    book = ob.book
+    q = "What is in the ivory box?"
+    query = ob.query(q)
+    route = svc.route(DYING_DETECTIVE, q)
+    first_read = {s for a, b, *_ in svc.passages(ob, query)[:5] for s in range(int(a), int(b) + 1)}
+    first = scorers.read_answer(svc, ob, query, route)
+    assert not first.found and first.withheld  # (the tiny LLM's random text)
+    kept = scorers.second_look(svc, ob, query, route, first)
+    assert kept is first and not kept.found  # the random second answer is held by no sentence either
+
+    def content(s):
+        return [w for w in book.sentence_words(s) if w.isalpha() and w.lower() not in FUNCTION_WORDS]
+
+    def asks(s):
+        return bool({w.lower() for w in book.sentence_words(s)} & {"ivory", "box"})
+    n = len(book.sentences)
+    # sentences the question's passages never read: one about a box, one far from any word of the question
+    about = next(s for s in range(n) if s not in first_read and asks(s) and len(content(s)) >= 4)
+    off = next(s for s in range(n) if s not in first_read and len(content(s)) >= 4
+               and not any(asks(x) for x in range(max(0, s - 10), min(n, s + 11))))
+    told = {}
+
+    def extractive(svc_, ob_, query_, route_=None, wins=None):  # answers with the sentence told of, where it reads it
+        wins = (wins if wins is not None else svc_.passages(ob_, query_))[:5]
+        far = told["sentence"]
+        said = " ".join(book.sentence_words(far)) if any(a <= far <= b for a, b, *_ in wins) else "a heart attack"
+        return grounded(Answer(query_.text, ob_.id, "reader", "llm", "", "m", answer=said,
+                               passages=["..."] * len(wins)), book, wins, said, svc_.cfg.grounding, query_)
+    monkeypatch.setattr(scorers, "read_answer", extractive)
+    for far, shown in ((about, True), (off, False)):
+        told["sentence"] = far
+        first.withheld = " ".join(content(far)[:4])
+        got = scorers.second_look(svc, ob, query, route, first)
+        if shown:
+            assert got is not first and got.found and far in {g.sentence for g in got.grounds}
+            assert any("a first reading" in w and first.withheld in w for w in got.why)
+        else:  # held by a sentence of its passages, but none of them is about an ivory box
+            assert got is first and not got.found
+
+
 def test_the_prompt_served_is_the_prompt_measured(ws, tiny_llm_path, tmp_path, monkeypatch):
     """For a question of the workspace, the name-score prompt `whoqa rerank` measured and the one `ask` serves are
     the same tokens: with few shots drawn per question (a workspace's own fit made so), and with none (the shipped

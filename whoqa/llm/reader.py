@@ -174,12 +174,12 @@ def clean_answer(text: str) -> str:
     return line[:-1].rstrip() if line.endswith(".") and not line.endswith("..") else line
 
 
-def answer_from_book(reader: "LLMReader", ob: OpenBook, query: Query, pool: ShotPool | list = (),
-                     cfg: LLMConfig = LLMConfig(), wins: list | None = None) -> tuple[str, list[str]]:
-    """(answer, passages read) for a question about an opened book: its BM25F
-    passages, a few (question, answer) examples of other books from `pool` for the answers' style (the shots the workspace's LLM
-    runs drew for the same question: whoqa.llm.prompt). No passage
-    matched, no answer: NothingMatched, rather than the model inventing one."""
+def reading(ob: OpenBook, query: Query, pool: ShotPool | list = (), cfg: LLMConfig = LLMConfig(),
+            wins: list | None = None) -> tuple[list[str], list[int], list, list]:
+    """What the reader is given for a question about an opened book: (its passages, their first sentences, a few
+    (question, answer) examples of other books from `pool` for the answers' style (the shots the workspace's LLM runs
+    drew for the same question: whoqa.llm.prompt), the characters listed after the passages). No passage matched:
+    NothingMatched, rather than the model inventing an answer."""
     book = ob.book
     wins = ob.windows(query) if wins is None else wins
     passages, starts = bm25f_passages(ob, query, cfg.top_k, True, wins)
@@ -192,5 +192,13 @@ def answer_from_book(reader: "LLMReader", ob: OpenBook, query: Query, pool: Shot
         passages, listed = shown(book, spans, cfg.rendering, "all", cfg.character_list)
         starts = [a for a, _ in spans]
     shots = ShotPool.of(pool).shots(book.id, query.text, cfg.shots, cfg.seed)  # as the LLM run measured it
+    return passages, starts, shots, listed
+
+
+def answer_from_book(reader: "LLMReader", ob: OpenBook, query: Query, pool: ShotPool | list = (),
+                     cfg: LLMConfig = LLMConfig(), wins: list | None = None) -> tuple[str, list[str]]:
+    """(answer, passages read) for a question about an opened book, from what `reading` gives the reader (its BM25F
+    passages by default)."""
+    passages, starts, shots, listed = reading(ob, query, pool, cfg, wins)
     text, info = reader.answer(query.text, passages, shots, starts, cfg.order, keep_prompt=True, characters=listed)
     return shortener(cfg.shorten)(text, info["passages_used"]), info["passages_used"]

@@ -183,8 +183,10 @@ class BM25FIndex:
         if not any(Path(path).glob("segments_*")):
             BM25FIndex.build(book, Path(path))
 
-    def search(self, words: str, chars: str, k: int) -> list[tuple[int, float]]:
-        from whoqa.retrieval.lucene import analyzer
+    def search(self, words: str, chars: str, k: int, boosts: dict[str, float] | None = None) -> list[tuple[int, float]]:
+        """The k best sentences for the words and characters (BM25F over both fields); `boosts`: analysed terms whose
+        score counts that many times (Lucene's BoostQuery)."""
+        from whoqa.retrieval.lucene import analyzer, java
         terms = list(dict.fromkeys(analyzer().analyze(words) + chars.lower().split()))
         if not terms:
             return []
@@ -194,7 +196,10 @@ class BM25FIndex:
             cfq.addField("contents", float(self.cfg.words_weight))
             cfq.addField("characters", float(self.cfg.characters_weight))
             cfq.addTerm(self._bytes(term.encode("utf-8")))
-            bq.add(cfq.build(), self._should)
+            q = cfq.build()
+            if boosts and boosts.get(term, 1.0) != 1.0:
+                q = java("org.apache.lucene.search.BoostQuery")(q, float(boosts[term]))
+            bq.add(q, self._should)
         hits = self.searcher.search(bq.build(), k, self._sort, True).scoreDocs
         return _adjust_ties([(self._ids[h.doc], h.score) for h in hits])
 
@@ -208,12 +213,12 @@ class CutIndex:
     def __init__(self, index: BM25FIndex, cut: int, total: int):
         self.index, self.cut, self.total = index, cut, total
 
-    def search(self, words: str, chars: str, k: int) -> list[tuple[int, float]]:
+    def search(self, words: str, chars: str, k: int, boosts: dict[str, float] | None = None) -> list[tuple[int, float]]:
         wider = min(self.total, -(-k * self.total // max(self.cut, 1)))
-        hits = self.index.search(words, chars, max(k, wider))
+        hits = self.index.search(words, chars, max(k, wider), boosts)
         kept = [(s, x) for s, x in hits if s < self.cut]
         if len(kept) < k and len(hits) >= max(k, wider):  # the cut dropped more than its share: every hit, then
-            kept = [(s, x) for s, x in self.index.search(words, chars, self.total) if s < self.cut]
+            kept = [(s, x) for s, x in self.index.search(words, chars, self.total, boosts) if s < self.cut]
         return kept[:k]
 
 

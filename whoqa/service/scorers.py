@@ -14,7 +14,9 @@ from dataclasses import asdict
 from typing import Callable, Protocol
 
 from whoqa.core.query import Query
+from whoqa.core.words import answer_tokens
 from whoqa.llm.config import LLMConfig, model_name
+from whoqa.llm.grounding import sentence_words_text
 from whoqa.retrieval.bm25f import context_sentences
 from whoqa.retrieval.openbook import OpenBook
 from whoqa.retrieval.passages import PassageConfig
@@ -114,9 +116,44 @@ def reader_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> Ans
 
 
 @scorer("llm")
-def llm_answer(svc: Serving, ob: OpenBook, query: Query, route: Route | None = None,
-               wins: list | None = None) -> Answer:
-    """The installed LLM's answer, with the options of the LLM run the route measured (else LLMConfig's)."""
+def llm_answer(svc: Serving, ob: OpenBook, query: Query, route: Route | None = None) -> Answer:
+    """The installed LLM's answer from the question's passages; where no passage holds it and GroundingConfig's
+    second_look is on, read once more from the passages its answer finds (`second_look`)."""
+    ans = read_answer(svc, ob, query, route)
+    if not ans.found and ans.withheld and svc.cfg.grounding.second_look:
+        return second_look(svc, ob, query, route, ans)
+    return ans
+
+
+def second_look(svc: Serving, ob: OpenBook, query: Query, route: Route | None, first: Answer) -> Answer:
+    """A second look before "not found": the book searched with the question and the answer no passage held (the
+    reader often knows where to look when it did not read it: "He dies from a gunshot wound"), read once more; the new
+    answer stands where a sentence of its passages holds it, else the first (not found, with its passages)."""
+    wins = svc.passages(ob, ob.query(f"{query.text} {first.withheld}"))
+    again = read_answer(svc, ob, query, route, wins)
+    if not again.found or not _about_the_question(ob, query, wins, again):
+        return first
+    again.why.insert(1, f"a first reading of the passages closest to your question gave {first.withheld!r}, which "
+                        "they do not hold; this answer comes from reading the passages that match it")
+    return again
+
+
+def _about_the_question(ob: OpenBook, query: Query, wins: list, ans: Answer) -> bool:
+    """Whether the passage an answer of the second look rests on is about the question: its window holds a content
+    word of the question besides the names. Passages found with the answer's own words always hold the answer, so
+    grounding alone lets "Chimene" through for "Where does this story take place?"; this does not."""
+    if not ans.grounds:
+        return False
+    asked, s = set(answer_tokens(query.content)), ans.grounds[0].sentence
+    return any(a <= s <= b and asked & set(answer_tokens(" ".join(sentence_words_text(ob.book, x)
+                                                                   for x in range(int(a), int(b) + 1))))
+               for a, b, *_ in wins[:len(ans.passages) or 1])
+
+
+def read_answer(svc: Serving, ob: OpenBook, query: Query, route: Route | None = None,
+                wins: list | None = None) -> Answer:
+    """The installed LLM's answer from `wins` (default the question's passages), with the options of the LLM run the
+    route measured (else LLMConfig's), grounded in what it read."""
     from whoqa.llm.reader import answer_from_book
     llm = svc.models.routes().llm
     if llm is None:
@@ -167,7 +204,7 @@ def write_again(svc: Serving, ob: OpenBook, query: Query, wins: list, first: tup
 def _write(svc: Serving, ob: OpenBook, query: Query, wins: list, asked: Query | None = None):
     """The reader's answer to `asked` (default the question) from these windows, linked as an answer to `query`."""
     from whoqa.ranker.written import link
-    ans = llm_answer(svc, ob, asked or query, wins=wins)
+    ans = read_answer(svc, ob, asked or query, wins=wins)
     sentences = [s for a, b, *_ in wins[:len(ans.passages)] for s in range(int(a), int(b) + 1)]
     return link(ob.book, ob.aliases, query, ans.answer or ans.withheld, sentences), ans
 
