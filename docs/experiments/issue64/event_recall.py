@@ -21,20 +21,19 @@ from pathlib import Path
 import numpy as np
 
 from whoqa.core.lexicon import is_who_question, load_nlp
-from whoqa.core.metrics import best_span_rouge_l, paired_book_bootstrap
+from whoqa.core.metrics import paired_book_bootstrap
 from whoqa.core.store import load_questions
 from whoqa.core.words import answer_tokens
 from whoqa.core.workspace import Workspace
-from whoqa.reader.data import window_text
 from whoqa.retrieval.bm25f import RetrievalConfig, windows
 from whoqa.retrieval.lucene import analyzer
 from whoqa.retrieval.openbook import open_book
 from whoqa.retrieval.passages import DenseIndex, PassageConfig, encode
 
-from pool_recall import fused  # (this folder's: the served pool fusion's last step)
+from pool_recall import KS, THRESHOLD, first_bearing, fused  # (this folder's: the served pool fusion's last
+#                                                               step, the recall criterion)
 
 HERE = Path(__file__).parent
-THRESHOLD, KS = 0.5, (1, 5, 10)
 LIGHT_VERBS = {"be", "do", "have", "get", "make", "happen", "take", "go", "say", "call", "name"}
 OBJECTS = {"dobj", "pobj", "attr", "nsubj", "nsubjpass", "oprd", "dative", "obj", "iobj"}
 ARMS = {"served (pool)": None, "event verbs x2": ("verbs", 2.0), "event verbs and objects x2": ("all", 2.0),
@@ -92,13 +91,7 @@ def main() -> None:
                     scores = dense.vectors[pool] @ qvec  # (pool,)
                     wins = windows(fused(ranked, pool, scores, cfg), rcfg.context_sentences, len(book.sentences),
                                    rcfg.window)
-                row["rank"][arm] = None
-                for r, (x, y, _) in enumerate(wins[:max(KS)], start=1):
-                    if (x, y) not in texts:
-                        texts[(x, y)] = answer_tokens(window_text(book, int(x), int(y)))
-                    if max(best_span_rouge_l(g, texts[(x, y)]) for g in golds) >= THRESHOLD:
-                        row["rank"][arm] = r
-                        break
+                row["rank"][arm] = first_bearing(book, wins, golds, texts)
             rows.append(row)
         print(f"{b}: {sum(1 for r in rows if r['book'] == b)} questions, {time.perf_counter() - t0:.0f}s", flush=True)
     keys = [f"recall@{k}" for k in KS]

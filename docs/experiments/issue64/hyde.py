@@ -23,17 +23,17 @@ from pathlib import Path
 
 import numpy as np
 
-from whoqa.core.metrics import best_span_rouge_l, paired_book_bootstrap
+from whoqa.core.metrics import paired_book_bootstrap
 from whoqa.core.words import answer_tokens
 from whoqa.evaluation.unseen import other_questions
-from whoqa.reader.data import window_text
 from whoqa.retrieval.bm25f import RetrievalConfig, windows
 from whoqa.retrieval.passages import PassageConfig, rrf
 from whoqa.service.answers import Service
 from whoqa.service.schema import ServiceConfig
 
+from pool_recall import KS, THRESHOLD, first_bearing  # (this folder's: the recall criterion)
+
 HERE = Path(__file__).parent
-THRESHOLD, KS = 0.5, (1, 5, 10)
 INSTRUCTION = ("Write one sentence, as the novel itself might say it, that answers this question about the novel. "
                "Use the names the question uses. Question: {q}")
 
@@ -69,15 +69,6 @@ def hypotheses(svc: Service, questions: list[dict], path: Path, max_new_tokens: 
         if i % 10 == 0:
             print(f"{i}/{len(todo)} hypotheses, {time.perf_counter() - t0:.0f}s", flush=True)
     return done
-
-
-def first_bearing(book, wins: list, golds: list[list[str]], texts: dict) -> int | None:
-    for r, (x, y, *_) in enumerate(wins[:max(KS)], start=1):
-        if (x, y) not in texts:
-            texts[(x, y)] = answer_tokens(window_text(book, int(x), int(y)))
-        if max(best_span_rouge_l(g, texts[(x, y)]) for g in golds) >= THRESHOLD:
-            return r
-    return None
 
 
 def main() -> None:

@@ -47,6 +47,17 @@ def fused(ranked: list, pool: list[int], scores: np.ndarray, cfg: PassageConfig)
     return rrf(ranked, near, k=cfg.rrf_k)
 
 
+def first_bearing(book, wins: list, golds: list[list[str]], texts: dict) -> int | None:
+    """The rank (1..max(KS)) of the first answer-bearing window (a span of ROUGE-L >= THRESHOLD against a gold
+    answer's tokens), None if none; `texts` caches windows' tokens by (first, last)."""
+    for r, (x, y, *_) in enumerate(wins[:max(KS)], start=1):
+        if (x, y) not in texts:
+            texts[(x, y)] = answer_tokens(window_text(book, int(x), int(y)))
+        if max(best_span_rouge_l(g, texts[(x, y)]) for g in golds) >= THRESHOLD:
+            return r
+    return None
+
+
 def pool_windows(ob, query, dense: DenseIndex, n: int, cfg: PassageConfig, rcfg: RetrievalConfig):
     """As passage_windows' rrf, with MiniLM ranking only BM25F's top n sentences: (windows, sentences ranked)."""
     ranked = bm25f_ranked(ob, query, rcfg)
@@ -162,14 +173,7 @@ def main() -> None:
                 encoded[arm] = encoded[arms[3]]
             row = {"book": b, "question_id": q["question_id"], "sentences": len(book.sentences),
                    "encoded": encoded, "rank": {}}
-            for arm, wins in got.items():
-                row["rank"][arm] = None
-                for r, (x, y, _) in enumerate(wins[:max(KS)], start=1):
-                    if (x, y) not in texts:
-                        texts[(x, y)] = answer_tokens(window_text(book, int(x), int(y)))
-                    if max(best_span_rouge_l(g, texts[(x, y)]) for g in golds) >= THRESHOLD:
-                        row["rank"][arm] = r
-                        break
+            row["rank"] = {arm: first_bearing(book, wins, golds, texts) for arm, wins in got.items()}
             rows.append(row)
         print(f"{b}: {sum(1 for r in rows if r['book'] == b)} questions, {time.perf_counter() - t0:.0f}s", flush=True)
     keys = [f"recall@{k}" for k in KS]

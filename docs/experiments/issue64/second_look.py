@@ -17,33 +17,14 @@ import time
 from pathlib import Path
 
 from whoqa.core.metrics import paired_book_bootstrap, text_metrics
-from whoqa.evaluation.unseen import other_questions, other_scores
+from whoqa.evaluation.unseen import other_questions
 from whoqa.service.answers import Service
 from whoqa.service.schema import Answer, ServiceConfig
 from whoqa.service.scorers import second_look
 
+from pool_answers import per_question, rows, scores  # (this folder's: the served answers' scores)
+
 HERE = Path(__file__).parent
-
-
-def rows(path: Path) -> dict[int, dict]:
-    if not path.exists():
-        return {}
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return {r["question_id"]: r for r in map(json.loads, f) if "question_id" in r}
-
-
-def scores(got: dict, ids: list[int], refs: list[list[str]]) -> dict:
-    s = other_scores([got[i] for i in ids], refs)
-    return {"answer_coverage": round(s["answer_coverage"], 2), "not_found": s["not_found"],
-            "rouge_l_shown": round(s["text_answered"].get("rouge_l", 0.0), 2),
-            "meteor_shown": round(s["text_answered"].get("meteor", 0.0), 2),
-            "rouge_l_all": round(s["text"]["rouge_l"], 2), "meteor_all": round(s["text"]["meteor"], 2),
-            **{f"{m}_written": round(v, 2) for m, v in text_metrics(
-                [got[i]["answer"] if got[i]["found"] else got[i].get("withheld") or "" for i in ids],
-                refs).items() if m in ("rouge_l", "meteor")},
-            "rouge_l_withheld": round(text_metrics(
-                [got[i].get("withheld") or "" for i in ids if not got[i]["found"]],
-                [r for i, r in zip(ids, refs) if not got[i]["found"]])["rouge_l"], 2)}
 
 
 def main() -> None:
@@ -79,9 +60,6 @@ def main() -> None:
     ids = [i for i in qs if i in served]
     refs = [[qs[i]["answer1"], qs[i]["answer2"]] for i in ids]
 
-    def per_question(got: dict) -> list[list[float]]:
-        return [[text_metrics([got[i]["answer"] if got[i]["found"] else ""], [r])["rouge_l"]]
-                for i, r in zip(ids, refs)]
     recovered = [i for i in looked if looked[i]["found"]]
     secs = sorted(r["second_seconds"] for r in looked.values())
     out = {"questions": len(ids), "looked again": len(looked), "now shown": len(recovered),
@@ -91,7 +69,7 @@ def main() -> None:
                [[qs[i]["answer1"], qs[i]["answer2"]] for i in recovered])["rouge_l"], 2) if recovered else None,
            "second look seconds p50": secs[len(secs) // 2] if secs else None,
            "minus served, ROUGE-L counting not found as empty, resampled by book": paired_book_bootstrap(
-               per_question(after), per_question(served), [qs[i]["document_id"] for i in ids],
+               per_question(after, ids, refs), per_question(served, ids, refs), [qs[i]["document_id"] for i in ids],
                ("rouge_l",))["difference"]}
     (a.out / "second_look.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
