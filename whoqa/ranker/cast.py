@@ -292,22 +292,29 @@ def said_aliases(book: Book, people: set[int]) -> Counter:
 def _merge_said_aliases(book: Book, people: list[int], into: dict[int, int]) -> None:
     """Join two people the book says are one (`said_aliases`: said once, or "X, or Y," twice), where their genders do
     not disagree: Umbopa and Ignosi, Good and Bougwan, Larsan and Ballmeyer."""
-    chars = book.characters
-
-    def root(c: int) -> int:
-        while c in into:
-            c = into[c]
-        return c
     for (x, y), n in sorted(said_aliases(book, set(people)).items()):
         if n < 2:
             continue
-        a, b = sorted([root(x), root(y)], key=lambda c: (-chars[c].count, c))
-        ga, gb = _gender(book, a), _gender(book, b)
-        if a == b or (ga and gb and ga != gb):
-            continue
-        into[b] = a
-        for m in [m for m, r in into.items() if r == b]:
-            into[m] = a
+        ga, gb = _gender(book, _root(into, x)), _gender(book, _root(into, y))
+        if not (ga and gb and ga != gb):
+            _join(book, into, x, y)
+
+
+def _root(into: dict[int, int], c: int) -> int:
+    """The representative a cluster is joined under so far (itself if none)."""
+    while c in into:
+        c = into[c]
+    return c
+
+
+def _join(book: Book, into: dict[int, int], x: int, y: int) -> None:
+    """Two clusters' people as one, under whichever is mentioned more (its members follow)."""
+    a, b = sorted([_root(into, x), _root(into, y)], key=lambda c: (-book.characters[c].count, c))
+    if a == b:
+        return
+    into[b] = a
+    for m in [m for m, r in into.items() if r == b]:
+        into[m] = a
 
 
 def _gender(book: Book, cid: int) -> str | None:
@@ -362,11 +369,9 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
     genders = {c: _gender(book, c) for c in people}
 
     def root(c: int) -> int:
-        while c in into:
-            c = into[c]
-        return c
+        return _root(into, c)
 
-    _merge_short_first_names(book, people, names, genders, into, root)
+    _merge_short_first_names(book, people, names, genders, into)
     for cid in people:
         words = [w for w in name_words(chars[cid].name) if w.lower() not in KIN.keys() | PARTICLES]  # "Marse Percy": a
         #                                                                  Percy; "Da Silvestra": a Silvestra
@@ -387,31 +392,23 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
         elif len(fits) != 1:
             continue  # nobody, or several (a family: "Mr. Driscoll" among Tom, Percy and York Driscoll)
         for other in fits:
-            a, b = sorted([root(cid), root(other)], key=lambda c: (-chars[c].count, c))
-            if a == b:
-                continue
-            into[b] = a
-            for m in [m for m, r in into.items() if r == b]:
-                into[m] = a
+            _join(book, into, cid, other)
 
 
-def _merge_short_first_names(book: Book, people: list[int], names: dict, genders: dict, into: dict, root) -> None:
+def _merge_short_first_names(book: Book, people: list[int], names: dict, genders: dict, into: dict) -> None:
     """"Pem Howard" is "Pembroke Howard": two names with the same last word whose first names are one the start (3
     letters or more) of the other, where exactly one person's names fit so and the genders do not disagree."""
     for cid in people:
         short = [n for n in names[cid] if len(n) == 2 and len(n[0]) >= 3]
-        fits = {root(p) for p in people if p != cid for n in names[p] for s in short
+        fits = {_root(into, p) for p in people if p != cid for n in names[p] for s in short
                 if len(n) == 2 and n[1] == s[1] and n[0] != s[0] and n[0].startswith(s[0])}
-        fits.discard(root(cid))
+        fits.discard(_root(into, cid))
         if len(fits) != 1:
             continue
         other = fits.pop()
         if genders[cid] and genders.get(other) and genders[cid] != genders[other]:
             continue
-        a, b = sorted([root(cid), other], key=lambda c: (-book.characters[c].count, c))
-        into[b] = a
-        for m in [m for m, r in into.items() if r == b]:
-            into[m] = a
+        _join(book, into, cid, other)
 
 
 def cast_of(book: Book) -> Cast:

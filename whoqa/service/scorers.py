@@ -128,7 +128,8 @@ def llm_answer(svc: Serving, ob: OpenBook, query: Query, route: Route | None = N
 def second_look(svc: Serving, ob: OpenBook, query: Query, route: Route | None, first: Answer) -> Answer:
     """A second look before "not found": the book searched with the question and the answer no passage held (the
     reader often knows where to look when it did not read it: "He dies from a gunshot wound"), read once more; the new
-    answer stands where a sentence of its passages holds it, else the first (not found, with its passages)."""
+    answer stands where a sentence of its passages holds it and that passage is about the question
+    (`_about_the_question`), else the first (not found, with its passages)."""
     wins = svc.passages(ob, ob.query(f"{query.text} {first.withheld}"))
     again = read_answer(svc, ob, query, route, wins)
     if not again.found or not _about_the_question(ob, query, wins, again):
