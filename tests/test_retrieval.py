@@ -160,6 +160,21 @@ def test_the_pool_fusion_encodes_only_bm25fs_hits_and_ranks_them_as_the_whole_bo
     assert passage_windows(b, idx, spanish, PassageConfig(fusion="pool"), pool) == []
 
 
+def test_a_passage_window_holds_the_sentences_passage_config_asks_for(book):
+    """window=1: each passage is its hit alone, in BM25F's order; the default 5 is the hit with two on each side."""
+    from whoqa.retrieval.passages import PassageConfig, passage_windows
+    b, path = book
+    idx = BM25FIndex(path, RetrievalConfig())
+    q = Query.read("Where was the station crowded?").about(b.characters)
+    single = passage_windows(b, idx, q, PassageConfig(fusion="bm25f", window=1))
+    hits = [s for s, _ in idx.search(q.content, q.characters, RetrievalConfig().pool)]
+    assert [(a, z) for a, z, _ in single] == [(s, s) for s in hits]
+    wide = passage_windows(b, idx, q, PassageConfig(fusion="bm25f"))
+    assert wide[0][:2] == [max(0, hits[0] - 2), min(len(b.sentences) - 1, hits[0] + 2)]
+    with pytest.raises(ValueError, match="window"):
+        PassageConfig(window=0)
+
+
 def test_best_span_rouge_finds_the_answer_inside_a_passage():
     from whoqa.core.metrics import best_span_rouge_l, rouge_l
     text = "he went up to the old mill by the river at dawn".split()

@@ -13,7 +13,7 @@ The Who path and the stored contexts keep `question_windows`: models were traine
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -44,10 +44,13 @@ class PassageConfig:
     dense_pool: int = 1000  # sentences the dense ranking contributes
     pool_sentences: int = 300  # "pool": BM25F's hits MiniLM ranks (docs/experiments/issue64/pool_recall.json: 300
     #                            kept recall@5 within 2 points of the whole book's vectors, 205 sentences encoded)
+    window: int = 5  # sentences a passage holds: the hit and window // 2 on each side (RetrievalConfig.window, the
+    #                  stored contexts'); 1: single sentences, more of them within the reader's prompt
+    #                  (docs/experiments/issue64/window_answers.json)
 
     def __post_init__(self):
         self.check()
-        positive(self, "rrf_k", "dense_pool", "pool_sentences")
+        positive(self, "rrf_k", "dense_pool", "pool_sentences", "window")
 
     @property
     def whole_book(self) -> bool:
@@ -58,12 +61,6 @@ class PassageConfig:
         if self.query not in QUERIES or self.fusion not in FUSIONS:
             raise ValueError(f"unknown passage retrieval {self.query!r}/{self.fusion!r}: use query in {QUERIES}, "
                              f"fusion in {FUSIONS}")
-
-
-
-
-
-
 
 
 def sentence_text(book: Book, sid: int) -> str:
@@ -178,7 +175,7 @@ def passage_windows(book: Book, index, query: Query, cfg: PassageConfig | None =
     cfg, rcfg = cfg or PassageConfig(), rcfg or RetrievalConfig()
     cfg.check()  # (a field set after it was made)
     if cfg.fusion == "bm25f" and cfg.query == "question":
-        return question_windows(index, query, len(book.sentences), rcfg)
+        return question_windows(index, query, len(book.sentences), replace(rcfg, window=cfg.window))
     if cfg.fusion != "bm25f" and dense is None:
         raise ValueError(f"passage fusion {cfg.fusion!r} needs the book's DenseIndex")
     words = query.content if cfg.query == "content" else query.words
@@ -193,4 +190,4 @@ def passage_windows(book: Book, index, query: Query, cfg: PassageConfig | None =
     elif cfg.fusion != "bm25f":  # (with no word matched, the MiniLM ranking alone: "feline siblings" finds kittens)
         near = dense.search(query.text, cfg.dense_pool)
         ranked = near if cfg.fusion == "dense" else rrf(ranked, near, k=cfg.rrf_k)
-    return windows(ranked, rcfg.context_sentences, len(book.sentences), rcfg.window)
+    return windows(ranked, rcfg.context_sentences, len(book.sentences), cfg.window)
