@@ -37,7 +37,8 @@ def main() -> None:
     served = rows(a.served)
     path = a.out / "second_look.jsonl.gz"
     looked = rows(path)
-    svc = Service(a.target, ServiceConfig())
+    svc = Service(a.target, ServiceConfig(), fits_from=a.target.parents[1])  # (as `eval --data` serves: its shots
+    #   the shipped ones; second_look.jsonl.gz was made before this, its examples drawn from the unseen questions)
     todo = [i for i, r in served.items() if not r["found"] and r.get("withheld") and r["route"] == "llm"
             and i not in looked]
     t0 = time.perf_counter()

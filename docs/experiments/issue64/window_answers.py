@@ -5,13 +5,14 @@
 at 300 words, 41 books); whether the 1.5B answers as well from isolated sentences (a pronoun loses its antecedent) is
 measured here: every other question of the main job's 10 unseen books answered as `ask` answers it (the served
 route, pool passages, the second look before "not found"), with the passages cut into `--window`-sentence windows,
-`--top-k` of them offered and the prompt kept within `--prompt-tokens`. The baseline is the served configuration run
-the same way on the same machine (`--window 5 --top-k 5`, window_answers_w5_k5_t512: llama.cpp's kernels differ
-between CPUs, so greedy answers do too), else the served run's rows (`unseen_other_pool` with `second_look`'s); a
-question the service routes elsewhere (a Who route) keeps its served row.
+`--top-k` of them offered and the prompt kept within `--prompt-tokens`, by the service `eval --data` judges (the
+empty workspace's fits and its few shots: the shipped ones). The baseline is that command's own per-question file from
+the same machine (`--against`; llama.cpp's kernels differ between CPUs, so greedy answers do too); a question the
+service routes elsewhere (a Who route) keeps its row there.
 Rows are kept per question in `<name>.jsonl.gz` (resumable: a run stopped anywhere continues where it stopped).
 
-    python docs/experiments/issue64/window_answers.py --target EMPTY/eval-data/unseen --window 5 --top-k 5
+    whoqa eval --workspace EMPTY --data ws-split/unseen --kinds other      # the served answers: the baseline
+    gzip -c EMPTY/eval-data/unseen/served/other-*.jsonl > docs/experiments/issue64/served_unseen_other.jsonl.gz
     python docs/experiments/issue64/window_answers.py --target EMPTY/eval-data/unseen --window 1 --top-k 20
     python docs/experiments/issue64/window_answers.py --target EMPTY/eval-data/unseen --window 5 --top-k 8 \\
         --prompt-tokens 1024 --books 4
@@ -35,12 +36,7 @@ from whoqa.service.scorers import llm_answer
 from pool_answers import per_question, rows, scores  # (this folder's: the served answers' scores)
 
 HERE = Path(__file__).parent
-BASELINE = "window_answers_w5_k5_t512"  # the served configuration, run by this script
-
-
-def served_rows() -> dict[int, dict]:
-    """The served answers (pool passages, 5-sentence windows) with the second look's rows where it looked."""
-    return {**rows(HERE / "unseen_other_pool.jsonl.gz"), **rows(HERE / "second_look.jsonl.gz")}
+SERVED = HERE / "served_unseen_other.jsonl.gz"  # `eval --data ... --kinds other`'s per-question file, gzipped
 
 
 def main() -> None:
@@ -50,17 +46,22 @@ def main() -> None:
     ap.add_argument("--top-k", type=int, default=20, help="passages offered; the prompt keeps what fits (served: 5)")
     ap.add_argument("--prompt-tokens", type=int, default=512, help="the reader's prompt budget (served: 512)")
     ap.add_argument("--books", type=int, default=None, help="only the first N books (by id)")
+    ap.add_argument("--workspace", type=Path, default=None, help="the workspace whose fits serve (default: the one "
+                    "holding --target, EMPTY)")
+    ap.add_argument("--against", type=Path, default=SERVED, help="the served answers, per question")
     ap.add_argument("--name", default=None, help="the output's name (default window<W>_k<K>_t<T>)")
     a = ap.parse_args()
     name = a.name or f"window_answers_w{a.window}_k{a.top_k}_t{a.prompt_tokens}"
     qs = {q["question_id"]: q for q in other_questions(a.target)}
     books = sorted({q["document_id"] for q in qs.values()})[:a.books]
     qs = {i: q for i, q in qs.items() if q["document_id"] in books}
-    served = served_rows()
+    served = rows(a.against)
+    if not served:
+        raise SystemExit(f"no served answers in {a.against}: run the eval command in this file's docstring first")
     path = HERE / f"{name}.jsonl.gz"
     got = rows(path)
-    against = rows(HERE / f"{BASELINE}.jsonl.gz") if name != BASELINE else {}
-    svc = Service(a.target, ServiceConfig(passages=PassageConfig(window=a.window)))
+    svc = Service(a.target, ServiceConfig(passages=PassageConfig(window=a.window)),
+                  fits_from=a.workspace or a.target.parents[1])  # (as `eval --data` serves: served_service)
     todo = [i for i in qs if i in served and i not in got]
     t0 = time.perf_counter()
     for n, i in enumerate(todo, 1):
@@ -83,7 +84,7 @@ def main() -> None:
             f.write(json.dumps(got[i]) + "\n")
         print(f"{n}/{len(todo)} {time.perf_counter() - t0:.0f}s found={got[i]['found']} {got[i]['answer']!r}",
               flush=True)
-    base, base_name = (against, BASELINE) if against else (served, "served rows (another machine)")
+    base = served
     ids = [i for i in qs if i in base and i in got]
     refs = [[qs[i]["answer1"], qs[i]["answer2"]] for i in ids]
     secs = sorted(got[i]["seconds"] for i in ids if not got[i].get("kept_served"))
@@ -91,7 +92,7 @@ def main() -> None:
                        if not got[i].get("kept_served"))
     out = {"questions": len(ids), "of": len(qs), "books": len(books),
            "arm": {"window": a.window, "top_k": a.top_k, "prompt_tokens": a.prompt_tokens},
-           "against": base_name,
+           "against": a.against.name,
            "baseline": {**scores(base, ids, refs), "seconds_p50": base_secs[len(base_secs) // 2] if base_secs else None},
            "this arm": {**scores(got, ids, refs), "seconds_p50": secs[len(secs) // 2] if secs else None,
                         "passages_read_mean": round(sum(got[i].get("passages", 0) for i in ids if "passages" in got[i])
