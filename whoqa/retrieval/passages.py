@@ -44,9 +44,9 @@ class PassageConfig:
     dense_pool: int = 1000  # sentences the dense ranking contributes
     pool_sentences: int = 300  # "pool": BM25F's hits MiniLM ranks (docs/experiments/issue64/pool_recall.json: 300
     #                            kept recall@5 within 2 points of the whole book's vectors, 205 sentences encoded)
-    window: int = 5  # sentences a passage holds: the hit and window // 2 on each side (RetrievalConfig.window, the
-    #                  stored contexts'); 1: single sentences, more of them within the reader's prompt
-    #                  (docs/experiments/issue64/window_answers.json)
+    window: int = RetrievalConfig.window  # sentences a passage holds: the hit and window // 2 on each side (the
+    #                  stored contexts'); single sentences found more answers' words but the 1.5B answered worse from
+    #                  them (docs/experiments/issue64/README.md, "Single sentences and a larger prompt")
 
     def __post_init__(self):
         self.check()
