@@ -18,22 +18,27 @@ step "a Python environment in .venv" "seconds"
 # whose kernel does not enable it (some hypervisors) gets a build without AMX kernels, which would die at the first
 # prompt. Its multimodal library (mtmd, LLAVA_BUILD) is left out: whoqa reads text. The wheel is kept in whoqa's cache
 # under the flags it was built with, so a second set-up takes seconds.
+amx_listed() { gcc -march=native -Q --help=target 2>/dev/null | grep -qE -- '-mamx-tile\s+\[enabled\]'; }
 amx_off() {
-    gcc -march=native -Q --help=target 2>/dev/null | grep -qE -- '-mamx-tile\s+\[enabled\]' || return 1
+    amx_listed || return 1
     ! python3 -c "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); sys.exit(libc.syscall(158, 0x1023, 18) != 0)"
 }  # (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): 0 where the kernel grants AMX's tile data)
+NOAMX="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 version=$(grep -oP 'llama-cpp-python==\K[0-9.]+' pyproject.toml)
 flags="" tag="native"
-if amx_off; then flags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" tag="noamx"
+if amx_off; then flags="$NOAMX" tag="noamx"
     echo "  this CPU lists AMX but the system does not enable it: building without AMX kernels"; fi
-wheels="${WHOQA_CACHE:-$HOME/.cache/whoqa}/wheels/llama-cpp-python-$version-$tag"
+wheel_dir() { echo "${WHOQA_CACHE:-$HOME/.cache/whoqa}/wheels/llama-cpp-python-$version-$1"; }
+build_wheel() {  # build_wheel TAG FLAGS: llama-cpp-python for this CPU into its cache folder
+    CMAKE_ARGS="-DLLAVA_BUILD=OFF${2:+ -DCMAKE_C_FLAGS='$2' -DCMAKE_CXX_FLAGS='$2'}" \
+        .venv/bin/pip wheel -q --no-deps --no-cache-dir -w "$(wheel_dir "$1")" "llama-cpp-python==$version"
+}
+wheels=$(wheel_dir "$tag")
 build_log=$(mktemp)
 compiling=""
 if ! ls "$wheels"/*.whl > /dev/null 2>&1; then
     step "llama.cpp for this CPU starts compiling in the background (log: $build_log)" "about 6 minutes on 2 cores"
-    CMAKE_ARGS="-DLLAVA_BUILD=OFF${flags:+ -DCMAKE_C_FLAGS='$flags' -DCMAKE_CXX_FLAGS='$flags'}" \
-        .venv/bin/pip wheel -q --no-deps --no-cache-dir -w "$wheels" "llama-cpp-python==$version" \
-        > "$build_log" 2>&1 &
+    build_wheel "$tag" "$flags" > "$build_log" 2>&1 &
     compiling=$!
 fi
 step "PyTorch's CPU build" "about 1 minute"
@@ -52,12 +57,22 @@ if [ -n "$compiling" ]; then
     step "waiting for llama.cpp's build to finish" "what is left of its 6 minutes"
     wait "$compiling" || { tail -5 "$build_log"; echo "  llama-cpp-python did not build (a C++ compiler and cmake are needed): gpt4all and transformers run the LLM"; }
 fi
+llama_probe() {  # a last check in a child process: a build that still dies at its first prompt is not served
+    .venv/bin/python -c "import sys; from whoqa.llm.reader import joined_model; from whoqa.llm.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model('qwen2.5-coder-0.5b')) else 1)" 2>/dev/null
+}
+install_wheel() { .venv/bin/pip install -q --no-deps --force-reinstall "$1"/*.whl && .venv/bin/pip install -q -e '.[llama]'; }
 if ls "$wheels"/*.whl > /dev/null 2>&1; then
     step "llama.cpp installed from its wheel" "seconds"
-    .venv/bin/pip install -q --no-deps "$wheels"/*.whl && .venv/bin/pip install -q -e '.[llama]'
-    # a last check in a child process: a build that still dies at its first prompt is removed, not served
-    .venv/bin/python -c "import sys; from whoqa.llm.reader import joined_model; from whoqa.llm.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model('qwen2.5-coder-0.5b')) else 1)" 2>/dev/null \
-        || { .venv/bin/pip uninstall -q -y llama-cpp-python; echo "  llama-cpp-python crashes on this machine: removed (transformers scores names; gpt4all generates)"; }
+    install_wheel "$wheels"
+    if ! llama_probe && [ "$tag" = native ] && amx_listed; then
+        # Some virtual machines grant AMX's tile data to a process yet fault on its instructions: the probe is the
+        # only test that tells, so such a machine gets the build without AMX kernels (once; it is cached too)
+        step "llama.cpp crashed with this CPU's AMX kernels: building it without them" "about 5 minutes on 2 cores"
+        tag="noamx" wheels=$(wheel_dir noamx)
+        ls "$wheels"/*.whl > /dev/null 2>&1 || build_wheel noamx "$NOAMX" > "$build_log" 2>&1 || tail -5 "$build_log"
+        ls "$wheels"/*.whl > /dev/null 2>&1 && install_wheel "$wheels"
+    fi
+    llama_probe || { .venv/bin/pip uninstall -q -y llama-cpp-python; echo "  llama-cpp-python crashes on this machine: removed (transformers scores names; gpt4all generates)"; }
 fi
 step "the name scorer's weights requantised, and WordNet for METEOR" "about 20 s"
 # The 0.5B's weights requantised to Q4_0 (llama.cpp's quantiser, ~10 s once): the shipped Who fit weighs its name scores,

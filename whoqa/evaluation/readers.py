@@ -26,6 +26,7 @@ STOP = {"the", "a", "an", "of", "to", "in", "on", "at", "by", "for", "with", "an
 TITLE_WORDS = {"mr", "mrs", "miss", "ms", "dr", "sir", "lady", "lord", "captain", "colonel", "king", "queen", "madame",
                "monsieur", "mademoiselle", "m", "mme", "mlle", "judge", "count", "countess", "uncle", "aunt", "the"}
 RIGHT_SHARE = 0.5  # of an accepted answer's content words an other answer must hold to count as right
+SPLIT = Path(__file__).resolve().parents[2] / "data_prep" / "readers" / "split.tsv"  # book -> fit | check, fixed once
 
 
 @dataclass
@@ -56,6 +57,23 @@ def load_questions(path: str | Path) -> list[ReaderQuestion]:
     if not rows:
         raise DataError(f"{path} holds no questions")
     return rows
+
+
+def load_split(path: str | Path = SPLIT) -> dict[str, str]:
+    """book id -> "fit" or "check": the readers' questions split by book, fixed once (data_prep/readers/README.md).
+    Choices (features, forms, weights) are made on the fit half; the check half only reports. {} without the file."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    halves = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        book, _, half = line.partition("\t")
+        if half not in ("fit", "check"):
+            raise DataError(f"{path} line {n} is not 'book<TAB>fit|check': fix that line")
+        halves[book] = half
+    return halves
 
 
 def _words(text: str) -> list[str]:
@@ -125,11 +143,15 @@ def summary(rows: list[dict]) -> dict:
     return out
 
 
-def table(rows: list[dict]) -> str:
-    """Per book and overall: Who P@1/P@5/MRR, other answers shown / right / withheld but right."""
-    books = sorted({r["book"] for r in rows})
+def table(rows: list[dict], split: dict[str, str] | None = None) -> str:
+    """Per book, per half of the split (the check half is what a change is judged on) and overall: Who
+    P@1/P@5/MRR, other answers shown / right / withheld but right."""
+    split = load_split() if split is None else split
+    books = sorted({r["book"] for r in rows}, key=lambda b: (split.get(b, ""), b))
+    halves = [(f"{h} half", [r for r in rows if split.get(r["book"]) == h]) for h in ("fit", "check")]
     lines = ["book        Who  P@1    P@5    MRR    | other shown right withheld-right"]
-    for name, part in [(b[:10], [r for r in rows if r["book"] == b]) for b in books] + [("all", rows)]:
+    for name, part in [(f"{split.get(b, '')[:1]} {b[:8]}", [r for r in rows if r["book"] == b]) for b in books] \
+            + [h for h in halves if h[1]] + [("all", rows)]:
         s = summary(part)
         lines.append(f"{name:<10} {s['who']:>4}  {s.get('P@1', 0):5.1f}  {s.get('P@5', 0):5.1f}  "
                      f"{s.get('MRR', 0):.3f}  | {s['other']:>5} {s.get('shown', 0):>5} {s.get('right', 0):>5} "
@@ -183,4 +205,7 @@ def evaluate_readers_questions(workspace: str | Path, questions: str | Path, boo
         with (gzip.open(out, "wt", encoding="utf-8") if out.suffix == ".gz" else out.open("w", encoding="utf-8")) as f:
             for r in rows:
                 f.write(json.dumps(r, sort_keys=True) + "\n")
-    return {"rows": rows, "summary": summary(rows), "table": table(rows), "by_eye": by_eye(rows)}
+    split = load_split()
+    halves = {h: summary(part) for h in ("fit", "check") if (part := [r for r in rows if split.get(r["book"]) == h])}
+    return {"rows": rows, "summary": summary(rows), "halves": halves, "table": table(rows, split),
+            "by_eye": by_eye(rows)}

@@ -1,0 +1,114 @@
+"""The reader chooses among the people its passages mention (whoqa.ranker.reader_choice): who the candidates are, how
+each is scored by a real LLM after one reading, how the choice enters one fitted ranking, and how a shipped fit is
+read back."""
+import json
+
+import numpy as np
+import pytest
+
+from whoqa.core.aliases import AliasIndex
+from whoqa.core.query import Query
+from whoqa.ranker.cast import cast_of
+from whoqa.ranker.reader_choice import (CHOICE, CLIP, Choice, ChoiceRanker, candidate_names, choice_features,
+                                        load_choice_fit, passage_people, ranking_features)
+
+STORY = ("Roy Glenister sailed north with Joe Dextry. On the ship Glenister met Helen Chester, and he loved her. "
+         "Judge Stillman hated Glenister. Judge Stillman said so. Mr. Glenister fought McNamara in the street. "
+         "Joe Dextry laughed at McNamara. Glenister thanked Joe Dextry. Judge Stillman ran.")
+
+
+@pytest.fixture(scope="module")
+def book(parsed):
+    return parsed(STORY)
+
+
+def _query(book, text):
+    return Query.read(text).about(AliasIndex(book.characters))
+
+
+def _rep(book, word):
+    cast = cast_of(book)
+    return next(r for r, n in cast.names.items() if word in n)
+
+
+def test_candidates_are_the_passages_people_in_first_mention_order_without_the_questions_own(book):
+    everything = list(range(len(book.sentences)))
+    people, mentions = passage_people(book, everything, _query(book, "Who does Glenister love?"))
+    assert _rep(book, "Glenister") not in people  # the question's own person is not its answer
+    assert {_rep(book, "Helen"), _rep(book, "Dextry"), _rep(book, "Stillman")} <= set(people)
+    assert people.index(_rep(book, "Dextry")) < people.index(_rep(book, "Helen"))  # first mentioned, first listed
+    assert len(mentions) == len(people) and min(mentions) >= 1
+    helen = mentions[people.index(_rep(book, "Helen"))]
+    assert helen >= 2  # "Helen Chester" and the "her" resolved to her
+    reflexive, _ = passage_people(book, everything, _query(book, "Who thanks himself?"))
+    assert _rep(book, "Glenister") in reflexive
+    first, _ = passage_people(book, [0], _query(book, "Who sailed north?"))
+    assert set(first) == {_rep(book, "Glenister"), _rep(book, "Dextry")}  # only the sentences read
+
+
+def test_a_candidate_is_scored_by_its_cast_name_and_other_proper_names(book):
+    names = candidate_names(book, _rep(book, "Glenister"))
+    assert names[0] == cast_of(book).names[_rep(book, "Glenister")]
+    assert len(names) == len({n.lower() for n in names}) <= 3 and all(n[0].isupper() for n in names)
+
+
+def test_reading_features_set_apart_the_passages_people_and_the_readers_first_choice():
+    ids = [1, 2, 3, 4]
+    choice = Choice([3, 2], [["C"], ["B"]], [[-1.0], [-30.0]], [[1], [1]], [0, 1], [2, 1])
+    x = choice_features(ids, choice, written=2)  # (4, 5)
+    assert x.shape == (4, len(CHOICE))
+    assert x[:, 0].tolist() == [0, 1, 1, 0]  # in the passages
+    assert x[2, 1] == pytest.approx(0.0, abs=1e-9) and x[1, 1] == CLIP  # log-softmaxed, clipped
+    assert x[:, 2].tolist() == [0, 0, 1, 0]  # the first choice
+    assert x[2, 3] == pytest.approx(np.log1p(2))
+    assert x[:, 4].tolist() == [0, 1, 0, 0]  # the written answer's person
+    empty = choice_features(ids, Choice([], [], [], []))
+    assert not empty.any()
+
+
+def test_one_fitted_ranking_orders_the_cast_and_its_probabilities_sum_to_one():
+    fit = ChoiceRanker([1.0, 0.0, 2.0], ["book_share", "in_passages", "choice_first"])
+    x_counts = np.log(np.array([[0.5], [0.3], [0.2]]))  # (3, 1): book shares
+    reading = np.zeros((3, len(CHOICE)))
+    reading[2, CHOICE.index("choice_first")] = 1.0
+    order, p = fit.probabilities(ranking_features(fit, x_counts, ["book_share"], reading))
+    assert order[0] == 2  # the reader's choice outweighs the counts at these weights
+    assert p.sum() == pytest.approx(1.0) and list(p) == sorted(p, reverse=True)
+
+
+def test_a_shipped_fit_is_read_back_and_a_damaged_one_is_one_line(tmp_path):
+    assert load_choice_fit(tmp_path / "none.json") is None
+    good = tmp_path / "fit.json"
+    good.write_text(json.dumps(ChoiceRanker([0.5, 1.0], ["book_share", "choice"], 10, "here", 0.03,
+                                            "qwen2.5-coder-1.5b", "pool").__dict__))
+    fit = load_choice_fit(good)
+    assert fit.reader == "qwen2.5-coder-1.5b" and fit.features == ["book_share", "choice"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"weights": [1.0], "features": ["shoe_size"]}))
+    with pytest.raises(ValueError, match="bad.json weighs features whoqa does not build"):
+        load_choice_fit(bad)
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json is not a choice ranking"):
+        load_choice_fit(bad)
+
+
+def test_a_real_llm_scores_every_candidate_after_one_reading(tmp_path, tiny_llm_path):
+    """The tiny Llama (real weights from a config) reads the passages once and scores every candidate's names: one
+    score per name, the same scores for the same prompt whatever the candidates' order."""
+    from whoqa.llm.reader import LLMReader
+    from whoqa.ranker.reader_choice import reader_choice
+    from whoqa.service import Service, ServiceConfig
+    (tmp_path / "s.txt").write_text(STORY * 3)
+    svc = Service(tmp_path / "ws", ServiceConfig(device="cpu", llm=tiny_llm_path))
+    ob = svc.open(svc.intake(text=tmp_path / "s.txt"))
+    query = ob.read("Who does Glenister love on the ship?")
+    wins = svc.passages(ob, query)
+    reader = LLMReader(tiny_llm_path, device="cpu", runtime="transformers", scores=True, prompt_tokens=180)
+    got = reader_choice(reader, ob, query, wins)
+    assert got.candidates and len(got.scores) == len(got.candidates) == len(got.names)
+    assert all(len(s) == len(n) for s, n in zip(got.scores, got.names))
+    assert all(np.isfinite(v) and v < 0 for s in got.scores for v in s)
+    cast = cast_of(ob.book)
+    assert cast.of(next(iter(query.named))) not in got.candidates
+    again = reader_choice(reader, ob, query, wins)
+    assert again.scores == got.scores  # greedy likelihoods: no randomness
