@@ -112,3 +112,83 @@ def test_a_real_llm_scores_every_candidate_after_one_reading(tmp_path, tiny_llm_
     assert cast.of(next(iter(query.named))) not in got.candidates
     again = reader_choice(reader, ob, query, wins)
     assert again.scores == got.scores  # greedy likelihoods: no randomness
+
+
+def _rows(tmp_path, books=12, per_book=4, seed=0):
+    """Rows as `choice-rows` writes them, for books where the reader's first choice is the answer three times in
+    four and the counts' favourite once in four."""
+    import gzip
+    rng = np.random.default_rng(seed)
+    nqa, readers = [], []
+    for b in range(books):
+        for q in range(per_book):
+            ids = list(range(6))
+            x = np.zeros((6, 5))
+            x[:, 0] = np.log(np.array([0.4, 0.2, 0.15, 0.1, 0.1, 0.05]))  # book shares: 0 is the most mentioned
+            answer = 0 if q == 0 else int(rng.integers(1, 6))
+            cands = sorted({answer, 0, int(rng.integers(1, 6))})
+            scores = [[-1.0] if c == answer else [-4.0] for c in cands]
+            row = {"key": f"{b}-{q}", "book": f"book{b}", "question": "Who?", "ids": ids, "x": x.tolist(),
+                   "features": ["book_share", "context_mentions", "named", "book_role", "book_role_with_args"],
+                   "names_cast": [f"Person{i}" for i in ids], "written": [],
+                   "choice": Choice(cands, [[f"Person{c}"] for c in cands], scores, [[2]] * len(cands),
+                                    [0], [1] * len(cands)).to_json(), "right": [answer]}
+            nqa.append(row)
+    for name in ("fit", "check"):
+        for q in range(3):
+            r = dict(nqa[q])
+            r.pop("right")
+            r["key"], r["names"] = f"{name}book:{q}", [f"Person{nqa[q]['right'][0]}"]
+            readers.append(r)
+    paths = []
+    for rows, name in ((nqa, "nqa"), (readers, "readers")):
+        paths.append(tmp_path / f"{name}.jsonl.gz")
+        with gzip.open(paths[-1], "wt") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in rows))
+    return paths
+
+
+def test_the_fitted_ranking_learns_to_trust_a_reader_that_chose_right_and_ships_a_fit_serving_reads(tmp_path,
+                                                                                                   monkeypatch):
+    from whoqa.ranker import choice_fit
+    monkeypatch.setattr(choice_fit, "load_split", lambda: {"fitbook": "fit", "checkbook": "check"})
+    nqa, readers = _rows(tmp_path)
+    ship = tmp_path / "shipped.json"
+    table = choice_fit.fit_choice(nqa, readers, "counts+choice", ship=ship, report=tmp_path / "report.json")
+    counts, chose = np.mean(table["counts"]["cv"]["p@1"]), np.mean(table["counts+choice"]["cv"]["p@1"])
+    assert counts == pytest.approx(25.0) and chose >= 70.0  # the counts' favourite is right one time in four
+    assert table["counts+choice"]["check"]["n"] == 3 and table["counts+choice"]["fit_half"]["n"] == 3
+    assert table["choice first"]["cv"]["ece"] == [None, None, None]  # a rule states no probability
+    fit = load_choice_fit(ship)
+    assert fit.features[-4:] == list(CHOICE[:4]) and fit.reader == "qwen2.5-coder-1.5b"
+    assert fit.provenance["check_half"]["n"] == 3 and "fit-choice" in fit.provenance["command"]
+    with pytest.raises(ValueError, match="unknown arm"):
+        choice_fit.fit_choice(nqa, readers, "everything")
+
+
+def test_ask_serves_the_choice_ranking_with_the_sentence_it_came_from_and_plain_reasons(tmp_path, tiny_llm_path,
+                                                                                      monkeypatch):
+    """With a choice ranking shipped for the reader in use, a Who answer is the reader's choice among the passages'
+    people weighed with the counts: one reader loaded (no name scorer beside it), the reasons say what it chose,
+    the evidence mentions the answer, and a reader the fit was not made with gets the feature ranker, said once."""
+    from whoqa.llm.config import model_name
+    from whoqa.ranker import reader_choice
+    from whoqa.service import Service, ServiceConfig
+    fit = ChoiceRanker([1.0, 0.5, -5.0, 0.0, 3.0, 0.0], ["book_share", "context_mentions", "named", "in_passages",
+                                                         "choice", "choice_first"], 10, "a test", 0.05,
+                       model_name(tiny_llm_path), "bm25f")
+    monkeypatch.setattr(reader_choice, "load_choice_fit", lambda path=None: fit)
+    (tmp_path / "s.txt").write_text(STORY * 3)
+    svc = Service(tmp_path / "ws", ServiceConfig(device="cpu", llm=tiny_llm_path))
+    book = svc.intake(text=tmp_path / "s.txt")
+    ans = svc.answer(book, "Who does Glenister love on the ship?")
+    assert ans.route == "features" and "choosing among" in ans.model
+    assert ans.why[0].startswith("asked to choose among the") and "chose" in ans.why[0]
+    assert sum(c.probability for c in ans.characters) <= 1.0 + 1e-9 and ans.calibration["stage"] == "choice"
+    top = ans.characters[0]
+    assert ans.evidence and ans.evidence[0].marks  # the answer marked in the sentence shown first
+    assert not top.name.endswith("Glenister")  # the question's own person: no candidate, and "named" weighs against
+    assert all(not scores for (_, scores, *_) in svc.models._llms)  # only the reader that writes was loaded
+    fit.reader = "another-reader"
+    other = Service(tmp_path / "ws", ServiceConfig(device="cpu", llm=tiny_llm_path))
+    assert "choosing among" not in other.answer(book, "Who does Glenister love on the ship?").model

@@ -143,6 +143,7 @@ class ChoiceRanker:
     ece: float | None = None
     reader: str | None = None  # the LLM whose choices and written answers it weighs (another reader's are refused)
     passages: str | None = None  # the passages' fusion those were read from (PassageConfig.fusion)
+    provenance: dict | None = None  # how it was made: the command, its rows' sha256, its measured figures
 
     def probabilities(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(order (C,) best first, probabilities in that order) of candidates with features x (C, F)."""

@@ -117,6 +117,19 @@ class Models:
             self.stages.stage("answering")
         return self._llms[key]
 
+    def chooses(self) -> bool:
+        """Whether Who answers come from the shipped choice ranking (whoqa.ranker.reader_choice): shipped, reading on,
+        and its reader the one that writes answers here (whoqa.service.scorers.choosing_reader checks the runtime)."""
+        from whoqa.ranker.reader_choice import load_choice_fit
+        fit, llm = load_choice_fit(), self.routes().llm
+        return fit is not None and self.cfg.reading and llm is not None and model_name(llm) == fit.reader
+
+    def once(self, message: str) -> None:
+        """A warning said once per service (the same line for every answer would bury it)."""
+        if message not in self._warned:
+            self._warned.add(message)
+            log.warning("%s", message)
+
     def who_llm(self) -> str | None:
         """The LLM whose name scores the served Who fit weighs (the routing table's `who_llm_for`); where that is not
         the reader in use, said once: the LLM the fit weighs is not installed (the first stage answers), or the user
@@ -171,8 +184,9 @@ class Models:
             self._loading[PARSER] = self._loader.submit(warm)  # (the fit parses each question)
         if llm is None:
             return
-        loads = [self.scoring_llm(llm, self.fit(llm)) + (True,)] if scores else []
-        if not scores or self.fit(llm).ranker.reads_written and self.cfg.reading:  # (a fit that reads: its writer)
+        chooses = scores and self.chooses()
+        loads = [self.scoring_llm(llm, self.fit(llm)) + (True,)] if scores and not chooses else []
+        if not scores or chooses or self.fit(llm).ranker.reads_written and self.cfg.reading:  # (its writer)
             writer = self.routes().llm
             loads += [self.answering_llm(writer, None if scores else chosen.options) + (False,)] if writer else []
         for base, cfg, scoring in loads:

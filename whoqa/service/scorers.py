@@ -69,6 +69,9 @@ def network_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> An
 def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> Answer:
     from whoqa.ranker.features import CONTEXT_SENTENCES
     from whoqa.ranker.serve import rank
+    chooser = choosing_reader(svc)
+    if chooser is not None:
+        return choice_answer(svc, ob, query, *chooser)
     book, context, wins = who_context(ob, query)
     llm = svc.models.who_llm()
     fit = svc.models.fit(llm)
@@ -100,6 +103,89 @@ def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> A
             written_reasons(book, written, chars) + why
     return Answer(query.text, ob.id, "who", "features", "", model, chars, evidence=evidence,
                   calibration=calibration, warnings=who_warnings(query), why=why)
+
+
+def choosing_reader(svc: Serving):
+    """(the shipped choice ranking, the reader that chooses, its config) where that ranking serves: shipped, reading
+    on (not `--quick`), and the reader that writes answers here is the one it was fit with, on a runtime that gives
+    token likelihoods; else None: the feature ranker answers, and a reader other than the fit's is said once."""
+    from whoqa.ranker.reader_choice import load_choice_fit
+    fit, llm = load_choice_fit(), svc.models.routes().llm
+    if fit is None or not svc.cfg.reading or llm is None:
+        return None
+    if model_name(llm) != fit.reader:
+        svc.models.once(f"the Who ranking in which the reader chooses was fit with {fit.reader}'s choices; "
+                        f"{model_name(llm)} reads here, so Who answers come from the feature ranker")
+        return None
+    base, cfg = svc.models.answering_llm(llm)
+    reader = svc.models.llm(base, scores=False, cfg=cfg)
+    if not reader.backend.scores:
+        svc.models.once(f"{model_name(llm)} runs through {reader.runtime} here, which gives no token likelihoods, so "
+                        f"it cannot choose among the passages' people: Who answers come from the feature ranker "
+                        f"(`bash install.sh` builds llama-cpp-python)")
+        return None
+    return fit, reader, cfg
+
+
+def choice_answer(svc: Serving, ob: OpenBook, query: Query, fit, reader, cfg: LLMConfig) -> Answer:
+    """A Who answer by the choice ranking (whoqa.ranker.reader_choice): the reader reads the passages once and scores every
+    person they mention as the answer; one fitted logit weighs that choice with the counts (and the written answer,
+    where the fit reads it). The evidence is the passage sentence naming the answer that shares most of the
+    question's words."""
+    from whoqa.ranker.reader_choice import choice_features, ranking_features, reader_choice
+    from whoqa.ranker.features import CONTEXT_SENTENCES, SERVED, book_features, columns
+    book, context, wins = who_context(ob, query)
+    counted = [f for f in fit.features if f in SERVED]
+    ids, x = book_features(book, context[:CONTEXT_SENTENCES], query.named, query, True, used=tuple(counted))
+    x = x[:, columns(counted)]  # (C, F1)
+    passages = PassageConfig(fusion=fit.passages) if fit.passages else None
+    windows = svc.passages(ob, query, passages)
+    choice = reader_choice(reader, ob, query, windows, svc.models.pool(who=False), cfg)
+    written = None
+    if "written" in fit.features:
+        written, _ = written_answer(svc, ob, query, passages, again=True)
+    first_written = written.answer if written is not None else None
+    order, probs = fit.probabilities(ranking_features(fit, x, counted, choice_features(ids, choice, first_written)))
+    share = dict(zip(choice.candidates, _softmax(choice.best()))) if choice.candidates else {}
+    chars = one_per_name([Ranked(ids[j], book.characters[ids[j]].name, float(p), share.get(ids[j]))
+                          for j, p in zip(order, probs)], svc.cfg.top)
+    read = list(dict.fromkeys(choice.sentences))
+    evidence = evidence_for(book, read + [s for s in context[:CONTEXT_SENTENCES] if s not in set(read)], chars,
+                            query, svc.cfg.evidence)
+    calibration = {"by": "maximum likelihood on other books' questions", "fit": "shipped",
+                   "fit_of": fit.source, "questions": fit.questions, "ece": fit.ece, "stage": "choice"}
+    model = (f"{fit.reader} ({reader.runtime}) choosing among the {len(choice.candidates)} people its "
+             f"{sum(int(a) in set(read) for a, *_ in windows)} passages mention, weighed with the counts")
+    why = choice_reasons(book, choice, chars, written) + who_reasons(
+        book, context[:CONTEXT_SENTENCES], [Ranked(c.id, c.name, c.probability) for c in chars], query.named)
+    return Answer(query.text, ob.id, "who", "features", "", model, chars, evidence=evidence,
+                  calibration=calibration, warnings=who_warnings(query), why=why)
+
+
+def choice_reasons(book, choice, chars: list[Ranked], written) -> list[str]:
+    """What the reader read and chose, in plain words."""
+    if not chars:
+        return []
+    if not choice.candidates:
+        return ["the passages closest to your question name nobody else, so the counts decide"]
+    best = choice.best()
+    pick = choice.candidates[max(range(len(best)), key=best.__getitem__)]
+    name = book.characters[pick].name
+    people = len(choice.candidates)
+    out = [f"asked to choose among the {people} people the passages closest to your question mention, the language "
+           f"model that read them chose {name}" + ("" if pick == chars[0].id else
+                                                     f"; how often the book and those passages mention each person "
+                                                     f"put {chars[0].name} first")]
+    if written is not None and written.answer is not None and written.answer != pick:
+        out.append(f"writing the answer itself, it named {book.characters[written.answer].name}")
+    return out
+
+
+def _softmax(v: list[float]) -> list[float]:
+    import math
+    m = max(v)
+    e = [math.exp(x - m) for x in v]
+    return [x / sum(e) for x in e]
 
 
 @scorer("reader")

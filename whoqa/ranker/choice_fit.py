@@ -1,0 +1,189 @@
+"""Counting, choosing and writing as one fitted ranking of the cast (whoqa.ranker.reader_choice.ChoiceRanker), fit and
+judged on the rows `whoqa choice-rows` makes (`whoqa fit-choice`).
+
+Judged two ways, nothing chosen on the readers' check half:
+- book-level CV on NarrativeQA's Who questions (10 book folds, fold seeds 13/14/15), the readers' fit half always in
+  the fit;
+- the readers' fit half leave-one-book-out (fit on NarrativeQA and the other fit-half books): where arms are
+  compared on readers' questions;
+- the readers' check half (data_prep/readers/split.tsv), fit on everything else: reported only.
+Arms: a conditional logit over the counts' features with reading's (ARMS), and two rules for comparison (RULES).
+The shipped fit is one arm's, on NarrativeQA's questions and the readers' fit half, with its provenance.
+"""
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+
+from whoqa.core.calibration import ece
+from whoqa.core.folds import who_book_folds
+from whoqa.core.runs import file_digest
+from whoqa.evaluation.readers import load_split, name_words
+from whoqa.ranker.model import fit
+from whoqa.ranker.reader_choice import CHOICE, SHIPPED_CHOICE, Choice, ChoiceRanker, choice_features
+
+SEEDS = (13, 14, 15)
+COUNTS = 5  # the counts' columns of a row (whoqa.ranker.features.SERVED)
+ARMS = {  # name -> reading's columns (CHOICE's indices) beside the counts' five
+    "counts": [],
+    "counts+written": [4],
+    "counts+choice": [0, 1, 2, 3],
+    "counts+choice+written": [0, 1, 2, 3, 4],
+}
+RULES = ("choice first", "written first")  # the reader's choice (or written answer) first, the counts order the rest
+SERVED_ARM = "counts+choice"  # what `fit-choice` ships by default
+
+
+def load_rows(path: Path) -> list[dict]:
+    """A rows file's answered questions (a question nothing in the book matched is left out)."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [r for r in map(json.loads, f) if "error" not in r]
+
+
+def right_of(r: dict) -> np.ndarray:
+    """(C,) the right candidates: NarrativeQA's answer ids; a reader's question by shared name words, as `eval
+    --questions` judges a ranking (whoqa.evaluation.readers.who_rank)."""
+    if "right" in r:
+        return np.array([i in set(r["right"]) for i in r["ids"]])
+    accepted = set().union(*(name_words(a) for a in r["names"]))
+    return np.array([bool(name_words(n) & accepted) for n in r["names_cast"]])
+
+
+def features(r: dict) -> np.ndarray:
+    """(C, 5 + len(CHOICE)) a row's counts' features and reading's."""
+    written = r["written"][0] if r.get("written") else None
+    return np.column_stack([np.array(r["x"]), choice_features(r["ids"], Choice.from_json(r["choice"]), written)])
+
+
+def _cols(arm: str) -> list[int]:
+    return list(range(COUNTS)) + [COUNTS + c for c in ARMS[arm]]
+
+
+def fit_arm(rows: list[dict], arm: str) -> np.ndarray:
+    """An arm's maximum-likelihood weights on these rows (a rule's: the counts' alone)."""
+    cols = list(range(COUNTS)) if arm in RULES else _cols(arm)
+    return fit([features(r)[:, cols] for r in rows], [right_of(r) for r in rows])
+
+
+def ranked(r: dict, arm: str, w: np.ndarray) -> tuple[list[int], float]:
+    """(candidate indices best first, the first one's probability; NaN for a rule) of one question by an arm."""
+    x = features(r)
+    if arm in RULES:
+        counts = np.argsort(-(x[:, :COUNTS] @ w), kind="stable").tolist()
+        col = COUNTS + CHOICE.index("choice_first" if arm == "choice first" else "written")
+        first = [j for j in counts if x[j, col] == 1][:1]
+        return first + [j for j in counts if j not in first], float("nan")
+    z = x[:, _cols(arm)] @ w
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    order = np.argsort(-p, kind="stable")
+    return order.tolist(), float(p[order[0]])
+
+
+def judged(rows: list[dict], got: list[tuple[list[int], float]]) -> dict:
+    """P@1, P@5, MRR (a question whose answer is no candidate counts as missed) and ECE of the first's probability."""
+    ranks = []
+    for r, (order, _) in zip(rows, got):
+        y = right_of(r)
+        ranks.append(next((k + 1 for k, j in enumerate(order) if y[j]), None))
+    if not rows:
+        return {"n": 0, "p@1": float("nan"), "p@5": float("nan"), "mrr": float("nan"), "ece": None, "ranks": []}
+    conf = np.array([p for _, p in got])
+    hit = np.array([k == 1 for k in ranks], dtype=float)
+    return {"n": len(rows), "p@1": round(100 * float(hit.mean()), 2),
+            "p@5": round(100 * float(np.mean([k is not None and k <= 5 for k in ranks])), 2),
+            "mrr": round(float(np.mean([1 / k if k else 0 for k in ranks])), 3),
+            "ece": None if np.isnan(conf).any() else round(float(ece(conf, hit)), 3),
+            "ranks": ranks}
+
+
+def cv(nqa: list[dict], extra: list[dict], arm: str, seed: int) -> dict:
+    """Book-level CV over NarrativeQA's books (10 folds of `seed`), `extra` (the readers' fit half) always in the
+    fit; judged on NarrativeQA's held-out folds."""
+    groups = who_book_folds({r["book"] for r in nqa}, 10, seed)
+    fold = {b: k for k, g in enumerate(groups) for b in g}
+    got: list = [None] * len(nqa)
+    for k in range(len(groups)):
+        w = fit_arm([r for r in nqa if fold[r["book"]] != k] + extra, arm)
+        for i, r in enumerate(nqa):
+            if fold[r["book"]] == k:
+                got[i] = ranked(r, arm, w)
+    return judged(nqa, got)
+
+
+def leave_one_book_out(nqa: list[dict], half: list[dict], arm: str) -> dict:
+    """The readers' fit half, each book judged by a fit on NarrativeQA and the half's other books."""
+    got = []
+    for book in sorted({r["key"].split(":")[0] for r in half}):
+        w = fit_arm(nqa + [s for s in half if s["key"].split(":")[0] != book], arm)
+        got += [(r, ranked(r, arm, w)) for r in half if r["key"].split(":")[0] == book]
+    return judged([r for r, _ in got], [g for _, g in got])
+
+
+def halves(readers: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The readers' rows of the fit half and of the check half (by the split's book ids)."""
+    split = load_split()
+    fit_half = [r for r in readers if split.get(r["key"].split(":")[0]) == "fit"]
+    return fit_half, [r for r in readers if split.get(r["key"].split(":")[0]) == "check"]
+
+
+def measure(nqa: list[dict], readers: list[dict]) -> dict:
+    """Every arm: CV over seeds, the fit half leave-one-book-out, the check half."""
+    fit_half, check = halves(readers)
+    table = {}
+    for arm in list(ARMS) + list(RULES):
+        seeds = {s: cv(nqa, fit_half, arm, s) for s in SEEDS}
+        w = fit_arm(nqa + fit_half, arm)
+        table[arm] = {"cv": {m: [seeds[s][m] for s in SEEDS] for m in ("p@1", "p@5", "mrr", "ece")},
+                      "fit_half": leave_one_book_out(nqa, fit_half, arm),
+                      "check": judged(check, [ranked(r, arm, w) for r in check])}
+    return table
+
+
+def lines(table: dict) -> list[str]:
+    """The table as text: CV mean ± sd over the fold seeds, the fit half, the check half."""
+    out = [f"{'arm':<24} {'CV P@1':<14} {'P@5':<6} {'ECE':<6}| fit half P@1  P@5 | check P@1   P@5   MRR   ECE"]
+    for arm, t in table.items():
+        c, f, k = t["cv"], t["fit_half"], t["check"]
+        e = f"{np.mean(c['ece']):.3f}" if c["ece"][0] is not None else "  -  "
+        ke = f"{k['ece']:.3f}" if k["ece"] is not None else "  -  "
+        out.append(f"{arm:<24} {np.mean(c['p@1']):5.2f} ± {np.std(c['p@1']):4.2f}  {np.mean(c['p@5']):5.2f}  {e} | "
+                   f"{f['p@1']:5.1f}  {f['p@5']:5.1f}  | {k['p@1']:5.1f}  {k['p@5']:5.1f}  {k['mrr']:.3f}  {ke}")
+    return out
+
+
+def fit_choice(nqa_rows: Path, readers_rows: Path, arm: str = SERVED_ARM, reader: str = "qwen2.5-coder-1.5b",
+               passages: str = "pool", ship: Path | None = None, report: Path | None = None) -> dict:
+    """Measure every arm and, with `ship`, write `arm`'s fit on NarrativeQA's rows and the readers' fit half there
+    (the served one: whoqa/ranker/reader_choice.json), with its provenance; `report`: the table as JSON."""
+    if arm not in ARMS:
+        raise ValueError(f"unknown arm {arm!r}: use one of {', '.join(ARMS)}")
+    nqa, readers = load_rows(nqa_rows), load_rows(readers_rows)
+    table = measure(nqa, readers)
+    if report:
+        report.write_text(json.dumps({"arms": table, "rows": {str(nqa_rows): file_digest(nqa_rows),
+                                                             str(readers_rows): file_digest(readers_rows)}},
+                                     indent=1) + "\n")
+    if ship:
+        fit_half, _ = halves(readers)
+        w = fit_arm(nqa + fit_half, arm)
+        names = list(nqa[0]["features"]) + list(CHOICE)
+        cv_ = table[arm]["cv"]
+        ranker = ChoiceRanker([float(v) for v in w], [names[c] for c in _cols(arm)], len(nqa) + len(fit_half),
+                              f"{len(nqa)} NarrativeQA Who questions of the shared books and the readers' fit half "
+                              f"({len(fit_half)} questions of 5 novels)", round(float(np.mean(cv_["ece"])), 3),
+                              reader, passages)
+        ship.write_text(json.dumps({**ranker.__dict__, "provenance": {
+            "made": datetime.date.today().isoformat(), "arm": arm,
+            "command": f"whoqa fit-choice --nqa {nqa_rows} --readers {readers_rows} --arm {arm} --ship {ship}",
+            "rows": {str(nqa_rows): file_digest(nqa_rows), str(readers_rows): file_digest(readers_rows)},
+            "book_level_cv": {m: f"{np.mean(cv_[m]):.3f} ± {np.std(cv_[m]):.3f}" for m in ("p@1", "p@5", "mrr", "ece")},
+            "check_half": {m: table[arm]["check"][m] for m in ("n", "p@1", "p@5", "mrr", "ece")}}}, indent=1) + "\n")
+    return table
+
+
+__all__ = ["fit_choice", "measure", "lines", "SHIPPED_CHOICE"]
