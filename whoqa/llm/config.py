@@ -44,6 +44,9 @@ def llm_answer_options(run_config: dict) -> dict:
 def model_name(base: str) -> str:
     """A --reader-base as a short name for run folders: its last path part, without .gguf."""
     from pathlib import Path
+    from whoqa.llm.server import is_server, server_name
+    if is_server(base):
+        return server_name(base)
     return Path(base.rstrip("/")).name.removesuffix(".gguf")
 
 

@@ -164,7 +164,10 @@ def packaged_models() -> list[dict]:
 
 
 def locate(base: str) -> tuple[str, str | None]:
-    """(folder or hub id, GGUF file name in it or None) for a --reader-base value."""
+    """(folder or hub id, GGUF file name in it or None) for a --reader-base value (a server's address: itself)."""
+    from whoqa.llm.server import is_server
+    if is_server(base):
+        return base, None
     m = next((m for m in registry.LLMS if m.name == base), None)
     if m is not None and m.shipped == "joined":
         path = joined_model(base)

@@ -83,6 +83,9 @@ class LLMReader:
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
 
+    def count_tokens(self, text: str) -> int:
+        return len(self._ids(text))
+
     def _render(self, question: str, passages: list[str], shots=(), characters=()) -> list[int]:
         """The prompt's tokens: whoqa.llm.prompt's text in the model's chat template, or plain."""
         text = prompt_text(question, passages, shots, characters)

@@ -96,7 +96,7 @@ def reader_choice(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig 
     if not flat:
         return Choice([], [], [], [], sentences, [])
     scored = reader.name_scores(query.text, passages, flat, shots, starts, cfg.order, characters=listed)
-    tokens = [len(reader._ids(n)) for n in flat]
+    tokens = [reader.count_tokens(n) for n in flat]
     scores, counts, k = [], [], 0
     for ns in names:
         scores.append([float(v) for v in scored[k:k + len(ns)]])

@@ -243,5 +243,8 @@ class Models:
     def _load_now(self, base: str, scores: bool, cfg: LLMConfig):
         from whoqa.llm.reader import LLMReader
         from whoqa.llm.runtimes import served_runtime
+        from whoqa.llm.server import ServerReader, is_server
+        if is_server(base):  # (an OpenAI-compatible server: its own model, asked over HTTP)
+            return ServerReader(base, cfg.prompt_tokens, cfg.max_new_tokens)
         return LLMReader(base, self.cfg.device, cfg.prompt_tokens, cfg.max_new_tokens, cfg.chat, cfg.half,
                          served_runtime(base, self.cfg.device, scores, cfg.runtime), scores=scores)

@@ -107,8 +107,10 @@ def served_from(record: dict | None, word: str) -> tuple[str, dict, str] | None:
 def installed_llm(wanted: str | None = None) -> str | None:
     """The LLM to read with: `wanted` (checked to exist), else the best measured one installed within READ_SECONDS,
     else None (no local LLM: the feature ranker's first stage answers Who questions; other questions need a
-    reader)."""
+    reader). Unnamed, WHOQA_LLM names it (a model or an OpenAI-compatible server's address)."""
+    import os
     from whoqa.llm.models import llm_installed, locate
+    wanted = wanted or os.environ.get("WHOQA_LLM") or None
     if wanted == "none":
         return None
     if wanted:

@@ -101,8 +101,25 @@ def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> A
     if written is not None:
         evidence, why = written_evidence(book, written, chars, evidence, svc.cfg.evidence), \
             written_reasons(book, written, chars) + why
+    warnings = who_warnings(query)
+    unmeasured = unmeasured_readers(r, llm if reader is not None else None, writer if written is not None else None)
+    if unmeasured:  # the fit's probabilities hold for the readers it was fit with, no other
+        chars = [Ranked(c.id, c.name, None, c.llm) for c in chars]
+        calibration = None
+        warnings.append(f"{' and '.join(unmeasured)} read here, not the reader this ranking was measured with, so "
+                        f"no probability is shown")
     return Answer(query.text, ob.id, "who", "features", "", model, chars, evidence=evidence,
-                  calibration=calibration, warnings=who_warnings(query), why=why)
+                  calibration=calibration, warnings=warnings, why=why)
+
+
+def unmeasured_readers(ranker, scorer: str | None, writer: str | None) -> list[str]:
+    """The readers of this answer that the fit was not made with: the one scoring names (its prompt's "llm") and the
+    one writing the answer (its "written_llm"); a fit that names none (a workspace's own) is taken as made with
+    them."""
+    prompt = ranker.llm_prompt()
+    made = {"scorer": prompt.get("llm"), "writer": prompt.get("written_llm")}
+    return [model_name(used) for used, role in ((scorer, "scorer"), (writer, "writer"))
+            if used is not None and made[role] not in (None, model_name(used))]
 
 
 def choosing_reader(svc: Serving):
