@@ -50,6 +50,9 @@ def eval_(
                                                                             "books it names (<id>.txt)."),
     out: Optional[Path] = typer.Option(None, help="With --questions: write each judged answer here (.jsonl or "
                                                   ".jsonl.gz)."),
+    half: Optional[str] = typer.Option(None, help="With --questions: only the books of this half of "
+                                                  "data_prep/readers/split.tsv (fit or check)."),
+    question_kinds: str = typer.Option("both", "--question-kinds", help="With --questions: who, other or both."),
 ):
     """Evaluate every system that exists on the Who set: P@1/P@5/MRR (Table 2) and ROUGE-L/BLEU/EM/F1; and, once a
     reader is trained, the full task (all questions; Who questions routed to the memory network). With --data, also
@@ -58,7 +61,8 @@ def eval_(
     whole novels, answered as `ask` serves them."""
     if questions is not None:
         from whoqa.evaluation.readers import evaluate_readers_questions
-        res = stage(evaluate_readers_questions, workspace, questions, books, llm, device, out, True, passages)
+        res = stage(evaluate_readers_questions, workspace, questions, books, llm, device, out, True, passages, half,
+                    question_kinds)
         typer.echo(res["by_eye"] + "\n\n" + res["table"])
         return
     from whoqa.evaluation.evaluate import evaluate

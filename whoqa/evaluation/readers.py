@@ -175,14 +175,25 @@ def by_eye(rows: list[dict]) -> str:
 
 def evaluate_readers_questions(workspace: str | Path, questions: str | Path, books: str | Path, llm: str | None = None,
                                device: str = "auto", out: str | Path | None = None, progress: bool = True,
-                               passages: str | None = None) -> dict:
+                               passages: str | None = None, half: str | None = None, kinds: str = "both") -> dict:
     """Answer every question of the file as `ask` serves it, in a workspace of its own books (taken in from
-    BOOKS/<id>.txt the first time); per-question rows to `out` (.jsonl, gzipped when it ends .gz) and the table."""
+    BOOKS/<id>.txt the first time); per-question rows to `out` (.jsonl, gzipped when it ends .gz) and the table.
+    `half`: only the books of that half of the split (fit | check); `kinds`: who, other or both."""
     from whoqa.core.progress import bar
     from whoqa.retrieval.bm25f import NothingMatched
     from whoqa.retrieval.passages import PassageConfig
     from whoqa.service import Service, ServiceConfig
     rows_in = load_questions(questions)
+    if half is not None:
+        if half not in ("fit", "check"):
+            raise ValueError(f"--half {half!r}: use fit or check")
+        split = load_split()
+        rows_in = [q for q in rows_in if split.get(q.book) == half]
+    if kinds not in ("who", "other", "both"):
+        raise ValueError(f"--question-kinds {kinds!r}: use who, other or both")
+    rows_in = [q for q in rows_in if kinds in ("both", q.kind)]
+    if not rows_in:
+        raise DataError(f"{questions} holds no {kinds} question of the {half} half")
     svc = Service(workspace, ServiceConfig(device=device, llm=llm, passages=PassageConfig(
         **({"fusion": passages} if passages else {}))))
     ids: dict[str, str] = {}
