@@ -192,3 +192,35 @@ def test_ask_serves_the_choice_ranking_with_the_sentence_it_came_from_and_plain_
     fit.reader = "another-reader"
     other = Service(tmp_path / "ws", ServiceConfig(device="cpu", llm=tiny_llm_path))
     assert "choosing among" not in other.answer(book, "Who does Glenister love on the ship?").model
+
+
+def test_the_counts_favourites_are_scored_after_the_same_reading_and_set_apart(book):
+    """`also`: people scored though the passages read do not mention them (the counts' first k), after the
+    passages' own people, never the question's own person; reading's features say they were not in the passages."""
+    from types import SimpleNamespace
+    from whoqa.ranker.reader_choice import reader_choice
+
+    class Reading:  # what reader_choice asks of a reader: its prompt's passages kept, and each name's score
+        def prompt(self, question, passages, *a, **k):
+            return [], passages[:1]
+
+        def name_scores(self, question, passages, names, *a, **k):
+            return [-float(len(n)) for n in names]
+
+        def count_tokens(self, text):
+            return len(text.split())
+
+    aliases = AliasIndex(book.characters)
+    ob = SimpleNamespace(book=book, id=book.id, windows=lambda q: [[0, 0, 1.0]])
+    query = Query.read("Who sailed north?").about(aliases)
+    first = [0, 0, 1.0]  # the first sentence: Glenister and Dextry
+    stillman, glenister = _rep(book, "Stillman"), _rep(book, "Glenister")
+    import whoqa.llm.reader as llm_reader
+    got = reader_choice(Reading(), ob, query, [first], also=[stillman, _rep(book, "Dextry")],
+                        cfg=llm_reader.LLMConfig(shots=0))
+    assert got.candidates[-1] == stillman and got.extra == [stillman]  # Dextry is in the passage already
+    x = choice_features(got.candidates, got)
+    assert x[-1, 0] == 0 and x[0, 0] == 1  # not in the passages / in them
+    named = reader_choice(Reading(), ob, Query.read("Who did Glenister sail with?").about(aliases), [first],
+                          also=[glenister], cfg=llm_reader.LLMConfig(shots=0))
+    assert glenister not in named.candidates

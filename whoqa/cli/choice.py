@@ -25,11 +25,13 @@ def choice_rows(
                                                                            "books (BOOKS/<id>.txt)."),
     written: Optional[Path] = typer.Option(None, help="The written answers already made for these questions (rows "
                                                       "with key and linked); else the reader writes them here."),
+    also_top: int = typer.Option(0, help="Also score the counts' first K people (the shipped feature ranker's first "
+                                         "stage), whether the passages mention them or not."),
 ):
     """Per Who question, what a choice ranking reads, made as `ask` makes it: the reader's scores of every person its
     passages mention, the counts' features, the written answer's link, the right answers (resumable)."""
     from whoqa.ranker.choice_rows import make_rows
-    n = stage(make_rows, workspace, out, questions, books, written)
+    n = stage(make_rows, workspace, out, questions, books, written, True, also_top)
     typer.echo(f"{n} rows in {out}")
 
 

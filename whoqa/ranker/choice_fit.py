@@ -176,7 +176,7 @@ def fit_choice(nqa_rows: Path, readers_rows: Path, arm: str = SERVED_ARM, reader
         ranker = ChoiceRanker([float(v) for v in w], [names[c] for c in _cols(arm)], len(nqa) + len(fit_half),
                               f"{len(nqa)} NarrativeQA Who questions of the shared books and the readers' fit half "
                               f"({len(fit_half)} questions of 5 novels)", round(float(np.mean(cv_["ece"])), 3),
-                              reader, passages)
+                              reader, passages, int(nqa[0].get("also_top", 0)), nqa[0].get("counts_weights"))
         ship.write_text(json.dumps({**ranker.__dict__, "provenance": {
             "made": datetime.date.today().isoformat(), "arm": arm,
             "command": f"whoqa fit-choice --nqa {nqa_rows} --readers {readers_rows} --arm {arm} --ship {ship}",

@@ -62,8 +62,10 @@ def readers_items(svc, questions: Path, books: Path) -> list[dict]:
             for q in rows]
 
 
-def choice_row(svc, it: dict, written: dict | None) -> dict:
-    """One question's row: what the served choice ranking reads, made the way `ask` makes it."""
+def choice_row(svc, it: dict, written: dict | None, also_top: int = 0) -> dict:
+    """One question's row: what the served choice ranking reads, made the way `ask` makes it; `also_top`: the
+    counts' first k people (the shipped feature ranker's first stage) scored too."""
+    import numpy as np
     from whoqa.service.scorers import written_answer
     ob = svc.open(it["book"])
     query = ob.read(it["question"])
@@ -76,8 +78,10 @@ def choice_row(svc, it: dict, written: dict | None) -> dict:
     passages = svc.passages(ob, query, fit.ranker.written_passages())
     base, cfg = svc.models.answering_llm(svc.models.routes().llm)
     reader = svc.models.llm(base, scores=False, cfg=cfg)
+    w1 = counts_weights(fit)
+    also = [ids[j] for j in np.argsort(-(x @ np.array(w1)), kind="stable")[:also_top]] if also_top else []
     t = time.perf_counter()
-    choice = reader_choice(reader, ob, query, passages, svc.models.pool(who=False), cfg)
+    choice = reader_choice(reader, ob, query, passages, svc.models.pool(who=False), cfg, also)
     seconds = time.perf_counter() - t
     t = time.perf_counter()
     if written is None:
@@ -87,7 +91,8 @@ def choice_row(svc, it: dict, written: dict | None) -> dict:
     else:
         linked, text = written.get(it["key"], []), None
     cast = cast_of(book)
-    row = {**it, "ids": ids, "x": x.round(6).tolist(), "features": list(SERVED),
+    row = {**it, "ids": ids, "x": x.round(6).tolist(), "features": list(SERVED), "also_top": also_top,
+           "counts_weights": w1,
            "names_cast": [cast.names.get(i, book.characters[i].name) for i in ids],
            "choice": choice.to_json(), "choice_seconds": round(seconds, 3),
            "written": [cast.of(c) for c in linked if cast.of(c) is not None], "written_text": text,
@@ -97,9 +102,17 @@ def choice_row(svc, it: dict, written: dict | None) -> dict:
     return row
 
 
+def counts_weights(fit) -> list[float]:
+    """The shipped feature ranker's first-stage weights over SERVED (what picks the counts' favourites)."""
+    if list(fit.ranker.features["stage1"]) != list(SERVED):
+        raise ValueError(f"the served feature ranker's first stage reads {fit.ranker.features['stage1']}, not "
+                         f"{list(SERVED)}: fit it again with `whoqa rerank --candidates features --cast`")
+    return [float(v) for v in fit.ranker.stage1]
+
+
 def make_rows(workspace: Path, out: Path, questions: Path | None = None,
               books: Path = Path("../shared/data/books-unlabeled"), written: Path | None = None,
-              progress: bool = True) -> int:
+              progress: bool = True, also_top: int = 0) -> int:
     """Every question's row appended to `out` (those it holds are kept); the number of rows it then holds."""
     from whoqa.service import Service, ServiceConfig
     svc = Service(workspace, ServiceConfig())
@@ -111,7 +124,7 @@ def make_rows(workspace: Path, out: Path, questions: Path | None = None,
         if it["key"] in have:
             continue
         try:
-            row = choice_row(svc, it, links)
+            row = choice_row(svc, it, links, also_top)
         except NothingMatched as e:
             row = {**it, "error": str(e)}
         with gzip.open(out, "at", encoding="utf-8") as f:

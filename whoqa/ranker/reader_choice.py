@@ -36,6 +36,7 @@ class Choice:
     tokens: list[list[int]]  # per candidate and name: its tokens
     sentences: list[int] = field(default_factory=list)  # the passage sentences read (what the candidates come from)
     mentions: list[int] = field(default_factory=list)  # per candidate: its mentions in those sentences
+    extra: list[int] = field(default_factory=list)  # candidates scored though the passages do not mention them
 
     def best(self) -> list[float]:
         """Per candidate, its best name's log-likelihood."""
@@ -43,12 +44,12 @@ class Choice:
 
     def to_json(self) -> dict:
         return {"candidates": self.candidates, "names": self.names, "scores": self.scores, "tokens": self.tokens,
-                "sentences": self.sentences, "mentions": self.mentions}
+                "sentences": self.sentences, "mentions": self.mentions, "extra": self.extra}
 
     @classmethod
     def from_json(cls, d: dict) -> "Choice":
         return cls(d["candidates"], d["names"], d["scores"], d["tokens"], d.get("sentences", []),
-                   d.get("mentions", []))
+                   d.get("mentions", []), d.get("extra", []))
 
 
 def passage_people(book, sentences: list[int], query: Query) -> tuple[list[int], list[int]]:
@@ -81,20 +82,26 @@ def candidate_names(book, rep: int, limit: int = ALIASES) -> list[str]:
     return out
 
 
-def reader_choice(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig = LLMConfig()) -> Choice:
+def reader_choice(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig = LLMConfig(),
+                  also: list[int] = ()) -> Choice:
     """The reader's choice among the people of the passages it reads for `query` (`wins`: the question's passage
-    windows, as the written answer reads them): one prompt, every candidate's names scored after it. No passage
-    matched: NothingMatched (whoqa.llm.reader.reading); no person in them: an empty Choice."""
+    windows, as the written answer reads them): one prompt, every candidate's names scored after it. `also`: people
+    scored beside them though the passages do not mention them (the counts' favourites: a few names more after the
+    same reading), listed after them. No passage matched: NothingMatched (whoqa.llm.reader.reading); no one to
+    score: an empty Choice."""
     from whoqa.llm.reader import reading
     book = ob.book
     passages, starts, shots, listed = reading(ob, query, pool, cfg, wins)
     _, kept = reader.prompt(query.text, passages, shots, starts, cfg.order, listed)
     sentences = [s for a, b, *_ in wins[:len(kept)] for s in range(int(a), int(b) + 1)]
     people, mentions = passage_people(book, sentences, query)
+    named = {cast_of(book).of(n) for n in query.named} - {None}
+    extra = [r for r in dict.fromkeys(also) if r not in people and (r not in named or query.reflexive)]
+    people, mentions = people + extra, mentions + [0] * len(extra)
     names = [candidate_names(book, r) for r in people]
     flat = [n for ns in names for n in ns]
     if not flat:
-        return Choice([], [], [], [], sentences, [])
+        return Choice([], [], [], [], sentences, [], [])
     scored = reader.name_scores(query.text, passages, flat, shots, starts, cfg.order, characters=listed)
     tokens = [reader.count_tokens(n) for n in flat]
     scores, counts, k = [], [], 0
@@ -102,7 +109,7 @@ def reader_choice(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig 
         scores.append([float(v) for v in scored[k:k + len(ns)]])
         counts.append(tokens[k:k + len(ns)])
         k += len(ns)
-    return Choice(people, names, scores, counts, sentences, mentions)
+    return Choice(people, names, scores, counts, sentences, mentions, extra)
 
 
 # --- one ranking of the cast from counting, choosing and writing ---------------------------------------------------
@@ -113,8 +120,7 @@ CHOICE = ("in_passages", "choice", "choice_first", "passage_mentions", "written"
 def choice_features(ids: list[int], choice: Choice, written: int | None = None) -> np.ndarray:
     """(C, len(CHOICE)) reading's features of the cast `ids` (the counts' candidates, whoqa.ranker.features):
     whether the read passages mention c, the reader's choice of c (its best name's log-likelihood, log-softmaxed
-    over the candidates and clipped at CLIP; 0 for a person the passages do not mention, whom in_passages sets
-    apart), whether c is its first choice, c's mentions in the passages (log 1 +), and whether the reader's written
+    over the people it scored and clipped at CLIP; 0 for one it did not score), whether c is its first choice, c's mentions in the passages (log 1 +), and whether the reader's written
     answer links to c first (`written`: that person, or None)."""
     x = np.zeros((len(ids), len(CHOICE)))  # (C, 5)
     if choice.candidates:
@@ -125,7 +131,8 @@ def choice_features(ids: list[int], choice: Choice, written: int | None = None) 
         for j, c in enumerate(ids):
             if c in place:
                 k = place[c]
-                x[j, :4] = 1.0, max(float(lsm[k]), CLIP), float(k == top), np.log1p(choice.mentions[k])
+                x[j, :4] = float(c not in choice.extra), max(float(lsm[k]), CLIP), float(k == top), \
+                    np.log1p(choice.mentions[k])
     if written is not None:
         x[[j for j, c in enumerate(ids) if c == written], 4] = 1.0
     return x
@@ -143,7 +150,16 @@ class ChoiceRanker:
     ece: float | None = None
     reader: str | None = None  # the LLM whose choices and written answers it weighs (another reader's are refused)
     passages: str | None = None  # the passages' fusion those were read from (PassageConfig.fusion)
+    also_top: int = 0  # the counts' first k people the reader also scores, named in the passages or not
+    counts_weights: list[float] | None = None  # the weights over whoqa.ranker.features.SERVED that pick those k
     provenance: dict | None = None  # how it was made: the command, its rows' sha256, its measured figures
+
+    def counted_first(self, ids: list[int], x_served) -> list[int]:
+        """The counts' first `also_top` people (x_served: (C, 5) their SERVED features)."""
+        if not self.also_top or not self.counts_weights:
+            return []
+        order = np.argsort(-(np.asarray(x_served) @ np.array(self.counts_weights)), kind="stable")
+        return [ids[j] for j in order[:self.also_top]]
 
     def probabilities(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(order (C,) best first, probabilities in that order) of candidates with features x (C, F)."""

@@ -152,17 +152,16 @@ def choice_answer(svc: Serving, ob: OpenBook, query: Query, fit, reader, cfg: LL
     from whoqa.ranker.reader_choice import choice_features, ranking_features, reader_choice
     from whoqa.ranker.features import CONTEXT_SENTENCES, SERVED, book_features, columns
     book, context, wins = who_context(ob, query)
-    counted = [f for f in fit.features if f in SERVED]
-    ids, x = book_features(book, context[:CONTEXT_SENTENCES], query.named, query, True, used=tuple(counted))
-    x = x[:, columns(counted)]  # (C, F1)
+    ids, x = book_features(book, context[:CONTEXT_SENTENCES], query.named, query, True, used=SERVED)
+    x = x[:, columns(SERVED)]  # (C, 5)
     passages = PassageConfig(fusion=fit.passages) if fit.passages else None
     windows = svc.passages(ob, query, passages)
-    choice = reader_choice(reader, ob, query, windows, svc.models.pool(who=False), cfg)
+    choice = reader_choice(reader, ob, query, windows, svc.models.pool(who=False), cfg, fit.counted_first(ids, x))
     written = None
     if "written" in fit.features:
         written, _ = written_answer(svc, ob, query, passages, again=True)
     first_written = written.answer if written is not None else None
-    order, probs = fit.probabilities(ranking_features(fit, x, counted, choice_features(ids, choice, first_written)))
+    order, probs = fit.probabilities(ranking_features(fit, x, list(SERVED), choice_features(ids, choice, first_written)))
     share = dict(zip(choice.candidates, _softmax(choice.best()))) if choice.candidates else {}
     chars = one_per_name([Ranked(ids[j], book.characters[ids[j]].name, float(p), share.get(ids[j]))
                           for j, p in zip(order, probs)], svc.cfg.top)
@@ -171,8 +170,9 @@ def choice_answer(svc: Serving, ob: OpenBook, query: Query, fit, reader, cfg: LL
                             query, svc.cfg.evidence)
     calibration = {"by": "maximum likelihood on other books' questions", "fit": "shipped",
                    "fit_of": fit.source, "questions": fit.questions, "ece": fit.ece, "stage": "choice"}
-    model = (f"{fit.reader} ({reader.runtime}) choosing among the {len(choice.candidates)} people its "
-             f"{sum(int(a) in set(read) for a, *_ in windows)} passages mention, weighed with the counts")
+    model = (f"{fit.reader} ({reader.runtime}) choosing among the {len(choice.candidates) - len(choice.extra)} "
+             f"people its {sum(int(a) in set(read) for a, *_ in windows)} passages mention"
+             + (f" and the counts' first {len(choice.extra)}" if choice.extra else "") + ", weighed with the counts")
     why = choice_reasons(book, choice, chars, written) + who_reasons(
         book, context[:CONTEXT_SENTENCES], [Ranked(c.id, c.name, c.probability) for c in chars], query.named)
     return Answer(query.text, ob.id, "who", "features", "", model, chars, evidence=evidence,
@@ -188,9 +188,11 @@ def choice_reasons(book, choice, chars: list[Ranked], written) -> list[str]:
     best = choice.best()
     pick = choice.candidates[max(range(len(best)), key=best.__getitem__)]
     name = book.characters[pick].name
-    people = len(choice.candidates)
-    out = [f"asked to choose among the {people} people the passages closest to your question mention, the language "
-           f"model that read them chose {name}" + ("" if pick == chars[0].id else
+    people = len(choice.candidates) - len(choice.extra)
+    among = (f"the {people} {'person' if people == 1 else 'people'} the passages closest to your question mention"
+             + (" and the book's most mentioned" if choice.extra else ""))
+    out = [f"asked to choose among {among}, the language model that read those passages chose {name}"
+           + (", whom they do not mention" if pick in choice.extra else "") + ("" if pick == chars[0].id else
                                                      f"; how often the book and those passages mention each person "
                                                      f"put {chars[0].name} first")]
     if written is not None and written.answer is not None and written.answer != pick:
