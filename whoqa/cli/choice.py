@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from whoqa.cli.util import stage
-from whoqa.ranker.choice_fit import SERVED_ARM
+from whoqa.ranker.choice_fit import READERS_WEIGHT, SERVED_ARM
 from whoqa.ranker.reader_choice import SHIPPED_CHOICE
 
 app = typer.Typer()
@@ -45,10 +45,12 @@ def fit_choice(
     ship: Optional[Path] = typer.Option(None, help=f"Write the arm's fit here (the served one: {SHIPPED_CHOICE.name} "
                                                    "beside whoqa.ranker)."),
     report: Optional[Path] = typer.Option(None, help="Every arm's figures and ranks as JSON."),
+    readers_weight: int = typer.Option(READERS_WEIGHT, help="How many times each readers' fit-half question counts "
+                                                            "beside a NarrativeQA one."),
 ):
     """Every arm by book-level CV on NarrativeQA's Who questions (fold seeds 13/14/15), on the readers' fit half
     (leave one book out) and on their check half (reported only); with --ship, the arm's fit on all but the check
     half."""
     from whoqa.ranker.choice_fit import fit_choice as run, lines
-    table = stage(run, nqa, readers, arm, reader, passages, ship, report)
+    table = stage(run, nqa, readers, arm, reader, passages, ship, report, readers_weight)
     typer.echo("\n".join(lines(table)))

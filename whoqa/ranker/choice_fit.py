@@ -21,7 +21,13 @@ import numpy as np
 
 from whoqa.core.calibration import ece
 from whoqa.core.folds import who_book_folds
-from whoqa.core.runs import file_digest
+
+
+def file_digest(path: Path) -> str:
+    """The file's whole sha256 (what a reproduction names its data by)."""
+    import hashlib
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
 from whoqa.evaluation.readers import load_split, name_words
 from whoqa.ranker.model import fit
 from whoqa.ranker.reader_choice import CHOICE, SHIPPED_CHOICE, Choice, ChoiceRanker, choice_features
@@ -36,6 +42,8 @@ ARMS = {  # name -> reading's columns (CHOICE's indices) beside the counts' five
 }
 RULES = ("choice first", "written first")  # the reader's choice (or written answer) first, the counts order the rest
 SERVED_ARM = "counts+choice"  # what `fit-choice` ships by default
+READERS_WEIGHT = 6  # each readers' fit-half question counts this many times in a fit beside NarrativeQA's (chosen
+#                    on the fit half, leave one book out: 1, 3, 6, 12 measured; docs/experiments/readers/README.md)
 
 
 def load_rows(path: Path) -> list[dict]:
@@ -69,7 +77,7 @@ def fit_arm(rows: list[dict], arm: str) -> np.ndarray:
     return fit([features(r)[:, cols] for r in rows], [right_of(r) for r in rows])
 
 
-def ranked(r: dict, arm: str, w: np.ndarray) -> tuple[list[int], float]:
+def ranked(r: dict, arm: str, w: np.ndarray, temperature: float = 1.0) -> tuple[list[int], float]:
     """(candidate indices best first, the first one's probability; NaN for a rule) of one question by an arm."""
     x = features(r)
     if arm in RULES:
@@ -77,7 +85,7 @@ def ranked(r: dict, arm: str, w: np.ndarray) -> tuple[list[int], float]:
         col = COUNTS + CHOICE.index("choice_first" if arm == "choice first" else "written")
         first = [j for j in counts if x[j, col] == 1][:1]
         return first + [j for j in counts if j not in first], float("nan")
-    z = x[:, _cols(arm)] @ w
+    z = x[:, _cols(arm)] @ w / temperature
     p = np.exp(z - z.max())
     p /= p.sum()
     order = np.argsort(-p, kind="stable")
@@ -101,27 +109,57 @@ def judged(rows: list[dict], got: list[tuple[list[int], float]]) -> dict:
             "ranks": ranks}
 
 
-def cv(nqa: list[dict], extra: list[dict], arm: str, seed: int) -> dict:
-    """Book-level CV over NarrativeQA's books (10 folds of `seed`), `extra` (the readers' fit half) always in the
-    fit; judged on NarrativeQA's held-out folds."""
+def cv(nqa: list[dict], extra: list[dict], arm: str, seed: int, temperature: float = 1.0,
+       weight: int = READERS_WEIGHT) -> dict:
+    """Book-level CV over NarrativeQA's books (10 folds of `seed`), `extra` (the readers' fit half, each `weight`
+    times) always in the fit; judged on NarrativeQA's held-out folds."""
     groups = who_book_folds({r["book"] for r in nqa}, 10, seed)
     fold = {b: k for k, g in enumerate(groups) for b in g}
     got: list = [None] * len(nqa)
     for k in range(len(groups)):
-        w = fit_arm([r for r in nqa if fold[r["book"]] != k] + extra, arm)
+        w = fit_arm([r for r in nqa if fold[r["book"]] != k] + extra * weight, arm)
         for i, r in enumerate(nqa):
             if fold[r["book"]] == k:
-                got[i] = ranked(r, arm, w)
+                got[i] = ranked(r, arm, w, temperature)
     return judged(nqa, got)
 
 
-def leave_one_book_out(nqa: list[dict], half: list[dict], arm: str) -> dict:
+def leave_one_book_out(nqa: list[dict], half: list[dict], arm: str, temperature: float = 1.0,
+                       weight: int = READERS_WEIGHT) -> dict:
     """The readers' fit half, each book judged by a fit on NarrativeQA and the half's other books."""
     got = []
     for book in sorted({r["key"].split(":")[0] for r in half}):
-        w = fit_arm(nqa + [s for s in half if s["key"].split(":")[0] != book], arm)
-        got += [(r, ranked(r, arm, w)) for r in half if r["key"].split(":")[0] == book]
+        w = fit_arm(nqa + [s for s in half if s["key"].split(":")[0] != book] * weight, arm)
+        got += [(r, ranked(r, arm, w, temperature)) for r in half if r["key"].split(":")[0] == book]
     return judged([r for r, _ in got], [g for _, g in got])
+
+
+def fit_temperature(nqa: list[dict], half: list[dict], arm: str, weight: int = READERS_WEIGHT) -> float:
+    """The temperature (one scalar dividing the weights) that maximises the likelihood of the right candidates in
+    out-of-fold predictions: NarrativeQA's book folds (seed 13) and the fit half left out book by book, its
+    questions counted `weight` times. Book-level folds make a maximum-likelihood fit too sure on a new book."""
+    from scipy.optimize import minimize_scalar
+    if arm in RULES:
+        return 1.0
+    z_y = []  # (scores over candidates, right mask, weight) of each held-out question
+    groups = who_book_folds({r["book"] for r in nqa}, 10, SEEDS[0])
+    fold = {b: k for k, g in enumerate(groups) for b in g}
+    for k in range(len(groups)):
+        w = fit_arm([r for r in nqa if fold[r["book"]] != k] + half * weight, arm)
+        z_y += [(features(r)[:, _cols(arm)] @ w, right_of(r), 1) for r in nqa if fold[r["book"]] == k]
+    for book in sorted({r["key"].split(":")[0] for r in half}):
+        w = fit_arm(nqa + [s for s in half if s["key"].split(":")[0] != book] * weight, arm)
+        z_y += [(features(r)[:, _cols(arm)] @ w, right_of(r), weight) for r in half
+                if r["key"].split(":")[0] == book]
+    z_y = [(z, y, n) for z, y, n in z_y if y.any()]
+
+    def nll(t):
+        total = 0.0
+        for z, y, n in z_y:
+            s = z / t - (z / t).max()
+            total -= n * (np.log(np.exp(s)[y].sum()) - np.log(np.exp(s).sum()))
+        return total
+    return float(minimize_scalar(nll, bounds=(0.2, 10.0), method="bounded").x)
 
 
 def halves(readers: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -131,46 +169,50 @@ def halves(readers: list[dict]) -> tuple[list[dict], list[dict]]:
     return fit_half, [r for r in readers if split.get(r["key"].split(":")[0]) == "check"]
 
 
-def measure(nqa: list[dict], readers: list[dict]) -> dict:
-    """Every arm: CV over seeds, the fit half leave-one-book-out, the check half."""
+def measure(nqa: list[dict], readers: list[dict], weight: int = READERS_WEIGHT) -> dict:
+    """Every arm: CV over seeds, the fit half leave-one-book-out, the check half (the fit on everything else), with
+    the arm's temperature (`fit_temperature`, from NarrativeQA and the fit half only)."""
     fit_half, check = halves(readers)
     table = {}
     for arm in list(ARMS) + list(RULES):
-        seeds = {s: cv(nqa, fit_half, arm, s) for s in SEEDS}
-        w = fit_arm(nqa + fit_half, arm)
-        table[arm] = {"cv": {m: [seeds[s][m] for s in SEEDS] for m in ("p@1", "p@5", "mrr", "ece")},
-                      "fit_half": leave_one_book_out(nqa, fit_half, arm),
-                      "check": judged(check, [ranked(r, arm, w) for r in check])}
+        t = fit_temperature(nqa, fit_half, arm, weight)
+        seeds = {s: cv(nqa, fit_half, arm, s, t, weight) for s in SEEDS}
+        w = fit_arm(nqa + fit_half * weight, arm)
+        table[arm] = {"temperature": round(t, 3), "readers_weight": weight,
+                      "cv": {m: [seeds[s][m] for s in SEEDS] for m in ("p@1", "p@5", "mrr", "ece")},
+                      "fit_half": leave_one_book_out(nqa, fit_half, arm, t, weight),
+                      "check": judged(check, [ranked(r, arm, w, t) for r in check])}
     return table
 
 
 def lines(table: dict) -> list[str]:
     """The table as text: CV mean ± sd over the fold seeds, the fit half, the check half."""
-    out = [f"{'arm':<24} {'CV P@1':<14} {'P@5':<6} {'ECE':<6}| fit half P@1  P@5 | check P@1   P@5   MRR   ECE"]
+    out = [f"{'arm':<24} {'T':<5} {'CV P@1':<14} {'P@5':<6} {'ECE':<6}| fit half P@1  P@5 | check P@1   P@5   MRR   ECE"]
     for arm, t in table.items():
         c, f, k = t["cv"], t["fit_half"], t["check"]
         e = f"{np.mean(c['ece']):.3f}" if c["ece"][0] is not None else "  -  "
         ke = f"{k['ece']:.3f}" if k["ece"] is not None else "  -  "
-        out.append(f"{arm:<24} {np.mean(c['p@1']):5.2f} ± {np.std(c['p@1']):4.2f}  {np.mean(c['p@5']):5.2f}  {e} | "
+        out.append(f"{arm:<24} {t['temperature']:<5.2f} {np.mean(c['p@1']):5.2f} ± {np.std(c['p@1']):4.2f}  {np.mean(c['p@5']):5.2f}  {e} | "
                    f"{f['p@1']:5.1f}  {f['p@5']:5.1f}  | {k['p@1']:5.1f}  {k['p@5']:5.1f}  {k['mrr']:.3f}  {ke}")
     return out
 
 
 def fit_choice(nqa_rows: Path, readers_rows: Path, arm: str = SERVED_ARM, reader: str = "qwen2.5-coder-1.5b",
-               passages: str = "pool", ship: Path | None = None, report: Path | None = None) -> dict:
+               passages: str = "pool", ship: Path | None = None, report: Path | None = None,
+               weight: int = READERS_WEIGHT) -> dict:
     """Measure every arm and, with `ship`, write `arm`'s fit on NarrativeQA's rows and the readers' fit half there
     (the served one: whoqa/ranker/reader_choice.json), with its provenance; `report`: the table as JSON."""
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}: use one of {', '.join(ARMS)}")
     nqa, readers = load_rows(nqa_rows), load_rows(readers_rows)
-    table = measure(nqa, readers)
+    table = measure(nqa, readers, weight)
     if report:
         report.write_text(json.dumps({"arms": table, "rows": {str(nqa_rows): file_digest(nqa_rows),
                                                              str(readers_rows): file_digest(readers_rows)}},
                                      indent=1) + "\n")
     if ship:
         fit_half, _ = halves(readers)
-        w = fit_arm(nqa + fit_half, arm)
+        w = fit_arm(nqa + fit_half * weight, arm) / table[arm]["temperature"]
         names = list(nqa[0]["features"]) + list(CHOICE)
         cv_ = table[arm]["cv"]
         ranker = ChoiceRanker([float(v) for v in w], [names[c] for c in _cols(arm)], len(nqa) + len(fit_half),
@@ -178,8 +220,10 @@ def fit_choice(nqa_rows: Path, readers_rows: Path, arm: str = SERVED_ARM, reader
                               f"({len(fit_half)} questions of 5 novels)", round(float(np.mean(cv_["ece"])), 3),
                               reader, passages, int(nqa[0].get("also_top", 0)), nqa[0].get("counts_weights"))
         ship.write_text(json.dumps({**ranker.__dict__, "provenance": {
-            "made": datetime.date.today().isoformat(), "arm": arm,
-            "command": f"whoqa fit-choice --nqa {nqa_rows} --readers {readers_rows} --arm {arm} --ship {ship}",
+            "made": datetime.date.today().isoformat(), "arm": arm, "readers_weight": weight,
+            "temperature": table[arm]["temperature"],
+            "command": f"whoqa fit-choice --nqa {nqa_rows} --readers {readers_rows} --arm {arm} --readers-weight "
+                       f"{weight} --ship {ship}",
             "rows": {str(nqa_rows): file_digest(nqa_rows), str(readers_rows): file_digest(readers_rows)},
             "book_level_cv": {m: f"{np.mean(cv_[m]):.3f} ± {np.std(cv_[m]):.3f}" for m in ("p@1", "p@5", "mrr", "ece")},
             "check_half": {m: table[arm]["check"][m] for m in ("n", "p@1", "p@5", "mrr", "ece")}}}, indent=1) + "\n")
