@@ -91,3 +91,15 @@ def test_readme_figures_equal_the_reproductions_expected_values(what, words, nam
     assert abs(float(shown) - e["value"]) <= e["tolerance"] + rounding + 1e-9, \
         f"README: {what} = {shown}; {name}.json expects {e['value']} ± {e['tolerance']}"
     assert stated(shown, results_headline()), f"docs/results.md's headline figures lack {what} = {shown}"
+
+
+def test_the_who_headline_is_the_shipped_choice_rankings_own_measurement():
+    """The README's and results.md's Who figures are the ones the shipped choice ranking records of itself
+    (whoqa/ranker/reader_choice.json, written by `whoqa fit-choice`): a new fit changes them or fails here."""
+    fit = json.loads((ROOT / "whoqa" / "ranker" / "reader_choice.json").read_text())["provenance"]
+    check, cv = fit["check_half"], fit["book_level_cv"]
+    figures = [f"{check['p@1']:.1f}", f"{check['p@5']:.1f}", f"{float(cv['p@1'].split()[0]):.2f}",
+               f"{float(cv['ece'].split()[0]):.3f}"]
+    for text in (readme_results(), results_headline()):
+        missing = [f for f in figures if not stated(f, text)]
+        assert not missing, f"reader_choice.json's {missing} are not stated"

@@ -88,7 +88,7 @@ def test_a_shipped_fit_is_read_back_and_a_damaged_one_is_one_line(tmp_path):
     with pytest.raises(ValueError, match="bad.json weighs features whoqa does not build"):
         load_choice_fit(bad)
     bad.write_text("{not json")
-    with pytest.raises(ValueError, match="bad.json is not a choice ranking"):
+    with pytest.raises(ValueError, match="bad.json is damaged .*whoqa fit-choice"):
         load_choice_fit(bad)
 
 
@@ -150,7 +150,7 @@ def _rows(tmp_path, books=12, per_book=4, seed=0):
 
 def test_the_fitted_ranking_learns_to_trust_a_reader_that_chose_right_and_ships_a_fit_serving_reads(tmp_path,
                                                                                                    monkeypatch):
-    from whoqa.ranker import choice_fit
+    from whoqa.evaluation import choice_fit
     monkeypatch.setattr(choice_fit, "load_split", lambda: {"fitbook": "fit", "checkbook": "check"})
     nqa, readers = _rows(tmp_path)
     ship = tmp_path / "shipped.json"

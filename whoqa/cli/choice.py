@@ -1,5 +1,5 @@
 """`whoqa choice-rows` and `fit-choice`: the Who ranking in which the reader chooses among the people its passages
-mention (whoqa.ranker.choice_rows, whoqa.ranker.choice_fit)."""
+mention (whoqa.evaluation.choice_rows, whoqa.evaluation.choice_fit)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from whoqa.cli.util import stage
-from whoqa.ranker.choice_fit import READERS_WEIGHT, SERVED_ARM
+from whoqa.evaluation.choice_fit import READERS_WEIGHT, SERVED_ARM
 from whoqa.ranker.reader_choice import SHIPPED_CHOICE
 
 app = typer.Typer()
@@ -30,7 +30,7 @@ def choice_rows(
 ):
     """Per Who question, what a choice ranking reads, made as `ask` makes it: the reader's scores of every person its
     passages mention, the counts' features, the written answer's link, the right answers (resumable)."""
-    from whoqa.ranker.choice_rows import make_rows
+    from whoqa.evaluation.choice_rows import make_rows
     n = stage(make_rows, workspace, out, questions, books, written, True, also_top)
     typer.echo(f"{n} rows in {out}")
 
@@ -39,7 +39,7 @@ def choice_rows(
 def fit_choice(
     nqa: Path = typer.Option(..., help="`choice-rows` of the shared books' Who set."),
     readers: Path = typer.Option(..., help="`choice-rows` of the readers' questions."),
-    arm: str = typer.Option(SERVED_ARM, help="The features fit and shipped (whoqa.ranker.choice_fit.ARMS)."),
+    arm: str = typer.Option(SERVED_ARM, help="The features fit and shipped (whoqa.evaluation.choice_fit.ARMS)."),
     reader: str = typer.Option("qwen2.5-coder-1.5b", help="The LLM that chose and wrote in the rows."),
     passages: str = typer.Option("pool", help="The passages' fusion the rows were read from."),
     ship: Optional[Path] = typer.Option(None, help=f"Write the arm's fit here (the served one: {SHIPPED_CHOICE.name} "
@@ -51,6 +51,6 @@ def fit_choice(
     """Every arm by book-level CV on NarrativeQA's Who questions (fold seeds 13/14/15), on the readers' fit half
     (leave one book out) and on their check half (reported only); with --ship, the arm's fit on all but the check
     half."""
-    from whoqa.ranker.choice_fit import fit_choice as run, lines
+    from whoqa.evaluation.choice_fit import fit_choice as run, lines
     table = stage(run, nqa, readers, arm, reader, passages, ship, report, readers_weight)
     typer.echo("\n".join(lines(table)))

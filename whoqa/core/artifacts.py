@@ -52,11 +52,14 @@ def read_cache(path: Path, shape: type | tuple = (dict, list)):
 
 
 def read_rows(path: Path) -> list[dict]:
-    """The rows of a resumable JSONL file (one finished piece of work per line); a line cut by an interruption (or
-    not an object) is skipped, so its work is done again. [] when the file does not exist."""
+    """The rows of a resumable JSONL file (one finished piece of work per line; gzipped where it ends .gz); a line
+    cut by an interruption (or not an object) is skipped, so its work is done again. [] when the file does not
+    exist."""
     rows = []
     if Path(path).is_file():
-        with open(path, encoding="utf-8", errors="replace") as f:
+        import gzip
+        opener = gzip.open if Path(path).suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as f:
             for line in f:
                 try:
                     row = json.loads(line)

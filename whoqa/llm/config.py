@@ -44,10 +44,22 @@ def llm_answer_options(run_config: dict) -> dict:
 def model_name(base: str) -> str:
     """A --reader-base as a short name for run folders: its last path part, without .gguf."""
     from pathlib import Path
-    from whoqa.llm.server import is_server, server_name
     if is_server(base):
         return server_name(base)
     return Path(base.rstrip("/")).name.removesuffix(".gguf")
+
+
+def is_server(base: str | None) -> bool:
+    """Whether --llm names an OpenAI-compatible server (an http(s) address: whoqa.llm.server), not a model."""
+    import re
+    return bool(base) and re.match(r"^https?://", str(base), re.I) is not None
+
+
+def server_name(url: str) -> str:
+    """A server address as a short name for messages and run folders ("server-127.0.0.1-8080")."""
+    import re
+    host = re.sub(r"^https?://", "", url, flags=re.I).split("/")[0]
+    return "server-" + re.sub(r"[^A-Za-z0-9.]+", "-", host).strip("-")
 
 
 LLM_ADDED = {"rendering": "raw", "character_list": False}  # fields added after LLM runs were recorded: left out of a

@@ -165,7 +165,7 @@ def packaged_models() -> list[dict]:
 
 def locate(base: str) -> tuple[str, str | None]:
     """(folder or hub id, GGUF file name in it or None) for a --reader-base value (a server's address: itself)."""
-    from whoqa.llm.server import is_server
+    from whoqa.llm.config import is_server
     if is_server(base):
         return base, None
     m = next((m for m in registry.LLMS if m.name == base), None)

@@ -12,27 +12,14 @@ No tokenizer of the server's model is at hand, so the prompt budget is kept in c
 from __future__ import annotations
 
 import json
-import re
 import urllib.error
 import urllib.request
 
-from whoqa.llm.config import LLMConfig
+from whoqa.llm.config import LLMConfig, is_server, server_name  # noqa: F401 (where callers find them)
 from whoqa.llm.prompt import prompt_text
 
-SERVER = re.compile(r"^https?://", re.I)
 CHARS_PER_TOKEN = 4  # English text's characters per token for common tokenizers: the prompt budget without one
 TIMEOUT = 300  # seconds a request may take (a large model on a busy host)
-
-
-def is_server(base: str | None) -> bool:
-    """Whether --llm names a server (an http(s) address) rather than a model file, folder or name."""
-    return bool(base) and bool(SERVER.match(str(base)))
-
-
-def server_name(url: str) -> str:
-    """A server address as a short name for messages and run folders ("server-127.0.0.1-8080")."""
-    host = re.sub(r"^https?://", "", url, flags=re.I).split("/")[0]
-    return "server-" + re.sub(r"[^A-Za-z0-9.]+", "-", host).strip("-")
 
 
 class ServerError(RuntimeError):

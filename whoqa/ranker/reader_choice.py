@@ -175,13 +175,14 @@ SHIPPED_CHOICE = Path(__file__).with_name("reader_choice.json")  # the fit `ask`
 
 def load_choice_fit(path: Path = SHIPPED_CHOICE) -> ChoiceRanker | None:
     """The shipped choice ranking, None where there is none; a damaged file is a ValueError naming it and the fix."""
+    from whoqa.core.artifacts import read_json
     from whoqa.ranker.features import STAGE1
     if not path.is_file():
         return None
+    d = read_json(path, "make it again with `whoqa fit-choice`", dict)
     try:
-        d = json.loads(path.read_text(encoding="utf-8"))
         fit = ChoiceRanker(**d)
-    except (OSError, ValueError, TypeError) as e:
+    except TypeError as e:
         raise ValueError(f"{path} is not a choice ranking ({e}): make it again with `whoqa fit-choice`") from None
     unknown = [f for f in fit.features if f not in STAGE1 and f not in CHOICE]
     if unknown or len(fit.weights) != len(fit.features):

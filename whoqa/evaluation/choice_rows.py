@@ -1,4 +1,4 @@
-"""The rows a choice ranking is fit and judged on (whoqa.ranker.choice_fit): per Who question, the reader's choice
+"""The rows a choice ranking is fit and judged on (whoqa.evaluation.choice_fit): per Who question, the reader's choice
 among the people its passages mention (whoqa.ranker.reader_choice), the counts' features over the cast, the written
 answer's link and the right answers, made as `ask` makes them and kept one JSON line a question (.jsonl.gz),
 resumable (`whoqa choice-rows`).
@@ -24,17 +24,8 @@ from whoqa.retrieval.bm25f import NothingMatched, context_sentences
 
 def done_rows(out: Path) -> dict[str, dict]:
     """The rows a file holds already, by key (a line cut by an interruption is left out: asked again)."""
-    rows = {}
-    if not Path(out).is_file():
-        return rows
-    with gzip.open(out, "rt", encoding="utf-8") as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except ValueError:
-                continue
-            rows[r["key"]] = r
-    return rows
+    from whoqa.core.artifacts import read_rows
+    return {r["key"]: r for r in read_rows(out) if "key" in r}
 
 
 def who_set_items(ws: Path, seed: int = 13) -> list[dict]:

@@ -13,7 +13,6 @@ The shipped fit is one arm's, on NarrativeQA's questions and the readers' fit ha
 from __future__ import annotations
 
 import datetime
-import gzip
 import json
 from pathlib import Path
 
@@ -48,8 +47,10 @@ READERS_WEIGHT = 6  # each readers' fit-half question counts this many times in 
 
 def load_rows(path: Path) -> list[dict]:
     """A rows file's answered questions (a question nothing in the book matched is left out)."""
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [r for r in map(json.loads, f) if "error" not in r]
+    from whoqa.core.artifacts import read_rows
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path} not found: make it with `whoqa choice-rows`")
+    return [r for r in read_rows(path) if "error" not in r]
 
 
 def right_of(r: dict) -> np.ndarray:
