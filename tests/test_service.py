@@ -81,7 +81,8 @@ def test_the_first_ask_of_a_new_book_reads_it_once(ws, tiny_llm_path, tmp_path, 
     first = svc.answer(book, "Who rowed to the village for bread?")
     second = svc.answer(book, "Who thanked Anna?")
     assert len(loads) == 1, loads
-    assert first.route == second.route == "features" and first.characters[0].probability is not None
+    assert first.route == second.route == "features" and first.characters
+    assert first.characters[0].probability is None  # (the tiny LLM is not the reader the shipped fit measured)
     assert json.loads(json.dumps(first.to_json()))["characters"][0]["name"] == first.characters[0].name
 
 

@@ -179,7 +179,8 @@ def test_uploads_are_checked_processed_in_the_background_and_reused(served, tmp_
     assert a["route"] == "features" and "no memory network is trained" in a["reason"], a
     assert {"Tom", "Anna"} & {x["name"].split()[0] for x in a["characters"]}
     probs = [x["probability"] for x in a["characters"]]
-    assert None not in probs and probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0001
+    assert set(probs) == {None}  # a reader the shipped fit was not measured with (the tiny LLM): no probability
+    assert any("not the reader this ranking was measured with" in w for w in a["warnings"])
     assert a["evidence"] and all(any(s["char"] == a["characters"][0]["id"] for s in e["segments"])
                                  for e in a["evidence"])
     again = c.post("/api/books", files={"file": ("copy.txt", STORY.encode(), "text/plain")}).json()

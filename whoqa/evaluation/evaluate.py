@@ -140,7 +140,7 @@ def evaluate(cfg: EvalConfig) -> dict:
     atomic_write(ws.results / f"table{suffix}.txt", table + "\n")
     calibrated = {n.removeprefix("ensemble:"): r["calibration"] for n, r in results.items()
                   if (n.startswith(("ensemble:", "served:")) or r.get("config", {}).get("candidates") == "features")
-                  and r.get("calibration", {}).get("reliability")}  # what `ask` and `ask --rerank` serve
+                  and (r.get("calibration") or {}).get("reliability")}  # what `ask` and `ask --rerank` serve
     if calibrated:
         from whoqa.core.calibration import plot_reliability
         plot_reliability(calibrated, ws.results / f"reliability{suffix}.png")
