@@ -170,8 +170,9 @@ def choice_answer(svc: Serving, ob: OpenBook, query: Query, fit, reader, cfg: LL
                             query, svc.cfg.evidence)
     calibration = {"by": "maximum likelihood on other books' questions", "fit": "shipped",
                    "fit_of": fit.source, "questions": fit.questions, "ece": fit.ece, "stage": "choice"}
+    kept = sum(int(a) in set(read) for a, *_ in windows)
     model = (f"{fit.reader} ({reader.runtime}) choosing among the {len(choice.candidates) - len(choice.extra)} "
-             f"people its {sum(int(a) in set(read) for a, *_ in windows)} passages mention"
+             f"people its {kept} passage{'s' * (kept != 1)} mention"
              + (f" and the counts' first {len(choice.extra)}" if choice.extra else "") + ", weighed with the counts")
     why = choice_reasons(book, choice, chars, written) + who_reasons(
         book, context[:CONTEXT_SENTENCES], [Ranked(c.id, c.name, c.probability) for c in chars], query.named)
