@@ -222,3 +222,19 @@ def test_a_damaged_engine_record_is_one_line_for_ask_and_rewritten_by_prepare(ws
     cfg = PrepareConfig(data="", workspace=str(ws))
     record_engine(cfg, engine_identity(cfg))
     assert json.loads(record.read_text()) == json.loads(saved)
+
+
+def test_gzipped_rows_cut_by_an_interruption_keep_the_rows_before_the_cut(tmp_path):
+    """A resumable .jsonl.gz (one gzip member a row, as `whoqa choice-rows` appends them) cut mid-member: the rows
+    whole before the cut are read, the rest is asked again; never a traceback."""
+    import gzip
+    import json
+    from whoqa.core.artifacts import read_rows
+    path = tmp_path / "rows.jsonl.gz"
+    for i in range(4):
+        with gzip.open(path, "at", encoding="utf-8") as f:
+            f.write(json.dumps({"key": i, "pad": "x" * 200}) + "\n")
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) - 60])  # the last member cut inside its deflate stream
+    keys = [r["key"] for r in read_rows(path)]
+    assert keys[:3] == [0, 1, 2] and len(keys) in (3, 4)

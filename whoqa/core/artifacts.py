@@ -60,13 +60,16 @@ def read_rows(path: Path) -> list[dict]:
         import gzip
         opener = gzip.open if Path(path).suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(row, dict):
-                    rows.append(row)
+            try:
+                for line in f:
+                    try:
+                        row = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(row, dict):
+                        rows.append(row)
+            except (EOFError, OSError):  # a gzip member cut by an interruption: the rows before it stand
+                pass
     return rows
 
 
