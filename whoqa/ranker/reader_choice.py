@@ -14,7 +14,7 @@ frequent other proper names: "Sir Henry", "Curtis"), the best of them standing f
 """
 from __future__ import annotations
 
-import json
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,7 @@ import numpy as np
 from whoqa.core.query import Query
 from whoqa.llm.config import LLMConfig
 from whoqa.ranker.cast import cast_of
+from whoqa.ranker.model import log_softmax, softmax
 
 ALIASES = 3  # names scored per candidate: its cast name and its next most frequent proper names
 
@@ -125,7 +126,7 @@ def choice_features(ids: list[int], choice: Choice, written: int | None = None) 
     x = np.zeros((len(ids), len(CHOICE)))  # (C, 5)
     if choice.candidates:
         best = np.array(choice.best())
-        lsm = best - best.max() - np.log(np.exp(best - best.max()).sum())  # (K,)
+        lsm = log_softmax(best)  # (K,)
         place = {c: k for k, c in enumerate(choice.candidates)}
         top = int(np.argmax(best))
         for j, c in enumerate(ids):
@@ -141,8 +142,8 @@ def choice_features(ids: list[int], choice: Choice, written: int | None = None) 
 @dataclass
 class ChoiceRanker:
     """A conditional logit over the book's cast (whoqa.ranker.model.fit): the counts' features (whoqa.ranker.features)
-    and reading's (CHOICE), p(c) = softmax_c(w . x_c), fit by maximum likelihood on other books' questions, so its
-    probabilities are calibrated by construction."""
+    and reading's (CHOICE), p(c) = softmax_c(w . x_c), fit by maximum likelihood on other books' questions (its
+    cross-validated ECE is recorded: on new books it is too sure, docs/who-ranker.md)."""
     weights: list[float]
     features: list[str]  # the counts' feature names, then CHOICE's, as the weights are ordered
     questions: int = 0
@@ -163,9 +164,7 @@ class ChoiceRanker:
 
     def probabilities(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(order (C,) best first, probabilities in that order) of candidates with features x (C, F)."""
-        z = x @ np.array(self.weights)
-        p = np.exp(z - z.max())
-        p /= p.sum()
+        p = softmax(x @ np.array(self.weights))  # (C,)
         order = np.argsort(-p, kind="stable")
         return order, p[order]
 
@@ -174,11 +173,18 @@ SHIPPED_CHOICE = Path(__file__).with_name("reader_choice.json")  # the fit `ask`
 
 
 def load_choice_fit(path: Path = SHIPPED_CHOICE) -> ChoiceRanker | None:
-    """The shipped choice ranking, None where there is none; a damaged file is a ValueError naming it and the fix."""
-    from whoqa.core.artifacts import read_json
-    from whoqa.ranker.features import STAGE1
+    """The shipped choice ranking, None where there is none; a damaged file is a ValueError naming it and the fix.
+    Read once per file version (every Who answer asks for it, twice)."""
     if not path.is_file():
         return None
+    stat = path.stat()
+    return _read_choice_fit(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_choice_fit(path: Path, mtime_ns: int, size: int) -> ChoiceRanker:
+    from whoqa.core.artifacts import read_json
+    from whoqa.ranker.features import STAGE1
     d = read_json(path, "make it again with `whoqa fit-choice`", dict)
     try:
         fit = ChoiceRanker(**d)

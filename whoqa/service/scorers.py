@@ -149,6 +149,8 @@ def choice_answer(svc: Serving, ob: OpenBook, query: Query, fit, reader, cfg: LL
     person they mention as the answer; one fitted logit weighs that choice with the counts (and the written answer,
     where the fit reads it). The evidence is the passage sentence naming the answer that shares most of the
     question's words."""
+    import numpy as np
+    from whoqa.ranker.model import softmax
     from whoqa.ranker.reader_choice import choice_features, ranking_features, reader_choice
     from whoqa.ranker.features import CONTEXT_SENTENCES, SERVED, book_features, columns
     book, context, wins = who_context(ob, query)
@@ -162,7 +164,7 @@ def choice_answer(svc: Serving, ob: OpenBook, query: Query, fit, reader, cfg: LL
         written, _ = written_answer(svc, ob, query, passages, again=True)
     first_written = written.answer if written is not None else None
     order, probs = fit.probabilities(ranking_features(fit, x, list(SERVED), choice_features(ids, choice, first_written)))
-    share = dict(zip(choice.candidates, _softmax(choice.best()))) if choice.candidates else {}
+    share = dict(zip(choice.candidates, softmax(np.array(choice.best())).tolist())) if choice.candidates else {}
     chars = one_per_name([Ranked(ids[j], book.characters[ids[j]].name, float(p), share.get(ids[j]))
                           for j, p in zip(order, probs)], svc.cfg.top)
     read = list(dict.fromkeys(choice.sentences))
@@ -199,13 +201,6 @@ def choice_reasons(book, choice, chars: list[Ranked], written) -> list[str]:
     if written is not None and written.answer is not None and written.answer != pick:
         out.append(f"writing the answer itself, it named {book.characters[written.answer].name}")
     return out
-
-
-def _softmax(v: list[float]) -> list[float]:
-    import math
-    m = max(v)
-    e = [math.exp(x - m) for x in v]
-    return [x / sum(e) for x in e]
 
 
 @scorer("reader")

@@ -33,29 +33,7 @@ from whoqa.retrieval.bm25f import NothingMatched
 from whoqa.service import Service, ServiceConfig
 
 
-def done_rows(out: Path) -> dict[str, dict]:
-    if not out.is_file():
-        return {}
-    with gzip.open(out, "rt", encoding="utf-8") as f:
-        return {r["key"]: r for r in map(json.loads, f)}
-
-
-def who_set_items(ws: Path) -> list[dict]:
-    from whoqa.core.store import load_who_set
-    from whoqa.ranker.train import book_fold_candidates
-    _, questions = load_who_set(ws)
-    by_id = {int(q["question_id"]): q for q in questions}
-    return [{"key": str(c["question_id"]), "book": by_id[c["question_id"]]["document_id"],
-             "question": by_id[c["question_id"]]["question"], "answers": c["answers"]}
-            for c in book_fold_candidates(ws, 10, 13)]
-
-
-def readers_items(svc: Service, questions: Path, books: Path) -> list[dict]:
-    from whoqa.evaluation.readers import load_questions
-    rows = [q for q in load_questions(questions) if q.kind == "who"]
-    ids = {b: svc.resolve(books / f"{b}.txt") for b in dict.fromkeys(q.book for q in rows)}
-    return [{"key": f"{q.book}:{q.question}", "book": ids[q.book], "question": q.question, "names": q.answers}
-            for q in rows]
+from whoqa.evaluation.choice_rows import done_rows, readers_items, who_set_items  # noqa: E402,F401 (one copy)
 
 
 def again(svc: Service, it: dict, first: dict):
