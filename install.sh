@@ -58,7 +58,7 @@ if [ -n "$compiling" ]; then
     wait "$compiling" || { tail -5 "$build_log"; echo "  llama-cpp-python did not build (a C++ compiler and cmake are needed): gpt4all and transformers run the LLM"; }
 fi
 llama_probe() {  # a last check in a child process: a build that still dies at its first prompt is not served
-    .venv/bin/python -c "import sys; from whoqa.llm.reader import joined_model; from whoqa.llm.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model('qwen2.5-coder-0.5b')) else 1)" 2>/dev/null
+    .venv/bin/python -c "import sys; from whoqa.llm.reader import joined_model; from whoqa.llm.runtimes import llama_cpp_works; sys.exit(0 if from whoqa.llm.registry import scorer; llama_cpp_works(joined_model(scorer().name)) else 1)" 2>/dev/null
 }
 install_wheel() { .venv/bin/pip install -q --no-deps --force-reinstall "$1"/*.whl && .venv/bin/pip install -q -e '.[llama]'; }
 if ls "$wheels"/*.whl > /dev/null 2>&1; then
@@ -77,7 +77,7 @@ fi
 step "the name scorer's weights requantised, and WordNet for METEOR" "about 20 s"
 # The 0.5B's weights requantised to Q4_0 (llama.cpp's quantiser, ~10 s once): the shipped Who fit weighs its name scores,
 # read a quarter faster than Q4_K_M's on a CPU
-.venv/bin/python -c "import llama_cpp" 2>/dev/null && .venv/bin/python -c "from whoqa.llm.models import requantised; requantised('qwen2.5-coder-0.5b', 'Q4_0')" \
+.venv/bin/python -c "import llama_cpp" 2>/dev/null && .venv/bin/python -c "from whoqa.llm.models import requantised; from whoqa.llm.registry import scorer; [requantised(scorer().name, t) for t, _ in scorer().requantised]" \
     || echo "the 0.5B's Q4_0 weights were not made (no llama-cpp-python): names are scored with its installed weights, and the 0.5B answers other questions (the 1.5B takes 15 s an answer without llama-cpp-python)"
 # WordNet's data for METEOR's synonym stage (a download from GitHub: offline METEOR matches exact words and stems only)
 .venv/bin/python -m nltk.downloader -q wordnet > /dev/null 2>&1 || true

@@ -66,6 +66,22 @@ def test_reading_features_set_apart_the_passages_people_and_the_readers_first_ch
     assert not empty.any()
 
 
+def test_the_passages_read_one_by_one_vote_by_their_rank():
+    """Each passage's first choice is a vote weighed 1 / (1 + its rank); a person's vote_choice is its best
+    log-softmaxed choice over the passages that name it (0 where none does); the joint columns are untouched."""
+    ids = [1, 2, 3]
+    joint = Choice([3, 2], [["C"], ["B"]], [[-1.0], [-30.0]], [[1], [1]], [0, 1], [2, 1])
+    votes = [Choice([2, 3], [["B"], ["C"]], [[-0.1], [-5.0]], [[1], [1]]),  # first passage: 2
+             Choice([3], [["C"]], [[-2.0]], [[1]]),  # second: 3, the only one it names (log-softmax 0)
+             Choice([], [], [], [])]  # third: nobody
+    x = choice_features(ids, joint, votes=votes)
+    v, c = CHOICE.index("votes"), CHOICE.index("vote_choice")
+    assert x[:, v].tolist() == pytest.approx([0.0, 1.0, 0.5])
+    assert x[0, c] == 0.0 and x[2, c] == pytest.approx(0.0, abs=1e-9)  # 3's best: the second passage's certain 0
+    assert x[1, c] == pytest.approx(-np.log1p(np.exp(-4.9)), abs=1e-6)
+    assert (x[:, :5] == choice_features(ids, joint)[:, :5]).all()
+
+
 def test_one_fitted_ranking_orders_the_cast_and_its_probabilities_sum_to_one():
     fit = ChoiceRanker([1.0, 0.0, 2.0], ["book_share", "in_passages", "choice_first"])
     x_counts = np.log(np.array([[0.5], [0.3], [0.2]]))  # (3, 1): book shares

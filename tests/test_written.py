@@ -136,3 +136,33 @@ def test_a_reader_that_wrote_only_the_questions_person_is_asked_once_more_told_s
     assert got.linked == [7] and ans == "ans2" and glenister in got.named_passed
     second[0] = Written("himself")  # linking no one: the first stands
     assert scorers.write_again(None, ob, query, [], first) == first
+
+
+STAGE = ("Anna Page and Anna Lee were sisters. Anna Lee painted the scenery. Anna Page kept the books. "
+         "Juliet was the role everyone wanted. Rose Hale acts Juliet in the play. Rose Hale bowed. Juliet died in the "
+         "last act. Anna Page laughed.")
+
+
+def test_the_linking_that_knows_the_book(parsed):
+    """A role's name is not its player; a first name two people share is the one the passages mention; a person
+    the passages do not mention is never linked; a name nobody in the cast has is kept, not linked through a
+    description."""
+    book = parsed(STAGE)
+    aliases = AliasIndex(book.characters)
+    cast = cast_of(book)
+
+    def knows(question, text, sentences):
+        w = link(book, aliases, Query.read(question).about(aliases), text, sentences, knows=True)
+        return w, [cast.names[r] for r in w.linked]
+    painted = [i for i in range(len(book.sentences)) if "painted" in book.sentence_text(i)[0]]
+    _, names = knows("Who painted the scenery?", "Anna", painted)
+    _, plain = _link(book, "Who painted the scenery?", "Anna")
+    assert names and "Lee" in names[0] and plain  # the Anna those sentences mention (plain linking: the most mentioned)
+    acts = [i for i in range(len(book.sentences)) if "acts" in book.sentence_text(i)[0]]
+    w, names = knows("Who is the actress in the play?", "the girl who acts Juliet", acts)
+    assert names == ["Rose Hale"] and w.how == "mention"  # the one the passage gives the role to
+    w, names = knows("Who kept the books?", "Rose Hale", painted)
+    assert names == [] and w.outside  # Rose is in the book, not in the passages read
+    w, names = knows("Who kept the books?", "It was Edith Crane", painted)
+    assert names == [] and w.unknown == ["Edith Crane"]
+

@@ -27,11 +27,13 @@ def choice_rows(
                                                       "with key and linked); else the reader writes them here."),
     also_top: int = typer.Option(0, help="Also score the counts' first K people (the shipped feature ranker's first "
                                          "stage), whether the passages mention them or not."),
+    votes: bool = typer.Option(False, help="Instead of rows, each question's votes: every passage read on its own, "
+                                           "the reader's choice among the people it mentions."),
 ):
     """Per Who question, what a choice ranking reads, made as `ask` makes it: the reader's scores of every person its
     passages mention, the counts' features, the written answer's link, the right answers (resumable)."""
     from whoqa.evaluation.choice_rows import make_rows
-    n = stage(make_rows, workspace, out, questions, books, written, True, also_top)
+    n = stage(make_rows, workspace, out, questions, books, written, True, also_top, votes)
     typer.echo(f"{n} rows in {out}")
 
 
@@ -40,17 +42,21 @@ def fit_choice(
     nqa: Path = typer.Option(..., help="`choice-rows` of the shared books' Who set."),
     readers: Path = typer.Option(..., help="`choice-rows` of the readers' questions."),
     arm: str = typer.Option(SERVED_ARM, help="The features fit and shipped (whoqa.evaluation.choice_fit.ARMS)."),
-    reader: str = typer.Option("qwen2.5-coder-1.5b", help="The LLM that chose and wrote in the rows."),
+    reader: Optional[str] = typer.Option(None, help="The LLM that chose and wrote in the rows (default: the registry's best answer writer)."),
     passages: str = typer.Option("pool", help="The passages' fusion the rows were read from."),
     ship: Optional[Path] = typer.Option(None, help=f"Write the arm's fit here (the served one: {SHIPPED_CHOICE.name} "
                                                    "beside whoqa.ranker)."),
     report: Optional[Path] = typer.Option(None, help="Every arm's figures and ranks as JSON."),
     readers_weight: int = typer.Option(READERS_WEIGHT, help="How many times each readers' fit-half question counts "
                                                             "beside a NarrativeQA one."),
+    nqa_votes: Optional[Path] = typer.Option(None, help="`choice-rows --votes` of the shared books' Who set: the "
+                                                        "votes' arms too."),
+    readers_votes: Optional[Path] = typer.Option(None, help="`choice-rows --votes` of the readers' questions."),
 ):
     """Every arm by book-level CV on NarrativeQA's Who questions (fold seeds 13/14/15), on the readers' fit half
     (leave one book out) and on their check half (reported only); with --ship, the arm's fit on all but the check
     half."""
     from whoqa.evaluation.choice_fit import fit_choice as run, lines
-    table = stage(run, nqa, readers, arm, reader, passages, ship, report, readers_weight)
+    table = stage(run, nqa, readers, arm, reader, passages, ship, report, readers_weight, nqa_votes,
+                  readers_votes)
     typer.echo("\n".join(lines(table)))

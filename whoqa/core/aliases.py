@@ -89,14 +89,15 @@ class AliasIndex:
         known = self.alias_gender.get(cid) or ({self.characters[cid].gender} - {None})
         return not known or g in known
 
-    def match(self, answer: str) -> tuple[set[int], str | None]:
+    def match(self, answer: str, prefer: set[int] = frozenset()) -> tuple[set[int], str | None]:
         """Character ids an answer names, or the reason it names none.
 
         The answer is split into segments at "and", "or" and commas ("Edward and Harriet" -> two). In a segment a
         word before a possessive ("Emily's father") is not the answer. A segment matches a character when its name
         words equal one of the character's aliases (titles dropped), else when they are all part of an alias
         (first or last name alone); a gendered title must agree ("Mrs. Carey" is not Mr. Carey). Of several partial
-        matches the most mentioned character is kept.
+        matches the most mentioned character is kept, of those in `prefer` where any is (a first name two people
+        share: the one the passages read mention).
         """
         found: set[int] = set()
         namelike = False
@@ -128,6 +129,7 @@ class AliasIndex:
                 cands = {c for part in k if len(part) >= 5 for p2, ids in self.parts.items()
                          if abs(len(p2) - len(part)) <= 1 and _edit1(part, p2) for c in ids if self._gender_ok(c, g)}
             if cands:
+                cands = (cands & prefer) or cands
                 top = max(self.characters[c].count for c in cands)
                 found |= {c for c in cands if self.characters[c].count == top}
         if found:

@@ -20,16 +20,10 @@ import numpy as np
 
 from whoqa.core.calibration import ece
 from whoqa.core.folds import who_book_folds
-
-
-def file_digest(path: Path) -> str:
-    """The file's whole sha256 (what a reproduction names its data by)."""
-    import hashlib
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
 from whoqa.evaluation.readers import load_split, name_words
+from whoqa.llm.registry import chooser
 from whoqa.ranker.model import fit
-from whoqa.ranker.reader_choice import CHOICE, SHIPPED_CHOICE, Choice, ChoiceRanker, choice_features
+from whoqa.ranker.reader_choice import CHOICE, SHIPPED_CHOICE, VOTED, Choice, ChoiceRanker, choice_features
 
 SEEDS = (13, 14, 15)
 COUNTS = 5  # the counts' columns of a row (whoqa.ranker.features.SERVED)
@@ -38,6 +32,9 @@ ARMS = {  # name -> reading's columns (CHOICE's indices) beside the counts' five
     "counts+written": [4],
     "counts+choice": [0, 1, 2, 3],
     "counts+choice+written": [0, 1, 2, 3, 4],
+    "counts+votes": [0, 3, 5, 6],  # (the votes' arms: rows with votes, `whoqa choice-rows --votes`)
+    "counts+choice+votes": [0, 1, 2, 3, 5, 6],
+    "counts+choice+votes+written": [0, 1, 2, 3, 4, 5, 6],
 }
 RULES = ("choice first", "written first")  # the reader's choice (or written answer) first, the counts order the rest
 SERVED_ARM = "counts+choice"  # what `fit-choice` ships by default
@@ -45,12 +42,28 @@ READERS_WEIGHT = 6  # each readers' fit-half question counts this many times in 
 #                    on the fit half, leave one book out: 1, 3, 6, 12 measured; docs/experiments/readers/README.md)
 
 
-def load_rows(path: Path) -> list[dict]:
-    """A rows file's answered questions (a question nothing in the book matched is left out)."""
+def file_digest(path: Path) -> str:
+    """The file's whole sha256 (what a reproduction names its data by)."""
+    import hashlib
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_rows(path: Path, votes: Path | None = None) -> list[dict]:
+    """A rows file's answered questions (a question nothing in the book matched is left out), each with its votes
+    from `votes` (`whoqa choice-rows --votes`; a question it lacks is a ValueError: finish that file first)."""
     from whoqa.core.artifacts import read_rows
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"{path} not found: make it with `whoqa choice-rows`")
-    return [r for r in read_rows(path) if "error" not in r]
+    for f in (path, votes):
+        if f is not None and not Path(f).is_file():
+            raise FileNotFoundError(f"{f} not found: make it with `whoqa choice-rows`")
+    rows = [r for r in read_rows(path) if "error" not in r]
+    if votes is not None:
+        got = {v["key"]: v["votes"] for v in read_rows(votes) if "votes" in v}
+        missing = [r["key"] for r in rows if r["key"] not in got]
+        if missing:
+            raise ValueError(f"{votes} lacks the votes of {len(missing)} of {path}'s questions: finish it with "
+                             f"`whoqa choice-rows --votes --out {votes}` (it resumes)")
+        rows = [{**r, "votes": got[r["key"]]} for r in rows]
+    return rows
 
 
 def right_of(r: dict) -> np.ndarray:
@@ -65,7 +78,9 @@ def right_of(r: dict) -> np.ndarray:
 def features(r: dict) -> np.ndarray:
     """(C, 5 + len(CHOICE)) a row's counts' features and reading's."""
     written = r["written"][0] if r.get("written") else None
-    return np.column_stack([np.array(r["x"]), choice_features(r["ids"], Choice.from_json(r["choice"]), written)])
+    votes = [Choice.from_json(v) for v in r["votes"]] if "votes" in r else None
+    return np.column_stack([np.array(r["x"]), choice_features(r["ids"], Choice.from_json(r["choice"]), written,
+                                                              votes)])
 
 
 def _cols(arm: str) -> list[int]:
@@ -175,7 +190,8 @@ def measure(nqa: list[dict], readers: list[dict], weight: int = READERS_WEIGHT) 
     the arm's temperature (`fit_temperature`, from NarrativeQA and the fit half only)."""
     fit_half, check = halves(readers)
     table = {}
-    for arm in list(ARMS) + list(RULES):
+    voted = all("votes" in r for r in nqa + readers)
+    for arm in [a for a in ARMS if voted or not {CHOICE[c] for c in ARMS[a]} & set(VOTED)] + list(RULES):
         t = fit_temperature(nqa, fit_half, arm, weight)
         seeds = {s: cv(nqa, fit_half, arm, s, t, weight) for s in SEEDS}
         w = fit_arm(nqa + fit_half * weight, arm)
@@ -198,19 +214,22 @@ def lines(table: dict) -> list[str]:
     return out
 
 
-def fit_choice(nqa_rows: Path, readers_rows: Path, arm: str = SERVED_ARM, reader: str = "qwen2.5-coder-1.5b",
+def fit_choice(nqa_rows: Path, readers_rows: Path, arm: str = SERVED_ARM, reader: str | None = None,
                passages: str = "pool", ship: Path | None = None, report: Path | None = None,
-               weight: int = READERS_WEIGHT) -> dict:
+               weight: int = READERS_WEIGHT, nqa_votes: Path | None = None,
+               readers_votes: Path | None = None) -> dict:
     """Measure every arm and, with `ship`, write `arm`'s fit on NarrativeQA's rows and the readers' fit half there
-    (the served one: whoqa/ranker/reader_choice.json), with its provenance; `report`: the table as JSON."""
+    (the served one: whoqa/ranker/reader_choice.json), with its provenance; `report`: the table as JSON. The votes'
+    arms are measured where both votes files are given."""
     if arm not in ARMS:
         raise ValueError(f"unknown arm {arm!r}: use one of {', '.join(ARMS)}")
-    nqa, readers = load_rows(nqa_rows), load_rows(readers_rows)
+    if (nqa_votes is None) != (readers_votes is None):
+        raise ValueError("give both --nqa-votes and --readers-votes, or neither")
+    nqa, readers = load_rows(nqa_rows, nqa_votes), load_rows(readers_rows, readers_votes)
     table = measure(nqa, readers, weight)
+    digests = {str(f): file_digest(f) for f in (nqa_rows, readers_rows, nqa_votes, readers_votes) if f is not None}
     if report:
-        report.write_text(json.dumps({"arms": table, "rows": {str(nqa_rows): file_digest(nqa_rows),
-                                                             str(readers_rows): file_digest(readers_rows)}},
-                                     indent=1) + "\n")
+        report.write_text(json.dumps({"arms": table, "rows": digests}, indent=1) + "\n")
     if ship:
         fit_half, _ = halves(readers)
         w = fit_arm(nqa + fit_half * weight, arm) / table[arm]["temperature"]
@@ -219,13 +238,15 @@ def fit_choice(nqa_rows: Path, readers_rows: Path, arm: str = SERVED_ARM, reader
         ranker = ChoiceRanker([float(v) for v in w], [names[c] for c in _cols(arm)], len(nqa) + len(fit_half),
                               f"{len(nqa)} NarrativeQA Who questions of the shared books and the readers' fit half "
                               f"({len(fit_half)} questions of 5 novels)", round(float(np.mean(cv_["ece"])), 3),
-                              reader, passages, int(nqa[0].get("also_top", 0)), nqa[0].get("counts_weights"))
+                              reader or chooser().name, passages, int(nqa[0].get("also_top", 0)),
+                              nqa[0].get("counts_weights"))
         ship.write_text(json.dumps({**ranker.__dict__, "provenance": {
             "made": datetime.date.today().isoformat(), "arm": arm, "readers_weight": weight,
             "temperature": table[arm]["temperature"],
             "command": f"whoqa fit-choice --nqa {nqa_rows} --readers {readers_rows} --arm {arm} --readers-weight "
-                       f"{weight} --ship {ship}",
-            "rows": {str(nqa_rows): file_digest(nqa_rows), str(readers_rows): file_digest(readers_rows)},
+                       f"{weight}" + (f" --nqa-votes {nqa_votes} --readers-votes {readers_votes}" if nqa_votes else "")
+                       + f" --ship {ship}",
+            "rows": digests,
             "book_level_cv": {m: f"{np.mean(cv_[m]):.3f} ± {np.std(cv_[m]):.3f}" for m in ("p@1", "p@5", "mrr", "ece")},
             "check_half": {m: table[arm]["check"][m] for m in ("n", "p@1", "p@5", "mrr", "ece")}}}, indent=1) + "\n")
     return table

@@ -93,6 +93,21 @@ def choice_row(svc, it: dict, written: dict | None, also_top: int = 0) -> dict:
     return row
 
 
+def vote_row(svc, it: dict) -> dict:
+    """One question's votes: the passages `choice_row` reads, each read on its own (whoqa.ranker.reader_choice.
+    passage_votes), kept by the question's key beside its row."""
+    from whoqa.ranker.reader_choice import passage_votes
+    ob = svc.open(it["book"])
+    query = ob.read(it["question"])
+    fit = svc.models.fit(svc.models.who_llm())
+    passages = svc.passages(ob, query, fit.ranker.written_passages())
+    base, cfg = svc.models.answering_llm(svc.models.routes().llm)
+    reader = svc.models.llm(base, scores=False, cfg=cfg)
+    t = time.perf_counter()
+    votes = passage_votes(reader, ob, query, passages, svc.models.pool(who=False), cfg)
+    return {"key": it["key"], "votes": [v.to_json() for v in votes], "votes_seconds": round(time.perf_counter() - t, 3)}
+
+
 def counts_weights(fit) -> list[float]:
     """The shipped feature ranker's first-stage weights over SERVED (what picks the counts' favourites)."""
     if list(fit.ranker.features["stage1"]) != list(SERVED):
@@ -103,19 +118,20 @@ def counts_weights(fit) -> list[float]:
 
 def make_rows(workspace: Path, out: Path, questions: Path | None = None,
               books: Path = Path("../shared/data/books-unlabeled"), written: Path | None = None,
-              progress: bool = True, also_top: int = 0) -> int:
-    """Every question's row appended to `out` (those it holds are kept); the number of rows it then holds."""
+              progress: bool = True, also_top: int = 0, votes: bool = False) -> int:
+    """Every question's row appended to `out` (those it holds are kept); the number of rows it then holds. `votes`:
+    each question's votes (`vote_row`) instead, for `whoqa fit-choice --nqa-votes/--readers-votes`."""
     from whoqa.service import Service, ServiceConfig
     svc = Service(workspace, ServiceConfig())
     items = readers_items(svc, questions, books) if questions else who_set_items(workspace)
     links = load_written(written) if written else None
     have = done_rows(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    for it in bar(items, desc="choice rows", unit="question", progress=progress):
+    for it in bar(items, desc="votes" if votes else "choice rows", unit="question", progress=progress):
         if it["key"] in have:
             continue
         try:
-            row = choice_row(svc, it, links, also_top)
+            row = vote_row(svc, it) if votes else choice_row(svc, it, links, also_top)
         except NothingMatched as e:
             row = {**it, "error": str(e)}
         with gzip.open(out, "at", encoding="utf-8") as f:

@@ -35,7 +35,7 @@ def commands(spec: dict, data: str, workspace: str) -> list[list[str]]:
 
 def metric(workspace: Path, file: str, key: str | list[str]):
     """A value of a results file: "p@1", a dotted path such as "text.rouge_l" or "characters.0.0" (list items by
-    position), or the path's parts as a list where a part holds a dot (a row named for "qwen2.5-coder-0.5b")."""
+    position), or the path's parts as a list where a part holds a dot (a row named for a model such as "x-0.5b")."""
     path = Path(workspace) / file
     value = read_record(path, "run the reproduction's steps again (its results file is unreadable)", None,
                         (dict, list))

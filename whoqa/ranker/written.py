@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from whoqa.core.aliases import AliasIndex
+from whoqa.core.aliases import NO_ALIAS, AliasIndex
 from whoqa.core.names import CAP_SPAN
 from whoqa.core.query import Query
 from whoqa.ranker.cast import cast_of
@@ -36,16 +36,26 @@ class Written:
     named_passed: list[int] = field(default_factory=list)  # ones the question names, passed over
     sentence: int | None = None  # the passage sentence the answer came from (holds its name or its words)
     how: str = ""  # "name" (the answer names them), "mention" (through the passage's resolved mention), ""
+    outside: list[int] = field(default_factory=list)  # (knowing the book) people it names the passages do not
+    unknown: list[str] = field(default_factory=list)  # (knowing the book) names it writes that no cast member has
 
     @property
     def answer(self) -> int | None:
         return self.linked[0] if self.linked else None
 
 
-def _named_ids(text: str, aliases: AliasIndex, owners: bool = False) -> list[int]:
+ROLE = re.compile(r"\b(?:plays|played|playing|acts|acted|acting|as|role of|part of|named after|called)\s+$", re.I)
+
+
+def _named_ids(text: str, aliases: AliasIndex, owners: bool = False, prefer: set[int] = frozenset(),
+               unknown: list[str] | None = None, roles: list[str] | None = None) -> list[int]:
     """The characters the answer's names name, left to right; a possessive's owner left out, unless the question
-    asks for an owner (`owners`: "Whose doll house ...?" is answered "Lucinda's doll house")."""
+    asks for an owner (`owners`: "Whose doll house ...?" is answered "Lucinda's doll house"). With `unknown` (the
+    linking that knows the book): a role's name is not its player ("the girl who acts Juliet" is not Juliet), a
+    name two people share goes to the one in `prefer` (the read passages' people), and each name no cast member has
+    is put in `unknown`, each role's name in `roles`."""
     out: list[int] = []
+    knows = unknown is not None
     for m in CAP_SPAN.finditer(text):
         span = m.group(0)
         if _owned(text, m) and not owners:
@@ -53,7 +63,12 @@ def _named_ids(text: str, aliases: AliasIndex, owners: bool = False) -> list[int
         span = span.removesuffix("'s").removesuffix("’s")
         if span.split()[0].lower() in {"who", "the", "a", "an", "he", "she", "it", "they", "i"} and len(span.split()) == 1:
             continue
-        ids, _ = aliases.match(span)
+        if knows and ROLE.search(text[:m.start()]):
+            roles.append(span)  # "who acts Juliet": the role, not the person
+            continue
+        ids, why = aliases.match(span, prefer if knows else frozenset())
+        if knows and not ids and why == NO_ALIAS and m.start() > 0:
+            unknown.append(span)  # (a capital opening the answer may be no name: "Her uncle")
         for i in sorted(ids, key=lambda c: -aliases.characters[c].count):
             if i not in out:
                 out.append(i)
@@ -90,9 +105,12 @@ def _best_sentence(book, sentences: list[int], text: str, people: set[int] | Non
     return best
 
 
-def link(book, aliases: AliasIndex, query: Query, text: str | None, sentences: list[int] = ()) -> Written:
+def link(book, aliases: AliasIndex, query: Query, text: str | None, sentences: list[int] = (),
+         knows: bool = False) -> Written:
     """The written answer `text` to `query` (read in the book) linked to the cast of `book` (module docstring);
-    `sentences`: the ids of the passage sentences the reader read."""
+    `sentences`: the ids of the passage sentences the reader read. `knows`: the linking that knows the book (a role
+    is not its player, a shared name is the passages' person, never a person the passages do not mention, a name no
+    cast member has is said and not linked through a description)."""
     written = Written(text or "")
     if not text:
         return written
@@ -100,12 +118,18 @@ def link(book, aliases: AliasIndex, query: Query, text: str | None, sentences: l
     reflexive = query.reflexive
     named_reps = {cast.of(n) for n in query.named} - {None}
     owners = query.text.lstrip(" \"'“").lower().startswith("whose")
-    for cid in _named_ids(text, aliases, owners):
+    people = {cast.of(m.char_id) for s in sentences for m in book.sentence_mentions(s)} - {None}
+    members = {c for r in people for c in cast.groups.get(r, [r])}
+    roles: list[str] = []
+    for cid in _named_ids(text, aliases, owners, members, written.unknown if knows else None, roles):
         rep = cast.of(cid)
-        if rep is None or rep in written.linked or rep in written.named_passed:
+        if rep is None or rep in written.linked or rep in written.named_passed or rep in written.outside:
             continue
         if rep in named_reps and not reflexive:
             written.named_passed.append(rep)
+            continue
+        if knows and sentences and rep not in people:
+            written.outside.append(rep)
             continue
         written.linked.append(rep)
     if written.linked:
@@ -113,15 +137,19 @@ def link(book, aliases: AliasIndex, query: Query, text: str | None, sentences: l
         members = set(cast.groups[written.linked[0]])
         written.sentence = _best_sentence(book, list(sentences), text, members)
         return written
+    if written.unknown or written.outside:
+        return written  # a name that is nobody's here is not a description to link through
     s = _best_sentence(book, list(sentences), text)  # a description: who the passage says it is
     if s is None:
         return written
     want = _content(text) - (set() if owners else _owner_words(text))
+    role = {w.lower() for r in roles for w in WORD.findall(r)}
+    played = bool(role) and bool(role & _content(book.sentence_text(s)[0]))  # the sentence that names the role
     for m in book.sentence_mentions(s):
         rep = cast.of(m.char_id)
         words = {t.word.lower() for t in book.tokens[m.start:m.end + 1]}
-        if rep is None or rep in named_reps and not reflexive or not words & want:
-            continue
+        if rep is None or rep in named_reps and not reflexive or words & role or not (played or words & want):
+            continue  # (knowing the book: the role's own mention is not its player; another person there is)
         written.linked, written.sentence, written.how = [rep], s, "mention"
         break
     return written

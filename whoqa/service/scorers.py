@@ -151,7 +151,7 @@ def choice_answer(svc: Serving, ob: OpenBook, query: Query, fit, reader, cfg: LL
     question's words."""
     import numpy as np
     from whoqa.ranker.model import softmax
-    from whoqa.ranker.reader_choice import choice_features, ranking_features, reader_choice
+    from whoqa.ranker.reader_choice import VOTED, choice_features, passage_votes, ranking_features, reader_choice
     from whoqa.ranker.features import CONTEXT_SENTENCES, SERVED, book_features, columns
     book, context, wins = who_context(ob, query)
     ids, x = book_features(book, context[:CONTEXT_SENTENCES], query.named, query, True, used=SERVED)
@@ -163,7 +163,10 @@ def choice_answer(svc: Serving, ob: OpenBook, query: Query, fit, reader, cfg: LL
     if "written" in fit.features:
         written, _ = written_answer(svc, ob, query, passages, again=True)
     first_written = written.answer if written is not None else None
-    order, probs = fit.probabilities(ranking_features(fit, x, list(SERVED), choice_features(ids, choice, first_written)))
+    votes = (passage_votes(reader, ob, query, windows, svc.models.pool(who=False), cfg)
+             if set(VOTED) & set(fit.features) else None)
+    order, probs = fit.probabilities(ranking_features(fit, x, list(SERVED),
+                                                      choice_features(ids, choice, first_written, votes)))
     share = dict(zip(choice.candidates, softmax(np.array(choice.best())).tolist())) if choice.candidates else {}
     chars = one_per_name([Ranked(ids[j], book.characters[ids[j]].name, float(p), share.get(ids[j]))
                           for j, p in zip(order, probs)], svc.cfg.top)
