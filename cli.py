@@ -7,7 +7,8 @@ import logging
 
 import typer
 
-from whoqa.cli import ask, bench, choice, data, evaluate, litbank, models, reader, rerank, slots, train, workspace
+from whoqa.cli import (ask, bench, choice, data, evaluate, litbank, measure, models, reader, rerank, slots, train,
+                       workspace)
 from whoqa.cli.util import DEBUG, VERBOSE
 from whoqa.core.seed import reexec_with_fixed_hash_seed
 
@@ -26,7 +27,7 @@ def main(verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logg
 
 
 # `whoqa --help` lists the commands in this order: the stages from data to answers, the evaluations, then the groups
-for module in (data, train, ask, models, rerank, choice, workspace, evaluate, litbank):
+for module in (data, train, ask, models, rerank, choice, measure, workspace, evaluate, litbank):
     app.add_typer(module.app)
 app.add_typer(slots.app, name="slots")
 app.add_typer(reader.app, name="reader")

@@ -83,3 +83,22 @@ def test_a_server_that_is_down_is_one_line_naming_its_address(tmp_path):
     assert out.exit_code != 0
     lines = [l for l in out.output.splitlines() if l.strip()]
     assert any(f"no reader answers at {url}" in l for l in lines) and "Traceback" not in out.output, out.output
+
+
+def test_measure_reader_writes_a_fit_for_a_server_that_ask_then_uses(server, tmp_path):
+    """`whoqa measure-reader --llm URL` chooses through the server's log-probabilities on readers' questions and
+    writes that server's fit; `ask --llm URL` then answers Who questions with probabilities from it."""
+    import json
+    from cli import app
+    from tests.test_measure_reader import QUESTIONS, write_books
+    books, questions, split = write_books(tmp_path)
+    ws = str(tmp_path / "ws")
+    run = CliRunner().invoke
+    got = run(app, ["measure-reader", "--llm", server, "--workspace", ws, "--questions", str(questions), "--books",
+                    str(books), "--split", str(split)])
+    assert got.exit_code == 0, got.output
+    who = run(app, ["ask", "--workspace", ws, "--llm", server, "--json", str(books / "lighthouse.txt"),
+                    QUESTIONS[0][1]])
+    assert who.exit_code == 0, who.output
+    answer = json.loads(who.output[who.output.index("{"):])
+    assert "choosing among" in answer["model"] and all(c["probability"] for c in answer["characters"])

@@ -178,9 +178,10 @@ def fit_temperature(nqa: list[dict], half: list[dict], arm: str, weight: int = R
     return float(minimize_scalar(nll, bounds=(0.2, 10.0), method="bounded").x)
 
 
-def halves(readers: list[dict]) -> tuple[list[dict], list[dict]]:
-    """The readers' rows of the fit half and of the check half (by the split's book ids)."""
-    split = load_split()
+def halves(readers: list[dict], split: Path | None = None) -> tuple[list[dict], list[dict]]:
+    """The readers' rows of the fit half and of the check half (by the split's book ids; default the shipped
+    split, data_prep/readers/split.tsv)."""
+    split = load_split(split) if split is not None else load_split()
     fit_half = [r for r in readers if split.get(r["key"].split(":")[0]) == "fit"]
     return fit_half, [r for r in readers if split.get(r["key"].split(":")[0]) == "check"]
 

@@ -83,6 +83,7 @@ def choice_row(svc, it: dict, written: dict | None, also_top: int = 0) -> dict:
         linked, text = written.get(it["key"], []), None
     cast = cast_of(book)
     row = {**it, "ids": ids, "x": x.round(6).tolist(), "features": list(SERVED), "also_top": also_top,
+           "passages": (fit.ranker.prompt or {}).get("written_passages"),
            "counts_weights": w1,
            "names_cast": [cast.names.get(i, book.characters[i].name) for i in ids],
            "choice": choice.to_json(), "choice_seconds": round(seconds, 3),
@@ -118,12 +119,15 @@ def counts_weights(fit) -> list[float]:
 
 def make_rows(workspace: Path, out: Path, questions: Path | None = None,
               books: Path = Path("../shared/data/books-unlabeled"), written: Path | None = None,
-              progress: bool = True, also_top: int = 0, votes: bool = False) -> int:
+              progress: bool = True, also_top: int = 0, votes: bool = False, llm: str | None = None,
+              limit: int | None = None) -> int:
     """Every question's row appended to `out` (those it holds are kept); the number of rows it then holds. `votes`:
-    each question's votes (`vote_row`) instead, for `whoqa fit-choice --nqa-votes/--readers-votes`."""
+    each question's votes (`vote_row`) instead, for `whoqa fit-choice --nqa-votes/--readers-votes`; `llm`: the
+    reader (default the one that writes answers here); `limit`: the first N questions only."""
     from whoqa.service import Service, ServiceConfig
-    svc = Service(workspace, ServiceConfig())
+    svc = Service(workspace, ServiceConfig(llm=llm))
     items = readers_items(svc, questions, books) if questions else who_set_items(workspace)
+    items = items[:limit] if limit is not None else items
     links = load_written(written) if written else None
     have = done_rows(out)
     out.parent.mkdir(parents=True, exist_ok=True)

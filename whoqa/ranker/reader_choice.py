@@ -114,12 +114,15 @@ def reader_choice(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig 
 
 
 def passage_votes(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig = LLMConfig()) -> list[Choice]:
-    """Each read passage on its own: per window of the first `cfg.top_k` (in their rank), the reader's choice among
-    the people that window mentions, after reading it alone (a short context: small readers lose an answer in a
-    long mixed one). A window nothing in it matches gives an empty Choice."""
+    """Each read passage on its own: per window the joint prompt keeps (`reader_choice`'s, in their rank), the
+    reader's choice among the people that window mentions, after reading it alone (a short context: small readers
+    lose an answer in a long mixed one). A window nothing in it matches gives an empty Choice."""
+    from whoqa.llm.reader import reading
     from whoqa.retrieval.bm25f import NothingMatched
+    passages, starts, shots, listed = reading(ob, query, pool, cfg, wins)
+    _, kept = reader.prompt(query.text, passages, shots, starts, cfg.order, listed)
     out = []
-    for w in wins[:cfg.top_k]:
+    for w in wins[:len(kept)]:
         try:
             out.append(reader_choice(reader, ob, query, [w], pool, cfg))
         except NothingMatched:
@@ -205,6 +208,17 @@ class ChoiceRanker:
 
 
 SHIPPED_CHOICE = Path(__file__).with_name("reader_choice.json")  # the fit `ask` serves (`whoqa fit-choice` writes it)
+
+
+def measured_fit_path(home, reader: str) -> Path:
+    """Where `whoqa measure-reader` writes a reader's own choice ranking in a workspace (`home`: its Workspace)."""
+    return Path(home.models) / "reader_choice" / f"{reader}.json"
+
+
+def choice_fit_for(home, reader: str) -> ChoiceRanker | None:
+    """The choice ranking that serves `reader` (a model_name): the one `whoqa measure-reader` measured for it in
+    this workspace, else the shipped one (whose own reader the caller checks)."""
+    return load_choice_fit(measured_fit_path(home, reader)) or load_choice_fit()
 
 
 def load_choice_fit(path: Path = SHIPPED_CHOICE) -> ChoiceRanker | None:

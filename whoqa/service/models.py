@@ -120,9 +120,10 @@ class Models:
     def chooses(self) -> bool:
         """Whether Who answers come from the shipped choice ranking (whoqa.ranker.reader_choice): shipped, reading on,
         and its reader the one that writes answers here (whoqa.service.scorers.choosing_reader checks the runtime)."""
-        from whoqa.ranker.reader_choice import load_choice_fit
-        fit, llm = load_choice_fit(), self.routes().llm
-        return fit is not None and self.cfg.reading and llm is not None and model_name(llm) == fit.reader
+        from whoqa.ranker.reader_choice import choice_fit_for
+        llm = self.routes().llm
+        fit = choice_fit_for(self.home, model_name(llm)) if llm is not None else None
+        return fit is not None and self.cfg.reading and model_name(llm) == fit.reader
 
     def once(self, message: str) -> None:
         """A warning said once per service (the same line for every answer would bury it)."""

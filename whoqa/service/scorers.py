@@ -107,7 +107,8 @@ def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> A
         chars = [Ranked(c.id, c.name, None, c.llm) for c in chars]
         calibration = None
         warnings.append(f"{' and '.join(unmeasured)} read here, not the reader this ranking was measured with, so "
-                        f"no probability is shown")
+                        f"no probability is shown (`whoqa measure-reader --llm {svc.models.routes().llm}` measures "
+                        f"it)")
     return Answer(query.text, ob.id, "who", "features", "", model, chars, evidence=evidence,
                   calibration=calibration, warnings=warnings, why=why)
 
@@ -126,13 +127,15 @@ def choosing_reader(svc: Serving):
     """(the shipped choice ranking, the reader that chooses, its config) where that ranking serves: shipped, reading
     on (not `--quick`), and the reader that writes answers here is the one it was fit with, on a runtime that gives
     token likelihoods; else None: the feature ranker answers, and a reader other than the fit's is said once."""
-    from whoqa.ranker.reader_choice import load_choice_fit
-    fit, llm = load_choice_fit(), svc.models.routes().llm
+    from whoqa.ranker.reader_choice import choice_fit_for
+    llm = svc.models.routes().llm
+    fit = choice_fit_for(svc.models.home, model_name(llm)) if llm is not None else None
     if fit is None or not svc.cfg.reading or llm is None:
         return None
     if model_name(llm) != fit.reader:
         svc.models.once(f"the Who ranking in which the reader chooses was fit with {fit.reader}'s choices; "
-                        f"{model_name(llm)} reads here, so Who answers come from the feature ranker")
+                        f"{model_name(llm)} reads here, so Who answers come from the feature ranker, with no "
+                        f"probability until `whoqa measure-reader --llm {llm}` measures it")
         return None
     base, cfg = svc.models.answering_llm(llm)
     reader = svc.models.llm(base, scores=False, cfg=cfg)
@@ -173,7 +176,9 @@ def choice_answer(svc: Serving, ob: OpenBook, query: Query, fit, reader, cfg: LL
     read = list(dict.fromkeys(choice.sentences))
     evidence = evidence_for(book, read + [s for s in context[:CONTEXT_SENTENCES] if s not in set(read)], chars,
                             query, svc.cfg.evidence)
-    calibration = {"by": "maximum likelihood on other books' questions", "fit": "shipped",
+    measured_here = (fit.provenance or {}).get("by") == "measure-reader"
+    calibration = {"by": "maximum likelihood on other books' questions",
+                   "fit": "this workspace (whoqa measure-reader)" if measured_here else "shipped",
                    "fit_of": fit.source, "questions": fit.questions, "ece": fit.ece, "stage": "choice"}
     kept = sum(int(a) in set(read) for a, *_ in windows)
     model = (f"{fit.reader} ({reader.runtime}) choosing among the {len(choice.candidates) - len(choice.extra)} "
