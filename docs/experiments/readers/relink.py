@@ -1,4 +1,4 @@
-"""Re-link the rows' written answers with the linking that knows the book; write new rows files."""
+"""The rows' written answers re-linked by the linking that knows the book (whoqa.ranker.written.link(knows=True)), as new rows files beside the old (run from the repository root: python docs/experiments/readers/relink.py)."""
 import gzip, json, sys
 from pathlib import Path
 from whoqa.service import Service, ServiceConfig
@@ -26,5 +26,5 @@ def relink(ws, rows_path, out, texts=None):
     print(rows_path, "changed", changed, "of", len(rows), file=sys.stderr)
 
 texts = {r["key"]: r["text"] for r in (json.loads(l) for l in gzip.open("docs/experiments/issue63/written_pool_again_1.5b.jsonl.gz", "rt"))}
-relink("ws51", "docs/experiments/readers/rows_nqa.jsonl.gz", "/tmp/x/rows_nqa_knows.jsonl.gz", texts)
-relink("ws-readers", "docs/experiments/readers/rows_readers.jsonl.gz", "/tmp/x/rows_readers_knows.jsonl.gz")
+relink("ws51", "docs/experiments/readers/rows_nqa.jsonl.gz", "docs/experiments/readers/rows_nqa_knows.jsonl.gz", texts)
+relink("ws-readers", "docs/experiments/readers/rows_readers.jsonl.gz", "docs/experiments/readers/rows_readers_knows.jsonl.gz")
