@@ -17,7 +17,8 @@ app = typer.Typer()
 def measure_reader(
     llm: str = typer.Option(..., help="The reader: a .gguf file, a model folder, a packaged model's name, or an "
                                       "OpenAI-compatible server's address (http://127.0.0.1:11434/v1)."),
-    workspace: Path = typer.Option(..., help="The workspace whose answers will use the fit (its books and yours)."),
+    workspace: Optional[Path] = typer.Option(None, help="The workspace whose answers will use the fit (default: "
+                                                        "`ask`'s, your data folder or $WHOQA_HOME)."),
     questions: Path = typer.Option(QUESTIONS, help="Readers' questions: the fit half is fit on, the check half "
                                                    "reported."),
     books: Path = typer.Option(Path("../shared/data/books-unlabeled"), help="The folder of the questions' books "
@@ -31,8 +32,9 @@ def measure_reader(
     """Measure a reader as the one that chooses among the passages' people: its choices on the readers' (and
     NarrativeQA's) Who questions, a fit written into the workspace with its figures and time; `ask` then gives that
     reader's Who answers probabilities."""
+    from whoqa.cli.ask import home
     from whoqa.evaluation.measure_reader import measure_reader as run
-    got = stage(run, workspace, llm, questions, books, nqa, split, limit)
+    got = stage(run, home(workspace), llm, questions, books, nqa, split, limit)
     check = got["check_half"]
     typer.echo(f"{got['fit']}: check half P@1 {check['p@1']} / P@5 {check['p@5']} / MRR {check['mrr']} "
                f"({check['n']} questions); {got['seconds']:.0f} s")
