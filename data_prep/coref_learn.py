@@ -39,7 +39,7 @@ ATTRIBUTION = ("Learned from LitBank (Bamman, Lewke and Mansoor 2020; https://gi
 def instances(doc, engine, parsed, positions: bool = False) -> list[tuple]:
     """(features (C, F), correct (C,) bool) per pronoun the engine scored whose gold entity is among its candidates;
     with `positions`, also the pronoun's token and each candidate's nearest mention's token (C,) (for experiments
-    that read the text around them, docs/experiments/)."""
+    that read the text around them, docs/pipeline.md)."""
     engine.record = True
     try:
         out = engine.process_parsed(parsed)

@@ -54,7 +54,7 @@ def rerank(
                          "or all; others than the "
                          "default are kept as summary+f-<names>.json."),
     written: Optional[str] = option(RerankConfig, "written", help="--candidates features: the reader's written Who "
-                                    "answers, linked (a .jsonl.gz of docs/experiments/issue63/written.py), for the "
+                                    "answers, linked (the .jsonl.gz `whoqa choice-rows` writes), for the "
                                     "written features of --stage1 (kept as summary+...+written-<digest>.json)."),
     written_first: bool = option(RerankConfig, "written_first", help="--candidates features, with --written: the "
                                  "written answer, where it links to a candidate, first (with the share it was right "

@@ -39,7 +39,7 @@ ARMS = {  # name -> reading's columns (CHOICE's indices) beside the counts' five
 RULES = ("choice first", "written first")  # the reader's choice (or written answer) first, the counts order the rest
 SERVED_ARM = "counts+choice"  # what `fit-choice` ships by default
 READERS_WEIGHT = 6  # each readers' fit-half question counts this many times in a fit beside NarrativeQA's (chosen
-#                    on the fit half, leave one book out: 1, 3, 6, 12 measured; docs/experiments/readers/README.md)
+#                    on the fit half, leave one book out: 1, 3, 6, 12 measured; docs/who-ranker.md)
 
 
 def file_digest(path: Path) -> str:

@@ -5,7 +5,7 @@ so). An answer is supported when some sentence of the passages holds it: the bes
 span of a passage sentence (`best_span_rouge_l`, both as `answer_tokens`: function words and punctuation dropped;
 the answer's words that only repeat the question's left out) reaches GroundingConfig.threshold. The threshold is
 chosen on the training books' questions, where the ROUGE-L of answered questions against the share answered is
-measured (docs/reader.md, docs/experiments/issue52/). An answer below it is withheld: whoqa says it did not find the
+measured (docs/reader.md). An answer below it is withheld: whoqa says it did not find the
 answer in the book and shows the best passages' sentences.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ class GroundingConfig:
     #                           (whoqa.service.scorers.second_look): on the 10 unseen books' 211 other questions "not
     #                           found" 64 -> 54, ROUGE-L counting it as empty +0.96 (95% +0.32 to +1.68), the answers
     #                           shown as good (22.43 against 22.57), 15 s more where it looks
-    #                           (docs/experiments/issue64/second_look.json)
+    #                           (docs/reader.md)
 
 
 @dataclass

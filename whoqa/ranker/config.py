@@ -40,7 +40,8 @@ class RerankConfig:
     #                     every one the book gives, the syntax features included; "network", the slot network's
     #                     held-out scores, is named on its own after `whoqa slots train`)
     written: str | None = None  # the reader's written Who answers, linked (a .jsonl[.gz] of rows {"key": question id,
-    #                             "linked": [character ids]}: docs/experiments/issue63/written.py), for the written
+    #                             "linked" or "written": [character ids]}, as `whoqa choice-rows` writes), for the
+    #                             written
     #                             features of --stage1
     written_first: bool = False  # the reader's written answer, where it links to a candidate, goes first with the
     #                              probability it was right in the fit's questions; the two stages order the rest

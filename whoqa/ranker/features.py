@@ -73,7 +73,7 @@ FROM_BOOK = tuple(f for f in STAGE1 if f not in ("network", "written", "written_
 WRITTEN = ("written", "written_any")
 BASE = ("book_share", "context_mentions", "named")  # issue 29's three: a fit that records no feature list used these
 SERVED = BASE + ("book_role", "book_role_with_args")  # the served fit's, over the book's cast: measured best with the
-#   LLM (docs/who-ranker.md#a-cast-of-people-and-the-questions-syntax-issue-51)
+#   LLM (docs/who-ranker.md#a-cast-of-people-and-the-questions-syntax)
 
 
 def character_features(characters: list[dict], context: Counter, named: set[int],

@@ -129,7 +129,7 @@ def feature_run(workspace: Path, run: str, cands: list[dict], cfg: RerankConfig,
         from whoqa.ranker.written import load_written
         if not cfg.written:
             raise ValueError("the written features and --written-first need the reader's written answers: --written "
-                             "FILE (made by docs/experiments/issue63/written.py)")
+                             "FILE (made by `whoqa choice-rows`)")
         written = load_written(Path(cfg.written))
     rows = question_features(ws, cands[:cfg.max_eval_samples], cfg.cast, stage1, network, written)
     folds = sorted({r["fold"] for r in rows})

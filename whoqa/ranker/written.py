@@ -157,15 +157,18 @@ def link(book, aliases: AliasIndex, query: Query, text: str | None, sentences: l
 
 def load_written(path: Path) -> dict[str, list[int]]:
     """question id -> the characters its written answer names (cast representatives, in order), from a file of
-    written answers (.jsonl or .jsonl.gz rows with "key" and "linked"); a missing or damaged file is one line."""
+    written answers (.jsonl or .jsonl.gz rows with "key" and "linked", or `whoqa choice-rows`'s with "written"); a
+    missing or damaged file is one line."""
     import gzip
     import json
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8") as f:
-            return {str(r["key"]): [int(c) for c in r.get("linked") or []] for r in map(json.loads, f)}
+            return {str(r["key"]): [int(c) for c in (r["linked"] if "linked" in r else r.get("written")) or []]
+                    for r in map(json.loads, f)}
     except FileNotFoundError:
-        raise FileNotFoundError(f"{path} not found: make it with docs/experiments/issue63/written.py") from None
+        raise FileNotFoundError(f"{path} not found: make it with `whoqa choice-rows --workspace WS --out {path}`") \
+            from None
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"{path} is not a file of written answers ({e}): make it again with "
-                         f"docs/experiments/issue63/written.py") from None
+                         f"`whoqa choice-rows --workspace WS --out {path}`") from None

@@ -6,7 +6,7 @@ function words. Here the query keeps only the question's content words (question
 other stopwords weigh nothing) and the characters it names as their character ids, so that sentences mentioning them
 through a resolved pronoun count too. A dense retriever (the bundled MiniLM, mean-pooled sentence vectors) can be
 fused with it by reciprocal rank fusion. Which of these serves is `PassageConfig`'s default, chosen by the recall of
-answer-bearing windows on the shared books (docs/experiments/issue52/, docs/reader.md).
+answer-bearing windows on the shared books (docs/reader.md).
 
 The Who path and the stored contexts keep `question_windows`: models were trained and measured on those.
 """
@@ -36,17 +36,17 @@ WHOLE_BOOK = ("rrf", "dense")  # the fusions that read every sentence's vector
 class PassageConfig:
     query: str = "content"  # question | content (QUERIES)
     fusion: str = "pool"  # bm25f | rrf | dense | pool (FUSIONS): rrf had the best recall@5 of an answer-bearing
-    #                      window on 246 non-Who questions of 10 shared books (docs/experiments/issue52/recall.json);
+    #                      window on 246 non-Who questions of 10 shared books (docs/reader.md);
     #                      pool keeps its answers (the 10 unseen books' 211 other questions: ROUGE-L 22.57 against
-    #                      22.15, "not found" 64 against 68: docs/experiments/issue64/pool_answers.json) without
+    #                      22.15, "not found" 64 against 68: docs/reader.md) without
     #                      encoding the whole book, so a first other question waits seconds, not a minute
     rrf_k: int = 60  # reciprocal rank fusion's constant (Cormack et al. 2009): score = sum 1 / (k + rank)
     dense_pool: int = 1000  # sentences the dense ranking contributes
-    pool_sentences: int = 300  # "pool": BM25F's hits MiniLM ranks (docs/experiments/issue64/pool_recall.json: 300
+    pool_sentences: int = 300  # "pool": BM25F's hits MiniLM ranks (docs/reader.md: 300
     #                            kept recall@5 within 2 points of the whole book's vectors, 205 sentences encoded)
     window: int = RetrievalConfig.window  # sentences a passage holds: the hit and window // 2 on each side (the
     #                  stored contexts'); single sentences found more answers' words but the 1.5B answered worse from
-    #                  them (docs/experiments/issue64/README.md, "Single sentences and a larger prompt")
+    #                  them (docs/reader.md)
 
     def __post_init__(self):
         self.check()
