@@ -492,3 +492,16 @@ def test_the_page_is_told_the_stage_of_an_upload_and_of_an_answer(chapters, tmp_
     assert answered.get("characters"), answered
     assert {"opening the book and its index of passages", "answering"} & set(during), during
     assert c.get("/api/progress").json() == {"stage": None}  # the answer given, the stage is cleared
+
+
+def test_the_file_picker_offers_the_formats_the_intake_reads(tmp_path):
+    """One table of book formats (whoqa.core.text.FORMATS): the page's file picker offers every suffix it names, and
+    `ask --help` names every format."""
+    from typer.testing import CliRunner
+    from cli import app
+    from whoqa.core.text import FORMATS
+    page = client(tmp_path / "ws").get("/").text
+    accept = page.split('accept="')[1].split('"')[0].split(",")
+    assert {s for f in FORMATS for s in f.suffixes} <= set(accept) and "{{" not in page
+    help_text = " ".join(CliRunner().invoke(app, ["ask", "--help"], terminal_width=200).output.split())
+    assert all(f.name.split(" (")[0] in help_text for f in FORMATS)

@@ -10,6 +10,7 @@ import typer
 from whoqa import answer_view as view
 from whoqa.cli.util import DEVICE_HELP, VERBOSE, echo_lines, fail, option, stage
 from whoqa.core.progress import Stages
+from whoqa.core.text import BOOK_FORMATS
 from whoqa.retrieval.passages import PassageConfig
 from whoqa.service import ServiceConfig
 
@@ -31,8 +32,8 @@ QUIT = {"quit", "exit", "q", ":q"}
 
 @app.command()
 def ask(
-    book_or_question: str = typer.Argument(..., metavar="BOOK", help="A book file (.txt, .epub, .html) or the id of "
-                                                                     "a book already in the workspace; processed once."),
+    book_or_question: str = typer.Argument(..., metavar="BOOK", help=f"A book file ({BOOK_FORMATS}) or the id of a "
+                                                                     "book already in the workspace; processed once."),
     question: Optional[str] = typer.Argument(None, metavar="QUESTION", help="A question, e.g. \"Who helps Emily "
                                                                               "escape?\""),
     book: Optional[str] = typer.Option(None, help="Instead of BOOK: the document id of a prepared book (or, with "
@@ -81,7 +82,7 @@ def ask(
 
 @app.command()
 def chat(
-    book: str = typer.Argument(..., metavar="BOOK", help="A book file (.txt, .epub, .html) or the id of a book already "
+    book: str = typer.Argument(..., metavar="BOOK", help=f"A book file ({BOOK_FORMATS}) or the id of a book already "
                                                          "in the workspace; processed once."),
     workspace: Optional[Path] = typer.Option(None, help=WORKSPACE_HOME_HELP),
     upto: Optional[str] = typer.Option(None, help=UPTO_HELP),
@@ -163,7 +164,7 @@ def book_and_question(first: str, second: Optional[str], book: Optional[str], te
     named = book is not None or text is not None
     if second is None:
         if not named:
-            fail('name the book and the question: whoqa ask BOOK "QUESTION" (BOOK: a .txt, .epub or .html file, '
+            fail(f'name the book and the question: whoqa ask BOOK "QUESTION" (BOOK: a book file, {BOOK_FORMATS}, '
                  'or the id of a book already asked about)')
         return None, book, first
     if named:

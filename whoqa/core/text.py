@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from whoqa.core.epub import EPUB_SUFFIXES, HTML_SUFFIXES
@@ -148,9 +149,26 @@ def extract_body(text: str, story_start: str = "", story_end: str = "") -> str:
     return body.strip("\n ") + "\n"
 
 
-BOOK_FORMATS = "plain text, EPUB, HTML, PDF or Kindle (MOBI/AZW3)"
-FORMAT_SUFFIXES = {"epub": EPUB_SUFFIXES, "html": HTML_SUFFIXES, "pdf": PDF_SUFFIXES, "kindle": KINDLE_SUFFIXES}
-BOOK_SUFFIXES = tuple(s for suffixes in FORMAT_SUFFIXES.values() for s in suffixes)  # read by format, not as text
+@dataclass(frozen=True)
+class BookFormat:
+    """A kind of book file whoqa reads: what it is called, its suffixes and media types (the page's file picker
+    offers them), and which module reads it (`read_book_text`)."""
+    name: str
+    suffixes: tuple[str, ...]
+    media: tuple[str, ...]
+    reader: str  # "text", "epub", "html", "pdf" or "kindle"
+
+
+FORMATS = (  # the one table of formats: the CLI's help, the intake's messages and the page's `accept` read it
+    BookFormat("plain text", (".txt",), ("text/plain",), "text"),
+    BookFormat("EPUB", EPUB_SUFFIXES, ("application/epub+zip",), "epub"),
+    BookFormat("HTML", HTML_SUFFIXES, ("text/html",), "html"),
+    BookFormat("PDF", PDF_SUFFIXES, ("application/pdf",), "pdf"),
+    BookFormat("Kindle (MOBI/AZW3)", KINDLE_SUFFIXES, (), "kindle"),
+)
+BOOK_FORMATS = ", ".join(f.name for f in FORMATS[:-1]) + f" or {FORMATS[-1].name}"  # "plain text, EPUB, ... or Kindle"
+BOOK_SUFFIXES = tuple(s for f in FORMATS if f.reader != "text" for s in f.suffixes)  # read by format, not as text
+ACCEPT = ",".join([s for f in FORMATS for s in f.suffixes] + [m for f in FORMATS for m in f.media])  # <input accept>
 
 
 def read_book_text(path: Path) -> str:
@@ -166,9 +184,9 @@ def read_book_text(path: Path) -> str:
         raise FileNotFoundError(f"{path} not found: give a book file ({BOOK_FORMATS})")
     suffix = Path(path).suffix.lower()
     readers = {"epub": read_epub, "html": read_html, "pdf": read_pdf, "kindle": read_kindle}
-    for kind, suffixes in FORMAT_SUFFIXES.items():
-        if suffix in suffixes:
-            return readers[kind](path)
+    for f in FORMATS:
+        if suffix in f.suffixes and f.reader in readers:
+            return readers[f.reader](path)
     raw = Path(path).read_bytes()[:1024]
     if raw.startswith(PDF_MAGIC):  # a PDF under another name is still read as one
         return read_pdf(path)

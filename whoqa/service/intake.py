@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from whoqa.core.query import Query
+from whoqa.core.text import BOOK_FORMATS
 from whoqa.retrieval.openbook import OpenBook
 from whoqa.retrieval.passages import PassageConfig
 
@@ -52,7 +53,7 @@ class BookIntake:
             return found[0]
         if len(found) > 1:
             raise ValueError(f"{book!r} starts {len(found)} book ids of {self.ws}: give more of it")
-        raise FileNotFoundError(f"{book} is neither a book file (.txt, .epub, .html) nor the id of a book in {self.ws} "
+        raise FileNotFoundError(f"{book} is neither a book file ({BOOK_FORMATS}) nor the id of a book in {self.ws} "
                                 f"({len(ids)} book(s) there)")
 
     def open(self, book_id: str, upto: str | None = None) -> OpenBook:

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, File, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
@@ -130,7 +130,8 @@ def create_app(cfg: ServeConfig) -> FastAPI:
 
     @app.get("/", include_in_schema=False)
     def page():
-        return FileResponse(PAGE, media_type="text/html")
+        from whoqa.core.text import ACCEPT  # (the one table of book formats: the file picker offers its own)
+        return HTMLResponse(PAGE.read_text(encoding="utf-8").replace("{{accept}}", ACCEPT))
 
     @app.get("/api/books")
     def list_books() -> list[dict]:
