@@ -187,7 +187,7 @@ def as_html(doc: dict, book_id: str) -> str:
                   if grounds and doc.get("found") is not False else "")
         return (warn + head + f'<ul id="grounds">{grounds or NO_PASSAGE}</ul>{legend}'
                 + "<details><summary>The passages it read</summary>"
-                + "".join(f'<p class="muted">{esc(p)}</p>' for p in doc["passages"]) + "</details>" + details(doc))
+                + "".join(f'<p class="muted">{prose(p)}</p>' for p in doc["passages"]) + "</details>" + details(doc))
     chars = doc["characters"]
     rows = "".join(f'<tr><td><a href="#/book/{book_id}/char/{c["id"]}">{esc(c["name"])}</a></td><td>' + (
         "" if c["probability"] is None else f'<span class="bar" style="width:{int(200 * c["probability"] + 0.5)}px">'
@@ -241,17 +241,25 @@ def esc(text) -> str:
     return html.escape(str(text), quote=True)
 
 
+ITALIC = re.compile(r"(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])")  # Gutenberg's _italics_ ("snake_case" is not)
+
+
+def prose(text) -> str:
+    """Book text for the page: escaped, Gutenberg's _italics_ as italics."""
+    return ITALIC.sub(r"<i>\1</i>", esc(text))
+
+
 def html_marked(text: str, marks) -> str:
     """text with the [start, end) ranges in marks highlighted."""
     out, last = "", 0
     for a, b in marks or []:
-        out += esc(text[last:a]) + f'<mark class="m">{esc(text[a:b])}</mark>'
+        out += prose(text[last:a]) + f'<mark class="m">{prose(text[a:b])}</mark>'
         last = b
-    return out + esc(text[last:])
+    return out + prose(text[last:])
 
 
 def html_segments(segments: list[dict], book_id: str, hits: set) -> str:
     """A sentence's segments with each mention highlighted (the answer's as a hit) and linked to its character."""
-    return "".join(esc(s["text"]) if s["char"] is None else
+    return "".join(prose(s["text"]) if s["char"] is None else
                    f'<mark class="m{" hit" if s["char"] in hits else ""}" data-char="{s["char"]}"><a href="#/book/'
-                   f'{book_id}/char/{s["char"]}">{esc(s["text"])}</a></mark>' for s in segments)
+                   f'{book_id}/char/{s["char"]}">{prose(s["text"])}</a></mark>' for s in segments)
