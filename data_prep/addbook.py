@@ -18,7 +18,7 @@ from data_prep.workers import process_text
 from whoqa.core.book import is_done, read_characters
 from whoqa.core.files import atomic_write
 from whoqa.core.store import forget_derived, load_texts, read_state, write_source, write_texts
-from whoqa.core.text import DataError, extract_body, read_book_text, text_book_id
+from whoqa.core.text import DataError, extract_body, read_book_text, same_text, text_book_id, text_shingles
 from whoqa.core.workspace import Workspace, locked
 
 log = logging.getLogger(__name__)
@@ -43,19 +43,40 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
     if not body.strip():
         raise DataError(f"{path} holds no story text once the Project Gutenberg header and licence are removed")
     book_id = text_book_id(body)
+    shingles = text_shingles(body)
     with locked(ws):
         folder = ws.books / book_id
         new = not is_done(folder, book_id)
+        if new and (kept := same_book(ws, shingles)) is not None:
+            log.warning("%s is the book already kept as %s (the same text in another file or format): that one "
+                        "answers", path, kept)
+            return kept
         report = ws.artificial_report  # (rewritten by the book's questions before its fold can fail)
         saved = report.read_bytes() if report.is_file() else None
         try:
-            _add_text(ws, path, body, book_id, engine, timings, t0, stages, parse_processes)
+            _add_text(ws, path, body, book_id, engine, timings, t0, stages, parse_processes, shingles)
         except BaseException:  # a later step failed (vectors, questions): no half-made book is left in books/
             if new:
                 forget_derived(ws, book_id)
                 _put_back(report, saved)  # (nor its figures in the report of the workspace's artificial questions)
             raise
     return book_id
+
+
+def same_book(ws: Workspace, shingles: list[int]) -> str | None:
+    """The id of a book of the workspace taken in from a file whose text is this one's in another form (its source
+    record's shingles: whoqa.core.text.same_text), else None."""
+    from whoqa.core.store import read_source
+    if not ws.books.is_dir():
+        return None
+    for folder in sorted(p for p in ws.books.iterdir() if p.is_dir()):
+        try:
+            kept = (read_source(folder) or {}).get("shingles")
+        except ValueError:  # a damaged record is `whoqa check`'s to name, not a reason to refuse this book
+            continue
+        if kept and is_done(folder, folder.name) and same_text(shingles, kept):
+            return folder.name
+    return None
 
 
 def _put_back(path: Path, saved: bytes | None) -> None:
@@ -67,7 +88,7 @@ def _put_back(path: Path, saved: bytes | None) -> None:
 
 
 def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timings: dict, t0: float, stages,
-              parse_processes: int | None = None) -> None:
+              parse_processes: int | None = None, shingles: list[int] | None = None) -> None:
     """add_text's steps, under the workspace lock: the book made by the engine, folded in, then listed."""
     folder = ws.books / book_id
     if not is_done(folder, book_id):
@@ -78,7 +99,7 @@ def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timing
         try:
             # (always: it marks a book taken in from a text, which `intake_gaps` and `whoqa check` read; made_by None
             # where the engine was not the recorded one)
-            write_source(folder, {"text": str(Path(path).resolve()), "made_by": identity})
+            write_source(folder, {"text": str(Path(path).resolve()), "made_by": identity, "shingles": shingles})
             words = len(re.findall(r"\w+|[^\w\s]", body))  # about the parser's tokens
             process_text(body, book_id, ws.books, engine, stages.stage("finding the characters", words, "word"))
             if not read_characters(folder / f"{book_id}.book"):

@@ -123,6 +123,14 @@ def test_ask_a_text_file(ws, tmp_path):
                       "--llm", "none"])
     assert _ranking(again.output) == _ranking(r.output)
     assert sorted(p.name for p in (ws / "books").iterdir()) == books  # the same text is the same book: reused
+    html = tmp_path / "lighthouse.html"  # the same story as a web page, with a title and a footer of its own
+    paragraphs = "".join(f"<p>{p}</p>" for p in STORY.split("\n\n"))
+    html.write_text(f"<html><head><title>The Lighthouse</title></head><body>{paragraphs}<p>Printed 1901.</p>"
+                    "</body></html>")
+    other = run(app, ["ask", "--workspace", str(ws), "--text", str(html), "Who rowed to the village for bread?",
+                      "--llm", "none"])
+    assert other.exit_code == 0, other.output
+    assert sorted(p.name for p in (ws / "books").iterdir()) == books  # another format of it: the same book
 
 
 def test_a_new_book_gets_the_feature_ranker_and_an_unmeasured_reader_no_probability(ws, tmp_path, tiny_llm_path):

@@ -195,6 +195,32 @@ def read_book_text(path: Path) -> str:
     return read_book(path)[0]
 
 
+SHINGLE, SAMPLE, SAME_BOOK = 8, 32, 0.6  # 8-word shingles, one in 32 kept (by hash); this share shared: one book
+WHOLE = 20_000  # a text of fewer words keeps every shingle (sampled, a short story would keep too few to compare)
+
+
+def text_shingles(body: str) -> list[int]:
+    """A text's sampled word shingles (hashes of 8-word runs, lower-cased, punctuation and markup gone; those whose
+    hash is 0 mod SAMPLE, or all of a short text's), sorted: the same story from another file (an EPUB and the plain
+    text, another edition's front matter) shares most of them, another story almost none."""
+    words = re.findall(r"[a-z0-9]+", body.lower())
+    sample = 1 if len(words) < WHOLE else SAMPLE
+    out = set()
+    for i in range(len(words) - SHINGLE + 1):
+        h = int.from_bytes(hashlib.blake2b(" ".join(words[i:i + SHINGLE]).encode(), digest_size=8).digest(), "big")
+        if h % sample == 0:
+            out.add(h % 2**53)  # (JSON-safe as a number everywhere)
+    return sorted(out)
+
+
+def same_text(a: list[int], b: list[int]) -> bool:
+    """Whether two texts' shingles (`text_shingles`) say they are one book: a share SAME_BOOK of the smaller set's
+    shingles in both."""
+    if not a or not b:
+        return False
+    return len(set(a) & set(b)) / min(len(a), len(b)) >= SAME_BOOK
+
+
 def text_book_id(body: str) -> str:
     """A book id derived from its text (40 hex digits, like NarrativeQA's): the same text is the same book."""
     return hashlib.sha1(body.encode("utf-8")).hexdigest()
