@@ -4,7 +4,7 @@ import pytest
 
 from whoqa.core.book import Book, write_book_files
 from whoqa.core.query import Query
-from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, context_sentences, sentence_fields, windows
+from whoqa.retrieval.bm25f import BM25FIndex, RetrievalConfig, Window, context_sentences, sentence_fields, windows
 
 TEXT = ("Mr. Holmes met Dr. Watson.\n\nWatson was tired. Watson slept.\n\nHolmes sang a song loudly.\n\n"
         "The station was crowded with people.\n\nWatson left the station at noon.\n\nWatson ate.\n")
@@ -49,9 +49,9 @@ def test_field_weights_move_the_top_sentence(book):
 def test_windows_merge_and_clip_at_book_edges():
     # hits at 0 (clipped to 0-2), 3 (overlaps: merged to 0-5), 9 (7-9, clipped at the end of a 10-sentence book)
     w = windows([(0, 5.0), (3, 4.0), (9, 3.0), (20, 1.0)], n_sentences=100, total=10)
-    assert w == [[0, 5, 5.0], [7, 9, 3.0]]
+    assert w == [Window(0, 5, 5.0), Window(7, 9, 3.0)] and list(w[0].sentences) == [0, 1, 2, 3, 4, 5]
     w = windows([(50, 9.0), (60, 8.0), (70, 7.0)], n_sentences=8, total=100)
-    assert [x[:2] for x in w] == [[48, 52], [58, 62]]  # stops once 8 sentences are held
+    assert [x[:2] for x in w] == [(48, 52), (58, 62)]  # stops once 8 sentences are held
     assert context_sentences(w, 8) == [48, 49, 50, 51, 52, 58, 59, 60]
 
 
@@ -170,7 +170,7 @@ def test_a_passage_window_holds_the_sentences_passage_config_asks_for(book):
     hits = [s for s, _ in idx.search(q.content, q.characters, RetrievalConfig().pool)]
     assert [(a, z) for a, z, _ in single] == [(s, s) for s in hits]
     wide = passage_windows(b, idx, q, PassageConfig(fusion="bm25f"))
-    assert wide[0][:2] == [max(0, hits[0] - 2), min(len(b.sentences) - 1, hits[0] + 2)]
+    assert wide[0][:2] == (max(0, hits[0] - 2), min(len(b.sentences) - 1, hits[0] + 2))
     with pytest.raises(ValueError, match="window"):
         PassageConfig(window=0)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from whoqa.core.metrics import best_span_rouge_l
 from whoqa.core.words import answer_tokens
+from whoqa.retrieval.bm25f import Window
 
 _WORD = re.compile(r"\w+")
 
@@ -61,7 +62,7 @@ def shared_marks(text: str, answer: str, asked: frozenset[str] = frozenset()) ->
     return [(m.start(), m.end()) for m in _WORD.finditer(text) if m.group().lower() in wanted]
 
 
-def ground(book, wins: list[list], answer: str | None, cfg: GroundingConfig | None = None,
+def ground(book, wins: list[Window], answer: str | None, cfg: GroundingConfig | None = None,
            asked: frozenset[str] = frozenset()) -> tuple[float, list[Ground]]:
     """(the answer's support: its best sentence's, the sentences to show): the passages' sentences ([[first, last,
     score], ...] windows, best first) that hold the answer's words best (those not already in the question), marked;
@@ -85,6 +86,6 @@ def ground(book, wins: list[list], answer: str | None, cfg: GroundingConfig | No
     return best, [shown(s, sc) for sc, _, s in scored[:cfg.sentences] if sc > 0]
 
 
-def _window_middles(wins: list[list], n: int) -> list[int]:
+def _window_middles(wins: list[Window], n: int) -> list[int]:
     """The middle sentence (the retrieval's hit) of each of the first n windows."""
     return [(int(a) + int(b)) // 2 for a, b, *_ in wins[:n]]

@@ -11,6 +11,7 @@ Shipping kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 ANSWERS, SCORES = "writes answers", "scores names"  # the roles an LLM is measured for
 
@@ -68,9 +69,12 @@ LLMS = (
 
 
 def registered(name: str | None) -> LLM | None:
-    """The entry of an LLM named as the registry names it (a path given as --llm: by its file's or folder's name)."""
-    from whoqa.llm.config import model_name
-    return next((m for m in LLMS if name and m.name == model_name(name)), None)
+    """The entry of an LLM named as the registry names it (a path given as --llm: by its file's or folder's name; a
+    server's address is no entry: whoqa.llm.config.model_name names it)."""
+    if not name or str(name).lower().startswith(("http://", "https://")):
+        return None
+    short = Path(str(name).rstrip("/")).name.removesuffix(".gguf")
+    return next((m for m in LLMS if m.name == short), None)
 
 
 def measured(role: str = ANSWERS) -> tuple[LLM, ...]:

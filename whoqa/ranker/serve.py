@@ -15,7 +15,7 @@ from whoqa.ranker.model import FeatureRanker, log_softmax
 from whoqa.llm.config import LLMConfig
 from whoqa.reader.data import bm25f_passages
 from whoqa.llm.prompt import ShotPool, first_shots, shares_start
-from whoqa.retrieval.bm25f import context_sentences
+from whoqa.retrieval.bm25f import Window, context_sentences
 from whoqa.retrieval.openbook import OpenBook
 
 
@@ -36,7 +36,7 @@ def served_shots(prompt: dict, pool: ShotPool, book_id: str, question: str) -> l
     return pool.shots(book_id, question, prompt["shots"], SEED, policy=prompt["shot_policy"])
 
 
-def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[list], reader=None,
+def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[Window], reader=None,
          pool: ShotPool | list = (), network=None, written: list[int] | None = None) -> Ranking:
     """The book's characters ranked for the question (read in the opened book `ob`). `wins`: the question's BM25F
     windows (`OpenBook.windows`: its context, and the LLM's passages); `reader`: an LLMReader on the

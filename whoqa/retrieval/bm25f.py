@@ -16,6 +16,7 @@ import json
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from whoqa.core.book import Book
 from whoqa.core.files import atomic_write
@@ -53,9 +54,22 @@ def sentence_fields(book: Book, sid: int) -> tuple[str, str]:
 
 
 
-def windows(ranked: list[tuple[int, float]], n_sentences: int, total: int, width: int = 5) -> list[list]:
-    """[[first, last, score], ...] in rank order: each hit with width//2 sentences on each side (clipped at the
-    book's edges), merged with earlier windows it overlaps, until the windows hold n_sentences sentences."""
+class Window(NamedTuple):
+    """A passage of a book: its sentences first..last (inclusive) and its retrieval score. The one shape retrieval
+    gives and reading, grounding, evidence and the second look take (a tuple: `a, b, score = w` reads it; stored
+    contexts hold it as [first, last, score])."""
+    first: int
+    last: int
+    score: float
+
+    @property
+    def sentences(self) -> range:
+        return range(self.first, self.last + 1)
+
+
+def windows(ranked: list[tuple[int, float]], n_sentences: int, total: int, width: int = 5) -> list[Window]:
+    """Windows in rank order: each hit with width//2 sentences on each side (clipped at the book's edges), merged
+    with earlier windows it overlaps, until the windows hold n_sentences sentences."""
     half = width // 2
     out: list[list] = []
     for sid, score in ranked:
@@ -74,10 +88,10 @@ def windows(ranked: list[tuple[int, float]], n_sentences: int, total: int, width
             out.append([a, b, float(score)])
         if sum(w[1] - w[0] + 1 for w in out) >= n_sentences:
             break
-    return out
+    return [Window(int(a), int(b), float(score)) for a, b, score in out]
 
 
-def context_sentences(wins: list[list], limit: int) -> list[int]:
+def context_sentences(wins: list[Window], limit: int) -> list[int]:
     """Sentence ids of a context in rank order, at most `limit`."""
     out: list[int] = []
     for a, b, _ in wins:
@@ -97,7 +111,7 @@ def matches_question(index: "BM25FIndex", query: Query) -> bool:
     return bool(index.search(query.probe, query.characters, 1))
 
 
-def question_windows(index: "BM25FIndex", query: Query, total: int, cfg: RetrievalConfig) -> list[list]:
+def question_windows(index: "BM25FIndex", query: Query, total: int, cfg: RetrievalConfig) -> list[Window]:
     """A question's BM25F windows as the index stage stores them (cfg.context_sentences sentences, rank order): the
     one recipe for the contexts models are trained and judged on and the ones `ask` builds for a new question."""
     return windows(index.search(query.words, query.characters, cfg.pool), cfg.context_sentences, total, cfg.window)

@@ -16,7 +16,7 @@ from whoqa.core.store import load_questions
 from whoqa.core.artifacts import DamagedArtifact, read_record
 from whoqa.core.files import atomic_write
 from whoqa.core.jobs import default_jobs
-from whoqa.retrieval.bm25f import RetrievalConfig, context_sentences
+from whoqa.retrieval.bm25f import RetrievalConfig, Window, context_sentences
 from whoqa.retrieval.report import IndexReport
 from whoqa.core.workspace import Workspace
 from whoqa.retrieval.bm25f import index_book
@@ -45,9 +45,10 @@ def _read_book(workspace: Path, ranker: str, book_id: str) -> dict | None:
     return data
 
 
-def load_contexts(workspace: Path, ranker: str, book_id: str) -> dict[str, list[list]] | None:
+def load_contexts(workspace: Path, ranker: str, book_id: str) -> dict[str, list[Window]] | None:
+    """A book's stored contexts: question id -> its windows (read back as Windows)."""
     data = _read_book(workspace, ranker, book_id)
-    return None if data is None else data["questions"]
+    return None if data is None else {q: [Window(*w) for w in wins] for q, wins in data["questions"].items()}
 
 
 def contexts_config(workspace: Path, ranker: str, book_id: str) -> dict | None:

@@ -11,7 +11,7 @@ from whoqa.core.aliases import AliasIndex
 from whoqa.core.book import Book, is_done
 from whoqa.core.query import Query
 from whoqa.core.workspace import ReadOnly, Workspace
-from whoqa.retrieval.bm25f import (BM25FIndex, CutIndex, DamagedIndex, NothingMatched, RetrievalConfig,
+from whoqa.retrieval.bm25f import (BM25FIndex, CutIndex, DamagedIndex, NothingMatched, RetrievalConfig, Window,
                                    matches_question, question_windows)
 from whoqa.retrieval.passages import DenseIndex, PassageConfig, PoolVectors, passage_windows
 
@@ -53,11 +53,11 @@ class OpenBook:
         """Whether any sentence matches a content word (or a named character) of the question."""
         return matches_question(self.index, query)
 
-    def windows(self, query: Query, rcfg: RetrievalConfig | None = None) -> list[list]:
+    def windows(self, query: Query, rcfg: RetrievalConfig | None = None) -> list[Window]:
         """The question's BM25F windows: the recipe of the stored contexts the Who models trained on."""
         return question_windows(self.index, query, len(self.book.sentences), rcfg or RetrievalConfig())
 
-    def passages(self, query: Query, cfg: PassageConfig) -> list[list]:
+    def passages(self, query: Query, cfg: PassageConfig) -> list[Window]:
         """An other question's windows, by `cfg` (whoqa.retrieval.passages): with the sentence vectors where it fuses
         them."""
         if cfg.fusion == "pool":

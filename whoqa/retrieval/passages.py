@@ -21,7 +21,7 @@ from whoqa.core.book import Book
 from whoqa.core.files import atomic_write
 from whoqa.core.query import Query
 from whoqa.core.registry import positive
-from whoqa.retrieval.bm25f import RetrievalConfig, question_windows, windows
+from whoqa.retrieval.bm25f import RetrievalConfig, Window, question_windows, windows
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ def rrf(*rankings: list[tuple[int, float]], k: int = 60) -> list[tuple[int, floa
 
 
 def passage_windows(book: Book, index, query: Query, cfg: PassageConfig | None = None,
-                    dense: DenseIndex | PoolVectors | None = None, rcfg: RetrievalConfig | None = None) -> list[list]:
+                    dense: DenseIndex | PoolVectors | None = None, rcfg: RetrievalConfig | None = None) -> list[Window]:
     """A non-Who question's windows ([[first, last, score], ...], rank order, as `question_windows`) in a book and its
     BM25F index; `dense`: the book's DenseIndex where cfg.fusion needs one (PoolVectors for "pool")."""
     cfg, rcfg = cfg or PassageConfig(), rcfg or RetrievalConfig()

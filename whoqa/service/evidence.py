@@ -6,6 +6,7 @@ from __future__ import annotations
 from whoqa.core.query import Query
 from whoqa.core.words import terms
 from whoqa.llm.grounding import GroundingConfig, ground
+from whoqa.retrieval.bm25f import Window
 from whoqa.service.schema import Answer, Evidence, Ranked
 
 
@@ -90,7 +91,7 @@ def written_reasons(book, written, chars: list[Ranked]) -> list[str]:
             + (f", naming {name}" if agree else f", naming {name}, though the counts weigh against it")]
 
 
-def grounded(ans: Answer, book, wins: list[list], text: str | None, cfg: GroundingConfig, query: Query) -> Answer:
+def grounded(ans: Answer, book, wins: list[Window], text: str | None, cfg: GroundingConfig, query: Query) -> Answer:
     """The answer with the sentences it rests on; withheld (found False) where no passage sentence holds it."""
     best, grounds = ground(book, wins, text, cfg, query.asked)
     ans.support, ans.found = round(best, 3), bool(text) and best >= cfg.threshold

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from whoqa.core.query import Query
 from whoqa.core.text import BOOK_FORMATS
+from whoqa.retrieval.bm25f import Window
 from whoqa.retrieval.openbook import OpenBook
 from whoqa.retrieval.passages import PassageConfig
 
@@ -97,7 +98,7 @@ class BookIntake:
         self._encoding[book_id] = self._encoder.submit(
             lambda: DenseIndex(Book.load(self.ws.books / book_id, book_id), path, device))
 
-    def passages(self, ob: OpenBook, query: Query, cfg: PassageConfig | None = None) -> list[list]:
+    def passages(self, ob: OpenBook, query: Query, cfg: PassageConfig | None = None) -> list[Window]:
         """A question's passages by `cfg` (default ServiceConfig.passages; whoqa.retrieval.passages): its content words
         and characters, fused with the book's sentence vectors where so configured (those `vectors_later` began are
         waited for, their file then read; failed, they are encoded again in line, which raises its own error)."""

@@ -17,7 +17,7 @@ from whoqa.core.query import Query
 from whoqa.core.words import answer_tokens
 from whoqa.llm.config import LLMConfig, model_name
 from whoqa.llm.grounding import sentence_words_text
-from whoqa.retrieval.bm25f import context_sentences
+from whoqa.retrieval.bm25f import Window, context_sentences
 from whoqa.retrieval.openbook import OpenBook
 from whoqa.retrieval.passages import PassageConfig
 from whoqa.service.evidence import evidence_for, grounded, who_reasons, written_evidence, written_reasons
@@ -31,7 +31,7 @@ class Serving(Protocol):
     models: Models
     cfg: ServiceConfig
 
-    def passages(self, ob: OpenBook, query: Query, cfg: PassageConfig | None = None) -> list[list]: ...
+    def passages(self, ob: OpenBook, query: Query, cfg: PassageConfig | None = None) -> list[Window]: ...
 
 
 Scorer = Callable[[Serving, OpenBook, Query, Route], Answer]
