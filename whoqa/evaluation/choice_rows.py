@@ -67,7 +67,7 @@ def choice_row(svc, it: dict, written: dict | None, also_top: int = 0) -> dict:
     x = x[:, columns(SERVED)]  # (C, 5)
     fit = svc.models.fit(svc.models.who_llm())
     passages = svc.passages(ob, query, fit.ranker.written_passages())
-    base, cfg = svc.models.answering_llm(svc.models.routes().llm)
+    base, cfg = svc.models.choosing_llm(svc.models.routes().llm)
     reader = svc.models.llm(base, scores=False, cfg=cfg)
     w1 = counts_weights(fit)
     also = [ids[j] for j in np.argsort(-(x @ np.array(w1)), kind="stable")[:also_top]] if also_top else []
@@ -102,7 +102,7 @@ def vote_row(svc, it: dict) -> dict:
     query = ob.read(it["question"])
     fit = svc.models.fit(svc.models.who_llm())
     passages = svc.passages(ob, query, fit.ranker.written_passages())
-    base, cfg = svc.models.answering_llm(svc.models.routes().llm)
+    base, cfg = svc.models.choosing_llm(svc.models.routes().llm)
     reader = svc.models.llm(base, scores=False, cfg=cfg)
     t = time.perf_counter()
     votes = passage_votes(reader, ob, query, passages, svc.models.pool(who=False), cfg)

@@ -164,6 +164,16 @@ class Models:
             return llm, cfg
         return self._requantised(llm, m.weights) if m.weights else llm, replace(cfg, runtime="llama-cpp-python")
 
+    def choosing_llm(self, llm: str) -> tuple[str, LLMConfig]:
+        """(the model, its config) that chooses among the passages' people (whoqa.ranker.reader_choice): the one that
+        writes answers, on the runtime that scores names here where it is not already llama-cpp-python (choosing
+        needs token likelihoods: gpt4all gives none, transformers reads a GGUF file slowly)."""
+        from whoqa.llm.config import is_server
+        base, cfg = self.answering_llm(llm)
+        if cfg.runtime == "auto" and not is_server(llm):  # (a server gives its own likelihoods, or none)
+            cfg = replace(cfg, runtime=self.scoring_runtime(llm))
+        return base, cfg
+
     def scoring_runtime(self, base: str) -> str:
         """The runtime this service scores names with for an LLM (whoqa.llm.runtimes.served_runtime)."""
         from whoqa.llm.runtimes import served_runtime

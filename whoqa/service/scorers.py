@@ -137,7 +137,7 @@ def choosing_reader(svc: Serving):
                         f"{model_name(llm)} reads here, so Who answers come from the feature ranker, with no "
                         f"probability until `whoqa measure-reader --llm {llm}` measures it")
         return None
-    base, cfg = svc.models.answering_llm(llm)
+    base, cfg = svc.models.choosing_llm(llm)
     reader = svc.models.llm(base, scores=False, cfg=cfg)
     if not reader.backend.scores:
         svc.models.once(f"{model_name(llm)} runs through {reader.runtime} here, which gives no token likelihoods, so "
