@@ -120,15 +120,16 @@ def counts_weights(fit) -> list[float]:
 def make_rows(workspace: Path, out: Path, questions: Path | None = None,
               books: Path = Path("../shared/data/books-unlabeled"), written: Path | None = None,
               progress: bool = True, also_top: int = 0, votes: bool = False, llm: str | None = None,
-              limit: int | None = None) -> int:
+              limit: int | None = None, write: bool = True) -> int:
     """Every question's row appended to `out` (those it holds are kept); the number of rows it then holds. `votes`:
     each question's votes (`vote_row`) instead, for `whoqa fit-choice --nqa-votes/--readers-votes`; `llm`: the
-    reader (default the one that writes answers here); `limit`: the first N questions only."""
+    reader (default the one that writes answers here); `limit`: the first N questions only; `write`: the reader
+    writes each question's answer too (for the arms that read it; without `written`)."""
     from whoqa.service import Service, ServiceConfig
     svc = Service(workspace, ServiceConfig(llm=llm))
     items = readers_items(svc, questions, books) if questions else who_set_items(workspace)
     items = items[:limit] if limit is not None else items
-    links = load_written(written) if written else None
+    links = load_written(written) if written else (None if write else {})
     have = done_rows(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     for it in bar(items, desc="votes" if votes else "choice rows", unit="question", progress=progress):

@@ -3,7 +3,8 @@ before it is trusted.
 
 The shipped choice ranking's weights and probabilities hold for the reader it was fit with; another reader's Who
 answers carry no probability until it is measured here: its choice rows (whoqa.evaluation.choice_rows) on the
-readers' questions (data_prep/readers: the fit half to fit on, the check half to report) and, given a workspace of
+readers' questions (data_prep/readers: the fit half to fit on, the check half to report; the counts + choice arm reads no
+written answer, so none is written) and, given a workspace of
 the shared books (`--nqa`), on NarrativeQA's Who questions; the counts + choice arm (whoqa.evaluation.choice_fit) fit
 on them and written to WS/models/reader_choice/<reader>.json, with its figures and the time it took. `ask`, `chat`
 and `serve` then use it for that reader (whoqa.ranker.reader_choice.choice_fit_for).
@@ -38,10 +39,10 @@ def measure_reader(workspace: Path, llm: str, questions: Path = QUESTIONS,
     out = measured_fit_path(Workspace(workspace), name)
     out.parent.mkdir(parents=True, exist_ok=True)
     readers_rows = out.with_name(f"{name}.readers.jsonl.gz")
-    make_rows(workspace, readers_rows, questions, books, progress=progress, llm=llm, limit=limit)
+    make_rows(workspace, readers_rows, questions, books, progress=progress, llm=llm, limit=limit, write=False)
     nqa_rows = out.with_name(f"{name}.nqa.jsonl.gz") if nqa is not None else None
     if nqa_rows is not None:
-        make_rows(nqa, nqa_rows, progress=progress, llm=llm, limit=limit)
+        make_rows(nqa, nqa_rows, progress=progress, llm=llm, limit=limit, write=False)
     fit_half, check = halves(load_rows(readers_rows), split)
     rows = load_rows(nqa_rows) if nqa_rows is not None else []
     if not fit_half and not rows:
