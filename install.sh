@@ -58,7 +58,7 @@ if [ -n "$compiling" ]; then
     wait "$compiling" || { tail -5 "$build_log"; echo "  llama-cpp-python did not build (a C++ compiler and cmake are needed): gpt4all and transformers run the LLM"; }
 fi
 llama_probe() {  # a last check in a child process: a build that still dies at its first prompt is not served
-    .venv/bin/python -c "import sys; from whoqa.llm.reader import joined_model; from whoqa.llm.runtimes import llama_cpp_works; sys.exit(0 if from whoqa.llm.registry import scorer; llama_cpp_works(joined_model(scorer().name)) else 1)" 2>/dev/null
+    .venv/bin/python -c "import sys; from whoqa.llm.reader import joined_model; from whoqa.llm.registry import scorer; from whoqa.llm.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model(scorer().name)) else 1)" 2>/dev/null
 }
 install_wheel() { .venv/bin/pip install -q --no-deps --force-reinstall "$1"/*.whl && .venv/bin/pip install -q -e '.[llama]'; }
 if ls "$wheels"/*.whl > /dev/null 2>&1; then
