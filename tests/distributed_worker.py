@@ -53,8 +53,9 @@ def run(reader_path: str, ranker_path: str) -> dict:
     out["ranker_loss"] = ranker.train(pairs, epochs=2, lr=1e-3, batch_size=len(pairs), seed=0, progress=False)
     out["ranker_weights"] = {k: v.detach().clone() for k, v in ranker.model.state_dict().items()}
     questions = [{"question_id": i, "question": q[0]} for i, q in enumerate(QUESTIONS)]
-    out["rankings"] = rank_questions(ranker, SENTENCES, questions, lambda q: list(range(len(SENTENCES))),
-                                     RetrievalConfig(context_sentences=4, window=1))
+    ranked = rank_questions(ranker, SENTENCES, questions, lambda q: list(range(len(SENTENCES))),
+                            RetrievalConfig(context_sentences=4, window=1))
+    out["rankings"] = {q: [list(w) for w in wins] for q, wins in ranked.items()}  # (plain lists: torch.load's safe set)
     return out
 
 
