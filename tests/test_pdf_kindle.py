@@ -108,6 +108,8 @@ def test_a_pdf_and_a_mobi_give_the_texts_cast_and_answers(shared_data, tmp_path,
     from whoqa.ranker.cast import cast_of
     ws = Workspace(tmp_path / "home")
     casts = {b.name: sorted(cast_of(Book.load(b, b.name)).names.values()) for b in ws.books.iterdir() if b.is_dir()}
-    assert len(casts) == 2, casts  # the MOBI's text is the text file's exactly: one book; the PDF's paragraphs differ
-    first, second = casts.values()
-    assert first == second and len(first) >= 5, casts
+    # the MOBI's text is the text file's exactly; the PDF's paragraphs differ, yet it is the same book in another
+    # format (its shingles: whoqa.core.text.same_text), so it is answered by the one kept
+    assert len(casts) == 1, casts
+    (cast,) = casts.values()
+    assert len(cast) >= 5, casts
