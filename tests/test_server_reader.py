@@ -95,7 +95,7 @@ def test_measure_reader_writes_a_fit_for_a_server_that_ask_then_uses(server, tmp
     ws = str(tmp_path / "ws")
     run = CliRunner().invoke
     got = run(app, ["measure-reader", "--llm", server, "--workspace", ws, "--questions", str(questions), "--books",
-                    str(books), "--split", str(split), "--limit", "3"])  # (a name a request: three questions' worth)
+                    str(books), "--split", str(split), "--limit", "1"])  # (a name a request, the whole prompt read each time)
     assert got.exit_code == 0, got.output
     who = run(app, ["ask", "--workspace", ws, "--llm", server, "--json", str(books / "lighthouse.txt"),
                     QUESTIONS[0][1]])

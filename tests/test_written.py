@@ -113,8 +113,12 @@ def test_written_answers_are_read_back_per_question_and_a_damaged_file_is_one_li
     bad.write_text('{"key": "1", "linked": [1]}\nnot json\n')
     with pytest.raises(ValueError, match="bad.jsonl is not a file of written answers"):
         load_written(bad)
-    with pytest.raises(FileNotFoundError, match="written.py"):
+    with pytest.raises(FileNotFoundError, match="whoqa choice-rows"):
         load_written(tmp_path / "missing.jsonl.gz")
+    rows = tmp_path / "rows.jsonl.gz"  # `whoqa choice-rows`'s own rows name the link "written"
+    with gzip.open(rows, "wt", encoding="utf-8") as f:
+        f.write(json.dumps({"key": "17", "written": [4], "choice": {}}) + "\n")
+    assert load_written(rows) == {"17": [4]}
 
 
 def test_a_reader_that_wrote_only_the_questions_person_is_asked_once_more_told_so(book, monkeypatch):
