@@ -53,22 +53,28 @@ def readers_items(svc, questions: Path, books: Path) -> list[dict]:
             for q in rows]
 
 
+def _reading(svc, it: dict) -> tuple:
+    """(the opened book, the question read, the served feature fit, the passages its written answers read, the reader
+    that chooses, its config): what a row and its votes read, as `ask` reads it."""
+    ob = svc.open(it["book"])
+    query = ob.read(it["question"])
+    fit = svc.models.fit(svc.models.who_llm())
+    passages = svc.passages(ob, query, fit.ranker.written_passages())
+    base, cfg = svc.models.choosing_llm(svc.models.routes().llm)
+    return ob, query, fit, passages, svc.models.llm(base, scores=False, cfg=cfg), cfg
+
+
 def choice_row(svc, it: dict, written: dict | None, also_top: int = 0) -> dict:
     """One question's row: what the served choice ranking reads, made the way `ask` makes it; `also_top`: the
     counts' first k people (the shipped feature ranker's first stage) scored too."""
     import numpy as np
     from whoqa.service.scorers import written_answer
-    ob = svc.open(it["book"])
-    query = ob.read(it["question"])
+    ob, query, fit, passages, reader, cfg = _reading(svc, it)
     book = ob.book
     wins = ob.windows(query)
     ids, x = book_features(book, context_sentences(wins, len(book.sentences)), query.named, query, True,
                            used=SERVED)
     x = x[:, columns(SERVED)]  # (C, 5)
-    fit = svc.models.fit(svc.models.who_llm())
-    passages = svc.passages(ob, query, fit.ranker.written_passages())
-    base, cfg = svc.models.choosing_llm(svc.models.routes().llm)
-    reader = svc.models.llm(base, scores=False, cfg=cfg)
     w1 = counts_weights(fit)
     also = [ids[j] for j in np.argsort(-(x @ np.array(w1)), kind="stable")[:also_top]] if also_top else []
     t = time.perf_counter()
@@ -98,12 +104,7 @@ def vote_row(svc, it: dict) -> dict:
     """One question's votes: the passages `choice_row` reads, each read on its own (whoqa.ranker.reader_choice.
     passage_votes), kept by the question's key beside its row."""
     from whoqa.ranker.reader_choice import passage_votes
-    ob = svc.open(it["book"])
-    query = ob.read(it["question"])
-    fit = svc.models.fit(svc.models.who_llm())
-    passages = svc.passages(ob, query, fit.ranker.written_passages())
-    base, cfg = svc.models.choosing_llm(svc.models.routes().llm)
-    reader = svc.models.llm(base, scores=False, cfg=cfg)
+    ob, query, _, passages, reader, cfg = _reading(svc, it)
     t = time.perf_counter()
     votes = passage_votes(reader, ob, query, passages, svc.models.pool(who=False), cfg)
     return {"key": it["key"], "votes": [v.to_json() for v in votes], "votes_seconds": round(time.perf_counter() - t, 3)}

@@ -43,7 +43,8 @@ def measure_reader(workspace: Path, llm: str, questions: Path = QUESTIONS,
     nqa_rows = out.with_name(f"{name}.nqa.jsonl.gz") if nqa is not None else None
     if nqa_rows is not None:
         make_rows(nqa, nqa_rows, progress=progress, llm=llm, limit=limit, write=False)
-    fit_half, check = halves(load_rows(readers_rows), split)
+    readers = load_rows(readers_rows)
+    fit_half, check = halves(readers, split)
     rows = load_rows(nqa_rows) if nqa_rows is not None else []
     if not fit_half and not rows:
         raise ValueError(f"none of {questions}'s Who questions is on the fit half of {split}, and no --nqa "
@@ -61,7 +62,7 @@ def measure_reader(workspace: Path, llm: str, questions: Path = QUESTIONS,
         ece = float(np.mean([s["ece"] for s in seeds]))
     else:
         ece = figures["check_half"]["ece"]
-    first = load_rows(readers_rows)[0]
+    first = readers[0]
     names = list(first["features"]) + list(CHOICE)
     source = (f"{len(rows)} NarrativeQA Who questions and " if rows else "") + \
         f"the readers' fit half ({len(fit_half)} questions), read by {name}"
