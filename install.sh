@@ -18,7 +18,9 @@ step "a Python environment in .venv" "seconds"
 # whose kernel does not enable it (some hypervisors) gets a build without AMX kernels, which would die at the first
 # prompt. Its multimodal library (mtmd, LLAVA_BUILD) is left out: whoqa reads text. The wheel is kept in whoqa's cache
 # under the flags it was built with, so a second set-up takes seconds.
-amx_listed() { gcc -march=native -Q --help=target 2>/dev/null | grep -qE -- '-mamx-tile\s+\[enabled\]'; }
+# (grep reads to the end, not -q: under pipefail a grep that stops at its first match makes gcc die of SIGPIPE, and
+# the test reads as 'no AMX')
+amx_listed() { gcc -march=native -Q --help=target 2>/dev/null | grep -E -- '-mamx-tile\s+\[enabled\]' > /dev/null; }
 amx_off() {
     amx_listed || return 1
     ! python3 -c "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); sys.exit(libc.syscall(158, 0x1023, 18) != 0)"
@@ -58,7 +60,7 @@ if [ -n "$compiling" ]; then
     wait "$compiling" || { tail -5 "$build_log"; echo "  llama-cpp-python did not build (a C++ compiler and cmake are needed): gpt4all and transformers run the LLM"; }
 fi
 llama_probe() {  # a last check in a child process: a build that still dies at its first prompt is not served
-    .venv/bin/python -c "import sys; from whoqa.llm.reader import joined_model; from whoqa.llm.registry import scorer; from whoqa.llm.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model(scorer().name)) else 1)" 2>/dev/null
+    .venv/bin/python -c "import sys; from whoqa.llm.reader import joined_model; from whoqa.llm.registry import scorer; from whoqa.llm.runtimes import llama_cpp_works; sys.exit(0 if llama_cpp_works(joined_model(scorer().name)) else 1)"  # (its warning says why)
 }
 install_wheel() { .venv/bin/pip install -q --no-deps --force-reinstall "$1"/*.whl && .venv/bin/pip install -q -e '.[llama]'; }
 if ls "$wheels"/*.whl > /dev/null 2>&1; then

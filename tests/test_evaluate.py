@@ -50,7 +50,7 @@ def test_eval_without_who_set_says_what_to_run(tmp_path):
         evaluate(EvalConfig(str(tmp_path)))
 
 
-def test_eval_on_another_folder_prepares_it(mini_data, tmp_path):
+def test_eval_on_another_folder_prepares_it(mini_data, tmp_path, caplog):
     from tests.conftest import DYING_DETECTIVE, write_qaps
     write_qaps(mini_data, [(DYING_DETECTIVE, "Who pretends to be dying?", "Sherlock Holmes", "Holmes"),
                            (DYING_DETECTIVE, "Who is the narrator?", "Dr. Watson", "Watson")])
@@ -61,9 +61,12 @@ def test_eval_on_another_folder_prepares_it(mini_data, tmp_path):
     assert (ws / "results" / "book_frequency@data.json").is_file()
     # Holmes is the most mentioned character: book frequency answers the first question at rank 1
     assert res["results"]["book_frequency"]["p@5"] == 100.0
-    # what `ask` serves there, with the LLM install.sh installs (or its first stage where none is): calibrated
+    # what `ask` serves there, with the LLM install.sh installs (or its first stage where none is): calibrated where
+    # that reader is the one the shipped fit was measured with, and otherwise no probability, said with the command
+    # that measures it (a machine where llama.cpp cannot run serves the 0.5B through gpt4all)
     served = res["results"]["served:features"]
-    assert served["questions"] == 2 and served["route"] == ["features"] and served["ece"] is not None
+    assert served["questions"] == 2 and served["route"] == ["features"]
+    assert served["ece"] is not None or any("whoqa measure-reader" in r.getMessage() for r in caplog.records)
 
 
 def test_span_recall():
