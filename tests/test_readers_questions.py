@@ -49,3 +49,32 @@ def test_eval_questions_takes_one_half_and_one_kind(tmp_path):
         evaluate_readers_questions(tmp_path / "ws", QUESTIONS, tmp_path, half="middle")
     with pytest.raises(ValueError, match="--question-kinds 'why'"):
         evaluate_readers_questions(tmp_path / "ws", QUESTIONS, tmp_path, half="check", kinds="why")
+
+
+def test_readers_questions_are_written_as_they_come_and_an_interrupted_run_resumes(shared_data, tmp_path,
+                                                                                   tiny_llm_path, monkeypatch):
+    """Each answer is one line of WS/served/readers-<key>.jsonl as it comes: a run killed mid-way (a native crash of
+    the reader) answers only what it had not kept; another reader keys another file."""
+    from tests.conftest import DYING_DETECTIVE
+    from whoqa.evaluation.readers import evaluate_readers_questions
+    from whoqa.service import Service
+    (tmp_path / "books").mkdir()
+    (tmp_path / "books" / f"{DYING_DETECTIVE}.txt").write_text(
+        (shared_data / "books" / f"{DYING_DETECTIVE}.txt").read_text(encoding="utf-8-sig"), encoding="utf-8")
+    tsv = tmp_path / "q.tsv"
+    tsv.write_text("".join(f"{DYING_DETECTIVE}\t{kind}\t{q}\t{a}\t1\tx\n" for kind, q, a in [
+        ("who", "Who pretends to be dying?", "Holmes"), ("other", "What is in the ivory box?", "a spring"),
+        ("who", "Who is the narrator?", "Watson")]))
+    ws = tmp_path / "ws"
+    first = evaluate_readers_questions(ws, tsv, tmp_path / "books", llm=tiny_llm_path, device="cpu", progress=False)
+    cache, = (ws / "served").glob("readers-*.jsonl")
+    lines = cache.read_text().splitlines()
+    assert len(lines) == 3 and [r["question"] for r in first["rows"]][0] == "Who pretends to be dying?"
+    cache.write_text("\n".join(lines[:1]) + "\n" + lines[1][:20])  # killed while writing the second answer
+    asked = []
+    real = Service.answer
+    monkeypatch.setattr(Service, "answer", lambda self, book, q, *a, **k: asked.append(q) or real(self, book, q, *a, **k))
+    again = evaluate_readers_questions(ws, tsv, tmp_path / "books", llm=tiny_llm_path, device="cpu", progress=False)
+    assert asked == ["What is in the ivory box?", "Who is the narrator?"]
+    assert [r["rank"] for r in again["rows"] if r["kind"] == "who"] == [r["rank"] for r in first["rows"]
+                                                                        if r["kind"] == "who"]

@@ -153,3 +153,23 @@ def test_experiment_scripts_import_what_whoqa_has():
                     if a.name.split(".")[0] in ("whoqa", "data_prep"):
                         importlib.import_module(a.name)
     assert not missing, missing
+
+
+def test_a_step_a_signal_kills_runs_again_once(caplog):
+    """Each step is a `whoqa` process: one a native crash kills (a negative exit code) runs again from the work it
+    kept, with a counted warning; one that dies twice stops the reproduction, saying which signal."""
+    import pytest
+    from whoqa.evaluation.reproduce import run
+    calls = []
+
+    def crashes_once(args):
+        calls.append(args)
+        return -11 if len(calls) == 2 else 0
+    out = run("smoke", "data", "ws", crashes_once, echo=lambda _: None)
+    steps = len(load("smoke")["steps"])
+    assert out["steps_run_again"] == 1 and len(calls) == steps + 1 and calls[1] == calls[2]
+    assert "killed by signal 11" in caplog.text
+    with pytest.raises(RuntimeError, match=r"step 1 of reproduction smoke failed \(killed by signal 11\)"):
+        run("smoke", "data", "ws", lambda args: -11, echo=lambda _: None)
+    with pytest.raises(RuntimeError, match=r"failed \(exit 2\)"):
+        run("smoke", "data", "ws", lambda args: 2, echo=lambda _: None)

@@ -38,7 +38,7 @@ def ask(
                                                                               "escape?\""),
     book: Optional[str] = typer.Option(None, help="Instead of BOOK: the document id of a prepared book (or, with "
                                                   "--data, of that folder)."),
-    text: Optional[Path] = typer.Option(None, help="Instead of BOOK: a book file (plain text, EPUB, HTML, PDF or Kindle; a Project "
+    text: Optional[Path] = typer.Option(None, help=f"Instead of BOOK: a book file ({BOOK_FORMATS}; a Project "
                                                    "Gutenberg header and licence are removed)."),
     data: Optional[Path] = typer.Option(None, help="With --book: a NarrativeQA folder holding that book, prepared into "
                                                    "the workspace the first time."),
@@ -62,7 +62,7 @@ def ask(
     quick: bool = typer.Option(not ServiceConfig.reading, "--quick", help=QUICK_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help=VERBOSE_HELP),
 ):
-    """Ask a book a question: `whoqa ask BOOK "QUESTION"` with BOOK a file (text, EPUB, HTML) or a book's id; or
+    """Ask a book a question: `whoqa ask BOOK "QUESTION"` with BOOK a book file or a book's id; or
     --book ID, --text FILE, --data DIR --book ID. Who questions: the book's characters ranked, with how sure it is and
     the sentences that mention the answer; other questions: a reader's answer and the passages it read."""
     from whoqa.service import Service, check_request

@@ -9,6 +9,7 @@ import typer
 from whoqa.cli.util import DEFAULT_DATA, echo_json, option, stage
 from whoqa.ranker.config import RerankConfig
 from whoqa.llm.config import LLMConfig
+from whoqa.core.text import BOOK_FORMATS
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures (JSON): one command per stage timed. "
                   "Tables and how they were made: docs/benchmarks.md.")
@@ -29,7 +30,7 @@ def bench_prepare(
 
 @app.command("parse")
 def bench_parse(
-    text: Path = typer.Option(..., help="A book file (plain text, EPUB, HTML, PDF or Kindle)."),
+    text: Path = typer.Option(..., help=f"A book file ({BOOK_FORMATS})."),
     processes: List[int] = typer.Option([1, 2], help="A count of processes to parse in (repeatable)."),
     repeats: int = typer.Option(3, help="Runs of each count, in turn (the median is reported)."),
 ):
@@ -111,7 +112,7 @@ def bench_serve(workspace: Path = WS_OPTION,
 
 @app.command("terminal")
 def bench_terminal(
-    book: Path = typer.Argument(..., help="A book file (plain text, EPUB, HTML, PDF or Kindle), as a reader gives it to `ask`."),
+    book: Path = typer.Argument(..., help=f"A book file ({BOOK_FORMATS}), as a reader gives it to `ask`."),
     question: str = typer.Argument("Who is the main character?", help="The question asked."),
     workspace: Optional[Path] = typer.Option(None, help="Passed to `ask` (default: ask's own, WHOQA_HOME or the "
                                                         "user's data folder)."),

@@ -17,6 +17,7 @@ from whoqa.core.jobs import default_jobs
 from whoqa.core.seed import SEED
 from whoqa.retrieval.bert_ranker import RankerConfig
 from whoqa.retrieval.bm25f import RetrievalConfig
+from whoqa.core.text import BOOK_FORMATS
 
 app = typer.Typer()
 
@@ -57,7 +58,7 @@ def prepare(
     executor: str = option(PrepareConfig, "executor", help="local (a process pool of --jobs) or ray (one task per "
                                                            "book on a Ray cluster)."),
     ray_address: Optional[str] = option(PrepareConfig, "ray_address", help=RAY_ADDRESS_HELP),
-    text: Optional[List[Path]] = typer.Option(None, help="Instead of --data: book files (plain text, EPUB, HTML, PDF or Kindle, "
+    text: Optional[List[Path]] = typer.Option(None, help=f"Instead of --data: book files ({BOOK_FORMATS}, "
                                                          "repeatable), each added as a book of its own, made by the "
                                                          "engine the workspace recorded."),
 ):

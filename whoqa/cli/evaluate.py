@@ -118,7 +118,6 @@ def failures(
 
 @app.command()
 def reproduce(
-    ctx: typer.Context,
     name: str = typer.Argument(..., help="A reproduction of whoqa/evaluation/reproductions/: smoke, main, who or reader."),
     data: Path = typer.Option(DEFAULT_DATA, help="The shared data (or a NarrativeQA folder with the same books)."),
     workspace: Optional[Path] = typer.Option(None, help="Workspace (default: ws-<name>)."),
@@ -133,15 +132,18 @@ def reproduce(
         for args in rp.commands(spec, str(data), ws):
             typer.echo("whoqa " + " ".join(args))
         return
-    command = ctx.find_root().command  # the whole `whoqa`: each step is one of its commands
+    import subprocess
+    import sys
 
-    def invoke(args):
-        try:  # without standalone mode, click returns a stage's exit code (typer.Exit) instead of raising it
-            return command.main(args, standalone_mode=False) or 0
-        except typer.Exit as e:
-            return e.exit_code
+    import cli
+    from whoqa.cli.util import DEBUG, VERBOSE
+    flags = ["--verbose"] * VERBOSE["on"] + ["--debug"] * DEBUG["on"]
+
+    def invoke(args):  # each step a `whoqa` process of its own: a native crash in one is seen, and run again
+        return subprocess.run([sys.executable, cli.__file__, *flags, *args]).returncode
     out = stage(rp.run, name, str(data), ws, invoke, typer.echo, check)
-    typer.echo(f"reproduction {name}: {out['seconds']:.0f}s -> {ws}")
+    again = f" ({out['steps_run_again']} step(s) killed by a signal and run again)" if out["steps_run_again"] else ""
+    typer.echo(f"reproduction {name}: {out['seconds']:.0f}s -> {ws}{again}")
     if check:
         bad = [r for r in out["check"] if not r["ok"]]
         for r in out["check"]:

@@ -237,8 +237,8 @@ def fit_choice(nqa_rows: Path, readers_rows: Path, arm: str = SERVED_ARM, reader
         names = list(nqa[0]["features"]) + list(CHOICE)
         cv_ = table[arm]["cv"]
         ranker = ChoiceRanker([float(v) for v in w], [names[c] for c in _cols(arm)], len(nqa) + len(fit_half),
-                              f"{len(nqa)} NarrativeQA Who questions of the shared books and the readers' fit half "
-                              f"({len(fit_half)} questions of 5 novels)", round(float(np.mean(cv_["ece"])), 3),
+                              f"the shared books' NarrativeQA Who questions ({len(nqa)}) and the readers' fit half "
+                              f"({len(fit_half)}, of 5 novels)", round(float(np.mean(cv_["ece"])), 3),
                               reader or chooser().name, passages, int(nqa[0].get("also_top", 0)),
                               nqa[0].get("counts_weights"))
         ship.write_text(json.dumps({**ranker.__dict__, "provenance": {

@@ -173,14 +173,35 @@ def by_eye(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def answered(svc, workspace: str | Path, questions: str | Path, rows_in: list[ReaderQuestion], ids: dict[str, str],
+             progress: bool = True) -> list[dict]:
+    """Each question judged as `svc` answers it, one JSON line a question in WS/served/readers-<key>.jsonl as it comes
+    (whoqa.evaluation.unseen's writer: an interrupted run, or one a native crash killed, goes on where it stopped).
+    The key: the questions file's contents, the reader, the passages and the code's commit, so no other reader,
+    setting or code reuses an answer."""
+    from dataclasses import asdict
+
+    from whoqa.core.artifacts import file_sha256
+    from whoqa.core.runs import code_version, digest
+    from whoqa.core.workspace import Workspace
+    from whoqa.evaluation.unseen import _served_rows
+    key = digest([file_sha256(questions), str(svc.models.routes().llm), asdict(svc.cfg.passages),
+                  code_version()["git"]])[:16]
+    qs = [{"question_id": f"{q.book}:{k}", "document_id": ids[q.book], "question": q.question, "asked": q}
+          for k, q in enumerate(rows_in)]
+
+    def row(q, ans, refused):
+        return {"question_id": q["question_id"], **judge(q["asked"], {"error": refused} if refused else ans.to_json())}
+    return _served_rows(svc, Workspace(workspace).served / f"readers-{key}.jsonl", qs, row, "readers' questions",
+                        progress)
+
+
 def evaluate_readers_questions(workspace: str | Path, questions: str | Path, books: str | Path, llm: str | None = None,
                                device: str = "auto", out: str | Path | None = None, progress: bool = True,
                                passages: str | None = None, half: str | None = None, kinds: str = "both") -> dict:
     """Answer every question of the file as `ask` serves it, in a workspace of its own books (taken in from
     BOOKS/<id>.txt the first time); per-question rows to `out` (.jsonl, gzipped when it ends .gz) and the table.
     `half`: only the books of that half of the split (fit | check); `kinds`: who, other or both."""
-    from whoqa.core.progress import bar
-    from whoqa.retrieval.bm25f import NothingMatched
     from whoqa.retrieval.passages import PassageConfig
     from whoqa.service import Service, ServiceConfig
     rows_in = load_questions(questions)
@@ -202,13 +223,7 @@ def evaluate_readers_questions(workspace: str | Path, questions: str | Path, boo
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: pass --books with the folder holding the questions' books")
         ids[b] = svc.resolve(path)
-    rows = []
-    for q in bar(rows_in, desc="readers' questions", unit="question", progress=progress):
-        try:
-            ans = svc.answer(ids[q.book], q.question).to_json()
-        except (NothingMatched, ValueError) as e:
-            ans = {"error": str(e)}
-        rows.append(judge(q, ans))
+    rows = answered(svc, workspace, questions, rows_in, ids, progress)
     if out:
         import gzip
         out = Path(out)

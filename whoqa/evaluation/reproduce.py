@@ -65,19 +65,34 @@ def check(spec: dict, workspace: Path) -> list[dict]:
     return rows
 
 
+RETRIES = 1  # times a step killed by a signal is run again (its finished work kept: every stage resumes)
+
+
 def run(name: str, data: str, workspace: str, invoke, echo=print, do_check: bool = False) -> dict:
-    """Run a reproduction's steps with invoke(args) -> exit code (the CLI), then check. Stops at a failing step."""
+    """Run a reproduction's steps with invoke(args) -> exit code (a `whoqa` process: negative where a signal killed it),
+    then check. A step a signal killed (a native library's crash: llama.cpp's CPU kernels once died with SIGSEGV 40
+    minutes into the unseen books' answers) is run again, RETRIES times, with a counted warning; it goes on from the
+    answers it had kept. Stops at a step that fails otherwise."""
     spec = load(name)
     steps = commands(spec, data, workspace)
     t0 = time.perf_counter()
+    rerun = 0
     for k, args in enumerate(steps, 1):
         echo(f"[{k}/{len(steps)}] whoqa {' '.join(args)}")
         t = time.perf_counter()
         code = invoke(args)
+        for _ in range(RETRIES):
+            if code is None or code >= 0:
+                break
+            rerun += 1
+            log.warning("step %d of reproduction %s was killed by signal %d: running it again from the work it kept",
+                        k, name, -code)
+            code = invoke(args)
         if code not in (0, None):
-            raise RuntimeError(f"step {k} of reproduction {name} failed (exit {code}): whoqa {' '.join(args)}")
+            why = f"killed by signal {-code}" if code < 0 else f"exit {code}"
+            raise RuntimeError(f"step {k} of reproduction {name} failed ({why}): whoqa {' '.join(args)}")
         echo(f"    {time.perf_counter() - t:.0f}s")
-    out = {"name": name, "seconds": round(time.perf_counter() - t0, 1)}
+    out = {"name": name, "seconds": round(time.perf_counter() - t0, 1), "steps_run_again": rerun}
     if do_check:
         out["check"] = check(spec, Path(workspace))
     return out

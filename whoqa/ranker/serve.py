@@ -62,8 +62,8 @@ def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[Window], 
         first = ranker.first(x)[:ranker.top_k]
         names = [book.characters[ids[j]].name for j in first]
         prompt = ranker.llm_prompt()  # (the reader's budget is prompt["prompt_tokens"]: Service.llm)
-        passages, starts = bm25f_passages(ob, query, prompt["passages"], True, wins)
         shots = served_shots(prompt, ShotPool.of(pool), book.id, query.text)  # the shots re-ranking measured
+        passages, starts = bm25f_passages(ob, query, prompt["passages"], True, wins)
         llm = reader.name_scores(query.text, passages, names, shots, starts, LLMConfig.order,
                                  shared_start=shares_start(prompt["shots"], prompt["shot_policy"]))  # (k,)
         share = dict(zip(first.tolist(), np.exp(log_softmax(np.array(llm)))))

@@ -99,8 +99,8 @@ def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> A
     evidence = evidence_for(book, context[:CONTEXT_SENTENCES], chars, query, svc.cfg.evidence)
     why = who_reasons(book, context[:CONTEXT_SENTENCES], chars, query.named)
     if written is not None:
-        evidence, why = written_evidence(book, written, chars, evidence, svc.cfg.evidence), \
-            written_reasons(book, written, chars) + why
+        evidence = written_evidence(book, written, chars, evidence, svc.cfg.evidence)
+        why = written_reasons(book, written, chars) + why
     warnings = who_warnings(query)
     unmeasured = unmeasured_readers(r, llm if reader is not None else None, writer if written is not None else None)
     if unmeasured:  # the fit's probabilities hold for the readers it was fit with, no other
@@ -113,13 +113,13 @@ def features_answer(svc: Serving, ob: OpenBook, query: Query, route: Route) -> A
                   calibration=calibration, warnings=warnings, why=why)
 
 
-def unmeasured_readers(ranker, scorer: str | None, writer: str | None) -> list[str]:
-    """The readers of this answer that the fit was not made with: the one scoring names (its prompt's "llm") and the
-    one writing the answer (its "written_llm"); a fit that names none (a workspace's own) is taken as made with
+def unmeasured_readers(ranker, scoring: str | None, writer: str | None) -> list[str]:
+    """The readers of this answer that the fit was not made with: the one scoring names (its prompt's llm) and the
+    one writing the answer (its written_llm); a fit that names none (a workspace's own) is taken as made with
     them."""
     prompt = ranker.llm_prompt()
     made = {"scorer": prompt.get("llm"), "writer": prompt.get("written_llm")}
-    return [model_name(used) for used, role in ((scorer, "scorer"), (writer, "writer"))
+    return [model_name(used) for used, role in ((scoring, "scorer"), (writer, "writer"))
             if used is not None and made[role] not in (None, model_name(used))]
 
 

@@ -3,7 +3,7 @@
 The page (page.html, one file, no build step) uses only the API, which mirrors the CLI and the Python API:
 
     GET  /api/books                      the workspace's books: title, words, characters
-    POST /api/books                      upload a book (plain text, EPUB, HTML, PDF or Kindle) (`ask --text`'s checks) -> a job
+    POST /api/books                      upload a book (whoqa.core.text.FORMATS; `ask --text`'s checks) -> a job
     GET  /api/jobs/{id}                  a job's state (kept in WS/jobs/, so it survives a page reload), with
                                          its stage and percent while it runs
     GET  /api/progress                   what the service is doing now: {"stage", "percent"?} ({"stage": null} idle)

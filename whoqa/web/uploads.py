@@ -33,7 +33,7 @@ class Uploads:
     worker and owner."""
 
     def upload(self, name: str, data: bytes) -> dict:
-        """Check an uploaded book file (text, EPUB, HTML, PDF, Kindle, by its name's suffix) as `ask` does; a new book becomes a background job, a known one is reused."""
+        """Check an uploaded book file (a format of whoqa.core.text.FORMATS, by its name's suffix) as `ask` does; a new book becomes a background job, a known one is reused."""
         if self.cfg.read_only:
             raise ApiError(403, "this workspace is served read-only (whoqa serve --read-only): uploads are off")
         if len(data) > self.cfg.max_upload_mb * 1e6:  # (the API checks first, with the form's own count)
