@@ -144,7 +144,7 @@ def test_check_knows_every_artifact_and_its_reader_says_one_line(ws, tmp_path):
     assert run(app, ["eval", "--workspace", str(ws)]).exit_code == 0
     from fastapi.testclient import TestClient
     from whoqa.web.app import ServeConfig, create_app
-    TestClient(create_app(ServeConfig(workspace=str(ws))), base_url="http://127.0.0.1:8000").get("/api/books")
+    TestClient(create_app(ServeConfig(workspace=str(ws), warm=False)), base_url="http://127.0.0.1:8000").get("/api/books")
     (ws / "jobs").mkdir(exist_ok=True)
     (ws / "jobs" / f"{'c' * 32}.json").write_text('{"id": "x"}')
     artificial = ws / "artificial" / f"{DYING_DETECTIVE}.jsonl.gz"

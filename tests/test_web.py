@@ -30,6 +30,7 @@ def served(trained, tmp_path):  # noqa: F811
 
 def client(ws, headers=None, **kw) -> TestClient:
     """The API as the page calls it: at the served address, with the page's X-Whoqa header."""
+    kw.setdefault("warm", False)  # (loading the models when the page starts: its own test)
     return TestClient(create_app(ServeConfig(workspace=str(ws), **kw)), raise_server_exceptions=False,
                       base_url="http://127.0.0.1:8000", headers={"X-Whoqa": "page"} if headers is None else headers)
 
@@ -505,3 +506,22 @@ def test_the_file_picker_offers_the_formats_the_intake_reads(tmp_path):
     assert {s for f in FORMATS for s in f.suffixes} <= set(accept) and "{{" not in page
     help_text = " ".join(CliRunner().invoke(app, ["ask", "--help"], terminal_width=200).output.split())
     assert all(f.name.split(" (")[0] in help_text for f in FORMATS)
+
+
+def test_the_page_loads_the_reading_models_before_the_first_question(served, tiny_llm_path, monkeypatch):
+    """`serve` begins loading the LLMs a first Who question and a first other question read when it starts, so
+    the first answers load no model: the answer waits only for its own reading."""
+    from whoqa.service.models import Models
+    loads = []
+    real = Models._load
+    monkeypatch.setattr(Models, "_load", lambda self, *a: loads.append(a[0]) or real(self, *a))
+    c = client(served, llm=tiny_llm_path, device="cpu", warm=True)
+    library = c.app.state.service
+    library.warming.join(timeout=120)
+    library.answers.models.settle()  # (the loads it began, finished)
+    assert loads, "nothing was loaded when the page started"
+    started = len(loads)
+    for q in ("Who rowed to the village for bread?", "Where did Smith send the box?"):
+        r = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": q})
+        assert r.status_code in (200, 404), r.text  # (404: nothing in the book matches: no model is read)
+    assert len(loads) == started  # no model loaded after a question came

@@ -56,6 +56,8 @@ def serve(
                                                          "installed)."),
     allow_host: List[str] = option(ServeConfig, "allow_hosts", help="Another Host name the page may be reached by "
                                    "(e.g. behind a proxy); requests naming any other host are refused."),
+    warm: bool = option(ServeConfig, "warm", help="Load the reading models when the page starts and once a book is "
+                                                  "in, so the first answer waits for none."),
 ):
     """A web page for the workspace's books: the cast and where each character appears, answers by the same route
     as `whoqa ask` (which it names) with their evidence highlighted, uploads of new books; with its JSON API (/docs).
@@ -75,7 +77,7 @@ def serve(
              f"`whoqa serve --read-only`")
     typer.echo(f"whoqa: serving {workspace} on http://{host}:{port}/ (API docs: /docs){' read-only' if read_only else ''}")
     run(ServeConfig(workspace=str(workspace), host=host, port=port, read_only=read_only, max_upload_mb=max_upload_mb,
-                    device=device, llm=llm, allow_hosts=list(allow_host)))
+                    device=device, llm=llm, allow_hosts=list(allow_host), warm=warm))
 
 
 @app.command("sample-questions")

@@ -3,6 +3,7 @@ the question read once (a `Query`), its route from the routing table, the book o
 route's scorer (whoqa.service.scorers) gives the Answer."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -17,6 +18,9 @@ from whoqa.service.models import Models
 from whoqa.service.routing import Route
 from whoqa.service.schema import Answer, ServiceConfig
 from whoqa.service.scorers import SCORERS, written_answer
+
+log = logging.getLogger(__name__)
+WARM_QUESTIONS = ("Who is the hero?", "What happens at the end?")  # a Who question and another: their routes' LLMs
 
 
 class Service(BookIntake):
@@ -36,6 +40,23 @@ class Service(BookIntake):
         self._cuts: dict[tuple[str, str], OpenBook] = {}
         self._encoding: dict[str, object] = {}  # book id -> Future of its sentence vectors, encoded in the background
         self._encoder = None
+
+    def warm(self) -> threading.Thread:
+        """Begin loading, in the background, the LLMs a first question reads (a Who question's and another's, on a
+        book no network trained on: the Q4_0 weights made where they are missing), so that the first answer waits
+        for no model: a process that lives on calls it when it starts and once a book is in (`serve`). A model
+        already loaded or loading is not loaded again; one that cannot load says so at the question that needs it.
+        Returns the thread that begins the loads (the loads themselves run in the models' loader)."""
+        def begin():
+            with self.lock:
+                for question in WARM_QUESTIONS:
+                    try:
+                        self.models.prefetch(False, self.models.routes().route("", Query.ask(question)))
+                    except Exception as e:  # (the question that needs it raises it in line)
+                        log.info("not loaded ahead of a question (%s): %s", question, e)
+        thread = threading.Thread(target=begin, name="whoqa-warm", daemon=True)
+        thread.start()
+        return thread
 
     def route(self, book_id: str, question: str | Query, forced: str = "auto", upto: str | None = None) -> Route:
         """The route, by the measurements of the workspace whose models serve (`fits_from`'s, for `eval --data`)."""

@@ -39,6 +39,7 @@ class Library(Uploads):
         self.owner = process_identity()  # recorded with each job this server processes
         if not cfg.read_only:
             self.recover()
+        self.warming = self.answers.warm() if cfg.warm else None  # (while the page opens and a book goes in)
 
     # --- books -------------------------------------------------------------------------------------------------
     def book_id(self, book_id: str) -> str:

@@ -13,4 +13,5 @@ class ServeConfig:
     max_upload_mb: float = 20.0  # a long novel is 1-2 MB of text
     device: str = "auto"
     llm: str | None = None  # the local LLM that reads (default: the best measured one installed)
+    warm: bool = True  # load the reading LLMs when serve starts and once a book is in: a first answer waits for none
     allow_hosts: list[str] = field(default_factory=list)  # other Host names the page is reached by (a proxy's)

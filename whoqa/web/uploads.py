@@ -123,6 +123,8 @@ class Uploads:
         self._save_job(job)
         try:
             self.answers.vectors_later(self.answers.intake(text=path))  # (vectors for a first other question)
+            if self.cfg.warm:  # (a load that failed at start, or models loaded since by another route)
+                self.warming = self.answers.warm()
             job.update(state="done", finished=time.time())
         except Exception as e:  # the upload fails alone, and leaves no half-made book behind
             log.warning("upload %s failed: %s", job["file"], e)
