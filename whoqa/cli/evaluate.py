@@ -135,12 +135,13 @@ def reproduce(
     import subprocess
     import sys
 
-    import cli
     from whoqa.cli.util import DEBUG, VERBOSE
+    from whoqa.core.seed import fixed_hash_seed_env
     flags = ["--verbose"] * VERBOSE["on"] + ["--debug"] * DEBUG["on"]
 
     def invoke(args):  # each step a `whoqa` process of its own: a native crash in one is seen, and run again
-        return subprocess.run([sys.executable, cli.__file__, *flags, *args]).returncode
+        with fixed_hash_seed_env():
+            return subprocess.run([sys.executable, "-c", "from cli import entry; entry()", *flags, *args]).returncode
     out = stage(rp.run, name, str(data), ws, invoke, typer.echo, check)
     again = f" ({out['steps_run_again']} step(s) killed by a signal and run again)" if out["steps_run_again"] else ""
     typer.echo(f"reproduction {name}: {out['seconds']:.0f}s -> {ws}{again}")

@@ -154,6 +154,16 @@ class Book:
             self._starts = {m.start for m in self.mentions}
         return i in self._starts
 
+    def shown_name(self, char_id: int) -> str | None:
+        """The name a passage shows for a character: its canonical name, "the narrator" (the engine's id 0 with no
+        name of its own), or None (no proper name)."""
+        c = self.characters.get(char_id)
+        if c is None:
+            return None
+        if char_id == 0 and not c.aliases:
+            return "the narrator"
+        return None if c.name.startswith("CHAR_") else c.name
+
     def sentence_mentions(self, sid: int) -> list[Mention]:
         """The character mentions that start in a sentence."""
         if not hasattr(self, "_start_list"):

@@ -51,14 +51,15 @@ def new_words(answer: str, asked: frozenset[str] = frozenset()) -> list[str]:
     return [t for t in answer_tokens(answer) if t not in asked]
 
 
-def support(answer: str, text: str, asked: frozenset[str] = frozenset()) -> float:
-    """How well one text holds the answer: the best ROUGE-L of the answer's new words against a span of it (0..1)."""
-    return best_span_rouge_l(new_words(answer, asked), answer_tokens(text))
+def support(wanted: list[str], text: str) -> float:
+    """How well one text holds the answer: the best ROUGE-L of the answer's new words (`new_words`) against a span of
+    it (0..1)."""
+    return best_span_rouge_l(wanted, answer_tokens(text))
 
 
-def shared_marks(text: str, answer: str, asked: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
+def shared_marks(text: str, wanted: list[str]) -> list[tuple[int, int]]:
     """Offsets of the words of text that are also new content words of the answer (case and punctuation aside)."""
-    wanted = set(new_words(answer, asked))
+    wanted = set(wanted)
     return [(m.start(), m.end()) for m in _WORD.finditer(text) if m.group().lower() in wanted]
 
 
@@ -72,17 +73,18 @@ def ground(book, wins: list[Window], answer: str | None, cfg: GroundingConfig | 
     if not sids:
         return 0.0, []
     texts = {s: sentence_words_text(book, s) for s in sids}  # what support is measured on (the tokens)
+    wanted = new_words(answer, asked) if answer else []  # (read once: every sentence is measured on them)
 
     def shown(s: int, sc: float) -> Ground:  # what the reader sees: the sentence as written, its shared words marked
         text = book.sentence_text(s)[0]
-        return Ground(s, text, shared_marks(text, answer, asked) if answer else [], sc)
+        return Ground(s, text, shared_marks(text, wanted), sc)
     if not answer or not answer.strip():
         return 0.0, [shown(s, 0.0) for s in sids[:cfg.sentences]]
-    scored = [(support(answer, texts[s], asked), -i, s) for i, s in enumerate(sids)]
+    scored = [(support(wanted, texts[s]), -i, s) for i, s in enumerate(sids)]
     scored.sort(reverse=True)
     best = scored[0][0]
     if best < cfg.threshold:  # not found: what was read, best windows first
-        return best, [shown(s, support(answer, texts[s], asked)) for s in _window_middles(wins, cfg.sentences)]
+        return best, [shown(s, support(wanted, texts[s])) for s in _window_middles(wins, cfg.sentences)]
     return best, [shown(s, sc) for sc, _, s in scored[:cfg.sentences] if sc > 0]
 
 

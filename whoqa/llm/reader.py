@@ -17,7 +17,6 @@ import logging
 from pathlib import Path
 
 from whoqa.llm.config import LLMConfig
-from whoqa.reader.data import bm25f_passages
 from whoqa.llm.models import (_causal_lm, _tokenizer, cache_dir, gguf_metadata, join_parts,  # noqa: F401
                               joined_model, locate, model_fingerprint, packaged_models)
 from whoqa.llm.prompt import INSTRUCTION, ShotPool, few_shots, prompt_text, question_pool  # noqa: F401
@@ -26,7 +25,7 @@ from whoqa.llm.runtimes import (LlamaCppPythonRuntime, LlamaCppRuntime, Transfor
                                    check_runtime, choose_runtime, llamacpp, scoring_runtime)
 from whoqa.llm.shorten import shortener
 from whoqa.core.query import Query
-from whoqa.retrieval.bm25f import NothingMatched  # noqa: F401
+from whoqa.retrieval.bm25f import NothingMatched, Window
 from whoqa.retrieval.openbook import OpenBook
 
 log = logging.getLogger(__name__)
@@ -177,31 +176,27 @@ def clean_answer(text: str) -> str:
     return line[:-1].rstrip() if line.endswith(".") and not line.endswith("..") else line
 
 
-def reading(ob: OpenBook, query: Query, pool: ShotPool | list = (), cfg: LLMConfig = LLMConfig(),
-            wins: list | None = None) -> tuple[list[str], list[int], list, list]:
-    """What the reader is given for a question about an opened book: (its passages, their first sentences, a few
-    (question, answer) examples of other books from `pool` for the answers' style (the shots the workspace's LLM runs
-    drew for the same question: whoqa.llm.prompt), the characters listed after the passages). No passage matched:
-    NothingMatched, rather than the model inventing an answer."""
+def reading(ob: OpenBook, query: Query, wins: list[Window], pool: ShotPool | list = (),
+            cfg: LLMConfig = LLMConfig()) -> tuple[list[str], list[int], list, list]:
+    """What the reader is given for a question about an opened book from its windows `wins` (best first; the
+    service's passages): (its passages, as the config renders them, their first sentences, a few (question, answer)
+    examples of other books from `pool` for the answers' style (the shots the workspace's LLM runs drew for the same
+    question: whoqa.llm.prompt), the characters listed after the passages). No window: NothingMatched, rather than
+    the model inventing an answer."""
     book = ob.book
-    wins = ob.windows(query) if wins is None else wins
-    passages, starts = bm25f_passages(ob, query, cfg.top_k, True, wins)
-    if not passages:
+    shots = ShotPool.of(pool).shots(book.id, query.text, cfg.shots, cfg.seed)  # as the LLM run measured it
+    spans = [(int(a), int(b)) for a, b, *_ in wins[:cfg.top_k]]
+    if not spans:
         raise NothingMatched(f"nothing in book {book.id} matches the question's words, so there is nothing to answer "
                              f"from: ask with words the book uses")
-    listed = []
-    if cfg.rendering != "raw" or cfg.character_list:  # the same windows, showing who each mention is
-        spans = [(int(a), int(b)) for a, b, _ in wins[:cfg.top_k]]
-        passages, listed = shown(book, spans, cfg.rendering, "all", cfg.character_list)
-        starts = [a for a, _ in spans]
-    shots = ShotPool.of(pool).shots(book.id, query.text, cfg.shots, cfg.seed)  # as the LLM run measured it
-    return passages, starts, shots, listed
+    passages, listed = shown(book, spans, cfg.rendering, "all", cfg.character_list)  # ("raw": the windows' text)
+    return passages, [a for a, _ in spans], shots, listed
 
 
-def answer_from_book(reader: "LLMReader", ob: OpenBook, query: Query, pool: ShotPool | list = (),
-                     cfg: LLMConfig = LLMConfig(), wins: list | None = None) -> tuple[str, list[str]]:
-    """(answer, passages read) for a question about an opened book, from what `reading` gives the reader (its BM25F
-    passages by default)."""
-    passages, starts, shots, listed = reading(ob, query, pool, cfg, wins)
+def answer_from_book(reader: "LLMReader", ob: OpenBook, query: Query, wins: list[Window], pool: ShotPool | list = (),
+                     cfg: LLMConfig = LLMConfig()) -> tuple[str, list[str]]:
+    """(answer, passages read) for a question about an opened book, from what `reading` gives the reader of its
+    windows `wins`."""
+    passages, starts, shots, listed = reading(ob, query, wins, pool, cfg)
     text, info = reader.answer(query.text, passages, shots, starts, cfg.order, keep_prompt=True, characters=listed)
     return shortener(cfg.shorten)(text, info["passages_used"]), info["passages_used"]

@@ -25,24 +25,11 @@ from whoqa.reader.data import detokenize, window_text
 from whoqa.core.workspace import Workspace
 from whoqa.retrieval.contexts import load_contexts
 
-NARRATOR = 0  # the engine's id of a first-person narrator (data_prep.coref.NARRATOR)
-
-
-def shown_name(book: Book, char_id: int) -> str | None:
-    """The name a passage shows for a character: its canonical name, "the narrator", or None (no proper name)."""
-    c = book.characters.get(char_id)
-    if c is None:
-        return None
-    if char_id == NARRATOR and not c.aliases:
-        return "the narrator"
-    return None if c.name.startswith("CHAR_") else c.name
-
-
 def _marked(book: Book, m: Mention, candidates: set[int] | None) -> str | None:
     """The name to show for a mention, or None where the mention already says it (or is not to be marked)."""
     if candidates is not None and m.char_id not in candidates:
         return None
-    name = shown_name(book, m.char_id)
+    name = book.shown_name(m.char_id)
     if name is None:
         return None
     if m.prop == "PROP":
@@ -114,9 +101,9 @@ def characters(book: Book, spans: Iterable[tuple[int, int]], candidates: Iterabl
     for a, b in spans:
         for s in range(int(a), int(b) + 1):
             for m in book.sentence_mentions(s):
-                if (only is None or m.char_id in only) and shown_name(book, m.char_id):
+                if (only is None or m.char_id in only) and book.shown_name(m.char_id):
                     count[m.char_id] = count.get(m.char_id, 0) + 1
-    return [shown_name(book, c) for c in sorted(count, key=lambda c: (-count[c], c))]
+    return [book.shown_name(c) for c in sorted(count, key=lambda c: (-count[c], c))]
 
 
 MARKS = Registry("marks", ("all", "candidates"))

@@ -92,7 +92,7 @@ def reader_choice(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig 
     score: an empty Choice."""
     from whoqa.llm.reader import reading
     book = ob.book
-    passages, starts, shots, listed = reading(ob, query, pool, cfg, wins)
+    passages, starts, shots, listed = reading(ob, query, wins, pool, cfg)
     _, kept = reader.prompt(query.text, passages, shots, starts, cfg.order, listed)
     sentences = [s for a, b, *_ in wins[:len(kept)] for s in range(int(a), int(b) + 1)]
     people, mentions = passage_people(book, sentences, query)
@@ -119,7 +119,7 @@ def passage_votes(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig 
     lose an answer in a long mixed one). A window nothing in it matches gives an empty Choice."""
     from whoqa.llm.reader import reading
     from whoqa.retrieval.bm25f import NothingMatched
-    passages, starts, shots, listed = reading(ob, query, pool, cfg, wins)
+    passages, starts, shots, listed = reading(ob, query, wins, pool, cfg)
     _, kept = reader.prompt(query.text, passages, shots, starts, cfg.order, listed)
     out = []
     for w in wins[:len(kept)]:

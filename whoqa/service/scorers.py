@@ -271,7 +271,7 @@ def read_answer(svc: Serving, ob: OpenBook, query: Query, route: Route | None = 
     base, cfg = svc.models.answering_llm(llm, route.options if route else None)
     wins = wins if wins is not None else svc.passages(ob, query)
     reader, pool = svc.models.llm(base, scores=False, cfg=cfg), svc.models.pool(who=False)
-    text, passages = answer_from_book(reader, ob, query, pool, cfg, wins)
+    text, passages = answer_from_book(reader, ob, query, wins, pool, cfg)
     shown = ", ".join([f"{k} {v}" for k, v in sorted(asdict(cfg).items())
                        if getattr(LLMConfig, k) != v and k != "runtime"]
                       + [f"{min(cfg.shots, len(pool.rows))} example questions", reader.runtime]

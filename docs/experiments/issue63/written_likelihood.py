@@ -59,7 +59,7 @@ def main() -> None:
             passed = firsts[r["key"]]["named_passed"]
             names = " or ".join(dict.fromkeys(ob.book.characters[c].name for c in passed))
             asked = ob.query(f"{query.text} (The answer is not {names}.)")
-        passages, starts, shots, listed = reading(ob, asked, pool, cfg, wins)
+        passages, starts, shots, listed = reading(ob, asked, wins, pool, cfg)
         name = ob.book.characters[r["linked"][0]].name
         text_ids, name_ids = reader._ids(r["text"]), reader._ids(name)
         ll_text, ll_name = reader.name_scores(asked.text, passages, [r["text"], name], shots, starts, cfg.order,
