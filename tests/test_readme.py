@@ -30,8 +30,24 @@ def test_readme_is_a_first_use_page():
     assert readme.index("pytest -q") < readme.index("whoqa ask ") < readme.index("## Results")
 
 
-def test_readme_links_resolve():
+def _anchors(doc: Path) -> set[str]:
+    """GitHub's anchors of a markdown file's headings ("## What `ask` serves" -> what-ask-serves)."""
     import re
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        for target in re.findall(r"\]\(([^)#]+\.md)", doc.read_text()):
-            assert (doc.parent / target).is_file(), f"{doc.name} links to missing {target}"
+    out = set()
+    for line in doc.read_text().splitlines():
+        if line.startswith("#"):
+            h = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^\w\- ]", "", h).replace(" ", "-"))
+    return out
+
+
+def test_readme_links_resolve():
+    """Every link of the README and the docs (the measurements' notes too) to a markdown file names one that exists,
+    and a heading it has: a section moved to another file leaves no link pointing nowhere."""
+    import re
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "experiments").rglob("*.md"))]
+    for doc in docs:
+        for target, anchor in re.findall(r"\]\(([^)#\s]*\.md)(?:#([^)\s]+))?\)", doc.read_text()):
+            path = doc.parent / target
+            assert path.is_file(), f"{doc.relative_to(ROOT)} links to missing {target}"
+            assert not anchor or anchor in _anchors(path), f"{doc.relative_to(ROOT)} links to {target}#{anchor}: no such heading"
