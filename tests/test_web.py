@@ -525,3 +525,17 @@ def test_the_page_loads_the_reading_models_before_the_first_question(served, tin
         r = c.post(f"/api/books/{DYING_DETECTIVE}/ask", json={"question": q})
         assert r.status_code in (200, 404), r.text  # (404: nothing in the book matches: no model is read)
     assert len(loads) == started  # no model loaded after a question came
+
+
+def test_the_serve_bench_times_a_new_books_first_answer_on_an_empty_workspace(tmp_path, tiny_llm_path, monkeypatch):
+    """`whoqa bench serve --requests 0 --text BOOK` on an empty workspace: a new user's upload, the time to the first
+    answer and from "ready" to it, over real HTTP."""
+    from whoqa.web import bench
+    story = tmp_path / "lighthouse.txt"
+    story.write_text(STORY)
+    real = bench.ServeConfig
+    monkeypatch.setattr(bench, "ServeConfig", lambda **kw: real(**kw, llm=tiny_llm_path, device="cpu"))
+    monkeypatch.setattr(bench, "QUESTIONS", ["Who rowed to the village for bread?"])  # (words the story has)
+    out = bench.run_serve(str(tmp_path / "ws"), requests=0, text=str(story))
+    assert out["upload_route"] == "features" and 0 < out["ready_to_first_answer_s"] <= out["upload_to_first_answer_s"]
+    assert "ask_ms_p50 (1 clients)" not in out  # (no workspace book was asked about)

@@ -10,6 +10,7 @@ from whoqa.cli.util import DEFAULT_DATA, echo_json, option, stage
 from whoqa.ranker.config import RerankConfig
 from whoqa.llm.config import LLMConfig
 from whoqa.core.text import BOOK_FORMATS
+from whoqa.web.config import ServeConfig
 
 app = typer.Typer(no_args_is_help=True, help="Benchmarks that print figures (JSON): one command per stage timed. "
                   "Tables and how they were made: docs/benchmarks.md.")
@@ -104,10 +105,14 @@ def bench_llm(
 @app.command("serve")
 def bench_serve(workspace: Path = WS_OPTION,
                 text: Optional[Path] = typer.Option(None, help="Also upload this text and time it to the first "
-                                                               "answer.")):
+                                                               "answer."),
+                requests: int = typer.Option(80, help="Questions per setting about the workspace's longest book "
+                                                      "(0: none; with --text, only the new book's first answer)."),
+                warm: bool = option(ServeConfig, "warm", help="Load the models as the page starts (`serve`'s "
+                                                              "default).")):
     """The web app: ask latency with 1 and 8 clients, memory; with --text, upload to first answer."""
     from whoqa.web.bench import run_serve
-    echo_json(stage(run_serve, str(workspace), text=str(text) if text else None))
+    echo_json(stage(run_serve, str(workspace), text=str(text) if text else None, requests=requests, warm=warm))
 
 
 @app.command("terminal")
