@@ -270,6 +270,7 @@ def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
         page.fill("#question", "Who rowed to the village for bread?")
         page.click("#ask button")
         page.wait_for_selector("#evidence mark.m")
+        assert not page.is_disabled("#ask button")  # (disabled while the answer was on its way, with its seconds)
         ranking = page.inner_text("#ranking")
         # no network, and a reader (the tiny test model) the shipped fit was not measured with: the feature ranker's
         # order, and no probability, said so (a fit's probabilities hold for its own readers only)
@@ -290,7 +291,8 @@ def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
         assert page.locator("#evidence mark.m a").count() >= 1  # highlighted mentions link to characters
         page.screenshot(path=str(tmp_path / "who.png"), full_page=True)
         page.fill("#question", "Where did Anna row for bread?")  # not a Who question: the LLM, grounded or not
-        page.click("#ask button")
+        # the button is disabled from the click until the answer comes (a second click asks nothing more)
+        assert page.evaluate("() => { const b = document.querySelector('#ask button'); b.click(); return b.disabled; }")
         page.wait_for_selector("#grounds li")
         said = page.inner_text("#reader-answer")
         assert "did not find the answer" in said or page.locator("#grounds mark.m").count() >= 1, said
