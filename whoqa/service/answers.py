@@ -46,7 +46,15 @@ class Service(BookIntake):
         book no network trained on: the Q4_0 weights made where they are missing), so that the first answer waits
         for no model: a process that lives on calls it when it starts and once a book is in (`serve`). A model
         already loaded or loading is not loaded again; one that cannot load says so at the question that needs it.
-        Returns the thread that begins the loads (the loads themselves run in the models' loader)."""
+        Returns the thread that begins the loads (the loads themselves run in the models' loader). Transformers is
+        imported here first, in the caller's thread: its lazy modules, first imported by two threads at once (a load
+        and an upload's sentence encoder), fail with "partially initialized module"."""
+        from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer  # noqa: F401  (see above)
+        if self.cfg.passages.fusion != "bm25f":  # the passages' sentence encoder, here too (it patches torch as it
+            from whoqa.core.minilm import bundled_minilm  # loads: no other thread's tensors may meet that)
+            from whoqa.retrieval.passages import _encoder
+            _encoder(bundled_minilm("use PassageConfig.fusion 'bm25f'"), self.models.device())
+
         def begin():
             with self.lock:
                 for question in WARM_QUESTIONS:

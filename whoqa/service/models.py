@@ -102,18 +102,19 @@ class Models:
     def llm(self, base: str, scores: bool, cfg: LLMConfig | None = None):
         """A local LLM, loaded once per (model, use, prompt): for name scores the runtime `scoring_runtime` picks (one
         that gives token probabilities), for answers the one LLMConfig chooses (whoqa.llm.runtimes), with cfg's
-        prompt budget, answer length and prompt form. One `prefetch` began loading is waited for (its failure is
-        raised here, as a load's own would be)."""
+        prompt budget, answer length and prompt form. One `prefetch` began loading is waited for; where it failed, the
+        model is loaded here once more, whose failure is raised (a background load may fail for a reason of its own
+        moment: another thread importing the same library)."""
         key, cfg = self._key(base, scores, cfg)
         if key not in self._llms:
             self.stages.stage(f"loading the language model ({model_name(base)})")
-            if key in self._loading:
+            loading, model = self._loading.pop(key, None), None
+            if loading is not None:
                 try:
-                    self._llms[key] = self._loading[key].result()
-                finally:
-                    self._loading.pop(key, None)  # (failed: loaded in line next time, its error raised then)
-            else:
-                self._llms[key] = self._load(base, scores, cfg)
+                    model = loading.result()
+                except Exception as e:
+                    log.info("loading %s in the background failed (%s): loading it here", model_name(base), e)
+            self._llms[key] = model if model is not None else self._load(base, scores, cfg)
             self.stages.stage("answering")
         return self._llms[key]
 
