@@ -108,8 +108,8 @@ def bench_serve(workspace: Path = WS_OPTION,
                                                                "answer."),
                 requests: int = typer.Option(80, help="Questions per setting about the workspace's longest book "
                                                       "(0: none; with --text, only the new book's first answer)."),
-                warm: bool = option(ServeConfig, "warm", help="Load the models as the page starts (`serve`'s "
-                                                              "default).")):
+                warm: bool = typer.Option(ServeConfig.warm, "--warm/--no-warm",
+                                          help="Load the models as the page starts (`serve`'s default).")):
     """The web app: ask latency with 1 and 8 clients, memory; with --text, upload to first answer."""
     from whoqa.web.bench import run_serve
     echo_json(stage(run_serve, str(workspace), text=str(text) if text else None, requests=requests, warm=warm))
