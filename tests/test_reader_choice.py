@@ -9,6 +9,7 @@ import pytest
 from whoqa.core.aliases import AliasIndex
 from whoqa.core.query import Query
 from whoqa.ranker.cast import cast_of
+from whoqa.retrieval.bm25f import Window
 from whoqa.ranker.reader_choice import (CHOICE, CLIP, Choice, ChoiceRanker, candidate_names, choice_features,
                                         load_choice_fit, passage_people, ranking_features)
 
@@ -227,9 +228,9 @@ def test_the_counts_favourites_are_scored_after_the_same_reading_and_set_apart(b
             return len(text.split())
 
     aliases = AliasIndex(book.characters)
-    ob = SimpleNamespace(book=book, id=book.id, windows=lambda q: [[0, 0, 1.0]])
+    ob = SimpleNamespace(book=book, id=book.id, windows=lambda q: [Window(0, 0, 1.0)])
     query = Query.read("Who sailed north?").about(aliases)
-    first = [0, 0, 1.0]  # the first sentence: Glenister and Dextry
+    first = Window(0, 0, 1.0)  # the first sentence: Glenister and Dextry
     stillman, glenister = _rep(book, "Stillman"), _rep(book, "Glenister")
     import whoqa.llm.reader as llm_reader
     got = reader_choice(Reading(), ob, query, [first], also=[stillman, _rep(book, "Dextry")],

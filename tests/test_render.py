@@ -3,6 +3,7 @@ import pytest
 
 from whoqa.llm.config import passage_variant as variant
 from whoqa.llm.render import RENDERINGS, characters, render, shown
+from whoqa.retrieval.bm25f import Window
 
 TEXT = ("Helen Chester walked to the harbour with Roy Glenister. She smiled at him, and he took her bag. "
         "Helen waved to the captain. Roy Glenister laughed.")
@@ -18,7 +19,7 @@ def ids(book):
 
 
 def window(book):
-    return [(0, len(book.sentences) - 1)]
+    return [Window(0, len(book.sentences) - 1, 1.0)]
 
 
 def test_raw_is_the_books_words(book):

@@ -158,7 +158,7 @@ def test_an_answer_is_shown_with_its_grounds_or_withheld(ws):
     one no sentence holds ("from a heart attack") is withheld: not found, the best passages shown, the text apart."""
     from whoqa.core.words import FUNCTION_WORDS
     from whoqa.service import Answer
-    from whoqa.service.evidence import grounded
+    from whoqa.service.reading import grounded
     svc = Service(ws, ServiceConfig(llm="none"))
     ob = svc.open(DYING_DETECTIVE)
     book = ob.book
@@ -210,8 +210,8 @@ def test_a_second_look_reads_where_the_withheld_answer_points_and_shows_only_wha
     reads it (so what is asserted is where it looked and what was let through)."""
     from dataclasses import replace
     from whoqa.core.words import FUNCTION_WORDS
-    from whoqa.service import scorers
-    from whoqa.service.evidence import grounded
+    from whoqa.service import reading
+    from whoqa.service.reading import grounded
     from whoqa.service.schema import Answer
     cfg = ServiceConfig(llm=tiny_llm_path, device="cpu")
     cfg = replace(cfg, grounding=replace(cfg.grounding, second_look=True))
@@ -222,9 +222,9 @@ def test_a_second_look_reads_where_the_withheld_answer_points_and_shows_only_wha
     query = ob.query(q)
     route = svc.route(DYING_DETECTIVE, q)
     first_read = {s for a, b, *_ in svc.passages(ob, query)[:5] for s in range(int(a), int(b) + 1)}
-    first = scorers.read_answer(svc, ob, query, route)
+    first = reading.read_answer(svc, ob, query, route)
     assert not first.found and first.withheld  # (the tiny LLM's random text)
-    kept = scorers.second_look(svc, ob, query, route, first)
+    kept = reading.second_look(svc, ob, query, route, first)
     assert kept is first and not kept.found  # the random second answer is held by no sentence either
 
     def content(s):
@@ -245,11 +245,11 @@ def test_a_second_look_reads_where_the_withheld_answer_points_and_shows_only_wha
         said = " ".join(book.sentence_words(far)) if any(a <= far <= b for a, b, *_ in wins) else "a heart attack"
         return grounded(Answer(query_.text, ob_.id, "reader", "llm", "", "m", answer=said,
                                passages=["..."] * len(wins)), book, wins, said, svc_.cfg.grounding, query_)
-    monkeypatch.setattr(scorers, "read_answer", extractive)
+    monkeypatch.setattr(reading, "read_answer", extractive)
     for far, shown in ((about, True), (off, False)):
         told["sentence"] = far
         first.withheld = " ".join(content(far)[:4])
-        got = scorers.second_look(svc, ob, query, route, first)
+        got = reading.second_look(svc, ob, query, route, first)
         if shown:
             assert got is not first and got.found and far in {g.sentence for g in got.grounds}
             assert any("a first reading" in w and first.withheld in w for w in got.why)

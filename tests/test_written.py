@@ -60,7 +60,7 @@ def test_a_fit_that_reads_the_written_answer_gets_it_and_says_what_it_wrote(tmp_
     from whoqa.ranker.features import SERVED, WRITTEN
     from whoqa.ranker.written import Written
     from whoqa.service import Service, ServiceConfig
-    from whoqa.service.intake import BookIntake
+    from whoqa.service.intake import Books
     shipped = fits.shipped_fit()
     r = shipped.ranker
     n = len(SERVED)
@@ -72,7 +72,7 @@ def test_a_fit_that_reads_the_written_answer_gets_it_and_says_what_it_wrote(tmp_
     monkeypatch.setattr(fits, "shipped_fit", lambda: reading)
     read_by = []
     monkeypatch.setattr(Service, "passages", lambda self, ob, query, cfg=None: read_by.append(cfg) or
-                        BookIntake.passages(self, ob, query, cfg))
+                        Books.passages(self.books, ob, query, cfg))
     (tmp_path / "l.txt").write_text(LIGHTHOUSE)
     svc = Service(tmp_path / "ws", ServiceConfig(device="cpu", llm=tiny_llm_path))
     book = svc.intake(text=tmp_path / "l.txt")
@@ -126,20 +126,20 @@ def test_a_reader_that_wrote_only_the_questions_person_is_asked_once_more_told_s
     same passages; the second answer stands where it links to someone, else the first (and its Answer) is kept."""
     from types import SimpleNamespace
     from whoqa.ranker.written import Written
-    from whoqa.service import scorers
+    from whoqa.service import reading
     aliases = AliasIndex(book.characters)
     query = Query.read("Who does Glenister thank?").about(aliases)
     glenister = cast_of(book).of(next(iter(query.named)))
     asked, second = [], [Written("Joe Dextry", linked=[7])]
-    monkeypatch.setattr(scorers, "_write", lambda svc, ob, q, wins, a=None: (asked.append(a.text), (second[0], "ans2"))[1])
+    monkeypatch.setattr(reading, "_write", lambda svc, ob, q, wins, a=None: (asked.append(a.text), (second[0], "ans2"))[1])
     ob = SimpleNamespace(book=book, query=lambda text: Query.read(text).about(aliases))
     first = (Written("Glenister thanks himself", named_passed=[glenister]), "ans1")
-    got, ans = scorers.write_again(None, ob, query, [], first)
+    got, ans = reading.write_again(None, ob, query, [], first)
     name = book.characters[glenister].name
     assert asked == [f"Who does Glenister thank? (The answer is not {name}.)"]
     assert got.linked == [7] and ans == "ans2" and glenister in got.named_passed
     second[0] = Written("himself")  # linking no one: the first stands
-    assert scorers.write_again(None, ob, query, [], first) == first
+    assert reading.write_again(None, ob, query, [], first) == first
 
 
 STAGE = ("Anna Page and Anna Lee were sisters. Anna Lee painted the scenery. Anna Page kept the books. "

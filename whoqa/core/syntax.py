@@ -153,6 +153,16 @@ def verb_sentences(book: Book, verbs: set[str]) -> list[int]:
     return sorted({s for v in verbs for s in index.get(v, ())})
 
 
+def question_roles(book: Book, sentences: list[int], frame: Frame | None, named: set[int],
+                   of=lambda c: c) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """(role matches over these sentences, over every sentence of the book holding one of the question's verbs):
+    what the role features count (whoqa.ranker.features); nothing without a frame."""
+    if not frame:
+        return {}, {}
+    return (role_matches(book, sentences, frame, named, of),
+            role_matches(book, verb_sentences(book, frame.verbs), frame, named, of))
+
+
 def role_matches(book: Book, sentences: list[int], frame: Frame, named: set[int], of=lambda c: c) -> dict[int, list[int]]:
     """character (through `of`: a character id -> the candidate it counts for) -> [matches, matches beside another
     argument of the question] over these sentences."""

@@ -241,13 +241,16 @@ def fit_choice(nqa_rows: Path, readers_rows: Path, arm: str = SERVED_ARM, reader
                               f"({len(fit_half)}, of 5 novels)", round(float(np.mean(cv_["ece"])), 3),
                               reader or chooser().name, passages, int(nqa[0].get("also_top", 0)),
                               nqa[0].get("counts_weights"))
+        named = {Path(f).name: d for f, d in digests.items()}  # (by name and sha256: where the rows are kept is
+        #   the project's business, docs/reproductions.md; the fit names no path of the source tree)
         ship.write_text(json.dumps({**ranker.__dict__, "provenance": {
             "made": datetime.date.today().isoformat(), "arm": arm, "readers_weight": weight,
             "temperature": table[arm]["temperature"],
-            "command": f"whoqa fit-choice --nqa {nqa_rows} --readers {readers_rows} --arm {arm} --readers-weight "
-                       f"{weight}" + (f" --nqa-votes {nqa_votes} --readers-votes {readers_votes}" if nqa_votes else "")
+            "command": f"whoqa fit-choice --nqa {Path(nqa_rows).name} --readers {Path(readers_rows).name} --arm "
+                       f"{arm} --readers-weight {weight}" + (f" --nqa-votes {Path(nqa_votes).name} --readers-votes "
+                                                           f"{Path(readers_votes).name}" if nqa_votes else "")
                        + f" --ship {ship}",
-            "rows": digests,
+            "rows": named,
             "book_level_cv": {m: f"{np.mean(cv_[m]):.3f} ± {np.std(cv_[m]):.3f}" for m in ("p@1", "p@5", "mrr", "ece")},
             "check_half": {m: table[arm]["check"][m] for m in ("n", "p@1", "p@5", "mrr", "ece")}}}, indent=1) + "\n")
     return table

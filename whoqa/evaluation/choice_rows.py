@@ -68,7 +68,7 @@ def choice_row(svc, it: dict, written: dict | None, also_top: int = 0) -> dict:
     """One question's row: what the served choice ranking reads, made the way `ask` makes it; `also_top`: the
     counts' first k people (the shipped feature ranker's first stage) scored too."""
     import numpy as np
-    from whoqa.service.scorers import written_answer
+    from whoqa.service.reading import written_answer
     ob, query, fit, passages, reader, cfg = _reading(svc, it)
     book = ob.book
     wins = ob.windows(query)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from whoqa.core.metrics import best_span_rouge_l
 from whoqa.core.words import answer_tokens
-from whoqa.retrieval.bm25f import Window
+from whoqa.retrieval.bm25f import Window, window_sentences
 
 _WORD = re.compile(r"\w+")
 
@@ -26,7 +26,7 @@ class GroundingConfig:
     #                         ROUGE-L on 38 training-book questions (docs/reader.md: the coverage/ROUGE-L table)
     sentences: int = 3  # sentences shown as what the answer rests on (or, not found, as the best passages)
     second_look: bool = True  # not found: search the book with the question and the withheld answer, read once more
-    #                           (whoqa.service.scorers.second_look): on the 10 unseen books' 211 other questions "not
+    #                           (whoqa.service.reading.second_look): on the 10 unseen books' 211 other questions "not
     #                           found" 64 -> 54, ROUGE-L counting it as empty +0.96 (95% +0.32 to +1.68), the answers
     #                           shown as good (22.43 against 22.57), 15 s more where it looks
     #                           (docs/reader.md)
@@ -65,11 +65,11 @@ def shared_marks(text: str, wanted: list[str]) -> list[tuple[int, int]]:
 
 def ground(book, wins: list[Window], answer: str | None, cfg: GroundingConfig | None = None,
            asked: frozenset[str] = frozenset()) -> tuple[float, list[Ground]]:
-    """(the answer's support: its best sentence's, the sentences to show): the passages' sentences ([[first, last,
-    score], ...] windows, best first) that hold the answer's words best (those not already in the question), marked;
+    """(the answer's support: its best sentence's, the sentences to show): the passages' sentences (Windows, best
+    first) that hold the answer's words best (those not already in the question), marked;
     with no answer or no support, the hit sentences of the best passages, so the reader sees what was found."""
     cfg = cfg or GroundingConfig()
-    sids = list(dict.fromkeys(s for a, b, *_ in wins for s in range(int(a), int(b) + 1)))
+    sids = window_sentences(wins)
     if not sids:
         return 0.0, []
     texts = {s: sentence_words_text(book, s) for s in sids}  # what support is measured on (the tokens)
@@ -90,4 +90,4 @@ def ground(book, wins: list[Window], answer: str | None, cfg: GroundingConfig | 
 
 def _window_middles(wins: list[Window], n: int) -> list[int]:
     """The middle sentence (the retrieval's hit) of each of the first n windows."""
-    return [(int(a) + int(b)) // 2 for a, b, *_ in wins[:n]]
+    return [w.middle for w in wins[:n]]

@@ -185,12 +185,12 @@ def reading(ob: OpenBook, query: Query, wins: list[Window], pool: ShotPool | lis
     the model inventing an answer."""
     book = ob.book
     shots = ShotPool.of(pool).shots(book.id, query.text, cfg.shots, cfg.seed)  # as the LLM run measured it
-    spans = [(int(a), int(b)) for a, b, *_ in wins[:cfg.top_k]]
-    if not spans:
+    wins = wins[:cfg.top_k]
+    if not wins:
         raise NothingMatched(f"nothing in book {book.id} matches the question's words, so there is nothing to answer "
                              f"from: ask with words the book uses")
-    passages, listed = shown(book, spans, cfg.rendering, "all", cfg.character_list)  # ("raw": the windows' text)
-    return passages, [a for a, _ in spans], shots, listed
+    passages, listed = shown(book, wins, cfg.rendering, "all", cfg.character_list)  # ("raw": the windows' text)
+    return passages, [w.first for w in wins], shots, listed
 
 
 def answer_from_book(reader: "LLMReader", ob: OpenBook, query: Query, wins: list[Window], pool: ShotPool | list = (),

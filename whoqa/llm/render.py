@@ -23,6 +23,7 @@ from whoqa.core.registry import Registry
 from whoqa.core.book import POSSESSIVE_TAGS, Book, Mention
 from whoqa.reader.data import detokenize, window_text
 from whoqa.core.workspace import Workspace
+from whoqa.retrieval.bm25f import Window
 from whoqa.retrieval.contexts import load_contexts
 
 def _marked(book: Book, m: Mention, candidates: set[int] | None) -> str | None:
@@ -84,22 +85,21 @@ def check_rendering(name: str) -> None:
     RENDERINGS.check(name)
 
 
-def render(book: Book, spans: Iterable[tuple[int, int]], rendering: str = "raw",
+def render(book: Book, windows: Iterable[Window], rendering: str = "raw",
            candidates: Iterable[int] | None = None) -> list[str]:
-    """Each (first sentence, last sentence) window as text in the rendering; `candidates`: only their mentions
-    marked."""
+    """Each window as text in the rendering; `candidates`: only their mentions marked."""
     check_rendering(rendering)
     only = set(candidates) if candidates is not None else None
-    return [RENDERINGS[rendering](book, int(a), int(b), only) for a, b in spans]
+    return [RENDERINGS[rendering](book, w.first, w.last, only) for w in windows]
 
 
-def characters(book: Book, spans: Iterable[tuple[int, int]], candidates: Iterable[int] | None = None) -> list[str]:
+def characters(book: Book, windows: Iterable[Window], candidates: Iterable[int] | None = None) -> list[str]:
     """The shown names of the characters mentioned in the windows (or only the candidates among them), most mentioned
     there first (ties by id)."""
     only = set(candidates) if candidates is not None else None
     count: dict[int, int] = {}
-    for a, b in spans:
-        for s in range(int(a), int(b) + 1):
+    for w in windows:
+        for s in w.sentences:
             for m in book.sentence_mentions(s):
                 if (only is None or m.char_id in only) and book.shown_name(m.char_id):
                     count[m.char_id] = count.get(m.char_id, 0) + 1
@@ -109,14 +109,14 @@ def characters(book: Book, spans: Iterable[tuple[int, int]], candidates: Iterabl
 MARKS = Registry("marks", ("all", "candidates"))
 
 
-def shown(book: Book, spans: list[tuple[int, int]], rendering: str = "raw", marks: str = "all",
+def shown(book: Book, windows: list[Window], rendering: str = "raw", marks: str = "all",
           character_list: bool = False, candidates: Iterable[int] | None = None) -> tuple[list[str], list[str]]:
     """(passages, the prompt's character list) for windows of a book as a config asks: `rendering` (RENDERINGS),
     `marks` all characters' mentions or only the candidates', and the list of the characters they mention (empty
     unless `character_list`)."""
     MARKS.check(marks)
     only = list(candidates) if marks == "candidates" and candidates is not None else None
-    return render(book, spans, rendering, only), (characters(book, spans, only) if character_list else [])
+    return render(book, windows, rendering, only), (characters(book, windows, only) if character_list else [])
 
 
 class WorkspacePassages:
@@ -133,6 +133,6 @@ class WorkspacePassages:
             self.books[book_id] = (Book.load(self.ws.books / book_id, book_id),
                                    load_contexts(self.ws, self.context, book_id) or {})
         book, ctx = self.books[book_id]
-        spans = [(int(a), int(b)) for a, b, _ in ctx.get(str(question_id), [])[:k]]
-        passages, listed = shown(book, spans, rendering, marks, character_list, candidates)
-        return passages, [a for a, _ in spans], listed
+        wins = ctx.get(str(question_id), [])[:k]
+        passages, listed = shown(book, wins, rendering, marks, character_list, candidates)
+        return passages, [w.first for w in wins], listed

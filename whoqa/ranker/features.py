@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from whoqa.core.query import Query
-from whoqa.core.syntax import role_matches, verb_sentences
+from whoqa.core.syntax import question_roles
 from whoqa.ranker.cast import cast_of
 
 FEATURE_VERSION = 1  # the definitions' version (features added since keep it: a fit names the ones it uses)
@@ -133,24 +133,25 @@ ROLE_FEATURES = ("role", "role_with_args", "book_role", "book_role_with_args")  
 
 def book_features(book, context: list[int], named: set[int], query: Query | None = None, cast: bool = True,
                   network: dict[int, float] | None = None, used: tuple[str, ...] = STAGE1,
-                  written: list[int] | None = None) -> tuple[list[int], np.ndarray]:
+                  written: list[int] | None = None,
+                  roles: tuple[dict, dict] | None = None) -> tuple[list[int], np.ndarray]:
     """(ids, (C, F) features) of a book's answer candidates for a question whose context holds these sentence ids
     (best first; the first CONTEXT_SENTENCES are read) and which names these characters; `network`: the slot
     network's log-probability per character id (a person's: its clusters' summed). `used`: the features a fit reads;
     the question is parsed only for role features among them (the parse and WordNet's import cost a first answer
     about 2.5 s), the others' columns left 0. `written`: the character ids the reader's written answer names, in
-    order (`whoqa.ranker.written.Written.linked`)."""
+    order (`whoqa.ranker.written.Written.linked`). `roles`: the question's role matches where the caller has them
+    (whoqa.core.syntax.question_roles over these sentences, through the cast), else matched here."""
     groups = candidates(book, cast)
     rep = {m: r for r, ms in groups.items() for m in ms}
     sentences = context[:CONTEXT_SENTENCES]
     mentions = Counter(rep[m.char_id] for s in sentences for m in book.sentence_mentions(s) if m.char_id in rep)
-    frame = query.frame if query is not None and set(used) & set(ROLE_FEATURES) else None
-    roles = role_matches(book, sentences, frame, named, rep.get) if frame else {}
-    book_roles = role_matches(book, verb_sentences(book, frame.verbs), frame, named, rep.get) if frame else {}
+    roles = roles if cast else None  # (the caller's are matched through the cast)
+    frame = query.frame if roles is None and query is not None and set(used) & set(ROLE_FEATURES) else None
     records = [{"id": r, "count": sum(book.characters[m].count for m in ms)} for r, ms in groups.items()]
     if network:
         scored = {r: [network[m] for m in ms if m in network] for r, ms in groups.items()}
         network = {r: float(np.logaddexp.reduce(v)) for r, v in scored.items() if v}
     written = list(dict.fromkeys(rep[w] for w in written or () if w in rep))
-    return character_features(records, mentions, {rep[n] for n in named if n in rep}, roles, book_roles, network,
-                              written)
+    return character_features(records, mentions, {rep[n] for n in named if n in rep},
+                              *(roles or question_roles(book, sentences, frame, named, rep.get)), network, written)

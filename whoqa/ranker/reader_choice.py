@@ -24,6 +24,7 @@ from whoqa.core.query import Query
 from whoqa.llm.config import LLMConfig
 from whoqa.ranker.cast import cast_of
 from whoqa.ranker.model import log_softmax, softmax
+from whoqa.retrieval.bm25f import Window, window_sentences
 
 ALIASES = 3  # names scored per candidate: its cast name and its next most frequent proper names
 
@@ -83,7 +84,7 @@ def candidate_names(book, rep: int, limit: int = ALIASES) -> list[str]:
     return out
 
 
-def reader_choice(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig = LLMConfig(),
+def reader_choice(reader, ob, query: Query, wins: list[Window], pool=(), cfg: LLMConfig = LLMConfig(),
                   also: list[int] = ()) -> Choice:
     """The reader's choice among the people of the passages it reads for `query` (`wins`: the question's passage
     windows, as the written answer reads them): one prompt, every candidate's names scored after it. `also`: people
@@ -92,14 +93,21 @@ def reader_choice(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig 
     score: an empty Choice."""
     from whoqa.llm.reader import reading
     book = ob.book
+    named = {cast_of(book).of(n) for n in query.named} - {None}
+    # each window's people (found before reading; the prompt may keep fewer windows than it is given)
+    by_window = [dict(zip(*passage_people(book, list(w.sentences), query))) for w in wins[:cfg.top_k]]
+    extra = [r for r in dict.fromkeys(also) if (r not in named or query.reflexive)]
+    names_of = {r: candidate_names(book, r) for r in {r for people in by_window for r in people} | set(extra)}
     passages, starts, shots, listed = reading(ob, query, wins, pool, cfg)
     _, kept = reader.prompt(query.text, passages, shots, starts, cfg.order, listed)
-    sentences = [s for a, b, *_ in wins[:len(kept)] for s in range(int(a), int(b) + 1)]
-    people, mentions = passage_people(book, sentences, query)
-    named = {cast_of(book).of(n) for n in query.named} - {None}
-    extra = [r for r in dict.fromkeys(also) if r not in people and (r not in named or query.reflexive)]
-    people, mentions = people + extra, mentions + [0] * len(extra)
-    names = [candidate_names(book, r) for r in people]
+    sentences = window_sentences(wins[:len(kept)])
+    seen: dict[int, int] = {}
+    for people in by_window[:len(kept)]:
+        for r, n in people.items():
+            seen[r] = seen.get(r, 0) + n
+    extra = [r for r in extra if r not in seen]
+    people, mentions = list(seen) + extra, list(seen.values()) + [0] * len(extra)
+    names = [names_of[r] for r in people]
     flat = [n for ns in names for n in ns]
     if not flat:
         return Choice([], [], [], [], sentences, [], [])
@@ -113,7 +121,7 @@ def reader_choice(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig 
     return Choice(people, names, scores, counts, sentences, mentions, extra)
 
 
-def passage_votes(reader, ob, query: Query, wins: list, pool=(), cfg: LLMConfig = LLMConfig()) -> list[Choice]:
+def passage_votes(reader, ob, query: Query, wins: list[Window], pool=(), cfg: LLMConfig = LLMConfig()) -> list[Choice]:
     """Each read passage on its own: per window the joint prompt keeps (`reader_choice`'s, in their rank), the
     reader's choice among the people that window mentions, after reading it alone (a short context: small readers
     lose an answer in a long mixed one). A window nothing in it matches gives an empty Choice."""
@@ -135,6 +143,7 @@ CLIP = -10.0  # nats below the best candidate: a name this unlikely says only "n
 CHOICE = ("in_passages", "choice", "choice_first", "passage_mentions", "written",  # what reading adds to the counts
           "votes", "vote_choice")  # (the last two: the passages read one by one, `passage_votes`)
 VOTED = CHOICE[5:]  # reading's columns that need the passages read one by one
+SERVED_READING = CHOICE[:4]  # reading's columns `ask` computes: one reading of the passages, every person scored
 
 
 def _choice_of(ids: list[int], choice: Choice) -> tuple[np.ndarray, np.ndarray]:
@@ -192,6 +201,13 @@ class ChoiceRanker:
     also_top: int = 0  # the counts' first k people the reader also scores, named in the passages or not
     counts_weights: list[float] | None = None  # the weights over whoqa.ranker.features.SERVED that pick those k
     provenance: dict | None = None  # how it was made: the command, its rows' sha256, its measured figures
+
+    def unserved(self) -> list[str]:
+        """What this fit weighs that `ask` does not read (the written answer, the passages read one by one, the
+        counts' favourites scored beside the passages' people: arms `whoqa fit-choice` measures, none shipped)."""
+        from whoqa.ranker.features import SERVED
+        return [f for f in self.features if f not in SERVED and f not in SERVED_READING] + (
+            [f"the counts' first {self.also_top}"] if self.also_top else [])
 
     def counted_first(self, ids: list[int], x_served) -> list[int]:
         """The counts' first `also_top` people (x_served: (C, 5) their SERVED features)."""

@@ -37,14 +37,16 @@ def served_shots(prompt: dict, pool: ShotPool, book_id: str, question: str) -> l
 
 
 def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[Window], reader=None,
-         pool: ShotPool | list = (), network=None, written: list[int] | None = None) -> Ranking:
+         pool: ShotPool | list = (), network=None, written: list[int] | None = None,
+         roles: tuple[dict, dict] | None = None) -> Ranking:
     """The book's characters ranked for the question (read in the opened book `ob`). `wins`: the question's BM25F
     windows (`OpenBook.windows`: its context, and the LLM's passages); `reader`: an LLMReader on the
     transformers runtime, or None for the first stage alone; `pool`: the questions the prompt's few shots are drawn
     from (whoqa.llm.prompt.who_pool: the question's own shots where it is one of them, as re-ranking drew);
     `network`: a `whoqa.memnet.slot_ask.SlotScorer`, required by a fit that uses the network feature; `written`: the
     characters the reader's written answer names (whoqa.ranker.written), for a fit that uses the written features
-    or puts the written answer first (a `written_only` fit then asks the reader nothing)."""
+    or puts the written answer first (a `written_only` fit then asks the reader nothing); `roles`: the question's
+    role matches where the caller has them (`book_features`)."""
     book = ob.book
     context = context_sentences(wins, CONTEXT_SENTENCES)
     scores = None
@@ -54,7 +56,7 @@ def rank(ranker: FeatureRanker, ob: OpenBook, query: Query, wins: list[Window], 
                                     "train --final`")
         scores = network.scores(book, query, context)
     ids, x = book_features(book, context, query.named, query, ranker.cast, scores,
-                           tuple(ranker.features["stage1"]), written)
+                           tuple(ranker.features["stage1"]), written, roles)
     x = x[:, columns(ranker.features["stage1"])]  # (C, F): the fit's own features
     first_w = first_written(book, ids, written, ranker.cast)
     llm = None

@@ -24,6 +24,7 @@ from whoqa.core.progress import bar as progress_bar
 from whoqa.core.query import Query
 from whoqa.core.store import load_questions
 from whoqa.core.workspace import Workspace
+from whoqa.retrieval.bm25f import Window
 from whoqa.retrieval.contexts import load_contexts
 from whoqa.retrieval.openbook import OpenBook
 
@@ -54,13 +55,13 @@ def window_text(book: Book, first: int, last: int) -> str:
     return detokenize(words)
 
 
-def bm25f_passages(ob: OpenBook, query: Query, top_k: int, starts: bool = False, wins: list | None = None):
+def bm25f_passages(ob: OpenBook, query: Query, top_k: int, starts: bool = False, wins: list[Window] | None = None):
     """A new question's top-k BM25F windows of an opened book, as text, best first: the passages `ask` gives a reader,
     cut from the windows the index stage stores for training (`OpenBook.windows`, or `wins` when the caller has
     them); with starts, also each one's first sentence."""
     spans = (ob.windows(query) if wins is None else wins)[:top_k]
-    texts = [window_text(ob.book, a, b) for a, b, _ in spans]
-    return (texts, [int(a) for a, _, _ in spans]) if starts else texts
+    texts = [window_text(ob.book, w.first, w.last) for w in spans]
+    return (texts, [w.first for w in spans]) if starts else texts
 
 
 def examples_path(workspace: Path, context: str) -> Path:
@@ -92,9 +93,9 @@ def build_examples(workspace: Path, context: str, top_k: int = 10, progress: boo
             book = Book.load(ws.books / book_id, book_id)
         for q in qs:
             spans = [] if ctx is None else ctx.get(str(q["question_id"]), [])[:top_k]
-            passages = [window_text(book, a, b) for a, b, _ in spans]
+            passages = [window_text(book, w.first, w.last) for w in spans]
             out.append(ReaderExample(q["question_id"], book_id, q["question"], [q["answer1"], q["answer2"]],
-                                     passages, [int(a) for a, _, _ in spans]))
+                                     passages, [w.first for w in spans]))
     if missing:
         hint = "whoqa index --ranker oracle" if context == "oracle" else f"whoqa index --ranker {context}"
         log.warning("%d book(s) have no %s contexts and are left out of the reader's examples; run `%s`",

@@ -66,6 +66,16 @@ class Window(NamedTuple):
     def sentences(self) -> range:
         return range(self.first, self.last + 1)
 
+    @property
+    def middle(self) -> int:
+        """The sentence the retrieval hit (a window is centred on it, but where the book's edge clips it)."""
+        return (self.first + self.last) // 2
+
+
+def window_sentences(wins: list[Window]) -> list[int]:
+    """The sentences of these windows, window by window (a sentence once)."""
+    return list(dict.fromkeys(s for w in wins for s in w.sentences))
+
 
 def windows(ranked: list[tuple[int, float]], n_sentences: int, total: int, width: int = 5) -> list[Window]:
     """Windows in rank order: each hit with width//2 sentences on each side (clipped at the book's edges), merged
@@ -94,8 +104,8 @@ def windows(ranked: list[tuple[int, float]], n_sentences: int, total: int, width
 def context_sentences(wins: list[Window], limit: int) -> list[int]:
     """Sentence ids of a context in rank order, at most `limit`."""
     out: list[int] = []
-    for a, b, _ in wins:
-        out += range(a, b + 1)
+    for w in wins:
+        out += w.sentences
     return out[:limit]
 
 

@@ -6,24 +6,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from pathlib import Path
 
 from whoqa.core.progress import Stages
 from whoqa.core.query import Query
 from whoqa.core.workspace import Workspace
+from whoqa.retrieval.bm25f import Window
 from whoqa.retrieval.openbook import OpenBook
-from whoqa.service.intake import BookIntake
+from whoqa.retrieval.passages import PassageConfig
+from whoqa.service.intake import Books
 from whoqa.service.models import Models
 from whoqa.service.routing import Route
 from whoqa.service.schema import Answer, ServiceConfig
-from whoqa.service.scorers import SCORERS, written_answer
+from whoqa.service.reading import written_answer
+from whoqa.service.scorers import SCORERS
 
 log = logging.getLogger(__name__)
 WARM_QUESTIONS = ("Who is the hero?", "What happens at the end?")  # a Who question and another: their routes' LLMs
 
 
-class Service(BookIntake):
+class Service:
     """A workspace's books and models, loaded once per process; `answer` is the one path to an answer."""
 
     def __init__(self, workspace: str | Path, cfg: ServiceConfig | None = None, fits_from: str | Path | None = None,
@@ -36,10 +38,26 @@ class Service(BookIntake):
         self.stages = stages or Stages()
         self.models = Models(self.ws, Workspace(fits_from or workspace), self.cfg, self.stages)
         self.lock = threading.RLock()  # the models and the open books, one caller at a time
-        self._opened: OrderedDict[str, OpenBook] = OrderedDict()
-        self._cuts: dict[tuple[str, str], OpenBook] = {}
-        self._encoding: dict[str, object] = {}  # book id -> Future of its sentence vectors, encoded in the background
-        self._encoder = None
+        self.books = Books(self.ws, self.cfg, self.models, self.lock, self.stages)
+
+    # the books' half, as a caller names it (whoqa.service.intake.Books)
+    def intake(self, text: str | Path | None = None, data: str | Path | None = None, book: str | None = None) -> str:
+        return self.books.intake(text, data, book)
+
+    def resolve(self, book: str | Path) -> str:
+        return self.books.resolve(book)
+
+    def open(self, book_id: str, upto: str | None = None) -> OpenBook:
+        return self.books.open(book_id, upto)
+
+    def book(self, book_id: str):
+        return self.books.open(book_id).book
+
+    def vectors_later(self, book_id: str) -> None:
+        self.books.vectors_later(book_id)
+
+    def passages(self, ob: OpenBook, query: Query, cfg: PassageConfig | None = None) -> list[Window]:
+        return self.books.passages(ob, query, cfg)
 
     def warm(self) -> threading.Thread:
         """Begin loading, in the background, the LLMs a first question reads (a Who question's and another's, on a
@@ -81,7 +99,7 @@ class Service(BookIntake):
         with self.lock:
             try:
                 chosen = self.models.routes().route(book_id, query, route, upto)
-                self.models.prefetch(book_id in self._opened, chosen)
+                self.models.prefetch(book_id in self.books.opened, chosen)
                 ob = self.open(book_id, upto)
                 query = ob.read(query)
                 self.stages.stage("answering")
@@ -96,7 +114,7 @@ class Service(BookIntake):
     def written(self, book_id: str, question: str | Query, upto: str | None = None, again: bool = False):
         """A Who question answered as the reader of other questions writes answers, linked to the book's cast
         (whoqa.ranker.written): (Written, the reader's Answer); `again`: asked once more where it wrote only the
-        question's own person (whoqa.service.scorers.write_again)."""
+        question's own person (whoqa.service.reading.write_again)."""
         with self.lock:
             ob = self.open(book_id, upto)
             return written_answer(self, ob, ob.query(question), again=again)

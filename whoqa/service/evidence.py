@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from whoqa.core.query import Query
 from whoqa.core.words import terms
-from whoqa.llm.grounding import GroundingConfig, ground
-from whoqa.retrieval.bm25f import Window
 from whoqa.service.schema import Answer, Evidence, Ranked
 
 
@@ -65,14 +63,13 @@ def sentence_marks(book, sid: int, char: int) -> tuple[list[tuple[int, int]], st
 
 
 
-def written_evidence(book, written, chars: list[Ranked], evidence: list[Evidence], n: int) -> list[Evidence]:
-    """The evidence with the passage sentence the reader's written answer came from first, where it names (or
-    resolves to) the top character: the event, not the sentence with most mentions."""
+def written_lead(book, written, chars: list[Ranked]) -> Evidence | None:
+    """The passage sentence the reader's written answer came from, to show first where it names (or resolves to)
+    the top character: the event, not the sentence with most mentions."""
     if written.sentence is None or not chars or written.answer != chars[0].id:
-        return evidence
+        return None
     marks, text = sentence_marks(book, written.sentence, chars[0].id)
-    first = Evidence(written.sentence, text, marks)
-    return ([first] + [e for e in evidence if e.sentence != written.sentence])[:n]
+    return Evidence(written.sentence, text, marks)
 
 
 def written_reasons(book, written, chars: list[Ranked]) -> list[str]:
@@ -91,11 +88,6 @@ def written_reasons(book, written, chars: list[Ranked]) -> list[str]:
             + (f", naming {name}" if agree else f", naming {name}, though the counts weigh against it")]
 
 
-def grounded(ans: Answer, book, wins: list[Window], text: str | None, cfg: GroundingConfig, query: Query) -> Answer:
-    """The answer with the sentences it rests on; withheld (found False) where no passage sentence holds it."""
-    best, grounds = ground(book, wins, text, cfg, query.asked)
-    ans.support, ans.found = round(best, 3), bool(text) and best >= cfg.threshold
-    ans.grounds = [Evidence(x.sentence, x.text, x.marks, support=round(x.support, 3)) for x in grounds]
-    if not ans.found:
-        ans.answer, ans.withheld = None, text
-    return ans
+def who_warnings(query: Query) -> list[str]:
+    """What the question says that the book does not: a name that is none of its characters'."""
+    return [f"the question names {n!r}, who is not a character of this book" for n in query.unknown]

@@ -3,6 +3,7 @@ most recent), and cut where a reader asked for no spoilers."""
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from pathlib import Path
 
 from whoqa.core.query import Query
@@ -22,9 +23,16 @@ def book_stages():
     return addbook
 
 
-class BookIntake:
-    """The books half of whoqa.service.Service (its ws, cfg, models, lock, stages, _opened, _cuts, _encoding and
-    _encoder)."""
+class Books:
+    """A service's books, beside its models (whoqa.service.answers.Service holds one of each): taken in, opened once
+    and kept, cut for no spoilers, their passages retrieved. `lock`: the service's (one caller at a time)."""
+
+    def __init__(self, ws, cfg, models, lock, stages):
+        self.ws, self.cfg, self.models, self.lock, self.stages = ws, cfg, models, lock, stages
+        self.opened: OrderedDict[str, OpenBook] = OrderedDict()  # the few most recent, by id
+        self._cuts: dict[tuple[str, str], OpenBook] = {}
+        self._encoding: dict[str, object] = {}  # book id -> Future of its sentence vectors, encoded in the background
+        self._encoder = None
 
     def intake(self, text: str | Path | None = None, data: str | Path | None = None, book: str | None = None) -> str:
         """The id of the book asked about: a plain-text file (prepared the first time), a NarrativeQA folder's book
@@ -38,7 +46,7 @@ class BookIntake:
                 book_id = book_stages().add_from_data(self.ws, Path(data), book)
             else:
                 book_id = book
-            self._opened.pop(book_id, None)  # (re)made: read afresh
+            self.opened.pop(book_id, None)  # (re)made: read afresh
             return book_id
 
     def resolve(self, book: str | Path) -> str:
@@ -62,19 +70,19 @@ class BookIntake:
         a reader has read (OpenBook.upto), kept as well."""
         from whoqa.retrieval.openbook import open_book
         with self.lock:
-            if book_id in self._opened:
-                self._opened.move_to_end(book_id)
+            if book_id in self.opened:
+                self.opened.move_to_end(book_id)
             else:
-                if len(self._opened) >= KEEP_BOOKS:
-                    self._opened.popitem(last=False)
+                if len(self.opened) >= KEEP_BOOKS:
+                    self.opened.popitem(last=False)
                 self.stages.stage("opening the book and its index of passages")
-                self._opened[book_id] = open_book(self.ws, book_id, device=self.models.device())
+                self.opened[book_id] = open_book(self.ws, book_id, device=self.models.device())
             if not upto:
-                return self._opened[book_id]
+                return self.opened[book_id]
             if (book_id, upto) not in self._cuts:
                 if len(self._cuts) >= KEEP_BOOKS:
                     self._cuts.pop(next(iter(self._cuts)))
-                self._cuts[(book_id, upto)] = self._opened[book_id].upto(upto)
+                self._cuts[(book_id, upto)] = self.opened[book_id].upto(upto)
             return self._cuts[(book_id, upto)]
 
     def book(self, book_id: str):

@@ -120,7 +120,7 @@ class Models:
 
     def chooses(self) -> bool:
         """Whether Who answers come from the shipped choice ranking (whoqa.ranker.reader_choice): shipped, reading on,
-        and its reader the one that writes answers here (whoqa.service.scorers.choosing_reader checks the runtime)."""
+        and its reader the one that writes answers here (whoqa.service.who.choosing_reader checks the runtime)."""
         from whoqa.ranker.reader_choice import choice_fit_for
         llm = self.routes().llm
         fit = choice_fit_for(self.home, model_name(llm)) if llm is not None else None

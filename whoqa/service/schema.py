@@ -76,8 +76,8 @@ class Answer:
     book: str
     kind: str  # who | reader
     route: str
-    reason: str
-    model: str  # what answered
+    reason: str = ""  # why this route (the service's routing fills it in: Service.answer)
+    model: str = ""  # what answered
     characters: list[Ranked] = field(default_factory=list)  # Who: best first
     answer: str | None = None  # other questions: the reader's text, where the passages hold it (else None)
     found: bool | None = None  # other questions: whether a passage sentence holds the answer (GroundingConfig)
@@ -96,6 +96,22 @@ class Answer:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+@dataclass
+class CastRanking:
+    """A Who route's ranking of the cast, before it is explained (whoqa.service.who.who_answer builds the Answer
+    from it once): what every Who ranking gives, whatever read it."""
+    route: str  # the route's name (its scorer's)
+    model: str  # what ranked, in words
+    characters: list[Ranked]  # best first
+    calibration: dict | None = None  # where the probabilities' scale comes from (None: no probability)
+    why: list[str] = field(default_factory=list)  # what the ranking read and chose, before the counts' reasons
+    read: list[int] = field(default_factory=list)  # the sentences it read: the evidence is looked for there first
+    lead: Evidence | None = None  # a sentence shown first (the one the reader's written answer came from)
+    says_reading: bool = True  # the counts' reasons also say what a reader that scored names picked
+    attention: list[Evidence] = field(default_factory=list)  # the network's most attended sentences
+    warnings: list[str] = field(default_factory=list)
 
 
 def check_request(question: str | Query, route: str, cfg: ServiceConfig) -> Query:

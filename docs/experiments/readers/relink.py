@@ -25,6 +25,6 @@ def relink(ws, rows_path, out, texts=None):
             f.write(json.dumps(r, sort_keys=True) + "\n")
     print(rows_path, "changed", changed, "of", len(rows), file=sys.stderr)
 
-texts = {r["key"]: r["text"] for r in (json.loads(l) for l in gzip.open("docs/experiments/issue63/written_pool_again_1.5b.jsonl.gz", "rt"))}
+texts = {r["key"]: r["text"] for r in (json.loads(l) for l in gzip.open("docs/experiments/reading-and-counting/written_pool_again_1.5b.jsonl.gz", "rt"))}
 relink("ws51", "docs/experiments/readers/rows_nqa.jsonl.gz", "docs/experiments/readers/rows_nqa_knows.jsonl.gz", texts)
 relink("ws-readers", "docs/experiments/readers/rows_readers.jsonl.gz", "docs/experiments/readers/rows_readers_knows.jsonl.gz")
