@@ -132,6 +132,12 @@ def test_the_reported_ask_example_is_what_the_main_job_records():
     assert first.split("%", 1)[1].split("(")[0].strip() == expect["characters.0.name"]
     assert f"{100 * expect['characters.0.probability']:.1f}%" in first
     assert f"({expect['route']}: " in block  # the route line, as ask prints it
+    # the headline above it, in the README's example too, is what `ask` prints for that answer
+    from whoqa.answer_view import headline
+    from whoqa.service.schema import Ranked
+    said = headline(Ranked(0, expect["characters.0.name"], expect["characters.0.probability"]))
+    assert said in block, said
+    assert said in (ROOT / "README.md").read_text(), f"the README's ask example should open with {said!r}"
 
 
 def test_experiment_scripts_import_what_whoqa_has():

@@ -107,14 +107,13 @@ def book_quotes(text: str) -> str:
 
 
 def headline(top) -> str:
-    """The answer and how sure, in words: "Helen, though it is a guess: about 1 chance in 5"."""
+    """The answer and one sureness figure, explained once: "Most likely Helen (21% sure: answers this sure are right
+    about 1 time in 5)"; no word that calls a right answer a guess."""
     p = top.probability
     if p is None:
         return f"Most likely {top.name} (no probability: none was measured for this model on such a book)"
     odds = f"about {p:.0%} of the time" if p >= 0.5 else f"about 1 time in {max(2, round(1 / max(p, 1e-3)))}"
-    sure = ("very likely" if p >= 0.8 else "likely" if p >= 0.6 else "a fair guess" if p >= 0.4 else
-            "a guess" if p >= 0.15 else "a long shot")
-    return f"Most likely {top.name}: {sure} (answers given this sure are right {odds})"
+    return f"Most likely {top.name} ({p:.0%} sure: answers this sure are right {odds})"
 
 
 def internals(ans, source: Path | None) -> list[Line]:
