@@ -18,7 +18,8 @@ from data_prep.workers import process_text
 from whoqa.core.book import is_done, read_characters
 from whoqa.core.files import atomic_write
 from whoqa.core.store import forget_derived, load_texts, read_state, write_source, write_texts
-from whoqa.core.text import DataError, extract_body, read_book_text, same_text, text_book_id, text_shingles
+from whoqa.core.text import (DataError, book_title, extract_body, read_book_text, same_text, text_book_id,
+                             text_shingles)
 from whoqa.core.workspace import Workspace, locked
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,8 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
     ws = Workspace(workspace)
     t0 = time.perf_counter()
     stages.stage("reading the book")
-    body = extract_body(read_book_text(path))
+    text = read_book_text(path)
+    body = extract_body(text)
     if not body.strip():
         raise DataError(f"{path} holds no story text once the Project Gutenberg header and licence are removed")
     book_id = text_book_id(body)
@@ -54,7 +56,8 @@ def add_text(workspace: Path, path: Path, engine=None, timings: dict | None = No
         report = ws.artificial_report  # (rewritten by the book's questions before its fold can fail)
         saved = report.read_bytes() if report.is_file() else None
         try:
-            _add_text(ws, path, body, book_id, engine, timings, t0, stages, parse_processes, shingles)
+            _add_text(ws, path, body, book_id, engine, timings, t0, stages, parse_processes, shingles,
+                      book_title(text, body))
         except BaseException:  # a later step failed (vectors, questions): no half-made book is left in books/
             if new:
                 forget_derived(ws, book_id)
@@ -88,7 +91,7 @@ def _put_back(path: Path, saved: bytes | None) -> None:
 
 
 def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timings: dict, t0: float, stages,
-              parse_processes: int | None = None, shingles: list[int] | None = None) -> None:
+              parse_processes: int | None = None, shingles: list[int] | None = None, title: str = "") -> None:
     """add_text's steps, under the workspace lock: the book made by the engine, folded in, then listed."""
     folder = ws.books / book_id
     if not is_done(folder, book_id):
@@ -115,7 +118,8 @@ def _add_text(ws: Workspace, path: Path, body: str, book_id: str, engine, timing
         fold_books(ws, [book_id])   # fold into; `whoqa prepare` makes them for the whole workspace later
     texts = load_texts(ws)
     if book_id not in texts:  # (last: a book listed here is whole)
-        texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80]}
+        texts[book_id] = {"path": str(Path(path).resolve()), "first_line": body.strip().splitlines()[0][:80],
+                          "title": title or body.strip().splitlines()[0][:80]}
         write_texts(ws, texts)
     timings["fold_in_s"] = round(time.perf_counter() - t0, 2)
 

@@ -75,3 +75,18 @@ def test_reads_booknlp_written_files(tmp_path):
     assert b.sentences == [(0, 2), (2, 4)]
     assert b.characters[7].gender == "female"
     assert b.replaced_sentence(1) == ["CHAR_7", "left"]
+
+
+def test_a_book_s_title_is_written_as_a_reader_writes_it():
+    """The title a book is listed under: its Gutenberg header's "Title:" (continued lines joined), else the story's
+    first line, out of capitals ("THE POISON BELT" -> "The Poison Belt", small words small)."""
+    from whoqa.core.text import book_title
+    gutenberg = ("The Project Gutenberg eBook of Summer\n\nTitle: Summer\n\nAuthor: Edith Wharton\n\n"
+                 "*** START OF THE PROJECT GUTENBERG EBOOK SUMMER ***\n\nSUMMER\n\nI\n\nA girl came out.")
+    assert book_title(gutenberg, "SUMMER\n\nI\n\nA girl came out.") == "Summer"
+    wrapped = ("Title: The Poison Belt\n        Being an account of another adventure\n\n"
+               "*** START OF THE PROJECT GUTENBERG EBOOK X ***\n")
+    assert book_title(wrapped, "x") == "The Poison Belt Being an account of another adventure"
+    assert book_title("THE POISON BELT\n\nBy Arthur Conan Doyle", "\nTHE POISON BELT OF THE WORLD\n\nBy") == \
+        "The Poison Belt of the World"
+    assert book_title("Anna rowed out.", "Anna rowed out.\nTom waited.") == "Anna rowed out."

@@ -80,7 +80,7 @@ def test_upto_no_sentence_after_the_cut_reaches_the_answer(monkeypatch, tmp_path
     ans = json.loads(out.read_text())
     assert ans["route"] == "llm" and ans["passages"] and not any("Jacob" in p or "soup" in p for p in ans["passages"])
     r = run(app, ["ask", str(book), q, "--llm", "none", "--upto", "Chapter 9"])
-    assert r.exit_code == 2 and "no line of book" in r.output
+    assert r.exit_code == 2 and "no line of this book" in r.output
 
 
 def test_chat_answers_each_question_with_the_book_loaded_once(monkeypatch, tmp_path):

@@ -299,6 +299,21 @@ def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
         for internal in ("route", "support", "ROUGE", "llama", "gpt4all"):
             assert internal not in page.inner_text("#answer"), internal
         page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
+        # every highlighted name opens that person: no link to a character the book's cast lacks
+        hrefs = page.eval_on_selector_all("#answer a[href*='/char/']", "els => els.map(e => e.getAttribute('href'))")
+        for href in set(hrefs):
+            book_id, char = href.split("/book/")[1].split("/char/")
+            got = page.request.get(f"http://127.0.0.1:{port}/api/books/{book_id}/characters/{char.split('?')[0]}")
+            assert got.ok, (href, got.status)
+        # a phone's width: the page fits in 390 px, the cast's charts included
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.reload()  # (the book's page: its cast)
+        page.wait_for_selector("#cast")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        page.screenshot(path=str(tmp_path / "phone.png"), full_page=True)
+        page.goto(f"http://127.0.0.1:{port}/#/add")  # Upload with no file chosen says so
+        page.click("#upload button")
+        assert "choose a book file" in page.inner_text("#job .error")
         other = browser.new_page()  # another origin's page (same server, another host name) posting a form
         other.goto(f"http://localhost:{port}/")
         jobs = sorted((served / "jobs").glob("*.json"))
@@ -309,7 +324,7 @@ def test_the_page_in_a_real_browser(served, tmp_path, tiny_llm_path):
         assert sorted((served / "jobs").glob("*.json")) == jobs  # refused (403): no job, no book
     assert (tmp_path / "page.png").stat().st_size > 10_000
     if os.environ.get("WHOQA_SCREENSHOTS"):  # to read them: the page as a reader sees it
-        for shot in ("who.png", "page.png"):
+        for shot in ("who.png", "page.png", "phone.png"):
             shutil.copy(tmp_path / shot, Path(os.environ["WHOQA_SCREENSHOTS"]) / shot)
 
 
@@ -405,7 +420,7 @@ def test_a_bad_upto_for_the_cast_is_asks_one_line_400(chapters):
     ws, b = chapters
     c = client(ws, llm="none")
     anna = c.get(f"/api/books/{b}/characters").json()[0]["id"]
-    for upto, why in (("Chapter 9", "no line of book"), ("150%", "between 0% and 100%"), ("  ", "needs a share")):
+    for upto, why in (("Chapter 9", "no line of this book"), ("150%", "between 0% and 100%"), ("  ", "give a share")):
         ask = c.post(f"/api/books/{b}/ask", json={"question": "Who lit the lamp?", "upto": upto})
         assert ask.status_code == 400 and why in ask.json()["error"], ask.text
         for path in (f"/api/books/{b}", f"/api/books/{b}/characters", f"/api/books/{b}/characters/{anna}"):
@@ -453,8 +468,9 @@ def test_the_page_reads_the_cast_up_to_a_point_in_a_real_browser(chapters):
         assert "Jacob" not in page.inner_text("#answer")
         page.fill("#upto", "Chapter 9")
         page.press("#upto", "Enter")
-        page.wait_for_selector("#cast-part .error")
-        assert "no line of book" in page.inner_text("#cast-part") and page.locator("#cast").count() == 0
+        page.wait_for_selector("#upto-note.error")  # said beside the box, the cast kept as it was
+        assert "no line of this book" in page.inner_text("#upto-note") and page.locator("#cast").count() == 1
+        assert "--upto" not in page.inner_text("#upto-note") and "Jacob" not in page.inner_text("#cast")
         page.fill("#upto", "")
         page.press("#upto", "Enter")
         page.wait_for_selector("#cast")

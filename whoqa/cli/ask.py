@@ -207,10 +207,11 @@ def line_history(path: Path):
 
 
 def title(svc, book_id: str) -> str:
-    """A book's first line (its title, for a book added from a file), else its id's start."""
+    """A book's title (for a book added from a file: whoqa.core.text.book_title), else its id's start."""
     from whoqa.core.store import load_texts
     try:
-        line = (load_texts(svc.ws).get(book_id) or {}).get("first_line")
+        kept = load_texts(svc.ws).get(book_id) or {}
+        line = kept.get("title") or kept.get("first_line")
     except ValueError:  # a damaged record (DamagedArtifact): the id will do
         line = None
     return f"\"{line}\"" if line else f"book {book_id[:12]}"

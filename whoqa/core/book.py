@@ -203,18 +203,18 @@ class Book:
         if share:
             p = float(share.group(1))
             if not 0 < p <= 100:
-                raise ValueError(f"--upto {spec}: give a share between 0% and 100%")
+                raise ValueError(f"read up to {spec}: give a share between 0% and 100%")
             return max(1, round(total * p / 100))
         words = [w.lower() for w in re.findall(r"\w+|[^\w\s]", spec)]
         if not words:
-            raise ValueError('--upto needs a share ("40%") or a chapter heading ("Chapter 12")')
+            raise ValueError('read up to: give a share ("40%") or a chapter heading ("Chapter 12")')
         forms = [words] + ([words[:-1] + [alt] for alt in _number_forms(words[-1])])
         starts = [t.index for k, t in enumerate(self.tokens)
                   if k == 0 or t.sentence != self.tokens[k - 1].sentence or t.paragraph != self.tokens[k - 1].paragraph]
         found = [i for i in starts for f in forms
                  if [t.word.lower() for t in self.tokens[i:i + len(f)]] == f]
         if not found:
-            raise ValueError(f"--upto {spec!r}: no line of book {self.id[:12]} starts so: give a heading as the book "
+            raise ValueError(f"read up to {spec!r}: no line of this book starts so: give a heading as the book "
                              f"writes it (e.g. \"Chapter 12\", \"CHAPTER XII\") or a share (\"40%\")")
         return max(1, self.tokens[max(found)].sentence)
 

@@ -120,7 +120,8 @@ def check_question(question: str) -> str:
     byte a terminal passed that is not UTF-8, kept by Python as a surrogate, named as that byte)."""
     question = (question or "").strip()
     if not question:
-        raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
+        raise ValueError("the question is empty: ask about the book, e.g. \"Who is the hero?\" or \"Where does "
+                         "the story end?\"")
     if len(question) > 500:
         raise ValueError("the question is longer than 500 characters: ask one question")
     bad = [ch for ch in question if "\ud800" <= ch <= "\udfff"]

@@ -71,7 +71,7 @@ def load_summaries(workspace: Path) -> dict[str, str]:
 
 
 def load_texts(workspace: Path) -> dict[str, dict]:
-    """The books added from text files (WS/texts.json: book id -> its file and first line); {} when none were."""
+    """The books added from text files (WS/texts.json: book id -> its file, first line and title); {} when none were."""
     return read_record(Workspace(workspace).texts, "move it aside (`whoqa check --repair`); `whoqa ask --text` "
                        "records a text again", {})
 

@@ -77,7 +77,7 @@ def read_book_bytes(path: Path, raw: bytes) -> tuple[str, str]:
     if not raw.strip():
         raise DataError(f"{path} is empty: give a book's text")
     if b"\x00" in raw[:65536]:
-        raise DataError(f"{path} looks binary (NUL bytes): give a plain-text book (UTF-8)")
+        raise DataError(f"{path} looks binary, not a book's text: give the book as {BOOK_FORMATS}")
     for enc in ("utf-8-sig", "cp1252"):
         try:
             text = raw.decode(enc)
@@ -113,6 +113,23 @@ _END = re.compile(r"^(\*{3}\s*END OF[^\n]*PROJECT GUTENBERG|End of (the )?Projec
 _MARKER_TAIL = re.compile(r"\A\s*[^\n]*\*{3}[ \t]*\n")
 _CREDITS = re.compile(r"^\s*(Produced by|E-text prepared by|Transcribed from|This etext was prepared)[^\n]*(\n[^\n]+)*\n\s*\n",
                       re.I)
+
+
+_TITLE = re.compile(r"^Title:[ \t]*(.+(?:\n[ \t]+\S.*)*)", re.M)  # a Gutenberg header's, continued on indented lines
+_SMALL = {"a", "an", "and", "as", "at", "by", "for", "in", "of", "on", "or", "the", "to", "with"}
+
+
+def book_title(text: str, body: str) -> str:
+    """A book's title as a reader would write it: its Project Gutenberg header's "Title:" line where it has one,
+    else the story's first line, in title case where the book writes it in capitals ("THE POISON BELT" -> "The
+    Poison Belt"); at most 80 characters."""
+    head = text[:_START.search(text).start()] if _START.search(text) else text[:3000]
+    m = _TITLE.search(head)
+    line = " ".join(m.group(1).split()) if m else next((l.strip() for l in body.splitlines() if l.strip()), "")
+    if line.isupper():
+        words = line.lower().split()
+        line = " ".join(w if k and w in _SMALL else w[:1].upper() + w[1:] for k, w in enumerate(words))
+    return line[:80]
 
 
 def _loose(phrase: str) -> re.Pattern | None:

@@ -124,7 +124,8 @@ class Asker:
 
     def _ask(self, book_id: str, question: str | Query, top: int, evidence: int, ob, context) -> NetworkAnswer:
         if not (question.text if isinstance(question, Query) else question).strip():
-            raise ValueError("the question is empty: ask e.g. \"Who helps Emily escape?\"")
+            raise ValueError("the question is empty: ask about the book, e.g. \"Who is the hero?\" or \"Where does "
+                         "the story end?\"")
         ob, arrays, patches, cache = self._book(book_id, ob)
         book, query = ob.book, ob.query(question)
         if len(arrays.candidates) == 0:

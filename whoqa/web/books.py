@@ -73,7 +73,8 @@ class Library(Uploads):
         except (UnicodeDecodeError, ValueError) as e:  # the book's own file is damaged: named, this book alone
             raise BookFormatError(f"{tokens}: {problem(e)}: {redo_book(tokens.parent)}") from None
         texts = load_texts(self.ws)
-        title = (texts.get(book_id) or {}).get("first_line") or " ".join(first) or book_id[:12]
+        kept = texts.get(book_id) or {}  # (a book added before titles were kept: its first line)
+        title = kept.get("title") or kept.get("first_line") or " ".join(first) or book_id[:12]
         out = {"id": book_id, "title": title, "words": words, "sentences": sentences,
                "characters": len(self.characters(book_id))}  # the people of its cast, as its page lists them
         if not self.cfg.read_only:  # (served read-only: computed again next time, never written)
