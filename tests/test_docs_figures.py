@@ -103,3 +103,28 @@ def test_the_who_headline_is_the_shipped_choice_rankings_own_measurement():
     for text in (readme_results(), results_headline()):
         missing = [f for f in figures if not stated(f, text)]
         assert not missing, f"reader_choice.json's {missing} are not stated"
+
+
+def test_the_three_readers_check_half_cells_are_their_committed_rows():
+    """The README's "What a bigger reader buys" table: each reader's check-half cells (Who P@1 / P@5, other answers
+    right) are what its committed per-question rows give (docs/experiments/readers-three), and the 1.5B's unseen-book
+    cells are the main job's expected values."""
+    import importlib.util
+    folder = ROOT / "docs" / "experiments" / "readers-three"
+    spec = importlib.util.spec_from_file_location("readers_three_table", folder / "table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    rows = {line.split("|")[1].strip(): line for line in readme_results().splitlines()
+            if line.strip().startswith("| ") and ("SmolLM2" in line or "Qwen2.5" in line)}
+    assert len(rows) == 3, rows
+    for key, name in table.READERS.items():
+        line = next(v for k, v in rows.items() if k.startswith(name))
+        got = table.readers_half(folder / f"readers-{key}.jsonl.gz")
+        check = line.split("|")[2]
+        assert f"{got['p@1']:.1f} / {got['p@5']:.1f}, {got['right']:.1f}%" in check, (name, check, got)
+    served = {m: expected("main", "results/served:features@unseen.json", m)["value"] for m in ("p@1",)}
+    other = {m: expected("main", "results/served-other:features+llm@unseen.json", m)["value"]
+             for m in ("text.rouge_l", "text_answered.rouge_l")}
+    unseen = next(v for k, v in rows.items() if k.startswith("Qwen2.5-Coder-1.5B")).split("|")[3]
+    assert (f"{served['p@1']:.1f}, {other['text.rouge_l']:.2f} / {other['text_answered.rouge_l']:.2f}"
+            in unseen), unseen
