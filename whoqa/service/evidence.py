@@ -80,8 +80,8 @@ def written_reasons(book, written, chars: list[Ranked]) -> list[str]:
         if written.named_passed:
             return [f"a language model that read the passages wrote {written.text!r}, the person the question names, "
                     f"so the counts decide"]
-        return ["a language model that read the passages named no one in the book as the answer, so the counts "
-                "decide"]
+        return ["a language model that read the passages wrote an answer that names no one in the book, so the "
+                "counts decide"]
     name = book.characters[written.answer].name if written.answer in book.characters else "?"
     agree = bool(chars) and chars[0].id == written.answer
     return [f"a language model that read the passages wrote {written.text!r}"
