@@ -128,3 +128,32 @@ def test_the_three_readers_check_half_cells_are_their_committed_rows():
     unseen = next(v for k, v in rows.items() if k.startswith("Qwen2.5-Coder-1.5B")).split("|")[3]
     assert (f"{served['p@1']:.1f}, {other['text.rouge_l']:.2f} / {other['text_answered.rouge_l']:.2f}"
             in unseen), unseen
+
+
+BENCHMARKS = ROOT / "docs" / "benchmarks"
+
+
+def test_the_speed_figures_are_the_benchmarks_files():
+    """The README's speed sentence and docs/benchmarks.md's table state what the benchmark files recorded
+    (docs/benchmarks/*.json, each written by the command the table names): a new measurement changes them or fails
+    here."""
+    term = json.loads((BENCHMARKS / "terminal.json").read_text())
+    new = json.loads((BENCHMARKS / "new_book.json").read_text())
+    serve = json.loads((BENCHMARKS / "serve.json").read_text())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"{round(term['who']['answer_at_s'])} s to the first answer about a new" in readme
+    assert f"{round(new['ask_s_p50'])} s for later Who answers" in readme
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    table = [l for l in page.splitlines() if l.startswith("| ") and "---" not in l][1:]
+    cells = {l.split("|")[1].strip(): l.split("|")[2].strip() for l in table}
+
+    def row(start):
+        (cell,) = [v for k, v in cells.items() if k.startswith(start)]
+        return cell
+    assert row("a first Who answer from a terminal").startswith(f"{term['who']['answer_at_s']:.1f} s")
+    assert row("a first other answer from a terminal") == f"{term['other']['answer_at_s']:.1f} s"
+    assert row("the first Who answer in one process") == f"{new['time_to_first_answer_s']:.1f} s"
+    assert row("later Who answers") == f"{new['ask_s_p50']:.1f} s / {new['ask_s_p95']:.1f} s"
+    assert row("the page: from \"ready\"") == f"{serve['ready_to_first_answer_s_median']:.1f} s"
+    assert row("the page: from the upload") == f"{serve['upload_to_first_answer_s_median']:.1f} s"
+    assert serve["ready_to_first_answer_s_median"] == sorted(r["ready_to_first_answer_s"] for r in serve["runs"])[1]

@@ -112,7 +112,8 @@ def headline(top) -> str:
     p = top.probability
     if p is None:
         return f"Most likely {top.name} (no probability: none was measured for this model on such a book)"
-    odds = f"about {p:.0%} of the time" if p >= 0.5 else f"about 1 time in {max(2, round(1 / max(p, 1e-3)))}"
+    odds = ("nearly always" if p >= 0.95 else f"about {round(10 * p)} times in 10" if p >= 0.5 else
+            f"about 1 time in {max(2, round(1 / max(p, 1e-3)))}")
     return f"Most likely {top.name} ({p:.0%} sure: answers this sure are right {odds})"
 
 

@@ -263,11 +263,13 @@ _BAR = re.compile(r"(.+?):\s+\d+%\|")  # tqdm's "desc:  40%|"
 
 
 def whoqa_command() -> list[str]:
-    """How to start the `whoqa` command this Python runs: the console script beside it, else the checkout's cli.py."""
-    script = Path(sys.executable).with_name("whoqa")
-    if script.is_file():
-        return [str(script)]
-    return [sys.executable, str(Path(__file__).resolve().parents[2] / "cli.py")]
+    """How to start the `whoqa` of this code: its own cli.py where it has one (a checkout: the console script may run
+    another checkout's code, as an editable install of another clone does), else the console script beside this
+    Python."""
+    own = Path(__file__).resolve().parents[2] / "cli.py"
+    if own.is_file():
+        return [sys.executable, str(own)]
+    return [str(Path(sys.executable).with_name("whoqa"))]
 
 
 def run_first_answers(book: str, who: str, other: str) -> dict:
