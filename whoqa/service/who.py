@@ -185,9 +185,9 @@ def counted_ranking(svc: Serving, ob: OpenBook, query: Query, who: WhoPassages) 
     if unmeasured:  # the fit's probabilities hold for the readers it was fit with, no other
         chars = [Ranked(c.id, c.name, None, c.llm) for c in chars]
         calibration = None
-        warnings.append(f"{' and '.join(unmeasured)} read here, not the reader this ranking was measured with, so "
-                        f"no probability is shown (`whoqa measure-reader --llm {svc.models.routes().llm}` measures "
-                        f"it)")
+        warnings.append(f"{' and '.join(dict.fromkeys(unmeasured))} read here, not the reader this ranking was "
+                        f"measured with, so no probability is shown (`whoqa measure-reader --llm "
+                        f"{svc.models.routes().llm}` measures it)")
     return CastRanking("features", model, chars, calibration,
                        written_reasons(who.book, written, chars) if written is not None else [],
                        lead=written_lead(who.book, written, chars) if written is not None else None,
