@@ -17,13 +17,13 @@ def test_a_books_vectors_are_made_beside_its_first_answer_and_read_by_the_next(t
     book = svc.intake(text=tmp_path / "l.txt")
     svc.vectors_later(book)  # (chat and the page's upload call it once the book is in)
     svc.answer(book, "Who rowed to the village for bread?")  # a Who answer, the vectors made beside it
-    svc._encoding[book].result()
+    svc.books._encoding[book].result()
     assert svc.ws.book_vectors(book).is_file() and len(calls) == 1
     ob = svc.open(book)
     wins = svc.passages(ob, ob.query("Where did Tom row every morning?"))  # an other question's retrieval
     assert wins and calls[0] > 1 and calls[1:] == [1]  # the book's sentences not encoded again: only the question
     svc.vectors_later(book)
-    assert book not in svc._encoding  # kept on disk: nothing begun twice
+    assert book not in svc.books._encoding  # kept on disk: nothing begun twice
 
 
 def test_the_served_passages_encode_only_what_a_question_found(tmp_path, monkeypatch):
@@ -37,7 +37,7 @@ def test_the_served_passages_encode_only_what_a_question_found(tmp_path, monkeyp
     assert svc.cfg.passages.fusion == "pool"
     book = svc.intake(text=tmp_path / "l.txt")
     svc.vectors_later(book)
-    assert book not in svc._encoding and not calls  # nothing encoded in the background
+    assert book not in svc.books._encoding and not calls  # nothing encoded in the background
     ob = svc.open(book)
     wins = svc.passages(ob, ob.query("Where did Tom row every morning?"))
     assert wins and not svc.ws.book_vectors(book).is_file()  # no whole-book vectors
