@@ -138,7 +138,8 @@ def test_whoqa_slots_trains_the_network_ask_scores_any_book_with(mini_data, dd_w
     from whoqa.ranker.serve import rank
     only_network = FeatureRanker([0.0, 0.0, 0.0, 1.0], [], features={"stage1": ["book_share", "context_mentions",
                                                                                "named", "network"], "stage2": []})
-    wins = [[0, len(book.sentences) - 1, 1.0]]  # (first sentence, last, score): the whole book, as scored above
+    from whoqa.retrieval.bm25f import Window
+    wins = [Window(0, len(book.sentences) - 1, 1.0)]  # the whole book, as scored above
     from whoqa.retrieval.openbook import OpenBook
     ob = OpenBook(book, AliasIndex(book.characters), None)
     got = rank(only_network, ob, query, wins, network=scorer)
