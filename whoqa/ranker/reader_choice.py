@@ -93,21 +93,14 @@ def reader_choice(reader, ob, query: Query, wins: list[Window], pool=(), cfg: LL
     score: an empty Choice."""
     from whoqa.llm.reader import reading
     book = ob.book
-    named = {cast_of(book).of(n) for n in query.named} - {None}
-    # each window's people (found before reading; the prompt may keep fewer windows than it is given)
-    by_window = [dict(zip(*passage_people(book, list(w.sentences), query))) for w in wins[:cfg.top_k]]
-    extra = [r for r in dict.fromkeys(also) if (r not in named or query.reflexive)]
-    names_of = {r: candidate_names(book, r) for r in {r for people in by_window for r in people} | set(extra)}
     passages, starts, shots, listed = reading(ob, query, wins, pool, cfg)
     _, kept = reader.prompt(query.text, passages, shots, starts, cfg.order, listed)
     sentences = window_sentences(wins[:len(kept)])
-    seen: dict[int, int] = {}
-    for people in by_window[:len(kept)]:
-        for r, n in people.items():
-            seen[r] = seen.get(r, 0) + n
-    extra = [r for r in extra if r not in seen]
-    people, mentions = list(seen) + extra, list(seen.values()) + [0] * len(extra)
-    names = [names_of[r] for r in people]
+    people, mentions = passage_people(book, sentences, query)
+    named = {cast_of(book).of(n) for n in query.named} - {None}
+    extra = [r for r in dict.fromkeys(also) if r not in people and (r not in named or query.reflexive)]
+    people, mentions = people + extra, mentions + [0] * len(extra)
+    names = [candidate_names(book, r) for r in people]
     flat = [n for ns in names for n in ns]
     if not flat:
         return Choice([], [], [], [], sentences, [], [])
