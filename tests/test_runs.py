@@ -1,5 +1,7 @@
 """Runs you can trust: a changed config redoes the work (never reuses or mixes it), and results say what made them."""
 import json
+import logging
+import os
 
 from typer.testing import CliRunner
 
@@ -145,3 +147,43 @@ def test_a_models_runs_are_found_by_their_parsed_name_not_by_prefix(tmp_path):
     assert [p.name for p in runs_of_model(tmp_path, "memnet+salience[bm25f]")] == [
         "memnet+salience[bm25f]", "memnet+salience[bm25f]+by-book", "memnet+salience[bm25f]+seed14"]
     assert runs_of_model(tmp_path / "missing", "memnet") == []
+
+
+def test_folds_in_two_processes_give_the_files_of_one(mini_data, dd_ws):
+    """`train --jobs 2` forks the folds' trials out; each is seeded by its fold and trial alone, so its file holds
+    what one process writes, and the run is the same run (resumed, not redone, with another --jobs)."""
+    write_qaps(mini_data, [(DYING_DETECTIVE, *q) for q in QUESTIONS])
+    ws = dd_ws
+    assert run(app, ["prepare", "--data", str(mini_data), "--workspace", str(ws), "--book", DYING_DETECTIVE,
+                     "--jobs", "1"]).exit_code == 0
+    assert run(app, ["index", "--workspace", str(ws), "--jobs", "1"]).exit_code == 0
+    run_dir = ws / "runs" / "memnet+salience[bm25f]"
+    files = {}
+    for jobs in ("1", "2"):
+        r = run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "2", "--epochs", "2", "--jobs", jobs])
+        assert r.exit_code == 0 and "4 runs" in r.output, r.output
+        files[jobs] = {f.name: json.loads(f.read_text()) for f in sorted(run_dir.glob("fold*_trial*.json"))}
+        if jobs == "1":
+            r = run(app, ["train", "--workspace", str(ws), "--folds", "2", "--trials", "2", "--epochs", "2", "--jobs",
+                          "2"])
+            assert "redone" not in r.output  # where it ran is not what it is
+            for f in run_dir.glob("fold*_trial*.json"):
+                f.unlink()
+    assert len(files["1"]) == 4 and files["1"] == files["2"]
+
+
+class _DiesWhenUnpickled:
+    def __reduce__(self):
+        return os._exit, (3,)  # a worker handed this dies as it starts, as one killed would
+
+
+def test_a_dead_training_worker_is_one_warning_and_its_runs_are_left_to_this_process(caplog):
+    from types import SimpleNamespace
+    from whoqa.memnet.train import _in_workers
+    updates = []
+    bar = SimpleNamespace(update=updates.append)
+    with caplog.at_level(logging.WARNING, logger="whoqa.memnet.train"):
+        done = _in_workers([(0, 0), (1, 0)], (None, SimpleNamespace(jobs=2), _DiesWhenUnpickled()), bar)
+    assert done == 0 and updates == []  # nothing counted as done: _cross_validate runs what has no file here
+    assert [r.message for r in caplog.records if "worker died" in r.message] == [caplog.records[-1].message]
+    assert "2 run(s) it left go on in this process" in caplog.records[-1].message

@@ -59,6 +59,8 @@ def train_cmd(
     roles: bool = option(TrainConfig, "roles",
                          help="Values weigh each character by its role in the sentence (agent, patient, possessor) "
                               "as the question asks."),
+    jobs: int = option(TrainConfig, "jobs", help="Processes running the folds' trials side by side (the same results "
+                                                 "as one)."),
     seed: int = option(TrainConfig, "seed", help="Seed of folds and trials (a run with another seed is its own run, "
                                                  "<name>+seed<N>; book-level folds stay the same)."),
     char_vectors: str = option(TrainConfig, "char_vectors",
@@ -79,7 +81,7 @@ def train_cmd(
     cfg = TrainConfig(ranker=ranker, trials=trials, memories=memories, hops=hops, seed=seed, salience=salience,
                       roles=roles, pretrained=pretrained, device=device, by_book=by_book, char_vectors=char_vectors,
                       from_pretrained=from_pretrained, max_train_samples=max_train_samples, epochs=epochs, lr=lr,
-                      batch_size=batch_size, folds=folds)
+                      batch_size=batch_size, folds=folds, jobs=jobs)
     if final:
         typer.echo(stage(train_final, workspace, cfg).summary(workspace))
         return

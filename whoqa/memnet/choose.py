@@ -8,7 +8,7 @@ from whoqa.memnet.config import saved_config
 from whoqa.core.workspace import Workspace
 
 METRIC = "p@1"
-NOT_RECIPE = ("folds", "trials", "runs_dir", "max_train_samples", "by_book", "seed", "device")  # how a run is
+NOT_RECIPE = ("folds", "trials", "runs_dir", "max_train_samples", "by_book", "seed", "device", "jobs")  # how a run is
 # cross-validated (and where), not what it trains
 
 

@@ -2,10 +2,11 @@
 reads its option defaults from here. No torch import, so `whoqa --help` stays fast."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from whoqa.core.artifacts import read_record
+from whoqa.core.jobs import default_jobs
 from whoqa.core.registry import positive, require
 from whoqa.core.runs import RunName
 from whoqa.core.workspace import Workspace
@@ -54,6 +55,8 @@ class TrainConfig:
     seed: int = SEED
     device: str = "auto"  # auto | cpu | cuda[:N] (whoqa.core.device); not part of a run's identity
     threads: int = 1  # torch intra-op threads: results depend on them (whoqa.core.numerics), so they are fixed
+    jobs: int = field(default_factory=default_jobs)  # processes running the folds' trials side by side (each run is
+    # seeded by its fold and trial: the same files as one process)
     from_pretrained: bool = False
     pretrained: str = "pretrain"  # which WS/models/<folder> to start from
     char_vectors: str = "pretrained"  # from_pretrained: the characters' vectors as pretraining tuned them, or
@@ -66,7 +69,7 @@ class TrainConfig:
 
     def __post_init__(self):
         positive(self, "trials", "epochs", "lr", "decay", "decay_every", "batch_size", "memories", "hops", "salience_lr",
-                 "threads", "max_train_samples")
+                 "threads", "jobs", "max_train_samples")
         require(self, "folds", self.folds >= 2, "at least 2")
         if self.char_vectors not in ("pretrained", "word2vec"):
             raise ValueError(f"unknown --char-vectors {self.char_vectors!r}: use pretrained or word2vec")
@@ -94,9 +97,9 @@ ADDED_PRETRAIN = {"exclude": None}  # only in PretrainConfig (its records are th
 
 def effective(config: dict) -> dict:
     """The fields of a PretrainConfig/TrainConfig record that change what a run does (a run's identity): the
-    salience learning rate only matters with salience on; the device is where, not what."""
+    salience learning rate only matters with salience on; the device and the jobs are where, not what."""
     return {k: v for k, v in config.items()
-            if k != "device" and not (k == "salience_lr" and not config.get("salience"))}
+            if k not in ("device", "jobs") and not (k == "salience_lr" and not config.get("salience"))}
 
 
 def upgrade(record: dict) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import random
 import shutil
 import statistics
@@ -243,42 +244,26 @@ def _cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) ->
         folds = index_folds(len(examples), cfg.folds, cfg.seed)
     bar = progress_bar(total=cfg.folds * cfg.trials, desc=run_name(cfg), unit="run", progress=progress)
     t0 = time.perf_counter()
-    done_now = 0
-    cache = None
-    for k, test_idx in enumerate(folds):
-        test = [examples[i] for i in test_idx]
-        train_set = [examples[i] for i in range(len(examples)) if i not in set(test_idx)]
-        if cfg.max_train_samples:
-            train_set = train_set[:cfg.max_train_samples]
-        pretrained = None
-        if groups is not None and cfg.from_pretrained and not all(
-                (out / f"fold{k}_trial{t}.json").is_file() for t in range(cfg.trials)):
+    done_now, cache = 0, None
+    todo = [(k, t) for k in range(len(folds)) for t in range(cfg.trials) if not (out / f"fold{k}_trial{t}.json").is_file()]
+    bar.update(cfg.folds * cfg.trials - len(todo))
+    if cfg.jobs > 1 and groups is None and len(todo) > 1:  # every run shares the frozen memories: encode them once,
+        # then hand them to worker processes; each run is seeded by its (fold, trial) alone, so its file is the one a
+        # single process writes
+        k, t = todo[0]
+        set_seed(cfg.seed + 1000 * t + k)
+        cache = MemoryCache(new_model(vocab, cfg, ws, None), {b: books[b] for b in {e.book for e in examples}})
+        done_now += _in_workers(todo, (ws, cfg, vocab, books, examples, folds, out, cache), bar)
+        todo = [kt for kt in todo if not (out / f"fold{kt[0]}_trial{kt[1]}.json").is_file()]  # what a dead worker left
+    pretrained, fold = None, None
+    for k, t in todo:
+        if groups is not None and cfg.from_pretrained and k != fold:
             pretrained = pretrain_without(ws, cfg, groups[k], progress)
             cache = None  # another pretraining: other embeddings
-        for t in range(cfg.trials):
-            path = out / f"fold{k}_trial{t}.json"
-            if path.is_file():
-                bar.update(1)
-                continue
-            seed = cfg.seed + 1000 * t + k
-            set_seed(seed)
-            model = new_model(vocab, cfg, ws, pretrained)
-            if cache is None:  # embeddings are frozen and the same in every run of a fold: encode the memories once
-                cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
-            losses = fit(model, train_set, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed,
-                         cfg.decay, cfg.decay_every, cache=cache, salience_lr=cfg.salience_lr)
-            rankings, probs, logits = predict(model, test, books, cfg.memories, cache=cache, probabilities=True)
-            metrics = ranking_metrics(rankings, [e.answers for e in test])
-            weights = {"salience_weights": [round(w, 4) for w in model.salience_w.detach().tolist()]} if cfg.salience else {}
-            atomic_write(path, json.dumps({"fold": k, "trial": t, "seed": seed, "metrics": metrics,
-                                           "threads": torch.get_num_threads(), "pretrained": pretrained,
-                                           "losses": losses, **weights, "predictions": [
-                                               {"question_id": e.qid, "book": e.book, "ranking": r,
-                                                "probs": [round(x, 5) for x in pr],
-                                                "scores": [round(x, 5) for x in sc], "answers": e.answers}
-                                               for e, r, pr, sc in zip(test, rankings, probs, logits)]}))
-            done_now += 1
-            bar.update(1)
+        fold = k
+        cache = _fold_run(ws, cfg, vocab, books, examples, folds, out, k, t, pretrained, cache)
+        done_now += 1
+        bar.update(1)
     bar.close()
     seconds = time.perf_counter() - t0
     summary = summarize(out)
@@ -286,6 +271,73 @@ def _cross_validate(workspace: Path, cfg: TrainConfig, progress: bool = True) ->
                     "runs_this_run": done_now, "redone": redone, "provenance": prov})
     atomic_write(out / "summary.json", json.dumps(summary, indent=1))
     return summary
+
+
+def _in_workers(todo: list[tuple[int, int]], state: tuple, bar) -> int:
+    """Run the (fold, trial)s of `todo` in cfg.jobs fresh processes (spawned, not forked: a fork of a process that
+    holds threads and locks, a test runner's or a server's, can hang); returns how many finished. A worker that dies
+    is one counted warning: the runs it left are done in this process, so nothing is lost."""
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+    cfg = state[1]
+    done = 0
+    payload = pickle.dumps(state)  # by value, once per worker (not torch's shared-memory handles)
+    try:
+        with ProcessPoolExecutor(min(cfg.jobs, len(todo)), mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_worker_start, initargs=(payload,)) as pool:
+            for f in as_completed([pool.submit(_worker_run, kt) for kt in todo]):
+                f.result()
+                done += 1
+                bar.update(1)
+    except BrokenProcessPool as e:
+        log.warning("a training worker died (%s): the %d run(s) it left go on in this process", e, len(todo) - done)
+    return done
+
+
+_WORKER = None  # (ws, cfg, vocab, books, examples, folds, out, cache): what a worker of `_in_workers` was handed
+
+
+def _worker_start(payload: bytes) -> None:
+    import pickle
+    from whoqa.core.jobs import die_with_parent
+    die_with_parent()
+    global _WORKER
+    _WORKER = pickle.loads(payload)
+
+
+def _worker_run(kt: tuple[int, int]) -> None:
+    ws, cfg, vocab, books, examples, folds, out, cache = _WORKER
+    with intra_op_threads(cfg.threads):
+        _fold_run(ws, cfg, vocab, books, examples, folds, out, *kt, None, cache)
+
+
+def _fold_run(ws: Workspace, cfg: TrainConfig, vocab: Vocab, books: dict, examples: list[Example], folds: list[list[int]],
+              out: Path, k: int, t: int, pretrained, cache: MemoryCache | None) -> MemoryCache:
+    """Fine-tune trial t on fold k's training questions, predict its test questions -> out/fold{k}_trial{t}.json;
+    returns the memory cache it used (the frozen memories, shared by the fold's runs)."""
+    test_idx = set(folds[k])
+    test = [examples[i] for i in folds[k]]
+    train_set = [examples[i] for i in range(len(examples)) if i not in test_idx]
+    if cfg.max_train_samples:
+        train_set = train_set[:cfg.max_train_samples]
+    seed = cfg.seed + 1000 * t + k
+    set_seed(seed)
+    model = new_model(vocab, cfg, ws, pretrained)
+    if cache is None:  # embeddings are frozen and the same in every run of a fold: encode the memories once
+        cache = MemoryCache(model, {b: books[b] for b in {e.book for e in examples}})
+    losses = fit(model, train_set, books, cfg.memories, cfg.epochs, cfg.lr, cfg.batch_size, seed,
+                 cfg.decay, cfg.decay_every, cache=cache, salience_lr=cfg.salience_lr)
+    rankings, probs, logits = predict(model, test, books, cfg.memories, cache=cache, probabilities=True)
+    metrics = ranking_metrics(rankings, [e.answers for e in test])
+    weights = {"salience_weights": [round(w, 4) for w in model.salience_w.detach().tolist()]} if cfg.salience else {}
+    atomic_write(out / f"fold{k}_trial{t}.json", json.dumps({
+        "fold": k, "trial": t, "seed": seed, "metrics": metrics, "threads": torch.get_num_threads(),
+        "pretrained": pretrained, "losses": losses, **weights, "predictions": [
+            {"question_id": e.qid, "book": e.book, "ranking": r, "probs": [round(x, 5) for x in pr],
+             "scores": [round(x, 5) for x in sc], "answers": e.answers}
+            for e, r, pr, sc in zip(test, rankings, probs, logits)]}))
+    return cache
 
 
 def summarize(run_dir: Path) -> dict:
