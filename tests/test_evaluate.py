@@ -218,6 +218,14 @@ def test_eval_data_judges_the_non_who_questions_as_ask_serves_them(mini_data, tm
     again = evaluate(EvalConfig(str(ws), data=str(mini_data), llm=tiny_llm_path, device="cpu", jobs=1, kinds="other"))
     assert again["results"] == {} and again["table"].startswith("Who set: not judged (--kinds other)")
     assert again["other"]["served-other:llm"]["text"] == row["text"] and _other_records(ws) == records
+    first = evaluate(EvalConfig(str(ws), data=str(mini_data), llm=tiny_llm_path, device="cpu", jobs=1, kinds="other",
+                                other_per_book=2))  # each book's first 2: their own file, the whole one kept
+    assert first["other"]["served-other:llm"]["questions"] == 2
+    assert set(first["other"]["served-other:llm"]["answers"]) == {str(i) for i in list(records)[:2]}
+    assert json.loads((ws / "results" / "served-other:llm@data-first2.json").read_text())["questions"] == 2
+    assert saved["questions"] == json.loads((ws / "results" / "served-other:llm@data.json").read_text())["questions"]
+    with pytest.raises(ValueError, match="--other-per-book 0"):
+        EvalConfig(str(ws), data=str(mini_data), kinds="other", other_per_book=0).judged()
 
 
 def test_the_scores_of_non_who_answers_count_not_found_and_refused_as_unanswered():

@@ -39,6 +39,9 @@ def eval_(
     kinds: str = option(EvalConfig, "kinds", help="With --data: the questions judged, who (the Who set), other (the "
                                                   "rest, answered as `ask` serves them: ROUGE-L, METEOR, BLEU-1, "
                                                   "the share answered) or both."),
+    other_per_book: Optional[int] = option(EvalConfig, "other_per_book",
+                                           help="With --data: judge each book's first N other questions only (a "
+                                                "quicker measure, written to its own results files)."),
     passages: str = option(EvalConfig, "passages", help="With --data or --questions: how the served answers' passages "
                            "are retrieved: pool (MiniLM over BM25F's hits), rrf (BM25F and the whole book's MiniLM "
                            "vectors), bm25f, dense."),
@@ -68,7 +71,8 @@ def eval_(
     from whoqa.evaluation.evaluate import evaluate
     res = stage(evaluate, EvalConfig(workspace=str(workspace), data=str(data) if data else None, seed=seed,
                                      random_trials=random_trials, jobs=jobs, device=device, adapt=adapt, llm=llm,
-                                     executor=executor, ray_address=ray_address, kinds=kinds, passages=passages))
+                                     executor=executor, ray_address=ray_address, kinds=kinds, passages=passages,
+                                     other_per_book=other_per_book))
     typer.echo(res["table"])
     if res.get("full_task"):
         typer.echo("\n" + res["full_task"]["table"])

@@ -41,6 +41,8 @@ class EvalConfig:
     ray_address: str | None = None
     kinds: str = "who,other"  # --data: the questions judged: who (the Who set), other (the rest, as `ask` serves them)
     passages: str = PassageConfig.fusion  # --data, --questions: how the served answers' passages are retrieved
+    other_per_book: int | None = None  # --data: judge only each book's first N other questions (None: all); their
+    # results are their own files (<name>@<data>-first<N>.json), so a sample never passes for the whole
 
     def judged(self) -> set[str]:
         """The kinds of question judged; a one-line ValueError for an unknown kind or one that needs --data."""
@@ -51,6 +53,8 @@ class EvalConfig:
             raise ValueError("--kinds other judges what `ask` serves on another folder's books: give --data DIR "
                              "(without it, `whoqa eval` judges the Who set and the full task)")
         PassageConfig(fusion=self.passages)  # (an unknown one: its one line, before any book is prepared)
+        if self.other_per_book is not None and self.other_per_book < 1:
+            raise ValueError(f"--other-per-book {self.other_per_book}: give 1 or more (or leave it out for all)")
         return kinds
 
 
@@ -120,7 +124,8 @@ def evaluate(cfg: EvalConfig) -> dict:
             results.update(served_results(ws, target, characters, questions, cfg.llm, cfg.device, svc=svc))
             results.update(final_results(ws, target, characters, questions, device=cfg.device, adapt=cfg.adapt))
         if "other" in kinds:
-            other = served_other_results(ws, target, other_questions(target), cfg.llm, cfg.device, svc=svc)
+            other = served_other_results(ws, target, other_questions(target, cfg.other_per_book), cfg.llm, cfg.device,
+                                         svc=svc)
     else:
         results.update(trained_results(ws, characters, questions))
     from whoqa.core.runs import code_version
@@ -129,15 +134,17 @@ def evaluate(cfg: EvalConfig) -> dict:
             "questions": len(questions), "books": len({q["document_id"] for q in questions}),
             "coverage": coverage, "incomplete_rankers": partial}
     suffix = f"@{Path(cfg.data).name}" if cfg.data else ""
+    sampled = f"-first{cfg.other_per_book}" if cfg.other_per_book else ""
     for name, res in {**results, **other}.items():  # the non-Who rows' "questions" and "books" are their own
-        atomic_write(ws.results / f"{name}{suffix}.json", json.dumps({**meta, **res}, indent=1))
+        atomic_write(ws.results / f"{name}{suffix}{sampled * (name in other)}.json", json.dumps({**meta, **res},
+                                                                                               indent=1))
     if coverage:
         atomic_write(ws.results / f"coverage{suffix}.json", json.dumps({**meta}, indent=1))
     table = format_table(results, meta) if "who" in kinds else "Who set: not judged (--kinds other)"
     if other:
         from whoqa.evaluation.unseen import format_other
         table += "\n\n" + format_other(other)
-    atomic_write(ws.results / f"table{suffix}.txt", table + "\n")
+    atomic_write(ws.results / f"table{suffix}{sampled}.txt", table + "\n")
     calibrated = {n.removeprefix("ensemble:"): r["calibration"] for n, r in results.items()
                   if (n.startswith(("ensemble:", "served:")) or r.get("config", {}).get("candidates") == "features")
                   and (r.get("calibration") or {}).get("reliability")}  # what `ask` and `ask --rerank` serve

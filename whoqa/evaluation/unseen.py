@@ -163,10 +163,11 @@ def served_results(workspace: Path, target: Path, characters: dict, questions: l
     return {res["system"]: res}
 
 
-def other_questions(target: Path) -> list[dict]:
+def other_questions(target: Path, per_book: int | None = None) -> list[dict]:
     """Target's questions that are not Who questions (`question_kind`: what the service sends to a reader, not to a
-    character ranking), in book order."""
-    return [q for _, qs in sorted(load_questions(target).items()) for q in qs if not question_kind(q["question"]).who]
+    character ranking), in book order; with per_book, each book's first ones only (the file's order)."""
+    return [q for _, qs in sorted(load_questions(target).items())
+            for q in [q for q in qs if not question_kind(q["question"]).who][:per_book]]
 
 
 def _route_key(svc: Service, route, base: str | None) -> str:
