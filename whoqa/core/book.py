@@ -367,3 +367,16 @@ def write_book_files(folder: Path, book_id: str, token_rows: list[list], entity_
 
 def is_done(folder: Path, book_id: str) -> bool:
     return all((Path(folder) / f"{book_id}{s}").is_file() for s in SUFFIXES)
+
+
+_SPACE_BEFORE = re.compile(r" (?=[,.;:!?)\]}]|n't|'s|'re|'ve|'ll|'d|'m)")
+
+
+def detokenize(words: list[str]) -> str:
+    return _SPACE_BEFORE.sub("", " ".join(words))
+
+
+def window_text(book: Book, first: int, last: int, without: int | None = None) -> str:
+    """Sentences first..last as one passage (the text a reader or a ranker reads); `without` leaves one out, as
+    ICT's pseudo-question is left out of its own passage."""
+    return detokenize([w for s in range(first, last + 1) if s != without for w in book.sentence_words(s)])

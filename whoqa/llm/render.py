@@ -21,7 +21,7 @@ from typing import Iterable
 
 from whoqa.core.registry import Registry
 from whoqa.core.book import POSSESSIVE_TAGS, Book, Mention
-from whoqa.reader.data import detokenize, window_text
+from whoqa.core.book import detokenize, window_text
 from whoqa.core.workspace import Workspace
 from whoqa.retrieval.bm25f import Window
 from whoqa.retrieval.contexts import load_contexts

@@ -17,7 +17,7 @@ import torch
 
 from whoqa.core.registry import check_name
 from whoqa.core.artifacts import read_cache
-from whoqa.core.book import Book
+from whoqa.core.book import Book, detokenize, window_text
 from whoqa.core.files import atomic_write
 from whoqa.core.folds import book_folds as by_book
 from whoqa.core.progress import bar as progress_bar
@@ -31,7 +31,6 @@ from whoqa.retrieval.openbook import OpenBook
 log = logging.getLogger(__name__)
 CONTEXTS = ("none", "bm25f", "bert", "oracle")
 EXAMPLES_VERSION = 2  # 2: passages carry their place in the book (starts)
-_SPACE_BEFORE = re.compile(r" (?=[,.;:!?)\]}]|n't|'s|'re|'ve|'ll|'d|'m)")
 
 
 @dataclass
@@ -42,17 +41,6 @@ class ReaderExample:
     answers: list[str]
     passages: list[str]
     starts: list[int] = field(default_factory=list)  # each passage's first sentence (its place in the book)
-
-
-def detokenize(words: list[str]) -> str:
-    return _SPACE_BEFORE.sub("", " ".join(words))
-
-
-def window_text(book: Book, first: int, last: int) -> str:
-    words: list[str] = []
-    for s in range(first, last + 1):
-        words += book.sentence_words(s)
-    return detokenize(words)
 
 
 def bm25f_passages(ob: OpenBook, query: Query, top_k: int, starts: bool = False, wins: list[Window] | None = None):

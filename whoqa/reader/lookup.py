@@ -29,7 +29,8 @@ from whoqa.core.book import Book
 from whoqa.core.files import atomic_write
 from whoqa.core.distributed import world
 from whoqa.core.runs import digest
-from whoqa.reader.data import Batcher, ReaderExample, detokenize
+from whoqa.core.book import detokenize
+from whoqa.reader.data import Batcher, ReaderExample
 from whoqa.reader.model import READER_FILE, FiDReader, read_reader_record
 from whoqa.reader.config import LookupConfig
 from whoqa.reader.reports import LookupReport

@@ -26,7 +26,7 @@ from whoqa.core.metrics import best_span_rouge_l, paired_book_bootstrap
 from whoqa.core.store import load_questions
 from whoqa.core.words import answer_tokens
 from whoqa.core.workspace import Workspace
-from whoqa.reader.data import window_text
+from whoqa.core.book import window_text
 from whoqa.retrieval.bm25f import RetrievalConfig, windows
 from whoqa.retrieval.openbook import open_book
 from whoqa.retrieval.passages import DenseIndex, PassageConfig, encode

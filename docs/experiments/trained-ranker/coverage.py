@@ -1,0 +1,211 @@
+"""Mou et al. (2021) Table 2 on the shared books: answer coverage of the top 5 of BM25F's 32 windows, for BM25F and
+for the cross-encoder re-ranker trained by distant supervision (DS), by ICT pretraining, and by both
+(whoqa/retrieval/passage_ranker.py), DS by book-level folds (no book ranked by a model that saw its questions).
+
+    python docs/experiments/trained-ranker/coverage.py --workspace WS --workspace WS/eval-data/unseen \
+        --part candidates|ict|ds|ds+ict|ict-only|table [--folds 3] [--out DIR]
+
+Each part is resumable and writes under DIR (this folder): candidates.jsonl.gz (per question: its 32 windows, each
+window's best-span ROUGE-L and exact-match against the answers, the DS lists), scores-ARM.jsonl.gz (per question: the
+arm's order of the 32), coverage.json (the table). Models go to DIR/models (not kept in git).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from whoqa.core.book import Book, window_text
+from whoqa.core.folds import book_folds
+from whoqa.core.metrics import normalize_text, paired_book_bootstrap
+from whoqa.core.store import load_questions
+from whoqa.core.workspace import Workspace
+from whoqa.retrieval.bm25f import Window
+from whoqa.retrieval.openbook import open_book
+from whoqa.retrieval.passage_ranker import (BookPMI, PassageRankerConfig, answer_rouge, book_counts, candidate_windows,
+                                            ds_lists, ict_lists, train_lists)
+
+TOP = 5
+
+
+def read_gz(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with gzip.open(path, "rt") as f:
+        return [json.loads(line) for line in f]
+
+
+def append_gz(path: Path, rows: list[dict]) -> None:
+    with gzip.open(path, "at") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def contains(text: str, answers: list[str]) -> bool:
+    t = f" {normalize_text(text)} "
+    return any(normalize_text(a) and f" {normalize_text(a)} " in t for a in answers)
+
+
+def books_of(workspaces: list[str]) -> dict[str, Path]:
+    """book id -> the workspace holding it (prepared), for every book with questions."""
+    out = {}
+    for w in workspaces:
+        ws = Workspace(w)
+        for b in load_questions(ws):
+            if (ws.books / b).is_dir():
+                out.setdefault(b, Path(w))
+    return dict(sorted(out.items()))
+
+
+def part_candidates(a, cfg: PassageRankerConfig, out: Path) -> None:
+    path = out / "candidates.jsonl.gz"
+    done = {r["book"] for r in read_gz(path)}
+    for b, w in books_of(a.workspace).items():
+        if b in done:
+            continue
+        t0 = time.perf_counter()
+        ob = open_book(w, b)
+        rows = []
+        for q in load_questions(Workspace(w))[b]:
+            answers = [q["answer1"], q["answer2"]]
+            wins = candidate_windows(ob, q["question"], cfg)
+            cache: dict = {}
+            rows.append({"book": b, "question_id": q["question_id"], "question": q["question"], "answers": answers,
+                         "windows": [[x.first, x.last] for x in wins],
+                         "rouge": [round(answer_rouge(ob.book, x, answers, cache), 4) for x in wins],
+                         "em": [contains(window_text(ob.book, x.first, x.last), answers) for x in wins],
+                         "ds": [list(x) for x in ds_lists(ob, q["question"], answers, cfg,
+                                                          random.Random(f"{cfg.seed}:{b}:{q['question_id']}"))]})
+        append_gz(path, rows)
+        print(f"{b}: {len(rows)} questions, {time.perf_counter() - t0:.0f}s", flush=True)
+
+
+def all_books(workspaces: list[str]) -> dict[str, Path]:
+    out = {}
+    for w in workspaces:
+        ws = Workspace(w)
+        for d in sorted(ws.books.iterdir()):
+            if d.is_dir():
+                out.setdefault(d.name, Path(w))
+    return out
+
+
+def part_ict(a, cfg: PassageRankerConfig, out: Path):
+    """ICT lists from every prepared book's text (cached), then the ICT model."""
+    from whoqa.retrieval.bert_ranker import CrossEncoder
+    from whoqa.core.minilm import bundled_minilm
+    lists_path, model = out / "ict-lists.jsonl.gz", out / "models" / "ict"
+    if (model / "config.json").is_file():
+        return
+    books = all_books(a.workspace)
+    if not lists_path.is_file():
+        t0 = time.perf_counter()
+        counts = {b: book_counts(Book.load(Workspace(w).books / b, b)) for b, w in books.items()}
+        pmi = BookPMI(counts)
+        print(f"word counts of {len(books)} books: {time.perf_counter() - t0:.0f}s", flush=True)
+        rows = []
+        for b, w in books.items():
+            rows += [{"book": b, "q": q, "texts": t} for q, t in ict_lists(open_book(w, b), pmi, cfg,
+                                                                            random.Random(f"{cfg.seed}:{b}"))]
+        append_gz(lists_path, rows)
+        print(f"{len(rows)} ICT lists, {time.perf_counter() - t0:.0f}s", flush=True)
+    rows = read_gz(lists_path)  # (in book order: a seeded sample, so every book gives some)
+    rows = random.Random(cfg.seed).sample(rows, min(a.ict_lists, len(rows)))
+    ranker = CrossEncoder(bundled_minilm(""), cfg.max_length, "cpu")
+    t0 = time.perf_counter()
+    losses = train_lists(ranker, [(r["q"], r["texts"]) for r in rows], cfg)
+    ranker.save(model)
+    (out / "ict-training.json").write_text(json.dumps({"lists": len(rows), "seconds": round(time.perf_counter() - t0),
+                                                       "first_loss": losses[0], "last_loss": float(np.mean(losses[-20:]))}))
+
+
+def part_ds(a, cfg: PassageRankerConfig, out: Path, arm: str) -> None:
+    """DS (from MiniLM, or from the ICT model) by book folds, or the ICT model alone; each fold's questions scored."""
+    from whoqa.retrieval.bert_ranker import CrossEncoder
+    from whoqa.core.minilm import bundled_minilm
+    rows = read_gz(out / "candidates.jsonl.gz")
+    path = out / f"scores-{arm}.jsonl.gz"
+    done = {r["question_id"] for r in read_gz(path)}
+    books = sorted({r["book"] for r in rows})
+    base = str(out / "models" / "ict") if arm in ("ds+ict", "ict-only") else bundled_minilm("")
+    for k, fold in enumerate(book_folds(books, a.folds, cfg.seed)):
+        test = [r for r in rows if r["book"] in fold and r["question_id"] not in done]
+        if not test:
+            continue
+        ranker = CrossEncoder(base, cfg.max_length, "cpu")
+        if arm != "ict-only":
+            train = [(q, t) for r in rows if r["book"] not in fold for q, t in (r["ds"] or [])]
+            t0 = time.perf_counter()
+            losses = train_lists(ranker, train, cfg)
+            print(f"{arm} fold {k}: {len(train)} lists, {time.perf_counter() - t0:.0f}s, loss {losses[0]:.3f} -> "
+                  f"{np.mean(losses[-20:]):.3f}", flush=True)
+        for b in sorted({r["book"] for r in test}):
+            book = open_book(*[(w, b) for b_, w in books_of(a.workspace).items() if b_ == b][0]).book
+            scored = []
+            for r in (r for r in test if r["book"] == b):
+                wins = [Window(x, y, 0.0) for x, y in r["windows"]]
+                scores = ranker.score(r["question"], [window_text(book, w.first, w.last) for w in wins]) if wins else []
+                scored.append({"book": b, "question_id": r["question_id"], "fold": k,
+                               "order": [int(i) for i in np.argsort(-np.asarray(scores), kind="stable")]})
+            append_gz(path, scored)
+            print(f"{arm} fold {k} {b}: {len(scored)} scored", flush=True)
+
+
+def part_table(a, cfg: PassageRankerConfig, out: Path) -> None:
+    rows = read_gz(out / "candidates.jsonl.gz")
+    arms = {"BM25F": {r["question_id"]: list(range(len(r["windows"]))) for r in rows}}
+    for arm in ("ds", "ict-only", "ds+ict"):
+        got = {s["question_id"]: s["order"] for s in read_gz(out / f"scores-{arm}.jsonl.gz")}
+        if len(got) == len(rows):
+            arms[arm] = got
+    table, per = {}, {}
+    for arm, orders in arms.items():
+        em = [[100.0 * any(r["em"][i] for i in orders[r["question_id"]][:TOP])] for r in rows]
+        rl = [[100.0 * max([r["rouge"][i] for i in orders[r["question_id"]][:TOP]], default=0.0)] for r in rows]
+        per[arm] = (em, rl)
+        table[arm] = {"EM": round(float(np.mean(em)), 2), "ROUGE-L": round(float(np.mean(rl)), 2)}
+    table["upper bound (all 32)"] = {"EM": round(100 * float(np.mean([any(r["em"]) for r in rows])), 2),
+                                     "ROUGE-L": round(100 * float(np.mean([max(r["rouge"], default=0) for r in rows])), 2)}
+    groups = [r["book"] for r in rows]
+    for arm in arms:
+        if arm != "BM25F":
+            table[arm]["EM minus BM25F, resampled by book"] = paired_book_bootstrap(
+                per[arm][0], per["BM25F"][0], groups, ("EM",))["difference"]["EM"]
+    import hashlib
+    import subprocess
+    from dataclasses import asdict
+    code = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=out).stdout.strip()
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("*.jsonl.gz"))}
+    summary = {"questions": len(rows), "books": len(set(groups)), "top": TOP, "folds": a.folds, "config": asdict(cfg),
+               "code": code, "files": files, "arms": table}
+    (out / "coverage.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(json.dumps(summary, indent=1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workspace", action="append", required=True)
+    ap.add_argument("--part", required=True, choices=("candidates", "ict", "ds", "ds+ict", "ict-only", "table"))
+    ap.add_argument("--folds", type=int, default=3)
+    ap.add_argument("--ict-lists", type=int, default=3000)
+    ap.add_argument("--out", default=str(Path(__file__).parent))
+    a = ap.parse_args()
+    out, cfg = Path(a.out), PassageRankerConfig()
+    out.mkdir(parents=True, exist_ok=True)
+    if a.part == "candidates":
+        part_candidates(a, cfg, out)
+    elif a.part == "ict":
+        part_ict(a, cfg, out)
+    elif a.part == "table":
+        part_table(a, cfg, out)
+    else:
+        part_ds(a, cfg, out, a.part)
+
+
+if __name__ == "__main__":
+    main()
