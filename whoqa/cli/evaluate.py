@@ -154,7 +154,7 @@ def reproduce(
         for r in out["check"]:
             key = r["metric"] if isinstance(r["metric"], str) else " > ".join(r["metric"])
             typer.echo(f"{'ok  ' if r['ok'] else 'FAIL'} {r['file']} {key}: {r['got']} "
-                       f"(expected {r['value']} +- {r['tolerance']})")
+                       f"(expected {r['value']} +- {r['tolerance']}{'; ' + r['note'] if 'note' in r else ''})")
         if bad:
             raise typer.Exit(1)
 
