@@ -3,7 +3,7 @@ for the cross-encoder re-ranker trained by distant supervision (DS), by ICT pret
 (whoqa/retrieval/passage_ranker.py), DS by book-level folds (no book ranked by a model that saw its questions).
 
     python docs/experiments/trained-ranker/coverage.py --workspace WS --workspace WS/eval-data/unseen \
-        --part candidates|ict|ds|ds+ict|ict-only|table [--folds 3] [--out DIR]
+        --part candidates|ict|ds|ds+ict|ict-only|arc|table [--epochs N --lr X] [--arc-k K] [--folds 3] [--out DIR]
 
 Each part is resumable and writes under DIR (this folder): candidates.jsonl.gz (per question: its 32 windows, each
 window's best-span ROUGE-L and exact-match against the answers, the DS lists), scores-ARM.jsonl.gz (per question: the
@@ -15,7 +15,9 @@ import argparse
 import gzip
 import json
 import random
+import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +30,7 @@ from whoqa.core.workspace import Workspace
 from whoqa.retrieval.bm25f import Window
 from whoqa.retrieval.openbook import open_book
 from whoqa.retrieval.passage_ranker import (BookPMI, PassageRankerConfig, answer_rouge, book_counts, candidate_windows,
-                                            ds_lists, ict_lists, train_lists)
+                                            content_words, ds_lists, ict_lists, passages, train_lists)
 
 TOP = 5
 
@@ -132,7 +134,8 @@ def part_ds(a, cfg: PassageRankerConfig, out: Path, arm: str) -> None:
     path = out / f"scores-{arm}.jsonl.gz"
     done = {r["question_id"] for r in read_gz(path)}
     books = sorted({r["book"] for r in rows})
-    base = str(out / "models" / "ict") if arm in ("ds+ict", "ict-only") else bundled_minilm("")
+    from_ict = arm in ("ds+ict", "ict-only") or arm.startswith("ds-ict")
+    base = str(out / "models" / "ict") if from_ict else bundled_minilm("")
     for k, fold in enumerate(book_folds(books, a.folds, cfg.seed)):
         test = [r for r in rows if r["book"] in fold and r["question_id"] not in done]
         if not test:
@@ -156,19 +159,101 @@ def part_ds(a, cfg: PassageRankerConfig, out: Path, arm: str) -> None:
             print(f"{arm} fold {k} {b}: {len(scored)} scored", flush=True)
 
 
+# a question about an arc or an ending: how someone ends, what becomes of something
+ARC = re.compile(r"\b(die|dies|died|dying|death|killed|kill|kills|end|ends|ended|ending|finally|eventually|fate|"
+                 r"last|happens? to|happened to|become of|becomes of|end up|ends up)\b", re.I)
+ARC_WORDS = {"die", "dies", "died", "dying", "death", "killed", "kill", "kills", "end", "ends", "ended", "ending",
+             "finally", "eventually", "fate", "last", "happens", "happen", "happened", "become", "becomes", "story",
+             "book", "novel"}
+
+
+def arc_windows(ob, question: str, cfg: PassageRankerConfig, k: int) -> list[Window]:
+    """The last k passages of the book (latest first) that hold the question's characters (any mention: a pronoun the
+    book resolves to them counts), or, where it names none, the most of its other content words (at least half):
+    where someone ends, or what becomes of the thing it names."""
+    book = ob.book
+    cut = passages(len(book.sentences), cfg.width)
+    named = ob.query(question).named
+    if named:
+        sids = {book.tokens[m.start].sentence for m in book.mentions if m.char_id in named}
+        hits = sorted({s // cfg.width for s in sids}, reverse=True)
+    else:
+        words = set(content_words(re.findall(r"[A-Za-z']+", question))) - ARC_WORDS
+        if not words:
+            return []
+        need = max(1, (len(words) + 1) // 2)
+        hits = [p for p in range(len(cut) - 1, -1, -1)
+                if len(words & {w for s in cut[p].sentences for w in content_words(book.sentence_words(s))}) >= need]
+    return [cut[p] for p in hits[:k]]
+
+
+def part_arc(a, cfg: PassageRankerConfig, out: Path) -> None:
+    """Arc questions' top 5: their characters' (or object's) last `--arc-k` passages first, then BM25F's; every other
+    question keeps BM25F's top 5. Each row holds its own top 5's EM and ROUGE-L (an arc passage may be outside the
+    32)."""
+    rows = read_gz(out / "candidates.jsonl.gz")
+    path = out / f"scores-arc{a.arc_k}.jsonl.gz"
+    done = {r["question_id"] for r in read_gz(path)}
+    where = books_of(a.workspace)
+    for b in sorted({r["book"] for r in rows}):
+        todo = [r for r in rows if r["book"] == b and r["question_id"] not in done]
+        if not todo:
+            continue
+        ob = open_book(where[b], b)
+        scored = []
+        for r in todo:
+            bm = [Window(x, y, 0.0) for x, y in r["windows"]]
+            arc = ARC.search(r["question"]) is not None
+            extra = arc_windows(ob, r["question"], cfg, a.arc_k) if arc else []
+            top = (extra + [w for w in bm if (w.first, w.last) not in {(x.first, x.last) for x in extra}])[:TOP]
+            cache: dict = {}
+            scored.append({"book": b, "question_id": r["question_id"], "arc": arc, "added": len(extra),
+                           "top": [[w.first, w.last] for w in top],
+                           "top_em": [contains(window_text(ob.book, w.first, w.last), r["answers"]) for w in top],
+                           "top_rouge": [round(answer_rouge(ob.book, w, r["answers"], cache), 4) for w in top]})
+        append_gz(path, scored)
+        print(f"arc{a.arc_k} {b}: {len(scored)} ({sum(s['arc'] for s in scored)} arc questions)", flush=True)
+
+
+def rrf(orders: list[list[int]], k: int = 60) -> list[int]:
+    """Reciprocal rank fusion of orders of the same candidates (Cormack et al. 2009): ties keep the first's order."""
+    score: dict[int, float] = {}
+    for order in orders:
+        for rank, i in enumerate(order):
+            score[i] = score.get(i, 0.0) + 1.0 / (k + rank + 1)
+    return sorted(score, key=lambda i: (-score[i], orders[0].index(i) if i in orders[0] else len(score)))
+
+
 def part_table(a, cfg: PassageRankerConfig, out: Path) -> None:
     rows = read_gz(out / "candidates.jsonl.gz")
     arms = {"BM25F": {r["question_id"]: list(range(len(r["windows"]))) for r in rows}}
-    for arm in ("ds", "ict-only", "ds+ict"):
+    for arm in ("ds", "ict-only", "ds+ict") + tuple(p.name[len("scores-"):-len(".jsonl.gz")]
+                                                   for p in sorted(out.glob("scores-ds-*.jsonl.gz"))):
         got = {s["question_id"]: s["order"] for s in read_gz(out / f"scores-{arm}.jsonl.gz")}
         if len(got) == len(rows):
             arms[arm] = got
+    for arm in [a for a in arms if a != "BM25F"]:  # each trained order fused with BM25F's by reciprocal rank (k 60)
+        arms[f"{arm} + BM25F (RRF)"] = {q: rrf([list(range(len(o))), o]) for q, o in arms[arm].items()}
     table, per = {}, {}
     for arm, orders in arms.items():
         em = [[100.0 * any(r["em"][i] for i in orders[r["question_id"]][:TOP])] for r in rows]
         rl = [[100.0 * max([r["rouge"][i] for i in orders[r["question_id"]][:TOP]], default=0.0)] for r in rows]
         per[arm] = (em, rl)
         table[arm] = {"EM": round(float(np.mean(em)), 2), "ROUGE-L": round(float(np.mean(rl)), 2)}
+    for p in sorted(out.glob("scores-arc*.jsonl.gz")):  # arms whose rows hold their own top 5's coverage
+        got = {s["question_id"]: s for s in read_gz(p)}
+        if len(got) != len(rows):
+            continue
+        arm = p.name[len("scores-"):-len(".jsonl.gz")]
+        em = [[100.0 * any(got[r["question_id"]]["top_em"])] for r in rows]
+        rl = [[100.0 * max(got[r["question_id"]]["top_rouge"], default=0.0)] for r in rows]
+        per[arm] = (em, rl)
+        arc = [i for i, r in enumerate(rows) if got[r["question_id"]]["arc"]]
+        table[arm] = {"EM": round(float(np.mean(em)), 2), "ROUGE-L": round(float(np.mean(rl)), 2),
+                      "arc questions": len(arc),
+                      "arc questions' EM": round(float(np.mean([em[i][0] for i in arc])), 2) if arc else None,
+                      "arc questions' EM, BM25F": round(float(np.mean([per["BM25F"][0][i][0] for i in arc])), 2)
+                      if arc else None}
     table["upper bound (all 32)"] = {"EM": round(100 * float(np.mean([any(r["em"]) for r in rows])), 2),
                                      "ROUGE-L": round(100 * float(np.mean([max(r["rouge"], default=0) for r in rows])), 2)}
     groups = [r["book"] for r in rows]
@@ -190,21 +275,30 @@ def part_table(a, cfg: PassageRankerConfig, out: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workspace", action="append", required=True)
-    ap.add_argument("--part", required=True, choices=("candidates", "ict", "ds", "ds+ict", "ict-only", "table"))
+    ap.add_argument("--part", required=True, choices=("candidates", "ict", "ds", "ds+ict", "ict-only", "arc", "table"))
     ap.add_argument("--folds", type=int, default=3)
     ap.add_argument("--ict-lists", type=int, default=3000)
+    ap.add_argument("--arc-k", type=int, default=2, help="--part arc: the last passages of the question's people")
+    ap.add_argument("--epochs", type=int, help="DS arms: epochs (a run with another setting is its own arm, ds-eN-lrX)")
+    ap.add_argument("--lr", type=float, help="DS arms: learning rate")
     ap.add_argument("--out", default=str(Path(__file__).parent))
     a = ap.parse_args()
     out, cfg = Path(a.out), PassageRankerConfig()
+    arm = a.part
+    if a.part in ("ds", "ds+ict") and (a.epochs or a.lr):  # another recipe: its own arm and file
+        cfg = replace(cfg, epochs=a.epochs or cfg.epochs, lr=a.lr or cfg.lr)
+        arm = f"{a.part.replace('+', '-')}-e{cfg.epochs}-lr{cfg.lr:g}"
     out.mkdir(parents=True, exist_ok=True)
     if a.part == "candidates":
         part_candidates(a, cfg, out)
     elif a.part == "ict":
         part_ict(a, cfg, out)
+    elif a.part == "arc":
+        part_arc(a, cfg, out)
     elif a.part == "table":
         part_table(a, cfg, out)
     else:
-        part_ds(a, cfg, out, a.part)
+        part_ds(a, cfg, out, arm)
 
 
 if __name__ == "__main__":
