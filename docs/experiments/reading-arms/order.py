@@ -13,15 +13,11 @@ Resumable: questions already in the output are skipped.
 """
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import time
 from dataclasses import replace
-from pathlib import Path
 
 from whoqa.core.query import Query
-from whoqa.evaluation.unseen import _other_row, other_questions, served_service
+from whoqa.evaluation.unseen import _other_row
 from whoqa.retrieval.bm25f import NothingMatched
 from whoqa.service.scorers import SCORERS
 
@@ -47,23 +43,6 @@ def answer_rank_order(svc, q: dict) -> dict:
     return {**_other_row(q, ans, None), "arm_changed": True}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--workspace", type=Path, required=True, help="the training workspace whose fits serve")
-    ap.add_argument("--target", type=Path, required=True, help="the prepared books asked (eval --data's)")
-    ap.add_argument("--per-book", type=int, default=10)
-    ap.add_argument("--out", type=Path, required=True)
-    a = ap.parse_args()
-    done = {json.loads(line)["question_id"] for line in gzip.open(a.out, "rt")} if a.out.is_file() else set()
-    svc = served_service(a.workspace, a.target)
-    qs = [q for q in other_questions(a.target, a.per_book) if q["question_id"] not in done]
-    t0 = time.perf_counter()
-    for i, q in enumerate(qs, 1):
-        row = answer_rank_order(svc, q)
-        with gzip.open(a.out, "at") as f:
-            f.write(json.dumps(row) + "\n")
-        print(f"{i}/{len(qs)} {time.perf_counter() - t0:.0f}s found={row['found']} {row['answer']!r}", flush=True)
-
-
 if __name__ == "__main__":
-    main()
+    from arm import run
+    run(lambda svc: lambda q: answer_rank_order(svc, q), lambda r: f"found={r['found']} {r['answer']!r}", __doc__)

@@ -20,15 +20,10 @@ Resumable: questions already in the output are skipped. One reading per question
 """
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import time
-from pathlib import Path
 
 from whoqa.core.metrics import best_span_rouge_l
 from whoqa.core.words import answer_tokens
-from whoqa.evaluation.unseen import other_questions, served_service
 from whoqa.llm.grounding import new_words, sentence_words_text, support
 from whoqa.llm.reader import LLMReader, clean_answer, reading
 from whoqa.retrieval.bm25f import NothingMatched, window_sentences
@@ -108,27 +103,16 @@ def answer_row(svc, reader, q: dict) -> dict:
             "seconds": round(time.perf_counter() - t0, 2)}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--workspace", type=Path, required=True, help="the training workspace whose fits serve")
-    ap.add_argument("--target", type=Path, required=True, help="the prepared books asked (eval --data's)")
-    ap.add_argument("--per-book", type=int, default=10)
-    ap.add_argument("--out", type=Path, required=True)
-    a = ap.parse_args()
-    done = [json.loads(line) for line in gzip.open(a.out, "rt")] if a.out.is_file() else []
-    svc = served_service(a.workspace, a.target)
+def reader_for(svc) -> LLMReader:
+    """The served LLM, as `ask` loads it for other questions, with room for a sentence and an answer."""
     base, cfg = svc.models.answering_llm(svc.models.routes().llm)
-    reader = LLMReader(base, None, cfg.prompt_tokens, NEW_TOKENS, cfg.chat, cfg.half, cfg.runtime)
-    seen = {r["question_id"] for r in done}
-    qs = [q for q in other_questions(a.target, a.per_book) if q["question_id"] not in seen]
-    t0 = time.perf_counter()
-    for i, q in enumerate(qs, 1):
-        row = answer_row(svc, reader, q)
-        with gzip.open(a.out, "at") as f:
-            f.write(json.dumps(row) + "\n")
-        print(f"{i}/{len(qs)} {time.perf_counter() - t0:.0f}s {row.get('copy_match')} {row.get('answer')!r}",
-              flush=True)
+    return LLMReader(base, None, cfg.prompt_tokens, NEW_TOKENS, cfg.chat, cfg.half, cfg.runtime)
 
 
 if __name__ == "__main__":
-    main()
+    from arm import run
+
+    def make(svc):
+        reader = reader_for(svc)
+        return lambda q: answer_row(svc, reader, q)
+    run(make, lambda r: f"{r.get('copy_match')} {r.get('answer')!r}", __doc__)
