@@ -276,3 +276,29 @@ def test_names_the_book_says_are_one_person_s_are_one_person(parsed):
     assert person["Umbopa"] == person["Ignosi"] and person["Good"] == person["Bougwan"]
     assert person["Larsan"] == person["Ballmeyer"]
     assert person["Luigi"] != person["Angelo"] and person["Darzac"] != person["Roussel"]
+
+
+def test_hand_labels_score_people_merges_and_each_half(tmp_path):
+    """score_labels counts labelled people among the most mentioned, same-person pairs merged and wrong merges; the
+    totals are summed over novels and over each half of the split beside the labels."""
+    from whoqa.evaluation.cast import _totals, load_labels, score_labels
+    from whoqa.evaluation.readers import load_split
+    chars = {1: Character(1, "Allan Quatermain", ["Allan Quatermain"], 900, "male"),
+             2: Character(2, "Quatermain", ["Quatermain"], 40, "male"),  # joins Allan Quatermain
+             3: Character(3, "Macumazahn", ["Macumazahn"], 30, "male"),  # the same man, not joined
+             4: Character(4, "Twala", ["Twala"], 50, "male")}
+    book = Book("b", [], [], [], chars)
+    (tmp_path / "cast_labels.tsv").write_text(
+        "book\tcluster\tname\tperson\tsame\tnote\n" + "".join(
+            f"{b}\t{c}\t{n}\t{p}\t{s}\t\n" for b in ("k1", "k2") for c, n, p, s in [
+                (1, "Allan Quatermain", "yes", "Allan"), (2, "Quatermain", "yes", "Allan"),
+                (3, "Macumazahn", "yes", "Allan"), (4, "Twala", "no", "")]))
+    (tmp_path / "split.tsv").write_text("k1\tfit\nk2\tcheck\n")
+    labels = load_labels(tmp_path / "cast_labels.tsv")
+    got = score_labels(book, labels["k1"])
+    assert (got["judged"], got["people"], got["same_pairs"], got["merged"]) == (3, 2, 3, 1)
+    assert got["not_people"] == ["Twala"] and got["wrong_merges"] == []
+    assert sorted(got["missed"]) == ["Allan Quatermain = Macumazahn", "Quatermain = Macumazahn"]
+    split = load_split(tmp_path / "split.tsv")
+    fit = _totals({b: score_labels(book, labels[b]) for b in labels if split[b] == "fit"})
+    assert fit["precision"] == 66.67 and fit["merged_share"] == 33.33 and fit["total"]["judged"] == 3

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from data_prep.litbank import processed_docs
 from whoqa.core.book import Book, write_book_files
+from whoqa.evaluation.readers import load_split
 from whoqa.ranker.cast import cast_of
 
 
@@ -128,7 +129,8 @@ def score_labels(book: Book, labels: dict[int, tuple[bool, str]], top: int = TOP
 
 def evaluate_labels(workspace: Path, labels: Path, books: Path) -> dict:
     """`whoqa eval-cast --labels`: each labelled novel (BOOKS/<id>.txt, taken into WORKSPACE as `ask` takes a file)
-    scored by `score_labels`, and the totals."""
+    scored by `score_labels`, and the totals: over all novels and over each half of split.tsv beside the labels (the
+    fit half chooses rules, the check half only reports)."""
     from whoqa.service import Service
     rows = load_labels(labels)
     svc = Service(workspace)
@@ -136,9 +138,16 @@ def evaluate_labels(workspace: Path, labels: Path, books: Path) -> dict:
     for b, labelled in rows.items():
         wid = svc.resolve(Path(books) / f"{b}.txt")
         out[b] = score_labels(Book.load(svc.ws.books / wid, wid), labelled)
+    split = load_split(Path(labels).with_name("split.tsv"))
+    halves = {h: _totals({b: o for b, o in out.items() if split.get(b) == h}) for h in ("fit", "check")
+              if h in split.values()}
+    return {"books": out, **_totals(out), "halves": halves}
+
+
+def _totals(out: dict[str, dict]) -> dict:
+    """The counts of `score_labels` summed over novels, with the two shares the issue's bars read."""
     keys = ("top", "judged", "people", "same_pairs", "merged")
     total = {k: sum(o[k] for o in out.values()) for k in keys}
-    return {"books": out, "total": total,
-            "precision": round(100 * total["people"] / max(total["judged"], 1), 2),
+    return {"total": total, "precision": round(100 * total["people"] / max(total["judged"], 1), 2),
             "merged_share": round(100 * total["merged"] / max(total["same_pairs"], 1), 2),
             "wrong_merges": sum(len(o["wrong_merges"]) for o in out.values())}
