@@ -302,3 +302,23 @@ def test_hand_labels_score_people_merges_and_each_half(tmp_path):
     split = load_split(tmp_path / "split.tsv")
     fit = _totals({b: score_labels(book, labels[b]) for b in labels if split[b] == "fit"})
     assert fit["precision"] == 66.67 and fit["merged_share"] == 33.33 and fit["total"]["judged"] == 3
+
+
+def test_a_wife_a_second_first_name_a_spelling_and_initials():
+    """"Mrs. Milliken" is not the deacon; "Jane" is not "Emma Jane"; "Mirandy" is "Miranda"; "L. D. M." is Lorenzo
+    de Medici Randall, and "A." alone is nobody."""
+    chars = {1: Character(1, "Deacon Milliken", ["Deacon Milliken"], 80, None),
+             2: Character(2, "Mrs. Milliken", ["Mrs. Milliken"], 30, "female"),  # his wife
+             3: Character(3, "Emma Jane", ["Emma Jane", "Emma Jane Perkins"], 600, "female"),
+             4: Character(4, "Jane", ["Jane", "Aunt Jane"], 100, "female"),  # her aunt, a Jane too
+             5: Character(5, "Miranda", ["Miranda", "Miranda Sawyer"], 500, "female"),
+             6: Character(6, "Mirandy", ["Mirandy"], 40, "female"),  # how a neighbour says it
+             7: Character(7, "Lorenzo", ["Lorenzo", "Lorenzo de Medici Randall"], 60, "male"),
+             8: Character(8, "L. D. M.", ["L. D. M.", "Mr. L. D. M. Randall"], 20, "male"),
+             9: Character(9, "A.", ["A."], 10, None),
+             10: Character(10, "Mrs. Cobb", ["Mrs. Cobb"], 50, "female"),
+             11: Character(11, "Sarah Cobb", ["Sarah Cobb"], 20, "female")}  # a woman: Mrs. Cobb herself
+    cast = cast_of(Book("b", [], [], [], chars), fit=None)
+    assert cast.of(2) != cast.of(1) and cast.of(4) != cast.of(3)
+    assert cast.of(6) == cast.of(5) and cast.of(8) == cast.of(7) and cast.of(10) == cast.of(11)
+    assert cast.dropped == {9: "an initial alone"}

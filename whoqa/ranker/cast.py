@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from whoqa.core.lexicon import gender_table, nicknames
 from whoqa.core.aliases import FEMALE_TITLES, MALE_TITLES, TITLES
 from whoqa.core.book import Book, char_token
+from whoqa.ranker.person import PersonFit, features
 
 DEITIES = {"dieu", "bon dieu", "god", "lord", "heaven", "heavens", "providence", "christ", "jesus", "allah", "jove", "jehovah", "almighty",
            "satan", "devil", "lucifer", "fate", "fortune", "nature"}
@@ -48,6 +49,8 @@ ALIAS_SAID = {", or rather", ", alias", ", late", ", otherwise", ", otherwise ca
 #                                               names are one person's (also "Umbopa--Ignosi, I mean"; a dash alone
 #                                               is an interruption: "Luigi--Angelo", "Monsieur President--Joseph")
 ALIAS_OR = {", or"}  # "Larsan, or Ballmeyer,": one person's where said twice, or of a quoted name ("Bougwan," or Glass Eye)
+SPELLING_RATIO = 0.85  # two one-word names this alike by difflib are two spellings of one ("Mirandy", "Filluel")
+CO_MENTIONED = 2  # two clusters sharing more sentences than this are two people, however alike their names
 QUOTES = {'"', "'", "\u201c", "\u201d", "\u2018", "\u2019", "`", "``", "''", "_"}
 NAME_REFERENCES = 100  # a word Gutenberg's books refer to with he or she this often is a name ("Rose", "Will", "Grace")
 ROLES = {"nsubj", "nsubjpass", "dobj", "iobj", "dative", "poss", "appos", "attr", "agent", "oprd"}  # what a person
@@ -157,7 +160,7 @@ def _not_a_person(book: Book, cid: int, usage: _Usage, proper: list, others: set
     if any(p in c.name for p in ("?", "!", "--", "—")):
         return "not a name (punctuation inside it)"
     words = [w for w in name_words(c.name) if w.lower() not in KIN]
-    if words and all(len(w.rstrip(".")) == 1 for w in words) and not _any_title(c.aliases):
+    if len(words) == 1 and len(words[0].rstrip(".")) == 1 and not _any_title(c.aliases):
         return "an initial alone"
     if len(words) == 1 and not any(ch in "aeiouy" for ch in words[0].lower()):
         return "not a name (no vowel: an interjection such as \"Mm\" or \"Hm\")"
@@ -256,11 +259,84 @@ def _merged(book: Book, people: list[int]) -> dict[int, int]:
         said = _said_gender(chars[cid].aliases)  # (what its titles or kinship words say, not its pronouns)
         bearers = [t for t in bearers if not said or _said_gender(chars[t].aliases) in (None, said)]  # ("Daddy
         #                                                                        Bernier" is not Madame Bernier)
+        bearers = [t for t in bearers if not _other_surname(chars[cid].aliases, chars[t].aliases)]  # ("Jenny Lind
+        #                                                                        Randall" is not Aunt Jane)
         if len(bearers) == 1 and chars[bearers[0]].count > chars[cid].count:  # (a bigger one is someone else)
             into[cid] = bearers[0]
     _merge_by_name_word(book, [c for c in people if c not in into], into)
+    _merge_variants(book, [c for c in people if c not in into], into)
     _merge_said_aliases(book, people, into)
     return into
+
+
+def _other_surname(aliases: list[str], bearer: list[str]) -> bool:
+    """Whether some full name among `aliases` ends in a word none of the bearer's names holds: its own surname."""
+    held = {w.lower() for a in bearer for w in name_words(a)}
+    return any(len(ws) > 1 and ws[-1].lower() not in held for ws in (name_words(a) for a in aliases))
+
+
+def _married(aliases: list[str]) -> bool:
+    """Whether every name is a woman's title and a surname alone ("Mrs. Milliken", "Miss Sawyer"): a wife or
+    daughter of the family, so not the man who bears the surname ("Deacon Milliken"), only a woman."""
+    return all(len(a.split()) == 2 and a.split()[0].lower() in FEMALE_TITLES for a in aliases)
+
+
+def _initials(aliases: list[str]) -> str:
+    """A name written as two or more initials ("R. L. S.", "L. D. M."): its letters; "" otherwise."""
+    for a in aliases:
+        ws = name_words(a)
+        if len(ws) > 1 and all(len(w.rstrip(".")) == 1 for w in ws):
+            return "".join(w[0].lower() for w in ws)
+    return ""
+
+
+def _spelled_alike(a: str, b: str) -> bool:
+    """Two spellings of one name ("Miranda" and "Mirandy", "Filleul" and "Filluel"): six letters or more, at most
+    one letter apart in length, and alike by difflib's ratio (SPELLING_RATIO)."""
+    from difflib import SequenceMatcher
+    a, b = a.lower(), b.lower()
+    return a != b and min(len(a), len(b)) >= 6 and abs(len(a) - len(b)) <= 1 \
+        and SequenceMatcher(None, a, b).ratio() >= SPELLING_RATIO
+
+
+def _co_mentioned(book: Book, x: int, y: int) -> int:
+    """How many sentences mention both clusters: two people, where they are many (a name and its alias seldom
+    share a sentence)."""
+    at: dict[int, set[int]] = {}
+    for m in book.mentions:
+        if m.char_id in (x, y):
+            at.setdefault(m.char_id, set()).add(book.tokens[m.start].sentence)
+    return len(at.get(x, set()) & at.get(y, set()))
+
+
+def _merge_variants(book: Book, people: list[int], into: dict[int, int]) -> None:
+    """Join two people whose names are two spellings of one (`_spelled_alike`, by their names' words without titles)
+    or whose initials spell one person's full name ("L. D. M." and "Lorenzo de Medici Randall"), where exactly one
+    person fits, the genders do not disagree and they share no more than CO_MENTIONED sentences."""
+    chars = book.characters
+    words = {c: [w for w in name_words(chars[c].name) if w.lower() not in KIN] for c in people}
+    for cid in people:
+        if len(words[cid]) != 1 and not _initials(chars[cid].aliases):
+            continue
+        letters = _initials(chars[cid].aliases)
+        fits = set()
+        for p in people:
+            if p == cid or _root(into, p) == _root(into, cid):
+                continue
+            if letters:
+                spelled = any(len(ws) >= len(letters) and "".join(w[0].lower() for w in ws).startswith(letters)
+                              for ws in (name_words(a) for a in chars[p].aliases) if not _initials([" ".join(ws)]))
+            else:
+                spelled = len(words[p]) == 1 and _spelled_alike(words[cid][0], words[p][0])
+            if spelled:
+                fits.add(_root(into, p))
+        if len(fits) != 1:
+            continue
+        other = fits.pop()
+        ga, gb = _gender(book, cid), _gender(book, other)
+        if ga and gb and ga != gb or _co_mentioned(book, cid, other) > CO_MENTIONED:
+            continue
+        _join(book, into, cid, other)
 
 
 def said_aliases(book: Book, people: set[int]) -> Counter:
@@ -383,6 +459,9 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
         bearers.discard(root(cid))
         fits = [b for b in bearers if (not genders[cid] or not genders.get(b) or genders[cid] == genders[b])
                 and firsts[cid] <= firsts.get(b, set()) | {word}]
+        if _married(chars[cid].aliases):  # a wife or daughter: not the man, nor a name of no known gender
+            fits = [b for b in fits if genders.get(b) == "female"]
+        fits = [b for b in fits if not _second_first_name(word, chars[b].name)]
         bare = [b for b in fits if not firsts.get(b)]
         same = {g for g in [genders[cid], *(genders.get(b) for b in bare)] if g}
         if len(fits) > 1 and bare and not firsts[cid] and _any_title(chars[cid].aliases) and len(same) == 1 \
@@ -393,6 +472,17 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
             continue  # nobody, or several (a family: "Mr. Driscoll" among Tom, Percy and York Driscoll)
         for other in fits:
             _join(book, into, cid, other)
+
+
+def _second_first_name(word: str, name: str) -> bool:
+    """Whether `word` is a second first name in the bearer's name ("Jane" in "Emma Jane", "Emma Jane Perkins"): after
+    a first name Gutenberg's he/she table knows, and not the surname (the last word, unless both words are known first
+    names)."""
+    n = [w.lower() for w in name_words(name)]
+    if word not in n[1:]:
+        return False
+    i = n.index(word, 1)
+    return _known_name(n[i - 1]) and (i < len(n) - 1 or len(n) == 2 and _known_name(word))
 
 
 def _merge_short_first_names(book: Book, people: list[int], names: dict, genders: dict, into: dict) -> None:
@@ -411,10 +501,15 @@ def _merge_short_first_names(book: Book, people: list[int], names: dict, genders
         _join(book, into, cid, other)
 
 
-def cast_of(book: Book) -> Cast:
-    """The book's cast (computed once per loaded book)."""
-    if getattr(book, "_cast", None) is not None:
+_DEFAULT = object()
+
+
+def cast_of(book: Book, fit=_DEFAULT) -> Cast:
+    """The book's cast (computed once per loaded book). `fit`: the fitted person rule that reads the rules' survivors
+    (`whoqa.ranker.person`; the shipped one by default, None for the rules alone)."""
+    if getattr(book, "_cast", None) is not None and fit is _DEFAULT:
         return book._cast
+    fit = PersonFit.load() if fit is _DEFAULT else fit
     usage = _Usage.of(book)
     proper: dict[int, list] = {}
     for m in book.mentions:
@@ -425,6 +520,12 @@ def cast_of(book: Book) -> Cast:
     words = {w for c in book.characters.values() for a in c.aliases for w in name_words(a)}
     for cid in order:
         why = _not_a_person(book, cid, usage, proper.get(cid, []), words)
+        if not why and fit is not None and proper.get(cid):
+            c = book.characters[cid]
+            p = fit.p_person(features(book, cid, proper[cid], usage.lower, usage.capital, name_words(c.name),
+                                      _any_title(c.aliases)))
+            if p < fit.threshold:
+                why = f"how the book uses the name says it is no person ({p:.0%} by the fitted rule)"
         if why:
             dropped[cid] = why
     people = [c for c in order if c not in dropped]
