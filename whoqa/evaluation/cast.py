@@ -151,3 +151,84 @@ def _totals(out: dict[str, dict]) -> dict:
     return {"total": total, "precision": round(100 * total["people"] / max(total["judged"], 1), 2),
             "merged_share": round(100 * total["merged"] / max(total["same_pairs"], 1), 2),
             "wrong_merges": sum(len(o["wrong_merges"]) for o in out.values())}
+
+
+THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # the fitted person rule's thresholds tried
+
+
+def person_examples(book: Book, labelled: dict[int, tuple[bool, str]]) -> list[tuple[dict[str, float], bool]]:
+    """(features, a person?) of each labelled cluster the rules keep (the fitted rule reads only those)."""
+    from whoqa.ranker.cast import _Usage, _any_title, name_words
+    from whoqa.ranker.person import features
+    rules = cast_of(book, fit=None)
+    usage = _Usage.of(book)
+    proper: dict[int, list] = {}
+    for m in book.mentions:
+        if m.prop == "PROP":
+            proper.setdefault(m.char_id, []).append(m)
+    out = []
+    for cid, (person, _) in sorted(labelled.items()):
+        c = book.characters.get(cid)
+        if c is None or cid in rules.dropped or not proper.get(cid):
+            continue
+        out.append((features(book, cid, proper[cid], usage.lower, usage.capital, name_words(c.name),
+                             _any_title(c.aliases)), person))
+    return out
+
+
+def _fit(examples: list[tuple[dict[str, float], bool]], threshold: float, l2: float):
+    import numpy as np
+    from whoqa.ranker.person import FEATURES, PersonFit, fit_logistic
+    x = np.array([[f[k] for k in FEATURES] for f, _ in examples])  # (N, F)
+    y = np.array([float(p) for _, p in examples])  # (N,)
+    w, b = fit_logistic(x, y, l2)
+    return PersonFit({k: round(float(v), 6) for k, v in zip(FEATURES, w)}, round(b, 6), threshold)
+
+
+def fit_person(workspace: Path, labels: Path, books: Path, l2: float = 1.0) -> dict:
+    """`whoqa fit-cast`: the fitted person rule on the fit half of split.tsv only: its threshold chosen by leaving one
+    fit-half novel out at a time (the share of the 40 most mentioned that are people, summed over the left-out
+    novels, among the thresholds that merge as many same-person pairs as the rules alone; ties to the lower
+    threshold), then fitted on the whole fit half; both halves scored by `score_labels`
+    with the rules alone and with the fit (the check half only reports)."""
+    import hashlib
+    from whoqa.service import Service
+    rows = load_labels(labels)
+    split = load_split(Path(labels).with_name("split.tsv"))
+    svc = Service(workspace)
+    loaded = {}
+    for b in rows:
+        wid = svc.resolve(Path(books) / f"{b}.txt")
+        loaded[b] = Book.load(svc.ws.books / wid, wid)
+    fit_books = [b for b in rows if split.get(b) == "fit"]
+    examples = {b: person_examples(loaded[b], rows[b]) for b in rows}
+
+    def scored(names: list[str], fit) -> dict:
+        out = {}
+        for b in names:
+            loaded[b]._cast = None
+            cast_of(loaded[b], fit=fit)
+            out[b] = score_labels(loaded[b], rows[b])
+            loaded[b]._cast = None
+        return _totals(out)
+    by_threshold = {}
+    for t in THRESHOLDS:
+        per = {}
+        for left in fit_books:
+            fit = _fit([e for b in fit_books if b != left for e in examples[b]], t, l2)
+            loaded[left]._cast = None
+            cast_of(loaded[left], fit=fit)
+            per[left] = score_labels(loaded[left], rows[left])
+            loaded[left]._cast = None
+        by_threshold[t] = _totals(per)
+    alone = scored(fit_books, None)
+    kept = [t for t in THRESHOLDS if by_threshold[t]["merged_share"] >= alone["merged_share"]]  # (a person dropped
+    #                                       costs the share nothing, since the next one moves up: it costs a merge)
+    best = max(kept or THRESHOLDS[:1], key=lambda t: (by_threshold[t]["precision"], -by_threshold[t]["wrong_merges"], -t))
+    fit = _fit([e for b in fit_books for e in examples[b]], best, l2)
+    fit.fitted_on = {"labels_sha256": hashlib.sha256(Path(labels).read_bytes()).hexdigest(), "books": fit_books,
+                     "examples": sum(len(examples[b]) for b in fit_books), "l2": l2}
+    halves = {h: [b for b in rows if split.get(b) == h] for h in ("fit", "check")}
+    return {"fit": fit, "threshold_by_leaving_one_fit_novel_out": {str(t): v for t, v in by_threshold.items()},
+            "rules_alone": {h: scored(bs, None) for h, bs in halves.items()},
+            "with_fit": {h: scored(bs, fit) for h, bs in halves.items()}}
