@@ -322,3 +322,20 @@ def test_a_wife_a_second_first_name_a_spelling_and_initials():
     assert cast.of(2) != cast.of(1) and cast.of(4) != cast.of(3)
     assert cast.of(6) == cast.of(5) and cast.of(8) == cast.of(7) and cast.of(10) == cast.of(11)
     assert cast.dropped == {9: "an initial alone"}
+
+
+def test_a_fitted_person_rule_drops_what_the_rules_keep_and_fits_by_gradient(parsed):
+    """cast_of(fit=...) reads the rules' survivors with the fitted rule (a name mostly the object of a preposition
+    leaves, with the rule's reason); fit_logistic finds the direction that separates the labels."""
+    from whoqa.ranker.person import PersonFit, fit_logistic
+    book = _with_clusters(parsed("Mary spoke of Ambrumesy. John thought of Ambrumesy. Ambrumesy was far away. "
+                                 "Mary met John. John smiled at Mary."), ["Ambrumesy"])
+    rules = cast_of(book)
+    assert "Ambrumesy" in _names(book, rules.people)
+    fit = PersonFit({"preposition_object": -10.0}, 5.0, 0.5)
+    fitted = cast_of(book, fit=fit)
+    assert "Ambrumesy" not in _names(book, fitted.people) and {"Mary", "John"} <= _names(book, fitted.people)
+    assert "fitted rule" in fitted.dropped[90] and cast_of(book) is rules  # the rules' cast is still the cached one
+    x = np.array([[0.9, 0.1], [0.8, 0.3], [0.1, 0.2], [0.2, 0.9], [0.7, 0.5], [0.3, 0.4]])  # (N, 2)
+    w, b = fit_logistic(x, np.array([0.0, 0.0, 1.0, 1.0, 0.0, 1.0]), l2=0.1)
+    assert w[0] < 0 and abs(w[0]) > abs(w[1])

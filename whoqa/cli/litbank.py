@@ -48,12 +48,20 @@ def eval_cast(
                                                      "(data_prep/readers/cast_labels.tsv), scored in --workspace."),
     workspace: Path = typer.Option(Path("ws-readers"), help="With --labels: the workspace the novels are taken into."),
     books: Path = typer.Option(Path("../shared/data/books-unlabeled"), help="With --labels: the novels' folder."),
+    fit_person: bool = typer.Option(False, "--fit-person", help="With --labels: also fit the person rule (a logistic "
+                                    "rule over how the book uses a name) on the fit half of split.tsv and score both "
+                                    "halves with it (not served: the cast is the rules')."),
 ):
     """Score a book's cast (the people among its characters, merged) against LitBank's gold named people: precision
     and recall, beside those of the characters before the cast. With --labels, whole novels' casts against hand
     labels: the share of the 40 most mentioned that are people, and the same-person clusters merged."""
-    from whoqa.evaluation.cast import evaluate_cast, evaluate_labels
-    res = stage(evaluate_labels, workspace, labels, books) if labels else stage(evaluate_cast, litbank, max_docs)
+    from whoqa.evaluation.cast import evaluate_cast, evaluate_labels, fit_person as fit
+    if fit_person and not labels:
+        fail("--fit-person fits on hand labels: give --labels data_prep/readers/cast_labels.tsv")
+    if labels:
+        res = stage(fit, workspace, labels, books) if fit_person else stage(evaluate_labels, workspace, labels, books)
+    else:
+        res = stage(evaluate_cast, litbank, max_docs)
     text = json.dumps(res, indent=1)
     typer.echo(text)
     if out:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 
 from data_prep.litbank import processed_docs
 from whoqa.core.book import Book, write_book_files
 from whoqa.evaluation.readers import load_split
-from whoqa.ranker.cast import cast_of
+from whoqa.ranker.cast import Cast, cast_of
 
 
 def _gold_entity(span: tuple[int, int], people: dict, words: list[str] | None = None) -> str | None:
@@ -90,9 +91,9 @@ def evaluate_cast(folder: Path, max_docs: int | None = None, progress: bool = Tr
 TOP_CAST = 40  # the cast's most mentioned people judged against the hand labels
 
 
-def most_mentioned(book: Book) -> list[int]:
+def most_mentioned(book: Book, cast: Cast | None = None) -> list[int]:
     """The cast's representatives, most mentioned first (a person's mentions under all of their names)."""
-    cast = cast_of(book)
+    cast = cast or cast_of(book)
     mentions = {r: sum(book.characters[m].count for m in ms) for r, ms in cast.groups.items()}
     return sorted(cast.groups, key=lambda r: (-mentions[r], r))
 
@@ -107,12 +108,14 @@ def load_labels(path: Path) -> dict[str, dict[int, tuple[bool, str]]]:
     return rows
 
 
-def score_labels(book: Book, labels: dict[int, tuple[bool, str]], top: int = TOP_CAST) -> dict:
+def score_labels(book: Book, labels: dict[int, tuple[bool, str]], top: int = TOP_CAST,
+                 cast: Cast | None = None) -> dict:
     """A whole novel's cast against hand labels (cluster id -> (a person?, who: one key per individual)): the share of
     its `top` most mentioned people that are people; the same-person pairs of labelled clusters it merges, and the
-    pairs it merges that are two people (or a person and not one)."""
-    cast = cast_of(book)
-    shown = most_mentioned(book)[:top]
+    pairs it merges that are two people (or a person and not one). `cast`: another cast of the book than the
+    rules'."""
+    cast = cast or cast_of(book)
+    shown = most_mentioned(book, cast)[:top]
     judged = [r for r in shown if r in labels]
     same = [(a, b) for a in labels for b in labels if a < b and labels[a][0] and labels[b][0]
             and labels[a][1] == labels[b][1]]
@@ -127,18 +130,24 @@ def score_labels(book: Book, labels: dict[int, tuple[bool, str]], top: int = TOP
             "wrong_merges": [f"{name(a)} + {name(b)}" for a, b in wrong]}
 
 
-def evaluate_labels(workspace: Path, labels: Path, books: Path) -> dict:
-    """`whoqa eval-cast --labels`: each labelled novel (BOOKS/<id>.txt, taken into WORKSPACE as `ask` takes a file)
-    scored by `score_labels`, and the totals: over all novels and over each half of split.tsv beside the labels (the
-    fit half chooses rules, the check half only reports)."""
+def _labelled_novels(workspace: Path, labels: Path, books: Path) -> tuple[dict, dict[str, str], dict[str, Book]]:
+    """The hand labels, their split (split.tsv beside them) and each labelled novel (BOOKS/<id>.txt, taken into
+    WORKSPACE as `ask` takes a file)."""
     from whoqa.service import Service
     rows = load_labels(labels)
     svc = Service(workspace)
-    out = {}
-    for b, labelled in rows.items():
+    loaded = {}
+    for b in rows:
         wid = svc.resolve(Path(books) / f"{b}.txt")
-        out[b] = score_labels(Book.load(svc.ws.books / wid, wid), labelled)
-    split = load_split(Path(labels).with_name("split.tsv"))
+        loaded[b] = Book.load(svc.ws.books / wid, wid)
+    return rows, load_split(Path(labels).with_name("split.tsv")), loaded
+
+
+def evaluate_labels(workspace: Path, labels: Path, books: Path) -> dict:
+    """`whoqa eval-cast --labels`: each labelled novel scored by `score_labels`, and the totals: over all novels and
+    over each half of split.tsv (the fit half chooses rules, the check half only reports)."""
+    rows, split, loaded = _labelled_novels(workspace, labels, books)
+    out = {b: score_labels(loaded[b], rows[b]) for b in rows}
     halves = {h: _totals({b: o for b, o in out.items() if split.get(b) == h}) for h in ("fit", "check")
               if h in split.values()}
     return {"books": out, **_totals(out), "halves": halves}
@@ -186,49 +195,37 @@ def _fit(examples: list[tuple[dict[str, float], bool]], threshold: float, l2: fl
 
 
 def fit_person(workspace: Path, labels: Path, books: Path, l2: float = 1.0) -> dict:
-    """`whoqa fit-cast`: the fitted person rule on the fit half of split.tsv only: its threshold chosen by leaving one
-    fit-half novel out at a time (the share of the 40 most mentioned that are people, summed over the left-out
-    novels, among the thresholds that merge as many same-person pairs as the rules alone; ties to the lower
-    threshold), then fitted on the whole fit half; both halves scored by `score_labels`
-    with the rules alone and with the fit (the check half only reports)."""
+    """`whoqa eval-cast --labels --fit-person`: the fitted person rule on the fit half of split.tsv only. Its
+    threshold is chosen by leaving one fit-half novel out at a time (the share of the 40 most mentioned that are
+    people, summed over the left-out novels, among the thresholds that merge as many same-person pairs as the rules
+    alone; ties to the lower threshold); it is then fitted on the whole fit half, and both halves are scored by
+    `score_labels` with the rules alone and with the fit (the check half only reports)."""
     import hashlib
-    from whoqa.service import Service
-    rows = load_labels(labels)
-    split = load_split(Path(labels).with_name("split.tsv"))
-    svc = Service(workspace)
-    loaded = {}
-    for b in rows:
-        wid = svc.resolve(Path(books) / f"{b}.txt")
-        loaded[b] = Book.load(svc.ws.books / wid, wid)
+    rows, split, loaded = _labelled_novels(workspace, labels, books)
     fit_books = [b for b in rows if split.get(b) == "fit"]
     examples = {b: person_examples(loaded[b], rows[b]) for b in rows}
 
     def scored(names: list[str], fit) -> dict:
         out = {}
         for b in names:
-            loaded[b]._cast = None
-            cast_of(loaded[b], fit=fit)
-            out[b] = score_labels(loaded[b], rows[b])
-            loaded[b]._cast = None
+            out[b] = score_labels(loaded[b], rows[b], cast=cast_of(loaded[b], fit=fit))
         return _totals(out)
     by_threshold = {}
     for t in THRESHOLDS:
         per = {}
         for left in fit_books:
             fit = _fit([e for b in fit_books if b != left for e in examples[b]], t, l2)
-            loaded[left]._cast = None
-            cast_of(loaded[left], fit=fit)
-            per[left] = score_labels(loaded[left], rows[left])
-            loaded[left]._cast = None
+            per[left] = score_labels(loaded[left], rows[left], cast=cast_of(loaded[left], fit=fit))
         by_threshold[t] = _totals(per)
     alone = scored(fit_books, None)
     kept = [t for t in THRESHOLDS if by_threshold[t]["merged_share"] >= alone["merged_share"]]  # (a person dropped
     #                                       costs the share nothing, since the next one moves up: it costs a merge)
-    best = max(kept or THRESHOLDS[:1], key=lambda t: (by_threshold[t]["precision"], -by_threshold[t]["wrong_merges"], -t))
+    best = max(kept or THRESHOLDS[:1],
+               key=lambda t: (by_threshold[t]["precision"], -by_threshold[t]["wrong_merges"], -t))
     fit = _fit([e for b in fit_books for e in examples[b]], best, l2)
     fit.fitted_on = {"labels_sha256": hashlib.sha256(Path(labels).read_bytes()).hexdigest(), "books": fit_books,
                      "examples": sum(len(examples[b]) for b in fit_books), "l2": l2}
     halves = {h: [b for b in rows if split.get(b) == h] for h in ("fit", "check")}
-    return {"fit": fit, "threshold_by_leaving_one_fit_novel_out": {str(t): v for t, v in by_threshold.items()},
+    return {"fit": asdict(fit), "threshold_by_leaving_one_fit_novel_out": {str(t): v for t, v in by_threshold.items()},
             "rules_alone": {h: scored(bs, None) for h, bs in halves.items()},
             "with_fit": {h: scored(bs, fit) for h, bs in halves.items()}}

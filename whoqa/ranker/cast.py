@@ -501,15 +501,12 @@ def _merge_short_first_names(book: Book, people: list[int], names: dict, genders
         _join(book, into, cid, other)
 
 
-_DEFAULT = object()
-
-
-def cast_of(book: Book, fit=_DEFAULT) -> Cast:
-    """The book's cast (computed once per loaded book). `fit`: the fitted person rule that reads the rules' survivors
-    (`whoqa.ranker.person`; the shipped one by default, None for the rules alone)."""
-    if getattr(book, "_cast", None) is not None and fit is _DEFAULT:
+def cast_of(book: Book, fit: PersonFit | None = None) -> Cast:
+    """The book's cast (computed once per loaded book, by the rules alone). `fit`: a fitted person rule that also
+    reads the rules' survivors (`whoqa.ranker.person`; measured by `whoqa eval-cast --labels --fit-person`, not
+    served), computed anew each call."""
+    if getattr(book, "_cast", None) is not None and fit is None:
         return book._cast
-    fit = PersonFit.load() if fit is _DEFAULT else fit
     usage = _Usage.of(book)
     proper: dict[int, list] = {}
     for m in book.mentions:
@@ -537,5 +534,7 @@ def cast_of(book: Book, fit=_DEFAULT) -> Cast:
         groups[r].append(m)
     genders = {r: title_gender([a for m in ms for a in book.characters[m].aliases]) or book.characters[r].gender
                for r, ms in groups.items()}
-    book._cast = Cast(groups, {r: book.characters[r].name for r in groups}, dropped, genders)
-    return book._cast
+    cast = Cast(groups, {r: book.characters[r].name for r in groups}, dropped, genders)
+    if fit is None:
+        book._cast = cast
+    return cast

@@ -56,6 +56,8 @@ def main() -> None:
     ap.add_argument("--books", type=Path, default=Path("../shared/data/books-unlabeled"))
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--rescore", action="store_true", help="score OUT's answers again (other thresholds), asking nothing")
+    ap.add_argument("--reuse", type=Path, action="append", default=[],
+                    help="an earlier OUT whose answers are taken where book, member and name are the same")
     a = ap.parse_args()
     labels = load_labels(a.labels)
     if a.rescore:
@@ -67,6 +69,7 @@ def main() -> None:
     llm = llama_cpp.Llama(str(a.gguf), n_ctx=1024, n_threads=torch.get_num_threads(), verbose=False)
     yes, no = llm.tokenize(b"Yes", add_bos=False)[0], llm.tokenize(b"No", add_bos=False)[0]
     svc = Service(a.workspace)
+    known = {(r["book"], r["rep"], r["name"]): r["p_yes"] for f in a.reuse for r in json.loads(f.read_text())["asked"]}
     rows, t0 = [], time.perf_counter()
     for b, labelled in labels.items():
         wid = svc.resolve(a.books / f"{b}.txt")
@@ -76,8 +79,8 @@ def main() -> None:
         order = most_mentioned(book)[:DEPTH]
         for rank, r in enumerate(order):
             said = member_sentences(book, cast.groups[r])
-            p_yes = None
-            if said:
+            p_yes = known.get((b, r, cast.names[r]))
+            if said and (b, r, cast.names[r]) not in known:
                 llm.reset()
                 llm.eval(llm.tokenize(prompt(cast.names[r], said).encode(), add_bos=False, special=True))
                 logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits(llm.ctx), shape=(llm.n_vocab(),))  # (V,)
