@@ -230,7 +230,7 @@ def _in_role(tokens: list, m) -> bool:
     return dep in ROLES or dep == "npadvmod" and m.start > 0 and tokens[m.start - 1].word == ","
 
 
-def _merged(book: Book, people: list[int]) -> dict[int, int]:
+def _merged(book: Book, people: list[int], usage: _Usage) -> dict[int, int]:
     """member -> representative for clusters of one person: the same name twice; a single untitled first name (or
     its nickname) that exactly one titled person carries ("Harry" -> "Lord Henry"); and a one-word name, titled or
     not, that exactly one other person's names hold ("Quatermain" -> "Allan Quatermain", "Mr. Hallward" -> "Basil
@@ -263,7 +263,7 @@ def _merged(book: Book, people: list[int]) -> dict[int, int]:
         #                                                                        Randall" is not Aunt Jane)
         if len(bearers) == 1 and chars[bearers[0]].count > chars[cid].count:  # (a bigger one is someone else)
             into[cid] = bearers[0]
-    _merge_by_name_word(book, [c for c in people if c not in into], into)
+    _merge_by_name_word(book, [c for c in people if c not in into], into, usage)
     _merge_variants(book, [c for c in people if c not in into], into)
     _merge_said_aliases(book, people, into)
     return into
@@ -281,6 +281,17 @@ def _married(aliases: list[str]) -> bool:
     return all(len(a.split()) == 2 and a.split()[0].lower() in FEMALE_TITLES for a in aliases)
 
 
+def _a_woman(gender: str | None, aliases: list[str]) -> bool:
+    """Whether a person is a woman: by her gender, or, where none is known, by her first name's he/she count in
+    Gutenberg's books leaning to she ("Cherry Malotte" is, "Deacon Milliken" is not)."""
+    if gender:
+        return gender == "female"
+    firsts = {ws[0].lower() for ws in map(name_words, aliases) if len(ws) > 1}
+    he = sum(gender_table().get(w, (0.0, 0.0))[0] for w in firsts)
+    she = sum(gender_table().get(w, (0.0, 0.0))[1] for w in firsts)
+    return she > he
+
+
 def _initials(aliases: list[str]) -> str:
     """A name written as two or more initials ("R. L. S.", "L. D. M."): its letters; "" otherwise."""
     for a in aliases:
@@ -292,9 +303,11 @@ def _initials(aliases: list[str]) -> str:
 
 def _spelled_alike(a: str, b: str) -> bool:
     """Two spellings of one name ("Miranda" and "Mirandy", "Filleul" and "Filluel"): six letters or more, at most
-    one letter apart in length, and alike by difflib's ratio (SPELLING_RATIO)."""
+    one letter apart in length, alike by difflib's ratio (SPELLING_RATIO), and not a plural beside its singular."""
     from difflib import SequenceMatcher
     a, b = a.lower(), b.lower()
+    if a.rstrip("s") == b.rstrip("s"):
+        return False  # a family beside one of it ("the Beverleys", "Mrs Beverley")
     return a != b and min(len(a), len(b)) >= 6 and abs(len(a) - len(b)) <= 1 \
         and SequenceMatcher(None, a, b).ratio() >= SPELLING_RATIO
 
@@ -433,7 +446,7 @@ def _titled_or_kin(name: str) -> bool:
     return len(name.split()) > 1 and (first in KIN or first in MALE_TITLES | FEMALE_TITLES)
 
 
-def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> None:
+def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int], usage: _Usage) -> None:
     """The one-word-name rule of `_merged`: each such cluster joins the one other person whose names hold its word
     (merging into whichever of the two is mentioned more)."""
     chars = book.characters
@@ -459,9 +472,9 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
         bearers.discard(root(cid))
         fits = [b for b in bearers if (not genders[cid] or not genders.get(b) or genders[cid] == genders[b])
                 and firsts[cid] <= firsts.get(b, set()) | {word}]
-        if _married(chars[cid].aliases):  # a wife or daughter: not the man, nor a name of no known gender
-            fits = [b for b in fits if genders.get(b) == "female"]
-        fits = [b for b in fits if not _second_first_name(word, chars[b].name)]
+        if _married(chars[cid].aliases):  # a wife or daughter: only a woman
+            fits = [b for b in fits if _a_woman(genders.get(b), chars[b].aliases)]
+        fits = [b for b in fits if not _second_first_name(word, chars[b].name, usage)]
         bare = [b for b in fits if not firsts.get(b)]
         same = {g for g in [genders[cid], *(genders.get(b) for b in bare)] if g}
         if len(fits) > 1 and bare and not firsts[cid] and _any_title(chars[cid].aliases) and len(same) == 1 \
@@ -474,15 +487,16 @@ def _merge_by_name_word(book: Book, people: list[int], into: dict[int, int]) -> 
             _join(book, into, cid, other)
 
 
-def _second_first_name(word: str, name: str) -> bool:
+def _second_first_name(word: str, name: str, usage: _Usage) -> bool:
     """Whether `word` is a second first name in the bearer's name ("Jane" in "Emma Jane", "Emma Jane Perkins"): after
-    a first name Gutenberg's he/she table knows, and not the surname (the last word, unless both words are known first
-    names)."""
+    a first name Gutenberg's he/she table knows and the book does not write in lower case ("Old Jacob" is a Jacob),
+    and not the surname (the last word, unless both words are known first names)."""
     n = [w.lower() for w in name_words(name)]
     if word not in n[1:]:
         return False
     i = n.index(word, 1)
-    return _known_name(n[i - 1]) and (i < len(n) - 1 or len(n) == 2 and _known_name(word))
+    return _known_name(n[i - 1]) and not _common(n[i - 1].capitalize(), usage) and (
+        i < len(n) - 1 or len(n) == 2 and _known_name(word))
 
 
 def _merge_short_first_names(book: Book, people: list[int], names: dict, genders: dict, into: dict) -> None:
@@ -526,7 +540,7 @@ def cast_of(book: Book, fit: PersonFit | None = None) -> Cast:
         if why:
             dropped[cid] = why
     people = [c for c in order if c not in dropped]
-    into = _merged(book, people)
+    into = _merged(book, people, usage)
     groups = {c: [c] for c in people if c not in into}
     for m, r in into.items():
         while r in into:  # "Holmes" -> "Holmes" -> "Mr. Holmes"
