@@ -167,22 +167,11 @@ THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # the fitted person 
 
 def person_examples(book: Book, labelled: dict[int, tuple[bool, str]]) -> list[tuple[dict[str, float], bool]]:
     """(features, a person?) of each labelled cluster the rules keep (the fitted rule reads only those)."""
-    from whoqa.ranker.cast import _Usage, _any_title, name_words
-    from whoqa.ranker.person import features
+    from whoqa.ranker.cast import _Usage, person_features, proper_mentions
     rules = cast_of(book, fit=None)
-    usage = _Usage.of(book)
-    proper: dict[int, list] = {}
-    for m in book.mentions:
-        if m.prop == "PROP":
-            proper.setdefault(m.char_id, []).append(m)
-    out = []
-    for cid, (person, _) in sorted(labelled.items()):
-        c = book.characters.get(cid)
-        if c is None or cid in rules.dropped or not proper.get(cid):
-            continue
-        out.append((features(book, cid, proper[cid], usage.lower, usage.capital, name_words(c.name),
-                             _any_title(c.aliases)), person))
-    return out
+    usage, proper = _Usage.of(book), proper_mentions(book)
+    return [(person_features(book, cid, usage, proper), person) for cid, (person, _) in sorted(labelled.items())
+            if cid in book.characters and cid not in rules.dropped and proper.get(cid)]
 
 
 def _fit(examples: list[tuple[dict[str, float], bool]], threshold: float, l2: float):

@@ -515,6 +515,22 @@ def _merge_short_first_names(book: Book, people: list[int], names: dict, genders
         _join(book, into, cid, other)
 
 
+def proper_mentions(book: Book) -> dict[int, list]:
+    """Character id -> its proper-name mentions, in book order."""
+    proper: dict[int, list] = {}
+    for m in book.mentions:
+        if m.prop == "PROP":
+            proper.setdefault(m.char_id, []).append(m)
+    return proper
+
+
+def person_features(book: Book, cid: int, usage: _Usage, proper: dict[int, list]) -> dict[str, float]:
+    """What the fitted person rule reads of one cluster (`whoqa.ranker.person.features`)."""
+    c = book.characters[cid]
+    return features(book, cid, proper.get(cid, []), usage.lower, usage.capital, name_words(c.name),
+                    _any_title(c.aliases))
+
+
 def cast_of(book: Book, fit: PersonFit | None = None) -> Cast:
     """The book's cast (computed once per loaded book, by the rules alone). `fit`: a fitted person rule that also
     reads the rules' survivors (`whoqa.ranker.person`; measured by `whoqa eval-cast --labels --fit-person`, not
@@ -522,19 +538,14 @@ def cast_of(book: Book, fit: PersonFit | None = None) -> Cast:
     if getattr(book, "_cast", None) is not None and fit is None:
         return book._cast
     usage = _Usage.of(book)
-    proper: dict[int, list] = {}
-    for m in book.mentions:
-        if m.prop == "PROP":
-            proper.setdefault(m.char_id, []).append(m)
+    proper = proper_mentions(book)
     order = sorted(book.characters, key=lambda c: (-book.characters[c].count, c))
     dropped = {}
     words = {w for c in book.characters.values() for a in c.aliases for w in name_words(a)}
     for cid in order:
         why = _not_a_person(book, cid, usage, proper.get(cid, []), words)
         if not why and fit is not None and proper.get(cid):
-            c = book.characters[cid]
-            p = fit.p_person(features(book, cid, proper[cid], usage.lower, usage.capital, name_words(c.name),
-                                      _any_title(c.aliases)))
+            p = fit.p_person(person_features(book, cid, usage, proper))
             if p < fit.threshold:
                 why = f"how the book uses the name says it is no person ({p:.0%} by the fitted rule)"
         if why:

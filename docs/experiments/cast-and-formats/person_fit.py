@@ -25,8 +25,8 @@ import numpy as np
 from whoqa.core.book import Book
 from whoqa.evaluation.cast import TOP_CAST, load_labels, most_mentioned
 from whoqa.evaluation.readers import load_split
-from whoqa.ranker.cast import _Usage, _any_title, cast_of, name_words
-from whoqa.ranker.person import FEATURES, features, fit_logistic
+from whoqa.ranker.cast import _Usage, cast_of, person_features, proper_mentions
+from whoqa.ranker.person import FEATURES, fit_logistic
 from whoqa.service import Service
 
 THRESHOLDS = (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9)
@@ -37,15 +37,10 @@ LABEL = {True: "person", False: "not", None: "?"}
 def member_rows(book: Book, b: str, labels: dict, asked: dict) -> list[dict]:
     """The cast's first DEPTH representatives: features, P(Yes) logit (None where not asked), label."""
     cast = cast_of(book, fit=None)
-    usage = _Usage.of(book)
-    proper: dict[int, list] = {}
-    for m in book.mentions:
-        if m.prop == "PROP":
-            proper.setdefault(m.char_id, []).append(m)
+    usage, proper = _Usage.of(book), proper_mentions(book)
     rows = []
     for r in most_mentioned(book)[:DEPTH]:
-        c = book.characters[r]
-        f = features(book, r, proper.get(r, []), usage.lower, usage.capital, name_words(c.name), _any_title(c.aliases))
+        f = person_features(book, r, usage, proper)
         p = asked.get((b, r))
         f["llm"] = None if p is None else math.log(max(p, 1e-6) / max(1 - p, 1e-6)) / 5
         rows.append({"book": b, "rep": r, "name": cast.names[r], "members": cast.groups[r], "features": f,
