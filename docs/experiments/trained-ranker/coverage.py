@@ -235,11 +235,15 @@ def part_table(a, cfg: PassageRankerConfig, out: Path) -> None:
     for arm in [a for a in arms if a != "BM25F"]:  # each trained order fused with BM25F's by reciprocal rank (k 60)
         arms[f"{arm} + BM25F (RRF)"] = {q: rrf([list(range(len(o))), o]) for q, o in arms[arm].items()}
     table, per = {}, {}
+    from whoqa.core.questions import question_kind
+    who = [question_kind(r["question"]).who for r in rows]  # (the trained ranker as a Who arm: its Who questions)
     for arm, orders in arms.items():
         em = [[100.0 * any(r["em"][i] for i in orders[r["question_id"]][:TOP])] for r in rows]
         rl = [[100.0 * max([r["rouge"][i] for i in orders[r["question_id"]][:TOP]], default=0.0)] for r in rows]
         per[arm] = (em, rl)
-        table[arm] = {"EM": round(float(np.mean(em)), 2), "ROUGE-L": round(float(np.mean(rl)), 2)}
+        table[arm] = {"EM": round(float(np.mean(em)), 2), "ROUGE-L": round(float(np.mean(rl)), 2),
+                      "Who questions' EM": round(float(np.mean([e[0] for e, w in zip(em, who) if w])), 2),
+                      "other questions' EM": round(float(np.mean([e[0] for e, w in zip(em, who) if not w])), 2)}
     for p in sorted(out.glob("scores-arc*.jsonl.gz")):  # arms whose rows hold their own top 5's coverage
         got = {s["question_id"]: s for s in read_gz(p)}
         if len(got) != len(rows):
@@ -261,21 +265,90 @@ def part_table(a, cfg: PassageRankerConfig, out: Path) -> None:
         if arm != "BM25F":
             table[arm]["EM minus BM25F, resampled by book"] = paired_book_bootstrap(
                 per[arm][0], per["BM25F"][0], groups, ("EM",))["difference"]["EM"]
+            if arm in arms:  # (its Who questions alone: the trained ranker as a Who arm)
+                sub = [i for i, w in enumerate(who) if w]
+                table[arm]["Who questions' EM minus BM25F, resampled by book"] = paired_book_bootstrap(
+                    [per[arm][0][i] for i in sub], [per["BM25F"][0][i] for i in sub], [groups[i] for i in sub],
+                    ("EM",))["difference"]["EM"]
     import hashlib
     import subprocess
     from dataclasses import asdict
     code = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=out).stdout.strip()
     files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("*.jsonl.gz"))}
-    summary = {"questions": len(rows), "books": len(set(groups)), "top": TOP, "folds": a.folds, "config": asdict(cfg),
+    summary = {"questions": len(rows), "who_questions": sum(who), "books": len(set(groups)), "top": TOP, "folds": a.folds, "config": asdict(cfg),
                "code": code, "files": files, "arms": table}
     (out / "coverage.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
 
 
+def part_readers(a, cfg: PassageRankerConfig, out: Path) -> None:
+    """Table 2 on the readers' questions (data_prep/readers/questions.tsv, never trained on): BM25F's 32 for each in
+    its novel (taken into --readers-workspace as `ask` takes a file), one DS model trained on all the shared
+    questions' lists (candidates.jsonl.gz: no readers' question among them), the top 5's coverage of the accepted
+    answers by half and kind, beside BM25F's and DS + BM25F (RRF)."""
+    from whoqa.core.minilm import bundled_minilm
+    from whoqa.evaluation.readers import load_questions as load_readers, load_split
+    from whoqa.retrieval.bert_ranker import CrossEncoder
+    from whoqa.service import Service
+    qs, split = load_readers(a.readers), load_split(Path(a.readers).with_name("split.tsv"))
+    path = out / "readers-candidates.jsonl.gz"
+    if not path.exists():
+        svc = Service(Path(a.readers_workspace))
+        rows = []
+        for b in sorted({q.book for q in qs}):
+            wid = svc.resolve(Path(a.readers_books) / f"{b}.txt")
+            ob = open_book(Path(a.readers_workspace), wid)
+            for i, q in ((i, q) for i, q in enumerate(qs) if q.book == b):
+                wins = candidate_windows(ob, q.question, cfg)
+                texts = [window_text(ob.book, x.first, x.last) for x in wins]
+                cache: dict = {}
+                rows.append({"book": b, "workspace_id": wid, "i": i, "kind": q.kind, "half": split.get(b),
+                             "question": q.question, "answers": q.answers, "texts": texts,
+                             "rouge": [round(answer_rouge(ob.book, x, q.answers, cache), 4) for x in wins],
+                             "em": [contains(t, q.answers) for t in texts]})
+            print(f"readers {b}: candidates", flush=True)
+        append_gz(path, rows)
+    rows = read_gz(path)
+    scores = out / "readers-scores-ds.jsonl.gz"
+    if not scores.exists():
+        lists = [(q, t) for r in read_gz(out / "candidates.jsonl.gz") for q, t in (r["ds"] or [])]
+        ranker = CrossEncoder(bundled_minilm(""), cfg.max_length, "cpu")
+        t0 = time.perf_counter()
+        losses = train_lists(ranker, lists, cfg)
+        print(f"readers DS: {len(lists)} lists, {time.perf_counter() - t0:.0f}s, loss {losses[0]:.3f} -> "
+              f"{np.mean(losses[-20:]):.3f}", flush=True)
+        append_gz(scores, [{"i": r["i"], "order": [int(j) for j in np.argsort(
+            -np.asarray(ranker.score(r["question"], r["texts"]) if r["texts"] else []), kind="stable")]}
+            for r in rows])
+    order = {s["i"]: s["order"] for s in read_gz(scores)}
+    arms = {"BM25F": {r["i"]: list(range(len(r["texts"]))) for r in rows}, "DS": order}
+    arms["DS + BM25F (RRF)"] = {i: rrf([list(range(len(o))), o]) for i, o in order.items()}
+    table = {}
+    for arm, orders in arms.items():
+        for group, keep in [("all", lambda r: True), ("check", lambda r: r["half"] == "check"),
+                            ("check, Who", lambda r: r["half"] == "check" and r["kind"] == "who"),
+                            ("check, other", lambda r: r["half"] == "check" and r["kind"] == "other"),
+                            ("fit", lambda r: r["half"] == "fit")]:
+            sel = [r for r in rows if keep(r)]
+            table.setdefault(arm, {})[group] = {
+                "questions": len(sel),
+                "EM": round(100 * float(np.mean([any(r["em"][j] for j in orders[r["i"]][:TOP]) for r in sel])), 2),
+                "ROUGE-L": round(100 * float(np.mean([max([r["rouge"][j] for j in orders[r["i"]][:TOP]], default=0)
+                                                     for r in sel])), 2)}
+    import hashlib
+    files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (path, scores)}
+    (out / "readers-coverage.json").write_text(json.dumps({"top": TOP, "files": files, "arms": table}, indent=1) + "\n")
+    print(json.dumps(table, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workspace", action="append", required=True)
-    ap.add_argument("--part", required=True, choices=("candidates", "ict", "ds", "ds+ict", "ict-only", "arc", "table"))
+    ap.add_argument("--part", required=True, choices=("candidates", "ict", "ds", "ds+ict", "ict-only", "arc", "table",
+                                                         "readers"))
+    ap.add_argument("--readers", default="data_prep/readers/questions.tsv", help="--part readers: the questions")
+    ap.add_argument("--readers-workspace", default="ws-readers", help="--part readers: where the novels are taken in")
+    ap.add_argument("--readers-books", default="../shared/data/books-unlabeled", help="--part readers: the novels")
     ap.add_argument("--folds", type=int, default=3)
     ap.add_argument("--ict-lists", type=int, default=3000)
     ap.add_argument("--arc-k", type=int, default=2, help="--part arc: the last passages of the question's people")
@@ -301,6 +374,8 @@ def main() -> None:
         part_arc(a, cfg, out)
     elif a.part == "table":
         part_table(a, cfg, out)
+    elif a.part == "readers":
+        part_readers(a, cfg, out)
     else:
         part_ds(a, cfg, out, arm)
 
