@@ -4,23 +4,21 @@ The cast's rules (`whoqa.ranker.cast`) each read one signal against a fixed shar
 this often is a place"); a place such as "Paris" passes each of them a little under its bar. The fitted rule reads the
 same signals together, as shares of the cluster's proper-name mentions (objects of a preposition, subjects, speakers,
 owners, after "of"), with the book's own spelling of the word and Gutenberg's he/she table, and is fitted on the
-readers' fit half of hand labels (`whoqa fit-cast`), never on the check half. Its weights ship as person_fit.json;
-a cluster whose probability of being a person falls below the fit's threshold leaves the cast, with that reason.
+readers' fit half of hand labels (`whoqa eval-cast --labels --fit-person`), never on the check half. A cluster whose
+probability of being a person falls below the fit's threshold leaves the cast, with that reason. Measured, not served:
+on the check half it raised the people among the 40 most mentioned from 85.52% to 88.49%, short of the 95% asked.
 """
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from whoqa.core.book import Book
 from whoqa.core.lexicon import gender_table
 
-SHIPPED = Path(__file__).with_name("person_fit.json")
 SPEECH = {"say", "ask", "cry", "reply", "answer", "exclaim", "shout", "whisper", "murmur", "continue", "add",
           "declare", "repeat", "mutter", "call", "laugh", "smile", "nod", "think", "know", "feel", "see", "look"}
 #          (verbs whose subject is nearly always a person: who speaks, thinks, looks)
@@ -71,17 +69,6 @@ class PersonFit:
     def p_person(self, feats: dict[str, float]) -> float:
         z = self.bias + sum(self.weights.get(k, 0.0) * v for k, v in feats.items())
         return 1.0 / (1.0 + math.exp(-z))
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps({"weights": self.weights, "bias": self.bias, "threshold": self.threshold,
-                                    "fitted_on": self.fitted_on}, indent=1) + "\n")
-
-    @classmethod
-    def load(cls, path: Path = SHIPPED) -> "PersonFit | None":
-        if not Path(path).is_file():
-            return None
-        d = json.loads(Path(path).read_text())
-        return cls(d["weights"], d["bias"], d["threshold"], d.get("fitted_on", {}))
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 50) -> tuple[np.ndarray, float]:
