@@ -206,15 +206,15 @@ def fit_person(workspace: Path, labels: Path, books: Path, l2: float = 1.0) -> d
             fit = _fit([e for b in fit_books if b != left for e in examples[b]], t, l2)
             per[left] = score_labels(loaded[left], rows[left], cast=cast_of(loaded[left], fit=fit))
         by_threshold[t] = _totals(per)
-    alone = scored(fit_books, None)
-    kept = [t for t in THRESHOLDS if by_threshold[t]["merged_share"] >= alone["merged_share"]]  # (a person dropped
-    #                                       costs the share nothing, since the next one moves up: it costs a merge)
+    halves = {h: [b for b in rows if split.get(b) == h] for h in ("fit", "check")}
+    alone = {h: scored(bs, None) for h, bs in halves.items()}
+    kept = [t for t in THRESHOLDS if by_threshold[t]["merged_share"] >= alone["fit"]["merged_share"]]  # (a person
+    #                          dropped costs the share nothing, since the next one moves up: it costs a merge)
     best = max(kept or THRESHOLDS[:1],
                key=lambda t: (by_threshold[t]["precision"], -by_threshold[t]["wrong_merges"], -t))
     fit = _fit([e for b in fit_books for e in examples[b]], best, l2)
     fit.fitted_on = {"labels_sha256": hashlib.sha256(Path(labels).read_bytes()).hexdigest(), "books": fit_books,
                      "examples": sum(len(examples[b]) for b in fit_books), "l2": l2}
-    halves = {h: [b for b in rows if split.get(b) == h] for h in ("fit", "check")}
     return {"fit": asdict(fit), "threshold_by_leaving_one_fit_novel_out": {str(t): v for t, v in by_threshold.items()},
-            "rules_alone": {h: scored(bs, None) for h, bs in halves.items()},
+            "rules_alone": alone,
             "with_fit": {h: scored(bs, fit) for h, bs in halves.items()}}

@@ -329,9 +329,9 @@ def _merge_variants(book: Book, people: list[int], into: dict[int, int]) -> None
     chars = book.characters
     words = {c: [w for w in name_words(chars[c].name) if w.lower() not in KIN] for c in people}
     for cid in people:
-        if len(words[cid]) != 1 and not _initials(chars[cid].aliases):
-            continue
         letters = _initials(chars[cid].aliases)
+        if len(words[cid]) != 1 and not letters:
+            continue
         fits = set()
         for p in people:
             if p == cid or _root(into, p) == _root(into, cid):
