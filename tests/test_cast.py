@@ -317,10 +317,13 @@ def test_a_wife_a_second_first_name_a_spelling_and_initials():
              8: Character(8, "L. D. M.", ["L. D. M.", "Mr. L. D. M. Randall"], 20, "male"),
              9: Character(9, "A.", ["A."], 10, None),
              10: Character(10, "Mrs. Cobb", ["Mrs. Cobb"], 50, "female"),
-             11: Character(11, "Sarah Cobb", ["Sarah Cobb"], 20, "female")}  # a woman: Mrs. Cobb herself
+             11: Character(11, "Sarah Cobb", ["Sarah Cobb"], 20, "female"),  # a woman: Mrs. Cobb herself
+             12: Character(12, "Englishman", ["Englishman"], 15, "male"),
+             13: Character(13, "Englishmen", ["Englishmen"], 12, "male")}  # a people, not a second spelling
     cast = cast_of(Book("b", [], [], [], chars), fit=None)
     assert cast.of(2) != cast.of(1) and cast.of(4) != cast.of(3)
     assert cast.of(6) == cast.of(5) and cast.of(8) == cast.of(7) and cast.of(10) == cast.of(11)
+    assert cast.of(12) != cast.of(13)
     assert cast.dropped == {9: "an initial alone"}
 
 

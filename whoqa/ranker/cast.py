@@ -306,8 +306,8 @@ def _spelled_alike(a: str, b: str) -> bool:
     one letter apart in length, alike by difflib's ratio (SPELLING_RATIO), and not a plural beside its singular."""
     from difflib import SequenceMatcher
     a, b = a.lower(), b.lower()
-    if a.rstrip("s") == b.rstrip("s"):
-        return False  # a family beside one of it ("the Beverleys", "Mrs Beverley")
+    if a.rstrip("s") == b.rstrip("s") or {a[-3:], b[-3:]} == {"man", "men"} and a[:-3] == b[:-3]:
+        return False  # a family beside one of it ("the Beverleys", "Mrs Beverley"), a people ("Englishmen")
     return a != b and min(len(a), len(b)) >= 6 and abs(len(a) - len(b)) <= 1 \
         and SequenceMatcher(None, a, b).ratio() >= SPELLING_RATIO
 
